@@ -1,0 +1,84 @@
+// Package conformance loads the shared test vectors transcribed from TF
+// Serving's, Triton's, KServe's and MLServer's own test suites
+// (../shared/conformance beside the project root) for the tests of every
+// package. The vectors are not copied into the project: they are facts
+// about other systems, maintained in one place.
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Case is one vector. Input and Expected stay raw because their shape
+// depends on the direction and target; each test decodes what it needs.
+type Case struct {
+	ID          string          `json:"id"`
+	Source      string          `json:"source"`
+	Basis       string          `json:"basis"`
+	Direction   string          `json:"direction"`
+	Description string          `json:"description"`
+	Uncertain   bool            `json:"uncertain"`
+	Notes       string          `json:"notes"`
+	Input       json.RawMessage `json:"input"`
+	Expected    json.RawMessage `json:"expected"`
+}
+
+// Dir returns the shared conformance folder, found by walking up from the
+// working directory to the project root (the folder holding go.mod).
+func Dir() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("conformance: %w", err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(filepath.Dir(d), "shared", "conformance"), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("conformance: no go.mod above %s", wd)
+		}
+	}
+}
+
+// Load reads one vector file ("tfserving_cases.json", "oip_cases.json").
+func Load(file string) ([]Case, error) {
+	dir, err := Dir()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return nil, fmt.Errorf("conformance: %w", err)
+	}
+	var cases []Case
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		return nil, fmt.Errorf("conformance: %s: %w", file, err)
+	}
+	return cases, nil
+}
+
+// MustLoad is Load for tests: it fails the test when the file is missing,
+// because a conformance test that silently runs no vector cannot fail.
+func MustLoad(t testing.TB, file string) []Case {
+	t.Helper()
+	cases, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) == 0 {
+		t.Fatalf("conformance: %s holds no cases", file)
+	}
+	return cases
+}
+
+// Decode unmarshals raw into v, failing the test on error.
+func Decode(t testing.TB, raw json.RawMessage, v any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("conformance: decoding %s: %v", raw, err)
+	}
+}

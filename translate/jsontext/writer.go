@@ -1,0 +1,222 @@
+// Package jsontext reads and writes JSON text the way TF Serving's rapidjson
+// 1.1.0 does, byte for byte: a reader that accepts NaN/Infinity tokens,
+// keeps the first of duplicate keys to its callers' liking and reports
+// rapidjson's messages and offsets, and a pretty writer with rapidjson's
+// layout, escaping and TF Serving's float format.
+//
+// encoding/json cannot do either job: it rejects NaN, keeps the last
+// duplicate key, replaces invalid UTF-8, HTML-escapes and prints floats in
+// shortest form without ".0".
+package jsontext
+
+// indentUnit is rapidjson PrettyWriter's default indent (4 spaces).
+const indentUnit = 4
+
+type level struct {
+	array bool
+	count int
+}
+
+// Writer emits JSON with rapidjson PrettyWriter's layout (spec §5.3).
+//
+// It is a small state machine: a stack of open containers and the
+// "single-line array" flag that TF Serving toggles while writing each row.
+// The caller is trusted to call it in a valid order; it is not a validator.
+type Writer struct {
+	buf        []byte
+	stack      []level
+	singleLine bool
+}
+
+// NewWriter returns a Writer appending to dst.
+func NewWriter(dst []byte) *Writer { return &Writer{buf: dst} }
+
+// Reset makes w append to dst with an empty container stack.
+func (w *Writer) Reset(dst []byte) {
+	w.buf = dst
+	w.stack = w.stack[:0]
+	w.singleLine = false
+}
+
+// Bytes returns the text written so far.
+func (w *Writer) Bytes() []byte { return w.buf }
+
+// SetSingleLine switches rapidjson's kFormatSingleLineArray on or off.
+func (w *Writer) SetSingleLine(on bool) { w.singleLine = on }
+
+// Depth returns the number of open containers.
+func (w *Writer) Depth() int { return len(w.stack) }
+
+func (w *Writer) indent(depth int) {
+	for i := 0; i < depth*indentUnit; i++ {
+		w.buf = append(w.buf, ' ')
+	}
+}
+
+// prefix is rapidjson PrettyWriter::PrettyPrefix: what goes before a value
+// or a key, depending on the enclosing container.
+func (w *Writer) prefix() {
+	n := len(w.stack)
+	if n == 0 {
+		return
+	}
+	l := &w.stack[n-1]
+	if l.array {
+		if l.count > 0 {
+			w.buf = append(w.buf, ',')
+			if w.singleLine {
+				w.buf = append(w.buf, ' ')
+			}
+		}
+		if !w.singleLine {
+			w.buf = append(w.buf, '\n')
+			w.indent(n)
+		}
+	} else {
+		if l.count > 0 {
+			if l.count%2 == 0 {
+				w.buf = append(w.buf, ',', '\n')
+			} else {
+				w.buf = append(w.buf, ':', ' ')
+			}
+		} else {
+			w.buf = append(w.buf, '\n')
+		}
+		if l.count%2 == 0 {
+			w.indent(n)
+		}
+	}
+	l.count++
+}
+
+// StartObject opens an object.
+func (w *Writer) StartObject() {
+	w.prefix()
+	w.stack = append(w.stack, level{})
+	w.buf = append(w.buf, '{')
+}
+
+// EndObject closes the innermost object.
+func (w *Writer) EndObject() {
+	n := len(w.stack)
+	empty := w.stack[n-1].count == 0
+	w.stack = w.stack[:n-1]
+	if !empty {
+		w.buf = append(w.buf, '\n')
+		w.indent(n - 1)
+	}
+	w.buf = append(w.buf, '}')
+}
+
+// StartArray opens an array.
+func (w *Writer) StartArray() {
+	w.prefix()
+	w.stack = append(w.stack, level{array: true})
+	w.buf = append(w.buf, '[')
+}
+
+// EndArray closes the innermost array.
+func (w *Writer) EndArray() {
+	n := len(w.stack)
+	empty := w.stack[n-1].count == 0
+	w.stack = w.stack[:n-1]
+	if !empty && !w.singleLine {
+		w.buf = append(w.buf, '\n')
+		w.indent(n - 1)
+	}
+	w.buf = append(w.buf, ']')
+}
+
+// Key writes an object key.
+func (w *Writer) Key(k string) {
+	w.prefix()
+	w.buf = AppendString(w.buf, k)
+}
+
+// String writes a string value.
+func (w *Writer) String(s string) {
+	w.prefix()
+	w.buf = AppendString(w.buf, s)
+}
+
+// StringBytes writes a string value from raw bytes (no UTF-8 check, as
+// rapidjson).
+func (w *Writer) StringBytes(s []byte) {
+	w.prefix()
+	w.buf = AppendString(w.buf, s)
+}
+
+// Raw writes an already formatted scalar (a number, true, false, null,
+// NaN) as one value.
+func (w *Writer) Raw(text []byte) {
+	w.prefix()
+	w.buf = append(w.buf, text...)
+}
+
+// Bool writes true or false.
+func (w *Writer) Bool(b bool) {
+	w.prefix()
+	if b {
+		w.buf = append(w.buf, "true"...)
+	} else {
+		w.buf = append(w.buf, "false"...)
+	}
+}
+
+// Int64 writes a signed integer.
+func (w *Writer) Int64(v int64) {
+	w.prefix()
+	w.buf = appendInt(w.buf, v)
+}
+
+// Uint64 writes an unsigned integer.
+func (w *Writer) Uint64(v uint64) {
+	w.prefix()
+	w.buf = appendUint(w.buf, v)
+}
+
+// Float32 writes a float in TF Serving's DT_FLOAT format.
+func (w *Writer) Float32(f float32) {
+	w.prefix()
+	w.buf = AppendFloat32(w.buf, f)
+}
+
+// Float64 writes a double in TF Serving's DT_DOUBLE format.
+func (w *Writer) Float64(d float64) {
+	w.prefix()
+	w.buf = AppendFloat64(w.buf, d)
+}
+
+const hexUpper = "0123456789ABCDEF"
+
+// escapeTable marks the bytes rapidjson escapes: control characters, '"'
+// and '\\'. Nothing else: not '/', DEL, '<', U+2028 or invalid UTF-8.
+var escapeTable = func() (t [256]byte) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = 'u'
+	}
+	t['\b'], t['\t'], t['\n'], t['\f'], t['\r'] = 'b', 't', 'n', 'f', 'r'
+	t['"'], t['\\'] = '"', '\\'
+	return t
+}()
+
+// AppendString appends s as a JSON string with rapidjson's escaping.
+func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		e := escapeTable[s[i]]
+		if e == 0 {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		if e == 'u' {
+			dst = append(dst, '\\', 'u', '0', '0', hexUpper[s[i]>>4], hexUpper[s[i]&0xF])
+		} else {
+			dst = append(dst, '\\', e)
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
