@@ -1,0 +1,27 @@
+// Package tfrequest parses TensorFlow Serving predict request bodies
+// ("instances" row format and "inputs" columnar format) into tensors,
+// faithful to TF Serving's json_tensor.cc: its value rules, its shape and
+// ragged checks, its error texts.
+package tfrequest
+
+// Format is the TF Serving request format, which decides the response
+// format: row ("instances" in, "predictions" out) or columnar ("inputs" in,
+// "outputs" out).
+type Format uint8
+
+// The request formats.
+const (
+	Row Format = iota + 1
+	Columnar
+)
+
+// String returns "row" or "columnar".
+func (f Format) String() string {
+	switch f {
+	case Row:
+		return "row"
+	case Columnar:
+		return "columnar"
+	}
+	return "unknown"
+}
