@@ -1,0 +1,161 @@
+package envoysim
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// Envoy defaults the stand-in reproduces when a Config field is left zero.
+const (
+	// DefaultMessageTimeout is ext_proc's message_timeout default (200 ms): far too short for
+	// large bodies, which is why deployments (and tests) set seconds.
+	DefaultMessageTimeout = 200 * time.Millisecond
+	// DefaultBufferLimit is Envoy's per_connection_buffer_limit_bytes default (1 MiB).
+	DefaultBufferLimit = 1 << 20
+	// DefaultUpstreamTimeout is the route timeout Envoy applies when none is configured.
+	DefaultUpstreamTimeout = 15 * time.Second
+	// DefaultStatusOnError is ext_proc's status_on_error default.
+	DefaultStatusOnError = 500
+)
+
+// Config describes the Envoy being simulated: one listener, one route to Upstream, and an
+// ext_proc filter (in the HTTP connection manager, before the router) talking to
+// ProcessorAddr.
+type Config struct {
+	// ProcessorAddr is the ext_proc gRPC server, "host:port" (plaintext HTTP/2).
+	ProcessorAddr string
+	// Upstream is the base URL of the cluster, e.g. "http://127.0.0.1:8000"; the request's
+	// (possibly rewritten) :path is appended to it.
+	Upstream string
+	// Mode is the filter's processing_mode. Nil means DefaultMode(). Header modes may be
+	// SEND or SKIP; body modes NONE or BUFFERED; trailer modes SKIP (the others are not
+	// modelled and make Start fail).
+	Mode *extprocfilterv3.ProcessingMode
+	// AllowModeOverride is allow_mode_override.
+	AllowModeOverride bool
+	// FailureModeAllow is failure_mode_allow (fail open on gRPC errors, timeouts and
+	// spurious replies).
+	FailureModeAllow bool
+	// MessageTimeout is message_timeout; zero means DefaultMessageTimeout.
+	MessageTimeout time.Duration
+	// MaxMessageTimeout is max_message_timeout; zero means override_message_timeout
+	// replies are ignored (and counted), as in Envoy.
+	MaxMessageTimeout time.Duration
+	// StatusOnError is status_on_error; zero means DefaultStatusOnError.
+	StatusOnError int
+	// BufferLimit is per_connection_buffer_limit_bytes: a BUFFERED request body over it is
+	// refused with a local 413, a BUFFERED response body over it with a local 500. Zero
+	// means DefaultBufferLimit.
+	BufferLimit int
+	// BufferFilterMaxBytes > 0 puts an envoy.filters.http.buffer filter with this
+	// max_request_bytes in front of ext_proc: it buffers the whole request first (413 when
+	// over, before ext_proc saw anything, so the ext_proc stream starts at response
+	// headers), adds a content-length when missing and raises the request buffer limit
+	// of the filters after it to this value.
+	BufferFilterMaxBytes int
+	// UpstreamTimeout is the route timeout (504 "upstream request timeout"); zero means
+	// DefaultUpstreamTimeout, negative disables it.
+	UpstreamTimeout time.Duration
+}
+
+// DefaultMode returns the processing mode of DESIGN.md: request and response headers
+// SEND, both bodies BUFFERED, trailers SKIP.
+func DefaultMode() *extprocfilterv3.ProcessingMode {
+	return &extprocfilterv3.ProcessingMode{
+		RequestHeaderMode:   extprocfilterv3.ProcessingMode_SEND,
+		ResponseHeaderMode:  extprocfilterv3.ProcessingMode_SEND,
+		RequestBodyMode:     extprocfilterv3.ProcessingMode_BUFFERED,
+		ResponseBodyMode:    extprocfilterv3.ProcessingMode_BUFFERED,
+		RequestTrailerMode:  extprocfilterv3.ProcessingMode_SKIP,
+		ResponseTrailerMode: extprocfilterv3.ProcessingMode_SKIP,
+	}
+}
+
+// normalized returns a copy of c with defaults filled in, or why it cannot be simulated.
+func (c Config) normalized() (Config, *url.URL, error) {
+	if c.ProcessorAddr == "" {
+		return c, nil, errors.New("envoysim: ProcessorAddr is required")
+	}
+	u, err := url.Parse(c.Upstream)
+	if err != nil {
+		return c, nil, fmt.Errorf("envoysim: upstream URL: %w", err)
+	}
+	if u.Scheme != "http" || u.Host == "" {
+		return c, nil, fmt.Errorf("envoysim: upstream %q must be an http://host:port URL", c.Upstream)
+	}
+	if c.Mode == nil {
+		c.Mode = DefaultMode()
+	} else {
+		c.Mode = proto.Clone(c.Mode).(*extprocfilterv3.ProcessingMode)
+	}
+	if err := checkModelled(c.Mode); err != nil {
+		return c, nil, err
+	}
+	if c.MessageTimeout == 0 {
+		c.MessageTimeout = DefaultMessageTimeout
+	}
+	if c.MessageTimeout < 0 || c.MaxMessageTimeout < 0 {
+		return c, nil, errors.New("envoysim: negative message timeout")
+	}
+	if c.StatusOnError == 0 {
+		c.StatusOnError = DefaultStatusOnError
+	}
+	if c.StatusOnError < 200 || c.StatusOnError > 599 {
+		return c, nil, fmt.Errorf("envoysim: status_on_error %d out of range", c.StatusOnError)
+	}
+	if c.BufferLimit == 0 {
+		c.BufferLimit = DefaultBufferLimit
+	}
+	if c.BufferLimit < 0 || c.BufferFilterMaxBytes < 0 {
+		return c, nil, errors.New("envoysim: negative buffer limit")
+	}
+	if c.UpstreamTimeout == 0 {
+		c.UpstreamTimeout = DefaultUpstreamTimeout
+	}
+	return c, u, nil
+}
+
+// checkModelled refuses the parts of ProcessingMode the stand-in does not simulate.
+func checkModelled(m *extprocfilterv3.ProcessingMode) error {
+	for _, b := range []extprocfilterv3.ProcessingMode_BodySendMode{m.GetRequestBodyMode(), m.GetResponseBodyMode()} {
+		if !bodyModeModelled(b) {
+			return fmt.Errorf("envoysim: body mode %s is not modelled (NONE and BUFFERED are)", b)
+		}
+	}
+	if m.GetRequestTrailerMode() == extprocfilterv3.ProcessingMode_SEND || m.GetResponseTrailerMode() == extprocfilterv3.ProcessingMode_SEND {
+		return errors.New("envoysim: trailer mode SEND is not modelled")
+	}
+	return nil
+}
+
+// bodyModeModelled reports whether the stand-in simulates body mode b.
+func bodyModeModelled(b extprocfilterv3.ProcessingMode_BodySendMode) bool {
+	return b == extprocfilterv3.ProcessingMode_NONE || b == extprocfilterv3.ProcessingMode_BUFFERED
+}
+
+// effectiveModeOverride is Envoy's rule for a mode_override: DEFAULT header/trailer modes
+// keep the filter's configured value, body modes are always taken from the override (so an
+// override that only names the request body mode also sets the response body mode to NONE).
+func effectiveModeOverride(override, configured *extprocfilterv3.ProcessingMode) *extprocfilterv3.ProcessingMode {
+	out := proto.Clone(configured).(*extprocfilterv3.ProcessingMode)
+	if v := override.GetRequestHeaderMode(); v != extprocfilterv3.ProcessingMode_DEFAULT {
+		out.RequestHeaderMode = v
+	}
+	if v := override.GetResponseHeaderMode(); v != extprocfilterv3.ProcessingMode_DEFAULT {
+		out.ResponseHeaderMode = v
+	}
+	if v := override.GetRequestTrailerMode(); v != extprocfilterv3.ProcessingMode_DEFAULT {
+		out.RequestTrailerMode = v
+	}
+	if v := override.GetResponseTrailerMode(); v != extprocfilterv3.ProcessingMode_DEFAULT {
+		out.ResponseTrailerMode = v
+	}
+	out.RequestBodyMode = override.GetRequestBodyMode()
+	out.ResponseBodyMode = override.GetResponseBodyMode()
+	return out
+}

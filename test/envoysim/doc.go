@@ -1,0 +1,73 @@
+// Package envoysim is a stand-in for Envoy in ext_proc tests, for machines without an
+// Envoy binary. It plays the HTTP connection manager, the envoy.filters.http.ext_proc
+// filter and the router in front of a real HTTP upstream, talking to a real ext_proc
+// gRPC server over a real socket, and it records every protocol violation of that server.
+//
+// It knows only the public protocol (go-control-plane types and gRPC), never the
+// processor under test:
+//
+//	e, err := envoysim.Start(envoysim.Config{ProcessorAddr: addr, Upstream: "http://" + up,
+//		AllowModeOverride: true, MessageTimeout: 5 * time.Second})
+//	defer e.Close()
+//	resp, _ := http.Post(e.URL()+"/v1/models/m:predict", "application/json", body)
+//	if v := e.Violations(); len(v) > 0 { t.Fatal(v) }
+//
+// # What is faithful
+//
+// The rules follow Envoy's source (ext_proc.cc, processor_state.cc, mutation_utils.cc,
+// mutation_rules.cc, as of 2025-2026):
+//
+//   - One gRPC stream per HTTP request, opened at the first message; protocol_config on
+//     the first message; headers lower-cased, pseudo-headers first, values in raw_value
+//     only; x-forwarded-proto and x-request-id added when missing; hop-by-hop headers
+//     stripped. The response headers include x-envoy-upstream-service-time.
+//   - Order request_headers → request_body → response_headers → response_body. BUFFERED
+//     sends the whole body in one message with end_of_stream; a body-less message has
+//     end_of_stream on its headers and no body message. Headers are held until the body
+//     reply, so a body reply's header mutation applies.
+//   - Exactly one reply per message, of the matching kind or immediate_response. Anything
+//     else is spurious: 500 (fail closed, envoy PR #39994) or ignored with
+//     failure_mode_allow. No reply within message_timeout: 504. A gRPC error: 500 with
+//     details ext_proc_error_gRPC_error_<code>{<message>}. A clean close: the request
+//     goes on unprocessed. override_message_timeout within max_message_timeout.
+//   - Header mutations under the default mutation rules: ":path" may change; host,
+//     ":authority", ":scheme", ":method" (except with CONTINUE_AND_REPLACE) and x-envoy*
+//     are ignored and counted in rejected_header_mutations; pseudo-headers and host cannot
+//     be removed; only the deprecated append field counts (append_action is ignored by
+//     ext_proc, envoy#36982); both value and raw_value set, invalid characters, or too
+//     many/too large headers: 500. A header given only in `value` is set to "" (Envoy
+//     reads raw_value only, envoy#31555).
+//   - BUFFERED with headers SEND: a body mutation whose size differs from a present
+//     content-length is rejected with a 500; clear_body counts as size 0.
+//   - CONTINUE_AND_REPLACE: body replaced (content-length removed), body mode NONE.
+//   - mode_override only with allow_mode_override and only in a reply to a headers
+//     message; DEFAULT header modes keep the configured value, body modes are always
+//     taken from the override, and it applies to both directions.
+//   - immediate_response: status 200 when missing or below 200, header mutation under the
+//     filter's rules, text/plain for a non-empty body, details with spaces as underscores.
+//   - Local replies: on the request path they run through the encoder filters, so
+//     ext_proc processes them (413 of the buffer limit, 503 upstream unreachable, 504
+//     upstream timeout); on the response path they go straight to the client. With
+//     BufferFilterMaxBytes the 413 comes from a buffer filter placed before ext_proc, so
+//     the ext_proc stream starts at response_headers.
+//   - Buffer limits: a BUFFERED request body over BufferLimit gets 413 "Payload Too Large",
+//     a BUFFERED response body over it 500 "Internal Server Error".
+//   - A downstream cancel resets the side stream: the processor sees codes.Canceled or
+//     io.EOF.
+//
+// # What is not modelled
+//
+// HTTP/2 or TLS downstream; body modes STREAMED, BUFFERED_PARTIAL, FULL_DUPLEX_STREAMED and
+// GRPC; trailers (modes must be SKIP; request trailers are dropped); observability mode;
+// request/response attributes and metadata namespaces; per-route configuration; route
+// matching and the route cache (one route to one upstream, clear_route_cache is only
+// counted); retries; the race where a request body reaches the limit before the
+// request-headers reply arrives (the stand-in waits for that reply before reading the
+// body); Envoy's exact header order for repeated and upstream headers (Go's maps lose it;
+// entries are sorted by name). Messages that arrive while Envoy is idle (e.g. a second
+// reply to one message) are detected when the next message is about to be sent.
+//
+// Where a real Envoy would forward broken HTTP framing (a content-length that does not
+// match the body after processing), the stand-in records a violation and answers 500 with
+// details "envoysim_content_length_mismatch" instead.
+package envoysim

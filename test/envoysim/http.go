@@ -1,0 +1,450 @@
+package envoysim
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+)
+
+// ServeHTTP plays Envoy's HTTP connection manager for one downstream HTTP/1.1 request:
+// header normalisation, an optional buffer filter, the ext_proc filter, the router and the
+// encoder path back to the client.
+func (e *Envoy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !e.enter() {
+		http.Error(w, "envoysim: closed", http.StatusServiceUnavailable)
+		return
+	}
+	defer e.inflight.Done()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(e.ctx, cancel)()
+
+	// The body may still be read while a local reply is written, as in Envoy.
+	_ = http.NewResponseController(w).EnableFullDuplex()
+	x := &exchange{e: e, ctx: ctx, w: w, r: r}
+	err := x.serve()
+	e.journal.exchange(x.rec)
+	if err != nil {
+		// Envoy resets the downstream stream; net/http does that for this sentinel.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// exchange is one downstream request on its way through the simulated Envoy.
+type exchange struct {
+	e   *Envoy
+	ctx context.Context
+	w   http.ResponseWriter
+	r   *http.Request
+	f   *filter
+	rec Exchange
+	// upstreamDone releases the upstream request (its timeout context and body).
+	upstreamDone []func()
+}
+
+// serve runs the decoder path and hands the result to the encoder path.
+func (x *exchange) serve() error {
+	e := x.e
+	h := requestHeaders(x.r)
+	id, _ := h.get("x-request-id")
+	x.rec = Exchange{RequestID: id, Method: x.r.Method, Path: requestPath(x.r)}
+	x.f = newFilter(e, x.ctx, &x.rec)
+	defer x.f.closeStream()
+	defer func() {
+		for _, done := range x.upstreamDone {
+			done()
+		}
+	}()
+
+	hasBody := x.r.ContentLength != 0
+	var body []byte
+	buffered := false
+	limit := e.cfg.BufferLimit
+	if e.cfg.BufferFilterMaxBytes > 0 && hasBody {
+		// envoy.filters.http.buffer sits before ext_proc: it stops the chain until the
+		// whole body is in, so an oversized request is refused before ext_proc saw it.
+		b, over, err := readLimited(x.r.Body, e.cfg.BufferFilterMaxBytes)
+		if err != nil {
+			return errAborted
+		}
+		if over {
+			return x.localReply(payloadTooLarge(), false)
+		}
+		body, buffered, limit = b, true, e.cfg.BufferFilterMaxBytes
+		if !h.has("content-length") {
+			h.set("content-length", strconv.Itoa(len(b)))
+		}
+	}
+
+	var pre *prefetch
+	if hasBody && !buffered {
+		// Envoy reads the body while the processor looks at the headers; reading it here
+		// also lets net/http notice a client that goes away (it watches the connection
+		// only once the body is consumed).
+		pre = startPrefetch(x.r.Body, limit)
+		defer pre.finish()
+	}
+
+	lr, err := x.f.onHeaders(phaseRequestHeaders, h, !hasBody, &body)
+	if err != nil {
+		return err
+	}
+	if lr != nil {
+		return x.localReply(lr, false)
+	}
+
+	up := noBody()
+	switch {
+	case x.f.dec.replaced:
+		up = knownBody(x.f.dec.replacedBody)
+	case !hasBody:
+	case buffered:
+		if x.f.dec.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED && !x.f.complete {
+			if lr, err := x.f.onBody(phaseRequestBody, &body); err != nil || lr != nil {
+				return x.orLocal(lr, err)
+			}
+		}
+		up = knownBody(body)
+	case x.f.dec.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED && !x.f.complete:
+		if err := pre.wait(x.ctx); err != nil {
+			return err
+		}
+		if pre.over {
+			// The connection manager's local 413 runs the encoder filters, ext_proc
+			// included: the processor sees it as response headers and body.
+			return x.localReply(payloadTooLarge(), false)
+		}
+		body = pre.data
+		if lr, err := x.f.onBody(phaseRequestBody, &body); err != nil || lr != nil {
+			return x.orLocal(lr, err)
+		}
+		up = knownBody(body)
+	default:
+		if err := pre.wait(x.ctx); err != nil {
+			return err
+		}
+		up = streamBody(io.MultiReader(bytes.NewReader(pre.data), x.r.Body), x.r.ContentLength)
+	}
+
+	resp, lr, err := x.forward(h, up)
+	if err != nil {
+		return err
+	}
+	if lr != nil {
+		return x.localReply(lr, false)
+	}
+	x.rec.Details = "via_upstream"
+	return x.encode(resp.headers, resp.body)
+}
+
+// orLocal returns err, or sends lr as a request-path local reply.
+func (x *exchange) orLocal(lr *localReply, err error) error {
+	if err != nil {
+		return err
+	}
+	return x.localReply(lr, false)
+}
+
+// prefetch reads a request body in the background, keeping at most limit+1 bytes.
+type prefetch struct {
+	done chan struct{}
+	data []byte
+	over bool
+	err  error
+}
+
+func startPrefetch(r io.Reader, limit int) *prefetch {
+	p := &prefetch{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.data, p.over, p.err = readLimited(r, limit)
+	}()
+	return p
+}
+
+// wait blocks until the prefetch is done; a read error or a cancelled ctx aborts.
+func (p *prefetch) wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return errAborted
+		}
+		return nil
+	case <-ctx.Done():
+		return errAborted
+	}
+}
+
+// finish waits for the reader: net/http forbids touching the body after ServeHTTP
+// returns. It ends at the end of the body or when the connection closes.
+func (p *prefetch) finish() { <-p.done }
+
+// encode is the encoder path: ext_proc response processing, then the downstream codec.
+func (x *exchange) encode(h *headerMap, src bodySource) error {
+	f := x.f
+	var none []byte
+	lr, err := f.onHeaders(phaseResponseHeaders, h, src.empty(), &none)
+	if err != nil {
+		return err
+	}
+	if lr != nil {
+		return x.localReply(lr, true)
+	}
+	out := src
+	switch {
+	case f.enc.replaced:
+		out = knownBody(f.enc.replacedBody)
+	case src.empty():
+	case f.enc.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED && !f.complete:
+		b, over, err := src.readAll(x.e.cfg.BufferLimit)
+		if err != nil {
+			// The upstream reset mid-body after the headers went into the filter chain.
+			return errAborted
+		}
+		if over {
+			return x.localReply(&localReply{status: 500, body: []byte("Internal Server Error"), details: "response_payload_too_large"}, true)
+		}
+		lr, err := f.onBody(phaseResponseBody, &b)
+		if err != nil {
+			return err
+		}
+		if lr != nil {
+			return x.localReply(lr, true)
+		}
+		out = knownBody(b)
+	}
+	return x.write(h, out)
+}
+
+// localReply sends a response made by Envoy. On the request path (direct=false) it runs
+// through the encoder filters, so ext_proc processes it unless processing is complete; on
+// the response path Envoy bypasses the filters (sendDirectLocalReply).
+func (x *exchange) localReply(lr *localReply, direct bool) error {
+	x.e.stats.localReplies.Add(1)
+	x.rec.Details = lr.details
+	h, body := x.localReplyHeaders(lr)
+	if direct {
+		return x.write(h, knownBody(body))
+	}
+	return x.encode(h, knownBody(body))
+}
+
+// localReplyHeaders builds a local reply the way Http::Utility::prepareLocalReply does:
+// :status, the processor's header mutation (immediate_response), then content-length and a
+// text/plain content-type for a non-empty body.
+func (x *exchange) localReplyHeaders(lr *localReply) (*headerMap, []byte) {
+	h := &headerMap{}
+	h.add(":status", strconv.Itoa(lr.status))
+	if lr.headers != nil {
+		res, err := applyHeaderMutation(h, lr.headers, false, false)
+		x.e.stats.rejectedMutations.Add(uint64(len(res.ignored)))
+		for _, s := range res.ignored {
+			x.note("immediate_response header mutation rejected: %s", s)
+		}
+		for _, k := range res.emptied {
+			x.violation("immediate_response sets %s with the string `value`, which Envoy ignores: the header is empty", k)
+		}
+		if err != nil {
+			x.violation("immediate_response header mutation failed (%v): Envoy logs it and sends the reply anyway", err)
+		}
+	}
+	if len(lr.body) > 0 {
+		h.set("content-length", strconv.Itoa(len(lr.body)))
+		if !h.has("content-type") {
+			h.set("content-type", "text/plain")
+		}
+	} else {
+		h.del("content-length")
+		h.del("content-type")
+	}
+	return h, lr.body
+}
+
+// write is the downstream HTTP/1 codec plus the connection manager's last touches.
+func (x *exchange) write(h *headerMap, src bodySource) error {
+	sv, _ := h.get(":status")
+	code, err := strconv.Atoi(sv)
+	if err != nil || code < 100 || code > 999 {
+		x.violation("response :status %q cannot be sent", sv)
+		return x.writeSimError("envoysim_invalid_status")
+	}
+	// A body-less message (HEAD, 204, 304, end_stream on the headers) may declare any length.
+	if cl, ok := h.get("content-length"); ok && !src.none && src.length() >= 0 {
+		if n, err := strconv.ParseInt(cl, 10, 64); err != nil || n != src.length() {
+			x.violation("response content-length %q but the body has %d bytes: a real Envoy forwards this broken framing and the client hangs or truncates", cl, src.length())
+			return x.writeSimError("envoysim_content_length_mismatch")
+		}
+	}
+	hdr := x.w.Header()
+	for _, en := range h.entries {
+		if !strings.HasPrefix(en.key, ":") {
+			hdr.Add(en.key, en.value)
+		}
+	}
+	if !h.has("content-type") {
+		hdr["Content-Type"] = nil // no content sniffing: Envoy adds nothing
+	}
+	hdr.Set("Server", "envoy")
+	chunked := false
+	if !h.has("content-length") {
+		if src.length() == 0 {
+			hdr.Set("Content-Length", "0") // Envoy's HTTP/1 codec does this for end_stream headers
+		} else {
+			chunked = true
+		}
+	}
+	x.w.WriteHeader(code)
+	x.rec.Status = code
+	if chunked {
+		// No content-length: Envoy's HTTP/1 codec uses chunked encoding; flushing the
+		// headers first makes net/http do the same instead of computing a length.
+		if fl, ok := x.w.(http.Flusher); ok {
+			fl.Flush()
+		}
+	}
+	if x.r.Method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified {
+		return nil // no body on the wire; the declared length stays in the headers
+	}
+	if src.known {
+		if _, err := x.w.Write(src.data); err != nil {
+			return errAborted
+		}
+		return nil
+	}
+	if src.r != nil {
+		if _, err := io.Copy(x.w, src.r); err != nil {
+			return errAborted
+		}
+	}
+	return nil
+}
+
+// writeSimError replaces a response the stand-in cannot send faithfully by a 500.
+func (x *exchange) writeSimError(details string) error {
+	x.f.finish()
+	x.rec.Details = details
+	h, body := x.localReplyHeaders(&localReply{status: 500, details: details})
+	return x.write(h, knownBody(body))
+}
+
+func (x *exchange) violation(format string, args ...any) {
+	x.e.journal.violation(fmt.Sprintf("%s: %s", x.f.label, fmt.Sprintf(format, args...)))
+}
+
+func (x *exchange) note(format string, args ...any) {
+	x.e.journal.note(fmt.Sprintf("%s: %s", x.f.label, fmt.Sprintf(format, args...)))
+}
+
+// payloadTooLarge is the connection manager's reply to a request body over the buffer limit.
+func payloadTooLarge() *localReply {
+	return &localReply{status: 413, body: []byte("Payload Too Large"), details: "request_payload_too_large"}
+}
+
+// requestHeaders builds the header map Envoy's HTTP/1 codec and connection manager hand to
+// the filters: pseudo-headers first, lower-cased names, hop-by-hop headers stripped,
+// x-forwarded-proto and x-request-id added when missing.
+func requestHeaders(r *http.Request) *headerMap {
+	h := &headerMap{}
+	h.add(":authority", r.Host)
+	h.add(":path", requestPath(r))
+	h.add(":method", r.Method)
+	h.add(":scheme", "http")
+	h.appendHTTPHeader(r.Header)
+	if r.ContentLength > 0 && !h.has("content-length") {
+		h.add("content-length", strconv.FormatInt(r.ContentLength, 10))
+	}
+	if !h.has("x-forwarded-proto") {
+		h.add("x-forwarded-proto", "http")
+	}
+	if !h.has("x-request-id") {
+		h.add("x-request-id", newRequestID())
+	}
+	return h
+}
+
+// requestPath is the request target as the client sent it (Envoy does not normalise
+// paths by default).
+func requestPath(r *http.Request) string {
+	if strings.HasPrefix(r.RequestURI, "/") {
+		return r.RequestURI
+	}
+	return r.URL.RequestURI()
+}
+
+// newRequestID returns a random UUID, the format of Envoy's generated x-request-id.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// bodySource is a message body: absent, fully known, or still streaming from its peer.
+type bodySource struct {
+	none  bool
+	known bool
+	data  []byte
+	r     io.Reader
+	size  int64 // declared size of a streaming body, -1 if unknown
+}
+
+func noBody() bodySource                         { return bodySource{none: true} }
+func knownBody(b []byte) bodySource              { return bodySource{known: true, data: b} }
+func streamBody(r io.Reader, n int64) bodySource { return bodySource{r: r, size: n} }
+
+// empty reports whether the headers carry end_of_stream (no body will follow).
+func (b bodySource) empty() bool { return b.none || (b.known && len(b.data) == 0) }
+
+// length is the body length, or -1 while it is unknown.
+func (b bodySource) length() int64 {
+	switch {
+	case b.none:
+		return 0
+	case b.known:
+		return int64(len(b.data))
+	default:
+		return b.size
+	}
+}
+
+// reader returns the body for an outgoing request (nil when there is none).
+func (b bodySource) reader() io.Reader {
+	switch {
+	case b.none:
+		return nil
+	case b.known:
+		return bytes.NewReader(b.data)
+	default:
+		return b.r
+	}
+}
+
+// readAll buffers the body, refusing (over=true) more than limit bytes.
+func (b bodySource) readAll(limit int) ([]byte, bool, error) {
+	switch {
+	case b.none:
+		return []byte{}, false, nil
+	case b.known:
+		return b.data, len(b.data) > limit, nil
+	default:
+		return readLimited(b.r, limit)
+	}
+}
+
+// readLimited reads r to the end but never holds more than limit+1 bytes: one byte over the
+// limit is enough to know the body is too large.
+func readLimited(r io.Reader, limit int) ([]byte, bool, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, false, err
+	}
+	return b, len(b) > limit, nil
+}

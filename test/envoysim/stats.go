@@ -1,0 +1,132 @@
+package envoysim
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Stats mirrors Envoy's http.<prefix>.ext_proc.* counters, plus a few counters of the
+// stand-in itself (marked). Read them with Envoy.Stats.
+type Stats struct {
+	StreamsStarted                 uint64 // streams_started
+	StreamsClosed                  uint64 // streams_closed
+	StreamMsgsSent                 uint64 // stream_msgs_sent
+	StreamMsgsReceived             uint64 // stream_msgs_received
+	SpuriousMsgsReceived           uint64 // spurious_msgs_received
+	StreamsFailed                  uint64 // streams_failed
+	FailureModeAllowed             uint64 // failure_mode_allowed
+	MessageTimeouts                uint64 // message_timeouts
+	RejectedHeaderMutations        uint64 // rejected_header_mutations
+	OverrideMessageTimeoutReceived uint64 // override_message_timeout_received
+	OverrideMessageTimeoutIgnored  uint64 // override_message_timeout_ignored
+	ClearRouteCacheIgnored         uint64 // clear_route_cache_ignored
+	ImmediateResponses             uint64 // stand-in: immediate_response replies honoured
+	ModeOverrides                  uint64 // stand-in: mode_override replies honoured
+	ModeOverridesIgnored           uint64 // stand-in: mode_override replies ignored
+	LocalReplies                   uint64 // stand-in: local replies sent downstream (any origin)
+}
+
+// counters is the live, concurrency-safe form of Stats.
+type counters struct {
+	streamsStarted, streamsClosed, msgsSent, msgsReceived, spurious, streamsFailed,
+	failureModeAllowed, messageTimeouts, rejectedMutations, overrideReceived, overrideIgnored,
+	clearRouteCacheIgnored, immediateResponses, modeOverrides, modeOverridesIgnored,
+	localReplies atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		StreamsStarted:                 c.streamsStarted.Load(),
+		StreamsClosed:                  c.streamsClosed.Load(),
+		StreamMsgsSent:                 c.msgsSent.Load(),
+		StreamMsgsReceived:             c.msgsReceived.Load(),
+		SpuriousMsgsReceived:           c.spurious.Load(),
+		StreamsFailed:                  c.streamsFailed.Load(),
+		FailureModeAllowed:             c.failureModeAllowed.Load(),
+		MessageTimeouts:                c.messageTimeouts.Load(),
+		RejectedHeaderMutations:        c.rejectedMutations.Load(),
+		OverrideMessageTimeoutReceived: c.overrideReceived.Load(),
+		OverrideMessageTimeoutIgnored:  c.overrideIgnored.Load(),
+		ClearRouteCacheIgnored:         c.clearRouteCacheIgnored.Load(),
+		ImmediateResponses:             c.immediateResponses.Load(),
+		ModeOverrides:                  c.modeOverrides.Load(),
+		ModeOverridesIgnored:           c.modeOverridesIgnored.Load(),
+		LocalReplies:                   c.localReplies.Load(),
+	}
+}
+
+// Exchange records what happened to one downstream request.
+type Exchange struct {
+	// RequestID is the x-request-id the request carried through Envoy.
+	RequestID string
+	// Method and Path are as received from the downstream client.
+	Method, Path string
+	// Status is the status sent downstream; 0 when the stream was reset instead.
+	Status int
+	// Details is the equivalent of %RESPONSE_CODE_DETAILS%: "via_upstream", or the local
+	// reply's details (e.g. "ext_proc_error_per-message_timeout_exceeded").
+	Details string
+	// Trace lists the ext_proc messages in order: "> request_headers" sent by Envoy,
+	// "< request_headers" received from the processor.
+	Trace []string
+}
+
+// journal bounds what the stand-in remembers, so a long load test cannot grow it forever.
+const journalLimit = 4096
+
+// journal collects violations, notes and exchanges; safe for concurrent use.
+type journal struct {
+	mu                sync.Mutex
+	violations, notes []string
+	dropped           int
+	exchanges         []Exchange
+}
+
+func (j *journal) violation(s string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.violations) >= journalLimit {
+		j.dropped++
+		return
+	}
+	j.violations = append(j.violations, s)
+}
+
+func (j *journal) note(s string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.notes) < journalLimit {
+		j.notes = append(j.notes, s)
+	}
+}
+
+func (j *journal) exchange(x Exchange) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.exchanges) >= journalLimit {
+		j.exchanges = append(j.exchanges[:0], j.exchanges[len(j.exchanges)-journalLimit/2:]...)
+	}
+	j.exchanges = append(j.exchanges, x)
+}
+
+func (j *journal) snapshotViolations() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := append([]string(nil), j.violations...)
+	if j.dropped > 0 {
+		out = append(out, "envoysim: further violations dropped")
+	}
+	return out
+}
+
+func (j *journal) snapshotNotes() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]string(nil), j.notes...)
+}
+
+func (j *journal) snapshotExchanges() []Exchange {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]Exchange(nil), j.exchanges...)
+}
