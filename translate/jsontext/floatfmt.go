@@ -2,43 +2,359 @@ package jsontext
 
 import (
 	"math"
+	"math/big"
+	"math/bits"
+	"slices"
 	"strconv"
 )
+
+// TF Serving prints a float (json_tensor.cc WriteDecimal, spec §5.2) as:
+// NaN/Infinity/-Infinity as bare tokens; else printf "%.6g"; if that text
+// does not parse back to the same value, "%.9g" (float) or "%.17g"
+// (double) instead; finally ".0" when the text has neither '.' nor 'e'.
+//
+// Done literally that costs two or three conversions per value (format,
+// parse, format again), about 100ns with strconv. Responses are mostly
+// floats (an image model returns hundreds of thousands per call), so this
+// file is hand-written to produce the same bytes in one pass for most
+// values:
+//
+//  1. Compute D, x correctly rounded to P = 9 (float) or 17 (double)
+//     significant digits (ties to even, as glibc): exactly, with integer
+//     arithmetic, for float32 in [1e-19, 1e9) (float32Digits); with
+//     strconv's fixed-precision formatting otherwise.
+//  2. Let t be D's last P-6 digits as an integer: the distance, in units u
+//     of D's last digit, from the 6-digit decimal just below D
+//     (u = 10^(X-P+1) for 10^X <= |x| < 10^(X+1)). %.6g round-trips only
+//     if the 6-digit decimal nearest to x lies in x's rounding interval,
+//     which is within ulp(x)/2 of x. For a normal float32,
+//     ulp(x)/2 <= |x|*2^-24 < 10^(X+1)*2^-24 < 59.7u; for a normal
+//     float64, ulp(x)/2 < 10^(X+1)*2^-53 < 11.2u. Since |x-D| <= u/2,
+//     every 6-digit decimal is at least min(t, 10^(P-6)-t) - 1/2 units
+//     from x. So when t is at least 61 (float) or 13 (double) away from
+//     both 0 and 10^(P-6), %.6g cannot round-trip and D is the answer:
+//     about 88% of random float32s and nearly all random float64s. Where
+//     float32Digits applies it knows ulp(x) exactly and the bound tightens
+//     to floor(ulp(x)/2u) + 2, which lets about 97% of image-like values
+//     in [0,1) through.
+//  3. Otherwise t is far from the half-way point 10^(P-6)/2, so rounding
+//     D to 6 digits gives exactly x rounded to 6 digits (double rounding
+//     only differs at an exact half): %.6g's value. Parse it back as TF
+//     Serving does and keep it if it round-trips.
+//
+// Zero and subnormals (whose ulp the bound above does not cover) take the
+// literal format-parse-format path. The test file keeps the literal
+// implementation as the oracle and compares both on millions of values
+// and under fuzzing.
 
 // AppendFloat32 appends f as TF Serving prints a DT_FLOAT (spec §5.2):
 // bare NaN/Infinity/-Infinity; else %.6g, or %.9g when the six-digit text
 // does not parse back to the same float32; ".0" appended when the text has
 // neither '.' nor an exponent.
 func AppendFloat32(dst []byte, f float32) []byte {
-	return appendTFFloat(dst, float64(f), 32, 9)
+	b := math.Float32bits(f)
+	switch b >> 23 & 0xFF {
+	case 0xFF:
+		return appendNonFinite(dst, float64(f))
+	case 0:
+		return appendLiteral(dst, float64(f), 32, 9)
+	}
+	d, exp, margin, ok := float32Digits(b)
+	if !ok {
+		d, exp = strconvDigits(float64(f), 32, 9)
+		margin = 61
+	}
+	if t := d % 1000; t >= margin && t <= 1000-margin { // step 2
+		return appendDecimal(dst, b>>31 != 0, d, 9, exp, false)
+	}
+	return appendChoice(dst, float64(f), b>>31 != 0, d, exp, 32, 9, 1000, margin)
 }
 
 // AppendFloat64 appends d as TF Serving prints a DT_DOUBLE: as
 // AppendFloat32 but with %.17g as the fallback.
-func AppendFloat64(dst []byte, d float64) []byte {
-	return appendTFFloat(dst, d, 64, 17)
+func AppendFloat64(dst []byte, v float64) []byte {
+	b := math.Float64bits(v)
+	switch b >> 52 & 0x7FF {
+	case 0x7FF:
+		return appendNonFinite(dst, v)
+	case 0:
+		return appendLiteral(dst, v, 64, 17)
+	}
+	d, exp := strconvDigits(v, 64, 17)
+	if t := d % 100_000_000_000; t >= 13 && t <= 100_000_000_000-13 {
+		return appendDecimal(dst, b>>63 != 0, d, 17, exp, false)
+	}
+	return appendChoice(dst, v, b>>63 != 0, d, exp, 64, 17, 100_000_000_000, 13)
 }
 
-func appendTFFloat(dst []byte, v float64, bits, fallback int) []byte {
+func appendNonFinite(dst []byte, v float64) []byte {
 	switch {
 	case math.IsNaN(v):
 		return append(dst, "NaN"...)
-	case math.IsInf(v, 1):
+	case v > 0:
 		return append(dst, "Infinity"...)
-	case math.IsInf(v, -1):
-		return append(dst, "-Infinity"...)
 	}
-	start := len(dst)
-	dst = strconv.AppendFloat(dst, v, 'g', 6, 64)
-	if back, err := strconv.ParseFloat(string(dst[start:]), bits); err != nil || back != v {
-		dst = strconv.AppendFloat(dst[:start], v, 'g', fallback, 64)
+	return append(dst, "-Infinity"...)
+}
+
+// appendChoice does steps 2 and 3 for a finite, normal v whose |v|
+// rounded to prec digits is d*10^(exp-prec+1) (d has exactly prec digits);
+// tailMod is 10^(prec-6) and margin the bound of step 2.
+func appendChoice(dst []byte, v float64, neg bool, d uint64, exp, bits, prec int, tailMod, margin uint64) []byte {
+	if t := d % tailMod; t >= margin && t <= tailMod-margin {
+		return appendDecimal(dst, neg, d, prec, exp, false)
 	}
-	for _, c := range dst[start:] {
-		if c == '.' || c == 'e' {
-			return dst
+	d6, exp6 := (d+tailMod/2)/tailMod, exp // no tie: t is near 0 or tailMod
+	if d6 == 1_000_000 {
+		d6, exp6 = 100_000, exp6+1
+	}
+	// Exponent form for ParseFloat; 32 bytes is appendDecimal's room, so
+	// nothing is allocated.
+	var buf [32]byte
+	text := appendDecimal(buf[:0], neg, d6, 6, exp6, true)
+	if back, err := strconv.ParseFloat(string(text), bits); err == nil && back == v {
+		return appendDecimal(dst, neg, d6, 6, exp6, false)
+	}
+	return appendDecimal(dst, neg, d, prec, exp, false)
+}
+
+// appendLiteral is TF Serving's algorithm done literally: format %.6g,
+// parse it back, reformat with the fallback precision when it differs.
+func appendLiteral(dst []byte, v float64, bits, fallback int) []byte {
+	var buf [32]byte
+	s := strconv.AppendFloat(buf[:0], v, 'e', 5, 64)
+	if back, err := strconv.ParseFloat(string(s), bits); err == nil && back == v {
+		d, exp := readE(s)
+		return appendDecimal(dst, math.Signbit(v), d, 6, exp, false)
+	}
+	d, exp := strconvDigits(v, 64, fallback)
+	return appendDecimal(dst, math.Signbit(v), d, fallback, exp, false)
+}
+
+// strconvDigits returns |v| rounded to prec significant digits as
+// d*10^(exp-prec+1), d of exactly prec digits, using strconv's
+// correctly rounded fixed-precision formatting.
+func strconvDigits(v float64, bits, prec int) (d uint64, exp int) {
+	var buf [32]byte
+	return readE(strconv.AppendFloat(buf[:0], math.Abs(v), 'e', prec-1, bits))
+}
+
+// readE reads strconv's 'e' format without sign ("d.ddde+XX") into its
+// digits as an integer and its decimal exponent.
+func readE(s []byte) (d uint64, exp int) {
+	if s[0] == '-' {
+		s = s[1:]
+	}
+	i := 0
+	for ; s[i] != 'e'; i++ {
+		if c := s[i]; c != '.' {
+			d = d*10 + uint64(c-'0')
 		}
 	}
-	return append(dst, '.', '0')
+	for _, c := range s[i+2:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if s[i+1] == '-' {
+		exp = -exp
+	}
+	return d, exp
+}
+
+// pow5 holds 5^0 .. 5^27, the powers below 2^63.
+var pow5 = func() (p [28]uint64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 5
+	}
+	return p
+}()
+
+// float32Digits computes |x| rounded to 9 significant digits (ties to
+// even) for the normal float32 with bits b: |x| = d*10^(exp-8),
+// 10^8 <= d < 10^9. ok is false outside about [1e-19, 1e9), where the
+// caller uses strconv. margin is step 2's bound for this x: floor of
+// ulp(x)/2 in units of d's last digit, plus 2 (at most 61).
+//
+// |x| = m*2^q exactly, and exp, its decimal exponent, comes from the
+// binary exponent and one comparison of m (decadeStart). Then
+// V = |x|*10^k for k = 8-exp has exactly 9 integer digits, and
+// V = m*5^k*2^(q+k) is computed exactly: a 128-bit product shifted right
+// by s = -(q+k) bits, whose remainder decides the rounding. In V's scale
+// ulp(x)/2 = 2^(q-1)*10^k = 5^k*2^(q+k-1). Both the decade and the
+// rounding are computed without data-dependent branches: on random
+// values those would be mispredicted half the time.
+func float32Digits(b uint32) (d uint64, exp int, margin uint64, ok bool) {
+	e := b >> 23 & 0xFF
+	m := uint64(b&0x7FFFFF | 0x800000)
+	q := int(e) - 150
+	exp = log10Pow2(q+23) + int(bitIf(m >= uint64(decadeStart[e])))
+	k := 8 - exp
+	if k < 0 || k >= len(pow5) {
+		return 0, 0, 0, false
+	}
+	var v, up, ulp2 uint64 // V rounds to v+up; ulp2 = floor(ulp(x)/2) in V's scale
+	if sh := q + k; sh >= 0 {
+		if sh > 7 { // V < 10^9 < 2^30 and m >= 2^23: never, but keep the shift sane
+			return 0, 0, 0, false
+		}
+		v = m * pow5[k] << sh
+		ulp2 = pow5[k] << sh >> 1
+	} else {
+		s := uint(-sh)
+		if s >= 64 {
+			return 0, 0, 0, false
+		}
+		hi, lo := bits.Mul64(m, pow5[k])
+		v = hi<<(64-s) | lo>>s
+		r := lo & (1<<s - 1)
+		// Round half to even: r + 2^(s-1) - 1 + (v&1) reaches 2^s exactly
+		// when r > 2^(s-1), or r == 2^(s-1) and v is odd.
+		up = (r + (1<<(s-1) - 1) + v&1) >> s
+		ulp2 = pow5[k] >> (s + 1)
+	}
+	if v < 100_000_000 || v >= 1_000_000_000 { // exp is exact: never
+		return 0, 0, 0, false
+	}
+	d = v + up
+	if d == 1_000_000_000 { // 9.99999999x rounds up a decade; d's unit grows, the margin stays safe
+		d, exp = 100_000_000, exp+1
+	}
+	return d, exp, ulp2 + 2, true
+}
+
+// log10Pow2 returns floor(p*log10(2)), exactly for |p| < 1650.
+func log10Pow2(p int) int { return (p * 78913) >> 18 }
+
+// bitIf is 1 for true: the compiler turns it into a SETcc, not a branch.
+func bitIf(c bool) uint {
+	if c {
+		return 1
+	}
+	return 0
+}
+
+// decadeStart[e] is the smallest 24-bit mantissa m for which a float32
+// with biased exponent e is at least 10^(log10Pow2(e-127)+1): below it the
+// decimal exponent is log10Pow2(e-127), from it one more (2^24 when the
+// next power of ten is out of reach). Computed exactly with math/big.
+var decadeStart = func() (t [256]uint32) {
+	ten := big.NewInt(10)
+	for e := 1; e < 255; e++ {
+		q := e - 150
+		p10 := log10Pow2(q+23) + 1
+		num, den := big.NewInt(1), big.NewInt(1) // m >= 10^p10 / 2^q = num/den
+		pow := new(big.Int).Exp(ten, big.NewInt(int64(max(p10, -p10))), nil)
+		if p10 >= 0 {
+			num.Set(pow)
+		} else {
+			den.Set(pow)
+		}
+		if q >= 0 {
+			den.Lsh(den, uint(q))
+		} else {
+			num.Lsh(num, uint(-q))
+		}
+		num.Add(num, den).Sub(num, big.NewInt(1)).Quo(num, den) // ceiling
+		t[e] = uint32(min(num.Uint64(), 1<<24))
+	}
+	return t
+}()
+
+// digitPairs is "00010203...99", for writing two digits at a time.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+// appendDecimal appends the number d*10^(exp-nd+1), d having exactly nd
+// digits, as printf's %.<nd>g writes it (exponent form when exp < -4 or
+// exp >= nd, or when expForm; trailing zeros dropped; an exponent of at
+// least two digits), then TF Serving's ".0" when the text would otherwise
+// read as an integer. It writes all nd digits in place into spare
+// capacity and trims the zeros afterwards: this is the inner loop of every
+// float response.
+func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int, expForm bool) []byte {
+	n := len(dst)
+	dst = slices.Grow(dst, 32) // longest: "-0.0000" + 17 digits, or "-d." + 16 digits + "e-308"
+	b := dst[n : n+32]
+	i := 0
+	if neg {
+		b[0] = '-'
+		i = 1
+	}
+	switch {
+	case expForm || exp < -4 || exp >= nd: // "d.ddde+XX"
+		putDigits(b[i+1:i+1+nd], d)
+		b[i], b[i+1] = b[i+1], '.'
+		i += nd + 1
+		for b[i-1] == '0' { // stops at the '.'
+			i--
+		}
+		if b[i-1] == '.' {
+			i--
+		}
+		b[i], b[i+1] = 'e', '+'
+		if exp < 0 {
+			b[i+1] = '-'
+			exp = -exp
+		}
+		i += 2
+		if exp >= 100 {
+			b[i] = byte('0' + exp/100)
+			exp %= 100
+			i++
+		}
+		b[i], b[i+1] = digitPairs[2*exp], digitPairs[2*exp+1]
+		i += 2
+	case exp < 0: // "0.000ddd"
+		b[i], b[i+1] = '0', '.'
+		i += 2
+		for j := -1; j > exp; j-- {
+			b[i] = '0'
+			i++
+		}
+		putDigits(b[i:i+nd], d)
+		i += nd
+		for b[i-1] == '0' { // stops at d's leading digit, never zero here
+			i--
+		}
+	default: // "ddd.ddd": write one place right, pull the integer part left
+		putDigits(b[i+1:i+1+nd], d)
+		copy(b[i:], b[i+1:i+2+exp])
+		b[i+exp+1] = '.'
+		i += nd + 1
+		for b[i-1] == '0' { // stops at the '.'
+			i--
+		}
+		if b[i-1] == '.' {
+			b[i] = '0'
+			i++
+		}
+	}
+	return dst[:n+i]
+}
+
+// putDigits writes d into b as exactly len(b) decimal digits. Nine digits,
+// every float32, are split into independent halves.
+func putDigits(b []byte, d uint64) {
+	if len(b) == 9 {
+		v := uint32(d)
+		r := v % 100_000_000
+		h, l := r/10_000, r%10_000
+		b[0] = byte('0' + v/100_000_000)
+		b[1], b[2] = digitPairs[h/100*2], digitPairs[h/100*2+1]
+		b[3], b[4] = digitPairs[h%100*2], digitPairs[h%100*2+1]
+		b[5], b[6] = digitPairs[l/100*2], digitPairs[l/100*2+1]
+		b[7], b[8] = digitPairs[l%100*2], digitPairs[l%100*2+1]
+		return
+	}
+	i := len(b)
+	for ; i >= 2; i -= 2 {
+		p := d % 100 * 2
+		d /= 100
+		b[i-2], b[i-1] = digitPairs[p], digitPairs[p+1]
+	}
+	if i == 1 {
+		b[0] = byte('0' + d)
+	}
 }
 
 func appendInt(dst []byte, v int64) []byte   { return strconv.AppendInt(dst, v, 10) }

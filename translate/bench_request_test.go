@@ -1,0 +1,114 @@
+package translate
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/v2"
+)
+
+// imageDoc returns a 1×224×224×3 row-format request as a client sends it:
+// {"instances": [[[[r, g, b], ...], ...]]} with values in [0, 1) written
+// with digits significant digits, or (digits < 0) as Python's repr of a
+// float64 does (numpy tolist() + json.dumps: shortest round-trip, mostly
+// 16–17 digits). Python's separators ", " are used.
+func imageDoc(digits int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, 0, 224*224*3*20+64)
+	b = append(b, `{"instances": [[`...)
+	for y := 0; y < 224; y++ {
+		if y > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, '[')
+		for x := 0; x < 224; x++ {
+			if x > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, '[')
+			for c := 0; c < 3; c++ {
+				if c > 0 {
+					b = append(b, ", "...)
+				}
+				b = strconv.AppendFloat(b, r.Float64(), 'g', digits, 64)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, ']')
+	}
+	return append(b, "]]}"...)
+}
+
+var imageSig = &tensor.Signature{
+	Model:   "resnet",
+	Inputs:  []tensor.Spec{{Name: "input_1", DataType: tensor.FP32, Shape: []int64{-1, 224, 224, 3}}},
+	Outputs: []tensor.Spec{{Name: "probs", DataType: tensor.FP32, Shape: []int64{-1, 1000}}},
+	Batched: true,
+}
+
+func imageResolve(string) (*tensor.Signature, error) { return imageSig, nil }
+
+// baselineTranslate is the fair naive translator the bars are measured
+// against: encoding/json into interface{}, then flattening into []float32.
+func baselineTranslate(body []byte) ([]float32, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, err
+	}
+	out := make([]float32, 0, 1024)
+	var flatten func(v any)
+	flatten = func(v any) {
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				flatten(e)
+			}
+		case float64:
+			out = append(out, float32(x))
+		}
+	}
+	flatten(doc["instances"])
+	return out, nil
+}
+
+func benchImage(b *testing.B, digits int) {
+	doc := imageDoc(digits)
+	b.Run("baseline", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			out, err := baselineTranslate(doc)
+			if err != nil || len(out) != 224*224*3 {
+				b.Fatalf("baseline: %d values, %v", len(out), err)
+			}
+		}
+	})
+	b.Run("tfsbridge", func(b *testing.B) {
+		opt := RequestOptions{Kind: v2.Triton}
+		req, _, err := TranslateRequest(doc, imageResolve, opt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(doc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			req, _, err := TranslateRequest(doc, imageResolve, opt)
+			if err != nil || len(req.Body) < 224*224*3*4 {
+				b.Fatalf("tfsbridge: %d bytes, %v", len(req.Body), err)
+			}
+		}
+		// The allocation bar is relative to this size.
+		b.ReportMetric(float64(len(req.Body)), "v2-body-B")
+	})
+}
+
+// BenchmarkRequestImage7 translates a 224×224×3 FP32 image written with
+// 7 significant digits.
+func BenchmarkRequestImage7(b *testing.B) { benchImage(b, 7) }
+
+// BenchmarkRequestImage17 translates the same image written as Python's
+// repr of float64 (what numpy tolist() + json.dumps sends).
+func BenchmarkRequestImage17(b *testing.B) { benchImage(b, -1) }

@@ -1,0 +1,194 @@
+package jsontext
+
+import (
+	"math"
+	"math/big"
+	"math/bits"
+)
+
+// Grisu2 as rapidjson 1.1.0's internal/dtoa.h implements it (Loitsch 2010).
+// It is written out here, not replaced by strconv's shortest formatting,
+// because Grisu2 is not always shortest-and-closest: TF Serving's error
+// messages print rapidjson's digits, and a faithful dump must print the
+// same ones. Only error paths use it.
+
+// diyFp is a "do it yourself" float: f × 2^e.
+type diyFp struct {
+	f uint64
+	e int
+}
+
+const (
+	dpHiddenBit = 1 << 52
+	dpSigMask   = dpHiddenBit - 1
+)
+
+func diyFpOf(d float64) diyFp {
+	u := math.Float64bits(d)
+	biased := int(u>>52) & 0x7FF
+	sig := u & dpSigMask
+	if biased != 0 {
+		return diyFp{sig + dpHiddenBit, biased - 1075}
+	}
+	return diyFp{sig, -1074}
+}
+
+// mul is the 64×64 product's upper half, rounded half up at bit 63.
+func (x diyFp) mul(y diyFp) diyFp {
+	h, l := bits.Mul64(x.f, y.f)
+	if l>>63 != 0 {
+		h++
+	}
+	return diyFp{h, x.e + y.e + 64}
+}
+
+func (x diyFp) normalize() diyFp {
+	s := bits.LeadingZeros64(x.f)
+	return diyFp{x.f << s, x.e - s}
+}
+
+func (x diyFp) normalizeBoundary() diyFp {
+	for x.f&(dpHiddenBit<<1) == 0 {
+		x.f <<= 1
+		x.e--
+	}
+	return diyFp{x.f << 10, x.e - 10}
+}
+
+// boundaries returns the normalized lower and upper boundaries of x.
+func (x diyFp) boundaries() (minus, plus diyFp) {
+	plus = diyFp{x.f<<1 + 1, x.e - 1}.normalizeBoundary()
+	if x.f == dpHiddenBit {
+		minus = diyFp{x.f<<2 - 1, x.e - 2}
+	} else {
+		minus = diyFp{x.f<<1 - 1, x.e - 1}
+	}
+	minus.f <<= uint(minus.e - plus.e)
+	minus.e = plus.e
+	return minus, plus
+}
+
+// cachedPowers holds 10^(-348+8i), i = 0…86, as normalized 64-bit
+// significands rounded to nearest, with their binary exponents: the table
+// every Grisu implementation (rapidjson's included) carries, computed here
+// exactly instead of transcribed.
+var cachedPowers = func() (t [87]diyFp) {
+	for i := range t {
+		k := -348 + 8*i
+		r := new(big.Rat)
+		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(k))), nil)
+		if k >= 0 {
+			r.SetInt(p)
+		} else {
+			r.SetFrac(big.NewInt(1), p)
+		}
+		f := new(big.Float).SetPrec(64).SetMode(big.ToNearestEven).SetRat(r)
+		mant := new(big.Float)
+		exp := f.MantExp(mant) // f = mant × 2^exp, mant in [0.5, 1)
+		mant.SetMantExp(mant, 64)
+		u, _ := mant.Uint64()
+		t[i] = diyFp{u, exp - 64}
+	}
+	return t
+}()
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// cachedPower is rapidjson's GetCachedPower: the cached power that brings
+// a number with binary exponent e into Grisu's working range, and its
+// decimal exponent K.
+func cachedPower(e int) (diyFp, int) {
+	dk := float64(float64(-61-e)*0.30102999566398114) + 347
+	k := int(dk)
+	if dk-float64(k) > 0 {
+		k++
+	}
+	index := k>>3 + 1
+	return cachedPowers[index], -(-348 + index<<3)
+}
+
+var pow10u32 = [...]uint32{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000}
+
+func grisuRound(buf []byte, delta, rest, tenKappa, wpw uint64) {
+	for rest < wpw && delta-rest >= tenKappa && (rest+tenKappa < wpw || wpw-rest > rest+tenKappa-wpw) {
+		buf[len(buf)-1]--
+		rest += tenKappa
+	}
+}
+
+func countDecimalDigit32(n uint32) int {
+	for i := 1; i < 9; i++ {
+		if n < pow10u32[i] {
+			return i
+		}
+	}
+	return 9
+}
+
+// digitGen generates the digits of Mp within delta and returns how many it
+// wrote to buf and the adjusted decimal exponent.
+func digitGen(w, mp diyFp, delta uint64, buf []byte, k int) (int, int) {
+	one := diyFp{1 << uint(-mp.e), mp.e}
+	wpw := mp.f - w.f
+	p1 := uint32(mp.f >> uint(-one.e))
+	p2 := mp.f & (one.f - 1)
+	kappa := countDecimalDigit32(p1)
+	n := 0
+	for kappa > 0 {
+		div := pow10u32[kappa-1]
+		d := p1 / div
+		p1 %= div
+		if d != 0 || n != 0 {
+			buf[n] = byte('0' + d)
+			n++
+		}
+		kappa--
+		tmp := uint64(p1)<<uint(-one.e) + p2
+		if tmp <= delta {
+			k += kappa
+			grisuRound(buf[:n], delta, tmp, uint64(pow10u32[kappa])<<uint(-one.e), wpw)
+			return n, k
+		}
+	}
+	for {
+		p2 *= 10
+		delta *= 10
+		d := byte(p2 >> uint(-one.e))
+		if d != 0 || n != 0 {
+			buf[n] = '0' + d
+			n++
+		}
+		p2 &= one.f - 1
+		kappa--
+		if p2 < delta {
+			k += kappa
+			// rapidjson 1.1.0 reads kPow10 out of bounds when kappa < -9;
+			// later releases use 0 there, as here.
+			var scale uint64
+			if -kappa < 9 {
+				scale = uint64(pow10u32[-kappa])
+			}
+			grisuRound(buf[:n], delta, p2, one.f, wpw*scale)
+			return n, k
+		}
+	}
+}
+
+// grisu2 writes the digits of a positive finite v to buf and returns their
+// count and the decimal exponent: v ≈ digits × 10^k.
+func grisu2(v float64, buf []byte) (int, int) {
+	x := diyFpOf(v)
+	wm, wp := x.boundaries()
+	cmk, k := cachedPower(wp.e)
+	w := x.normalize().mul(cmk)
+	wp = wp.mul(cmk)
+	wm = wm.mul(cmk)
+	wm.f++
+	wp.f--
+	return digitGen(w, wp, wp.f-wm.f, buf, k)
+}

@@ -1,0 +1,343 @@
+package jsontext
+
+import (
+	"math"
+	"strconv"
+)
+
+// Number parsing emulates rapidjson 1.1.0's GenericReader::ParseNumber
+// with kParseNanAndInfFlag and without kParseFullPrecisionFlag, step by
+// step, quirks included: the significand is accumulated in 32, then 64
+// bits, then in a double; fraction digits beyond ~17 significant ones are
+// dropped; the result is one multiply or divide by a power of ten
+// ("normal precision", not correctly rounded). TF Serving stores exactly
+// that double (DT_DOUBLE) or that double cast to float (DT_FLOAT), so a
+// correctly rounded strconv.ParseFloat would differ in the last bit for
+// some 16+ digit inputs. It is also the fast path: no allocation and no
+// big-number arithmetic, which is what the request benchmark needs.
+
+// The number flags, mirroring rapidjson's kIntFlag … kDoubleFlag: an
+// integer token carries every range flag it fits.
+const (
+	flagInt    uint8 = 1 << iota // fits int32
+	flagUint                     // fits uint32
+	flagInt64                    // fits int64
+	flagUint64                   // fits uint64
+	flagDouble                   // not an integer token
+	// flagEscaped marks a string whose unescaped contents live in
+	// Document.strs instead of aliasing the input.
+	flagEscaped
+	// flagNeg marks an integer whose value is negative (bits hold int64).
+	flagNeg
+)
+
+// quietNaN is C's std::numeric_limits<double>::quiet_NaN(); Go's
+// math.NaN() has a different payload bit.
+var quietNaN = math.Float64frombits(0x7FF8000000000000)
+
+// pow10 is rapidjson's internal::Pow10 table, 1e0 … 1e308, each the
+// correctly rounded double (as the C++ literals are; math.Pow10 composes
+// two table entries and is not always correctly rounded).
+var pow10 = func() (t [309]float64) {
+	for i := range t {
+		t[i], _ = strconv.ParseFloat("1e"+strconv.Itoa(i), 64)
+	}
+	return t
+}()
+
+// Error messages of rapidjson 1.1.0 (error/en.h) used by the reader.
+const (
+	msgDocumentEmpty      = "The document is empty."
+	msgValueInvalid       = "Invalid value."
+	msgObjectMissName     = "Missing a name for object member."
+	msgObjectMissColon    = "Missing a colon after a name of object member."
+	msgObjectMissComma    = "Missing a comma or '}' after an object member."
+	msgArrayMissComma     = "Missing a comma or ']' after an array element."
+	msgUnicodeInvalidHex  = "Incorrect hex digit after \\u escape in string."
+	msgSurrogateInvalid   = "The surrogate pair in string is invalid."
+	msgEscapeInvalid      = "Invalid escape character in string."
+	msgMissQuotationMark  = "Missing a closing quotation mark in string."
+	msgNumberTooBig       = "Number too big to be stored in double."
+	msgNumberMissFraction = "Miss fraction part in number."
+	msgNumberMissExponent = "Miss exponent in number."
+	// Not rapidjson's: tfsbridge's own bounds (rapidjson has none).
+	msgTooDeep     = "Document nests deeper than the limit."
+	msgTooManyVals = "Document holds more values than the limit."
+	msgTooLarge    = "Document is too large."
+)
+
+func isDigit(c byte) bool { return c-'0' < 10 }
+
+// parseNumber parses the number token starting at data[p] and returns the
+// offset after it, its flags and its payload bits (int64/uint64 bits for
+// integers, float64 bits for doubles). Past the end of data the stream
+// reads as NUL, like rapidjson's MemoryStream.
+func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *SyntaxError) {
+	start := p
+	n := len(data)
+	peek := func(i int) byte {
+		if i < n {
+			return data[i]
+		}
+		return 0
+	}
+	consume := func(c byte) bool {
+		if peek(p) == c {
+			p++
+			return true
+		}
+		return false
+	}
+
+	minus := consume('-')
+	var i uint32
+	var i64 uint64
+	use64 := false
+	sig := 0
+	d := 0.0
+	nanOrInf := false
+
+	switch c := peek(p); {
+	case c == '0':
+		p++
+	case c >= '1' && c <= '9':
+		i = uint32(c - '0')
+		p++
+		if minus {
+			for p < n && isDigit(data[p]) {
+				if i >= 214748364 && (i != 214748364 || data[p] > '8') {
+					i64, use64 = uint64(i), true
+					break
+				}
+				i = i*10 + uint32(data[p]-'0')
+				p++
+				sig++
+			}
+		} else {
+			for p < n && isDigit(data[p]) {
+				if i >= 429496729 && (i != 429496729 || data[p] > '5') {
+					i64, use64 = uint64(i), true
+					break
+				}
+				i = i*10 + uint32(data[p]-'0')
+				p++
+				sig++
+			}
+		}
+	case c == 'I' || c == 'N':
+		// Sequential consumes, as rapidjson: a failed "NaN" falls through
+		// to trying "Inf" at wherever it stopped.
+		nanOrInf = true
+		if consume('N') && consume('a') && consume('N') {
+			d = quietNaN
+		} else if consume('I') && consume('n') && consume('f') {
+			d = math.Inf(1)
+			if minus {
+				d = math.Inf(-1)
+			}
+			if peek(p) == 'i' && !(consume('i') && consume('n') && consume('i') && consume('t') && consume('y')) {
+				return p, 0, 0, &SyntaxError{msgValueInvalid, p}
+			}
+		} else {
+			return p, 0, 0, &SyntaxError{msgValueInvalid, p}
+		}
+	default:
+		return p, 0, 0, &SyntaxError{msgValueInvalid, p}
+	}
+
+	useDouble := false
+	if use64 {
+		if minus {
+			for p < n && isDigit(data[p]) {
+				if i64 >= 0x0CCCCCCCCCCCCCCC && (i64 != 0x0CCCCCCCCCCCCCCC || data[p] > '8') {
+					d, useDouble = float64(i64), true
+					break
+				}
+				i64 = i64*10 + uint64(data[p]-'0')
+				p++
+				sig++
+			}
+		} else {
+			for p < n && isDigit(data[p]) {
+				if i64 >= 0x1999999999999999 && (i64 != 0x1999999999999999 || data[p] > '5') {
+					d, useDouble = float64(i64), true
+					break
+				}
+				i64 = i64*10 + uint64(data[p]-'0')
+				p++
+				sig++
+			}
+		}
+	}
+	if useDouble {
+		for p < n && isDigit(data[p]) {
+			if d >= 1.7976931348623157e307 {
+				return p, 0, 0, &SyntaxError{msgNumberTooBig, start}
+			}
+			// The explicit conversion forbids a fused multiply-add, which
+			// C++ (SSE2) does not use either.
+			d = float64(d*10) + float64(data[p]-'0')
+			p++
+		}
+	}
+
+	expFrac := 0
+	if consume('.') {
+		if !isDigit(peek(p)) {
+			return p, 0, 0, &SyntaxError{msgNumberMissFraction, p}
+		}
+		if !useDouble {
+			if !use64 {
+				i64 = uint64(i)
+			}
+			for p < n && isDigit(data[p]) {
+				if i64 > 0x1FFFFFFFFFFFFF {
+					break
+				}
+				i64 = i64*10 + uint64(data[p]-'0')
+				p++
+				expFrac--
+				if i64 != 0 {
+					sig++
+				}
+			}
+			d = float64(i64)
+			useDouble = true
+		}
+		for p < n && isDigit(data[p]) {
+			if sig < 17 {
+				d = float64(d*10) + float64(data[p]-'0')
+				expFrac--
+				if d > 0 {
+					sig++
+				}
+			}
+			p++
+		}
+	}
+
+	exp := 0
+	if consume('e') || consume('E') {
+		if !useDouble {
+			if use64 {
+				d = float64(i64)
+			} else {
+				d = float64(i)
+			}
+			useDouble = true
+		}
+		expMinus := false
+		if consume('+') {
+		} else if consume('-') {
+			expMinus = true
+		}
+		if !isDigit(peek(p)) {
+			return p, 0, 0, &SyntaxError{msgNumberMissExponent, p}
+		}
+		exp = int(data[p] - '0')
+		p++
+		if expMinus {
+			for p < n && isDigit(data[p]) {
+				exp = exp*10 + int(data[p]-'0')
+				p++
+				if exp >= 214748364 {
+					for p < n && isDigit(data[p]) {
+						p++
+					}
+				}
+			}
+			exp = -exp
+		} else {
+			maxExp := 308 - expFrac
+			for p < n && isDigit(data[p]) {
+				exp = exp*10 + int(data[p]-'0')
+				p++
+				if exp > maxExp {
+					return p, 0, 0, &SyntaxError{msgNumberTooBig, start}
+				}
+			}
+		}
+	}
+
+	switch {
+	case useDouble:
+		d = normalPrecision(d, exp+expFrac)
+		if minus {
+			d = -d
+		}
+		return p, flagDouble, math.Float64bits(d), nil
+	case nanOrInf:
+		return p, flagDouble, math.Float64bits(d), nil
+	case use64 && minus:
+		return p, intFlags(int64(^i64 + 1)), ^i64 + 1, nil
+	case use64:
+		return p, uintFlags(i64), i64, nil
+	case minus:
+		v := int64(int32(^i + 1))
+		return p, intFlags(v), uint64(v), nil
+	default:
+		return p, uintFlags(uint64(i)), uint64(i), nil
+	}
+}
+
+// intFlags returns the flags rapidjson gives a value built from a signed
+// integer (non-negative values get the unsigned flags too, so "-0" is a
+// plain 0).
+func intFlags(v int64) uint8 {
+	if v >= 0 {
+		return uintFlags(uint64(v))
+	}
+	f := flagInt64 | flagNeg
+	if v >= math.MinInt32 {
+		f |= flagInt
+	}
+	return f
+}
+
+// uintFlags returns the flags of a non-negative integer.
+func uintFlags(u uint64) uint8 {
+	f := flagUint64
+	if u <= math.MaxInt64 {
+		f |= flagInt64
+	}
+	if u <= math.MaxUint32 {
+		f |= flagUint
+	}
+	if u <= math.MaxInt32 {
+		f |= flagInt
+	}
+	return f
+}
+
+// normalPrecision is rapidjson's internal::StrtodNormalPrecision.
+func normalPrecision(d float64, p int) float64 {
+	if p < -308 {
+		d = fastPath(d, -308)
+		return fastPath(d, p+308)
+	}
+	return fastPath(d, p)
+}
+
+// fastPath is rapidjson's internal::FastPath.
+func fastPath(significand float64, exp int) float64 {
+	switch {
+	case exp < -308:
+		return 0
+	case exp >= 0:
+		return significand * pow10[exp]
+	default:
+		return significand / pow10[-exp]
+	}
+}
+
+// float64 returns a number node's value as rapidjson's GetDouble does.
+func (n *node) float64() float64 {
+	switch {
+	case n.flags&flagDouble != 0:
+		return math.Float64frombits(n.bits)
+	case n.flags&flagNeg != 0:
+		return float64(int64(n.bits))
+	default:
+		return float64(n.bits)
+	}
+}

@@ -1,0 +1,356 @@
+package jsontext
+
+import (
+	"encoding/binary"
+	"iter"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// Kind is the type of a JSON value, named as rapidjson names its types
+// (TF Serving prints these names in its messages: "Type: Number").
+type Kind uint8
+
+// The kinds, in rapidjson's order (kNullType … kNumberType).
+const (
+	Null Kind = iota
+	False
+	True
+	Object
+	Array
+	String
+	Number
+)
+
+var kindNames = [...]string{"Null", "False", "True", "Object", "Array", "String", "Number"}
+
+// String returns rapidjson's name for the kind ("Null", "Number", …).
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// SyntaxError is a document rapidjson 1.1.0 would reject. Msg is
+// rapidjson's English message ("Invalid value.") and Offset the byte offset
+// it reports, so TF Serving's "JSON Parse error: <Msg> at offset: <Offset>"
+// can be reproduced exactly.
+type SyntaxError struct {
+	Msg    string
+	Offset int
+}
+
+// Error returns "<Msg> at offset: <Offset>".
+func (e *SyntaxError) Error() string {
+	return e.Msg + " at offset: " + strconv.Itoa(e.Offset)
+}
+
+// Document is a parsed JSON text: a flat tape of nodes in document order
+// (a container is followed by its children), held in pooled memory. Values
+// point into it and into the input, which must stay unmodified until the
+// document is released.
+type Document struct {
+	data   []byte  // the input
+	nodes  []node  // the tape
+	strs   []byte  // unescaped string contents (strings with escapes only)
+	frames []frame // open containers during parsing
+	nNum   int     // number nodes
+	nStr   int     // string values (keys excluded)
+}
+
+var docPool = sync.Pool{New: func() any { return new(Document) }}
+
+// Parse parses data as rapidjson 1.1.0 does with kParseIterativeFlag |
+// kParseNanAndInfFlag | kParseStopWhenDoneFlag from a UTF-8 MemoryStream,
+// as TF Serving calls it: a leading UTF-8 byte-order mark is skipped, the
+// first complete value is the document and whatever follows it is ignored,
+// a NUL byte ends the input, NaN/Inf/Infinity (optionally negative) are
+// numbers, raw control characters in strings are rejected and UTF-8 is not
+// validated.
+//
+// lim.MaxDepth bounds nesting; the tape is bounded to
+// MaxNodes(lim) nodes, so a hostile body cannot make it allocate without
+// bound. Errors are *SyntaxError. Call Release when done.
+func Parse(data []byte, lim tensor.Limits) (*Document, error) {
+	d := docPool.Get().(*Document)
+	if err := d.parse(data, lim.OrDefault()); err != nil {
+		d.Release()
+		return nil, err
+	}
+	return d, nil
+}
+
+// MaxNodes is the node budget Parse allows for lim: every tensor element
+// plus generous room for the arrays, objects and keys around them.
+func MaxNodes(lim tensor.Limits) int64 {
+	lim = lim.OrDefault()
+	n := int64(math.MaxInt32) // Value indexes the tape with an int32
+	if lim.MaxElements < (n-(1<<16))/2 {
+		n = 2*lim.MaxElements + 1<<16
+	}
+	return n
+}
+
+// Release returns the document's memory to a pool. Values and byte slices
+// obtained from it (except those aliasing the input) must not be used
+// afterwards.
+func (d *Document) Release() {
+	if d == nil {
+		return
+	}
+	d.data = nil
+	// Keep the buffers for reuse unless one grew unusually large, so a
+	// single huge body does not pin its memory in the pool forever.
+	if cap(d.nodes) > 1<<22 {
+		d.nodes = nil
+	}
+	if cap(d.strs) > 1<<24 {
+		d.strs = nil
+	}
+	docPool.Put(d)
+}
+
+// Root returns the top-level value.
+func (d *Document) Root() Value { return Value{d: d, i: 0} }
+
+// Input returns the bytes given to Parse (trailing content included).
+func (d *Document) Input() []byte { return d.data }
+
+// NumNumbers returns how many number values the document holds, counted
+// during the syntax pass so callers can size buffers exactly.
+func (d *Document) NumNumbers() int { return d.nNum }
+
+// NumStrings returns how many string values (not keys) it holds.
+func (d *Document) NumStrings() int { return d.nStr }
+
+// Value is one node of a Document. It is a small handle, passed by value;
+// the zero Value is invalid (Valid reports false).
+type Value struct {
+	d *Document
+	i int32
+}
+
+// Valid reports whether v refers to a node.
+func (v Value) Valid() bool { return v.d != nil }
+
+// Kind returns v's type.
+func (v Value) Kind() Kind { return v.d.nodes[v.i].kind }
+
+// Offset returns the byte offset of v's first character in the input.
+func (v Value) Offset() int { return int(v.d.nodes[v.i].off) }
+
+// Raw returns v's token text exactly as it appears in the input (for a
+// container, from its opening to its closing bracket).
+func (v Value) Raw() []byte {
+	n := &v.d.nodes[v.i]
+	return v.d.data[n.off:n.end]
+}
+
+// Len returns the number of elements of an array or members of an object
+// (0 for scalars).
+func (v Value) Len() int {
+	n := &v.d.nodes[v.i]
+	if n.kind == Array || n.kind == Object {
+		return int(n.count())
+	}
+	return 0
+}
+
+// First returns the first element of an array, or the key of the first
+// member of an object (its value is key.Next()). ok is false when v is
+// empty or not a container.
+func (v Value) First() (Value, bool) {
+	if v.Len() == 0 {
+		return Value{}, false
+	}
+	return Value{v.d, v.i + 1}, true
+}
+
+// Next returns the node after v and its subtree: the next element of the
+// enclosing array, or for an object key its value and for an object value
+// the next key. The caller bounds the walk with the parent's Len.
+func (v Value) Next() Value {
+	n := &v.d.nodes[v.i]
+	if n.kind == Array || n.kind == Object {
+		return Value{v.d, int32(n.next())}
+	}
+	return Value{v.d, v.i + 1}
+}
+
+// Elems iterates an array's elements in order with their index.
+func (v Value) Elems() iter.Seq2[int, Value] {
+	return func(yield func(int, Value) bool) {
+		e, ok := v.First()
+		if !ok || v.Kind() != Array {
+			return
+		}
+		for i, n := 0, v.Len(); i < n; i++ {
+			if !yield(i, e) {
+				return
+			}
+			e = e.Next()
+		}
+	}
+}
+
+// Members iterates an object's members in document order (duplicates
+// included), yielding each key (a String value) and its value.
+func (v Value) Members() iter.Seq2[Value, Value] {
+	return func(yield func(Value, Value) bool) {
+		k, ok := v.First()
+		if !ok || v.Kind() != Object {
+			return
+		}
+		for i, n := 0, v.Len(); i < n; i++ {
+			val := k.Next()
+			if !yield(k, val) {
+				return
+			}
+			k = val.Next()
+		}
+	}
+}
+
+// Member returns the value of the first member named key, as rapidjson's
+// FindMember does (the first of duplicate keys wins).
+func (v Value) Member(key string) (Value, bool) {
+	if v.Kind() != Object {
+		return Value{}, false
+	}
+	for k, val := range v.Members() {
+		if string(k.Str()) == key {
+			return val, true
+		}
+	}
+	return Value{}, false
+}
+
+// Str returns the unescaped contents of a string value or key (nil for
+// other kinds). It aliases the input when the string has no escapes.
+func (v Value) Str() []byte {
+	n := &v.d.nodes[v.i]
+	if n.kind != String {
+		return nil
+	}
+	if n.flags&flagEscaped != 0 {
+		off, ln := uint32(n.bits), uint32(n.bits>>32)
+		return v.d.strs[off : off+ln : off+ln]
+	}
+	return v.d.data[n.off+1 : n.end-1]
+}
+
+// IsNumber, IsInt, … classify a number as rapidjson does (spec §3): an
+// integer token (no '.', 'e' or 'E') that fits int64 or uint64 is an
+// integer with the flags of every range it fits; anything else — decimals,
+// exponents, NaN/Inf, integers beyond uint64 — is a double.
+
+// IsNumber reports whether v is a number.
+func (v Value) IsNumber() bool { return v.d.nodes[v.i].kind == Number }
+
+// IsInt reports an integer in int32 range (rapidjson IsInt).
+func (v Value) IsInt() bool { return v.numFlag(flagInt) }
+
+// IsUint reports an integer in uint32 range (rapidjson IsUint).
+func (v Value) IsUint() bool { return v.numFlag(flagUint) }
+
+// IsInt64 reports an integer in int64 range (rapidjson IsInt64).
+func (v Value) IsInt64() bool { return v.numFlag(flagInt64) }
+
+// IsUint64 reports an integer in uint64 range (rapidjson IsUint64).
+func (v Value) IsUint64() bool { return v.numFlag(flagUint64) }
+
+// IsDouble reports a number that is not an integer token (rapidjson IsDouble).
+func (v Value) IsDouble() bool { return v.numFlag(flagDouble) }
+
+func (v Value) numFlag(f uint8) bool {
+	n := &v.d.nodes[v.i]
+	return n.kind == Number && n.flags&f != 0
+}
+
+// Int64 returns an IsInt64 number exactly (0 for others).
+func (v Value) Int64() int64 {
+	if !v.IsInt64() {
+		return 0
+	}
+	return int64(v.d.nodes[v.i].bits)
+}
+
+// Uint64 returns an IsUint64 number exactly (0 for others).
+func (v Value) Uint64() uint64 {
+	if !v.IsUint64() {
+		return 0
+	}
+	return v.d.nodes[v.i].bits
+}
+
+// Float64 returns a number as rapidjson's GetDouble does: the double
+// parsed by rapidjson 1.1.0's normal-precision path for doubles, the
+// integer converted for integers (0 for non-numbers).
+func (v Value) Float64() float64 {
+	n := &v.d.nodes[v.i]
+	if n.kind != Number {
+		return 0
+	}
+	return n.float64()
+}
+
+// AppendFloat32s is the hot path of request parsing: when every element of
+// the array v is a number, it appends each as a little-endian float32
+// (rapidjson's GetFloat: the double cast to float) and returns true.
+// Otherwise it returns dst unchanged and false, and the caller walks the
+// elements one by one to report the exact error.
+func (v Value) AppendFloat32s(dst []byte) ([]byte, bool) {
+	n := &v.d.nodes[v.i]
+	if n.kind != Array {
+		return dst, false
+	}
+	c := int(n.count())
+	kids := v.d.nodes[int(v.i)+1:]
+	if len(kids) < c {
+		return dst, false
+	}
+	kids = kids[:c]
+	for i := range kids {
+		if kids[i].kind != Number {
+			return dst, false
+		}
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, 4*c)[:start+4*c]
+	out := dst[start:]
+	for i := range kids {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(kids[i].float64())))
+	}
+	return dst, true
+}
+
+// AppendFloat64s is AppendFloat32s for little-endian float64s.
+func (v Value) AppendFloat64s(dst []byte) ([]byte, bool) {
+	n := &v.d.nodes[v.i]
+	if n.kind != Array {
+		return dst, false
+	}
+	c := int(n.count())
+	kids := v.d.nodes[int(v.i)+1:]
+	if len(kids) < c {
+		return dst, false
+	}
+	kids = kids[:c]
+	for i := range kids {
+		if kids[i].kind != Number {
+			return dst, false
+		}
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, 8*c)[:start+8*c]
+	out := dst[start:]
+	for i := range kids {
+		binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(kids[i].float64()))
+	}
+	return dst, true
+}

@@ -1,0 +1,469 @@
+package tfrequest
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/x448/float16"
+
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// filler builds the input tensors of one request: json_tensor.cc's
+// FillTensorMapFromInstancesList / FillTensorMapFromInputsMap,
+// AddInstanceItem, GetDenseTensorShape, FillTensorProto and
+// AddValueToTensor, over the parsed document.
+type filler struct {
+	req   *Request
+	sig   *tensor.Signature
+	lim   tensor.Limits
+	ins   []input // parallel to sig.Inputs
+	batch int64   // row format: len(instances)
+	total int64   // values appended so far, all inputs
+	shape []int64 // scratch for GetDenseTensorShape
+}
+
+// input accumulates one signature input's tensor.
+type input struct {
+	spec  *tensor.Spec
+	buf   *[]byte // pooled buffer behind data
+	data  []byte
+	strs  [][]byte
+	used  bool    // a tensor exists for it (TF's tensor_map entry)
+	seen  bool    // row format: size and shape of the first item recorded
+	size  int64   // values per item (row) or in the tensor (columnar)
+	shape []int64 // item shape (row) or tensor shape (columnar)
+	inObj bool    // named in the current instance object
+}
+
+func (p *filler) init() {
+	p.ins = make([]input, len(p.sig.Inputs))
+	for i := range p.ins {
+		p.ins[i].spec = &p.sig.Inputs[i]
+	}
+}
+
+// lookup returns the index of the signature input named name, or -1.
+func (p *filler) lookup(name []byte) int {
+	for i := range p.ins {
+		if p.ins[i].spec.Name == string(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// isB64Object is json_tensor.cc's IsValBase64Object: an object with
+// exactly one member, "b64", whose value is a string.
+func isB64Object(v jsontext.Value) bool {
+	if v.Kind() != jsontext.Object || v.Len() != 1 {
+		return false
+	}
+	b, ok := v.Member(keyB64)
+	return ok && b.Kind() == jsontext.String
+}
+
+// isElementObject tells a named-inputs instance object from a value.
+func isElementObject(v jsontext.Value) bool {
+	return v.Kind() == jsontext.Object && !isB64Object(v)
+}
+
+// wrapElement is the row-format wrapping of an inner status:
+// "Failed to process element: <i> [key: <k> ]of 'instances' list. Error:
+// <CODE>: <msg>" (absl::Status::ToString of the inner error).
+func wrapElement(i int, key []byte, err error) error {
+	inner := apierr.As(err)
+	var b strings.Builder
+	b.WriteString("Failed to process element: ")
+	b.WriteString(strconv.Itoa(i))
+	if key != nil {
+		b.WriteString(" key: ")
+		b.Write(key)
+	}
+	b.WriteString(" of 'instances' list. Error: ")
+	b.WriteString(inner.Code.String())
+	b.WriteString(": ")
+	b.WriteString(inner.Msg)
+	return apierr.Wrap(apierr.InvalidArgument, err, b.String())
+}
+
+// rows fills the tensors from a non-empty "instances" array.
+func (p *filler) rows(list jsontext.Value) error {
+	first, _ := list.First()
+	// TF tests IsObject here, not IsElementObject: a leading b64 object
+	// slips past this check even with several inputs (spec §4.2).
+	if first.Kind() != jsontext.Object && len(p.ins) > 1 {
+		return apierr.InvalidArgumentf("instances is a plain list, but expecting list of objects as multiple input tensors required as per tensorinfo_map")
+	}
+	objects := isElementObject(first)
+	p.batch = int64(list.Len())
+	for i, elem := range list.Elems() {
+		if !objects {
+			if isElementObject(elem) {
+				return apierr.InvalidArgumentf("Expecting value/list but got object at item %d of input list", i)
+			}
+			// TF feeds "tensorinfo_map.begin()", an arbitrary input when
+			// there are several; the first signature input here.
+			if err := p.addItem(0, elem); err != nil {
+				return wrapElement(i, nil, err)
+			}
+			continue
+		}
+		if !isElementObject(elem) {
+			return apierr.InvalidArgumentf("Expecting object but got list at item %d of input list", i)
+		}
+		for j := range p.ins {
+			p.ins[j].inObj = false
+		}
+		// Every member is processed, duplicates included (TF iterates the
+		// object, it does not look keys up).
+		for k, v := range elem.Members() {
+			name := k.Str()
+			idx := p.lookup(name)
+			var err error
+			if idx < 0 {
+				err = apierr.InvalidArgumentf("JSON object: does not have named input: %s", name)
+			} else {
+				p.ins[idx].inObj = true
+				err = p.addItem(idx, v)
+			}
+			if err != nil {
+				return wrapElement(i, name, err)
+			}
+		}
+		for j := range p.ins {
+			if !p.ins[j].inObj {
+				return apierr.InvalidArgumentf("Failed to process element: %d of 'instances' list. JSON object: %s keys must be equal to: %s",
+					i, jsontext.Dump(elem), p.sortedNames())
+			}
+		}
+	}
+	return nil
+}
+
+// sortedNames joins the input names as TF's std::set<string> orders them.
+func (p *filler) sortedNames() string {
+	names := make([]string, len(p.ins))
+	for i := range p.ins {
+		names[i] = p.ins[i].spec.Name
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+// addItem is AddInstanceItem: one instance's value for input idx, whose
+// size and then shape must match the first instance's.
+func (p *filler) addItem(idx int, item jsontext.Value) error {
+	in := &p.ins[idx]
+	in.used = true
+	shape := denseShape(item, p.shape[:0])
+	p.shape = shape
+	before := p.total
+	if err := p.fill(in, item, 0, shape); err != nil {
+		return err
+	}
+	size := p.total - before
+	if !in.seen {
+		in.seen = true
+		in.size = size
+		in.shape = append(in.shape[:0], shape...)
+		p.reserve(in, size*(p.batch-1))
+		return nil
+	}
+	if in.size != size {
+		return apierr.InvalidArgumentf("Expecting tensor size: %d but got: %d", in.size, size)
+	}
+	if !slices.Equal(in.shape, shape) {
+		return apierr.InvalidArgumentf("Expecting shape %s but got: %s", shapeString(in.shape), shapeString(shape))
+	}
+	return nil
+}
+
+// reserve grows in's buffer for n more values when that stays within the
+// element limit, so a row-format batch is filled without regrowing.
+func (p *filler) reserve(in *input, n int64) {
+	if n <= 0 || p.total+n > p.lim.MaxElements {
+		return
+	}
+	if in.spec.DataType == tensor.Bytes {
+		in.strs = slices.Grow(in.strs, int(n))
+		return
+	}
+	p.ensureBuf(in)
+	in.data = slices.Grow(in.data, int(n)*in.spec.DataType.Size())
+}
+
+// ensureBuf gives in a pooled data buffer. With a single input every
+// number of the document is one of its elements at most, so the count the
+// syntax pass made sizes the buffer in one go.
+func (p *filler) ensureBuf(in *input) {
+	if in.buf != nil {
+		return
+	}
+	in.buf = getBuf()
+	in.data = (*in.buf)[:0]
+	p.req.bufs = append(p.req.bufs, in.buf)
+	if len(p.ins) == 1 {
+		n := min(int64(p.req.doc.NumNumbers()), p.lim.MaxElements)
+		in.data = slices.Grow(in.data, int(n)*in.spec.DataType.Size())
+	}
+}
+
+// columns fills the tensors from the "inputs" value.
+func (p *filler) columns(v jsontext.Value) error {
+	if v.Kind() != jsontext.Object || isB64Object(v) {
+		if len(p.ins) > 1 {
+			return apierr.InvalidArgumentf("inputs is a plain value/list, but expecting an object as multiple input tensors required as per tensorinfo_map")
+		}
+		return p.whole(0, v)
+	}
+	// TF walks its input map (unordered); signature order here.
+	for idx := range p.ins {
+		name := p.ins[idx].spec.Name
+		item, ok := v.Member(name)
+		if !ok {
+			return apierr.InvalidArgumentf("Missing named input: %s in 'inputs' object.", name)
+		}
+		if err := p.whole(idx, item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// whole fills input idx from one value holding the entire tensor.
+func (p *filler) whole(idx int, v jsontext.Value) error {
+	in := &p.ins[idx]
+	in.used = true
+	in.shape = denseShape(v, in.shape[:0])
+	before := p.total
+	if err := p.fill(in, v, 0, in.shape); err != nil {
+		return err
+	}
+	in.size = p.total - before
+	return nil
+}
+
+// denseShape is GetDenseTensorShape: the sizes of the first array at each
+// nesting level, stopping at a non-array or an empty array.
+func denseShape(v jsontext.Value, shape []int64) []int64 {
+	for v.Kind() == jsontext.Array {
+		shape = append(shape, int64(v.Len()))
+		first, ok := v.First()
+		if !ok {
+			break
+		}
+		v = first
+	}
+	return shape
+}
+
+// shapeString is ShapeToString: "[2,3]", "[]" for a scalar.
+func shapeString(shape []int64) string {
+	b := []byte{'['}
+	for i, d := range shape {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, d, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// fill is FillTensorProto: it checks that every array sits above the
+// leaves with its level's inferred size and every scalar sits at the leaf
+// level, and appends the values in document order.
+func (p *filler) fill(in *input, v jsontext.Value, level int, shape []int64) error {
+	rank := len(shape)
+	if v.Kind() != jsontext.Array {
+		if level != rank {
+			return apierr.InvalidArgumentf("JSON Value: %s found at incorrect level: %d in the JSON DOM. Expected at level: %d",
+				jsontext.Dump(v), level+1, rank)
+		}
+		return p.add(in, v)
+	}
+	if level >= rank {
+		return apierr.InvalidArgumentf("Encountered list at unexpected level: %d expected < %d", level, rank)
+	}
+	n := v.Len()
+	if int64(n) != shape[level] {
+		return apierr.InvalidArgumentf("Encountered list at unexpected size: %d at level: %d expected size: %d", n, level, shape[level])
+	}
+	if level == rank-1 && n > 0 && p.total+int64(n) <= p.lim.MaxElements {
+		// Hot path: an innermost list of numbers for a float input.
+		var ok bool
+		switch in.spec.DataType {
+		case tensor.FP32:
+			p.ensureBuf(in)
+			in.data, ok = v.AppendFloat32s(in.data)
+		case tensor.FP64:
+			p.ensureBuf(in)
+			in.data, ok = v.AppendFloat64s(in.data)
+		}
+		if ok {
+			p.total += int64(n)
+			return nil
+		}
+	}
+	e, _ := v.First()
+	for i := 0; i < n; i++ {
+		if err := p.fill(in, e, level+1, shape); err != nil {
+			return err
+		}
+		e = e.Next()
+	}
+	return nil
+}
+
+// typeError is json_tensor.cc's TypeError.
+func typeError(v jsontext.Value, dt tensor.DataType) error {
+	return apierr.InvalidArgumentf("JSON Value: %s Type: %s is not of expected type: %s", jsontext.Dump(v), v.Kind(), dt.TFShortName())
+}
+
+// add appends one leaf value (AddValueToTensor, or a b64 object for a
+// string input) and counts it.
+func (p *filler) add(in *input, v jsontext.Value) error {
+	if p.total >= p.lim.MaxElements {
+		return apierr.InvalidArgumentf("Request holds more than %d tensor elements, the limit of this server", p.lim.MaxElements)
+	}
+	dt := in.spec.DataType
+	if dt == tensor.Bytes {
+		switch {
+		case v.Kind() == jsontext.String:
+			in.strs = append(in.strs, v.Str())
+		case v.Kind() != jsontext.Object:
+			return typeError(v, dt)
+		case !isB64Object(v):
+			return apierr.InvalidArgumentf("JSON Value: %s not formatted correctly for base64 data", jsontext.Dump(v))
+		default:
+			b, _ := v.Member(keyB64)
+			s := b.Str()
+			out, ok := base64Unescape(make([]byte, 0, len(s)/4*3+3), s)
+			if !ok {
+				return apierr.InvalidArgumentf("Unable to base64 decode")
+			}
+			in.strs = append(in.strs, out)
+		}
+		p.total++
+		return nil
+	}
+	if v.Kind() == jsontext.Object {
+		return typeError(v, dt)
+	}
+	p.ensureBuf(in)
+	d := in.data
+	switch dt {
+	case tensor.FP32, tensor.FP64, tensor.FP16, tensor.BF16:
+		if !v.IsNumber() {
+			return typeError(v, dt)
+		}
+		f := v.Float64()
+		switch dt {
+		case tensor.FP32:
+			d = binary.LittleEndian.AppendUint32(d, math.Float32bits(float32(f)))
+		case tensor.FP64:
+			d = binary.LittleEndian.AppendUint64(d, math.Float64bits(f))
+		case tensor.FP16:
+			// Deliberate departure (DESIGN): TF Serving cannot fill a
+			// DT_HALF from JSON; v2 models declare FP16 inputs.
+			d = binary.LittleEndian.AppendUint16(d, float16.Fromfloat32(float32(f)).Bits())
+		default:
+			d = binary.LittleEndian.AppendUint16(d, tensor.BF16FromFloat32(float32(f)))
+		}
+	case tensor.Int32, tensor.Int16, tensor.Int8, tensor.Uint8:
+		// TF only requires an int32 and narrows with a C++ cast (wraps).
+		if !v.IsInt() {
+			return typeError(v, dt)
+		}
+		x := int32(v.Int64())
+		switch dt {
+		case tensor.Int32:
+			d = binary.LittleEndian.AppendUint32(d, uint32(x))
+		case tensor.Int16:
+			d = binary.LittleEndian.AppendUint16(d, uint16(x))
+		default:
+			d = append(d, byte(x))
+		}
+	case tensor.Int64:
+		if !v.IsInt64() {
+			return typeError(v, dt)
+		}
+		d = binary.LittleEndian.AppendUint64(d, uint64(v.Int64()))
+	case tensor.Uint32, tensor.Uint16:
+		// UINT16 is tfsbridge's extension, range-checked like uint32 and
+		// narrowed like TF narrows uint8.
+		if !v.IsUint() {
+			return typeError(v, dt)
+		}
+		if dt == tensor.Uint32 {
+			d = binary.LittleEndian.AppendUint32(d, uint32(v.Uint64()))
+		} else {
+			d = binary.LittleEndian.AppendUint16(d, uint16(v.Uint64()))
+		}
+	case tensor.Uint64:
+		if !v.IsUint64() {
+			return typeError(v, dt)
+		}
+		d = binary.LittleEndian.AppendUint64(d, v.Uint64())
+	case tensor.Bool:
+		switch v.Kind() {
+		case jsontext.True:
+			d = append(d, 1)
+		case jsontext.False:
+			d = append(d, 0)
+		default:
+			return typeError(v, dt)
+		}
+	default:
+		return apierr.Errorf(apierr.Unimplemented, "Conversion of JSON Value: %s to type: %s", jsontext.Dump(v), dt.TFShortName())
+	}
+	in.data = d
+	p.total++
+	return nil
+}
+
+// finish turns the accumulated values into tensors, in signature order.
+// Row format prepends the batch dimension. A duplicated key in an instance
+// object leaves more values than the shape holds; TF's Tensor::FromProto
+// keeps the first ones, and so does this.
+func (p *filler) finish() error {
+	r := p.req
+	nShape := 0
+	for i := range p.ins {
+		if p.ins[i].used {
+			nShape += len(p.ins[i].shape) + 1
+		}
+	}
+	r.shape = make([]int64, 0, nShape)
+	r.Inputs = make([]tensor.Tensor, 0, len(p.ins))
+	for i := range p.ins {
+		in := &p.ins[i]
+		if !in.used {
+			continue
+		}
+		start := len(r.shape)
+		n := in.size
+		if r.Format == Row {
+			r.shape = append(r.shape, p.batch)
+			n *= p.batch
+		}
+		r.shape = append(r.shape, in.shape...)
+		t := tensor.Tensor{Name: in.spec.Name, DataType: in.spec.DataType, Shape: r.shape[start:len(r.shape):len(r.shape)]}
+		if t.DataType == tensor.Bytes {
+			t.Strings = in.strs[:n:n]
+		} else {
+			p.ensureBuf(in)
+			*in.buf = in.data
+			sz := int64(t.DataType.Size())
+			t.Data = in.data[: n*sz : n*sz]
+		}
+		r.Inputs = append(r.Inputs, t)
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package tfrequest
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// Resolver looks up the signature a request names ("" when it names none,
+// which TF Serving reads as serving_default). Its error is returned to the
+// client as is, so it should be an *apierr.Error with TF's text (unknown
+// model, unknown signature).
+type Resolver func(signatureName string) (*tensor.Signature, error)
+
+// Request is a parsed predict request.
+type Request struct {
+	// SignatureName is the request's "signature_name" ("" when absent).
+	SignatureName string
+	// Format is the request format, which decides the response format.
+	Format Format
+	// Inputs are the input tensors in signature input order. Their Data
+	// and Strings may alias the request body and pooled memory owned by
+	// the Request: they stay valid until Release.
+	Inputs []tensor.Tensor
+	// Signature is the signature the request was parsed against.
+	Signature *tensor.Signature
+
+	doc   *jsontext.Document
+	bufs  []*[]byte
+	shape []int64 // backing store for the Inputs' shapes
+}
+
+// Release returns the Request's pooled memory (the parsed document and the
+// tensor data buffers). The Inputs must not be used afterwards. Calling it
+// is optional — without it the memory is simply garbage collected — but the
+// request pipeline does, so that a steady stream of requests allocates
+// little more than the bodies it sends.
+func (r *Request) Release() {
+	if r == nil {
+		return
+	}
+	if r.doc != nil {
+		r.doc.Release()
+		r.doc = nil
+	}
+	for _, b := range r.bufs {
+		putBuf(b)
+	}
+	r.bufs = nil
+	r.Inputs = nil
+}
+
+// The request keys TF Serving reads (json_tensor.cc).
+const (
+	keySignature = "signature_name"
+	keyInstances = "instances"
+	keyInputs    = "inputs"
+	keyB64       = "b64"
+)
+
+// Parse parses a TF Serving predict request body the way TF Serving's
+// FillPredictRequestFromJson does, check for check and in the same order
+// (spec §2.3, §3, §4): JSON syntax, top level is an object, signature_name
+// is a string; then resolve (its error is returned as is); then an input
+// map must exist, exactly one of "instances" / "inputs", and the values
+// are converted against the signature's input names and dtypes.
+//
+// Every failure is an *apierr.Error carrying TF Serving's message. lim
+// bounds nesting depth and the total number of tensor elements.
+func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
+	lim = lim.OrDefault()
+	if len(body) == 0 {
+		return nil, apierr.InvalidArgumentf("JSON Parse error: The document is empty")
+	}
+	doc, err := jsontext.Parse(body, lim)
+	if err != nil {
+		se, _ := err.(*jsontext.SyntaxError)
+		if se == nil {
+			return nil, apierr.Wrap(apierr.InvalidArgument, err, "JSON Parse error: "+err.Error())
+		}
+		return nil, apierr.Wrap(apierr.InvalidArgument, err, "JSON Parse error: "+se.Error())
+	}
+	r := &Request{doc: doc}
+	if err := r.parse(doc.Root(), resolve, lim); err != nil {
+		r.Release()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Request) parse(root jsontext.Value, resolve Resolver, lim tensor.Limits) error {
+	if root.Kind() != jsontext.Object {
+		return formatError(root, "Is not object")
+	}
+	if v, ok := root.Member(keySignature); ok {
+		if v.Kind() != jsontext.String {
+			return formatError(root, "not formatted correctly. 'signature_name' key must be a string value.")
+		}
+		r.SignatureName = string(v.Str())
+	}
+	sig, err := resolve(r.SignatureName)
+	if err != nil {
+		return err
+	}
+	if sig == nil || len(sig.Inputs) == 0 {
+		name := r.SignatureName
+		if name == "" {
+			name = "DEFAULT"
+		}
+		return apierr.InvalidArgumentf("Failed to get input map for signature: %s", name)
+	}
+	r.Signature = sig
+
+	instances, hasInstances := root.Member(keyInstances)
+	inputs, hasInputs := root.Member(keyInputs)
+	p := &filler{req: r, sig: sig, lim: lim}
+	p.init()
+	switch {
+	case hasInstances && hasInputs:
+		return formatError(root, "Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist ")
+	case hasInstances:
+		if instances.Kind() != jsontext.Array {
+			return formatError(root, "Expecting 'instances' to be an list/array")
+		}
+		if instances.Len() == 0 {
+			return formatError(root, "No values in 'instances' array")
+		}
+		r.Format = Row
+		err = p.rows(instances)
+	case hasInputs:
+		r.Format = Columnar
+		err = p.columns(inputs)
+	default:
+		return apierr.InvalidArgumentf("Missing 'inputs' or 'instances' key")
+	}
+	if err != nil {
+		return err
+	}
+	return p.finish()
+}
+
+// formatError is json_tensor.cc's FormatError: "JSON Value: <dump> <msg>".
+func formatError(v jsontext.Value, msg string) error {
+	var b strings.Builder
+	b.WriteString("JSON Value: ")
+	b.Write(jsontext.AppendDump(nil, v))
+	b.WriteByte(' ')
+	b.WriteString(msg)
+	return apierr.New(apierr.InvalidArgument, b.String())
+}
+
+// bufPool holds tensor data buffers between requests.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledBuf keeps one huge request from pinning its buffer in the pool.
+const maxPooledBuf = 64 << 20
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) > maxPooledBuf {
+		return
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}
