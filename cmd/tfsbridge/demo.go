@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+)
+
+const demoSummary = `Starts the mock v2 server, the HTTP proxy in front of it and the ext_proc service
+(for an Envoy you run yourself) in one process, then prints ready-to-paste curl
+commands. Stops cleanly on Ctrl-C or SIGTERM.`
+
+// demoOptions are the flags of "tfsbridge demo".
+type demoOptions struct {
+	bridgeOptions
+	mockAddr string
+	kind     string
+	httpAddr string
+	grpcAddr string
+}
+
+func parseDemo(args []string, env lookupEnv, out io.Writer) (*demoOptions, error) {
+	o := &demoOptions{}
+	f := newFlagSet("demo", demoSummary, out)
+	f.fs.StringVar(&o.mockAddr, "mock-addr", "127.0.0.1:8000", "Address of the mock v2 server.")
+	f.fs.StringVar(&o.kind, "kind", "triton", "Server the mock imitates: triton, kserve or mlserver.")
+	f.fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8501", "Address of the HTTP proxy.")
+	f.fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address of the ext_proc gRPC server.")
+	o.register(f)
+	// The backend is the demo's own mock; the kind is known.
+	for _, name := range []string{"backend", "backend-kind"} {
+		fl := f.fs.Lookup(name)
+		fl.Usage = "Ignored by demo: the backend is the built-in mock (--mock-addr, --kind)."
+	}
+	if err := f.parse(args, env); err != nil {
+		return nil, err
+	}
+	if err := validKind(o.kind); err != nil {
+		return nil, err
+	}
+	return o, o.validate()
+}
+
+func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	g, ctx := errgroup.WithContext(ctx)
+	log, err := o.log.logger(stderr)
+	if err != nil {
+		return err
+	}
+	mockAddr, err := startMock(ctx, g, o.mockAddr, o.kind, log)
+	if err != nil {
+		return err
+	}
+	o.backendURL = "http://" + mockAddr.String()
+	o.backendKind = o.kind
+	b, err := o.build(stderr)
+	if err != nil {
+		return err
+	}
+	proxyAddr, err := startProxy(ctx, g, o.httpAddr, b, 0, o.shutdownTimeout)
+	if err != nil {
+		return err
+	}
+	grpcAddr, err := startExtproc(ctx, g, o.grpcAddr, b, o.shutdownTimeout)
+	if err != nil {
+		return err
+	}
+	adminAddr, err := startAdmin(ctx, g, o.metricsAddr, b.metrics, b.ready, b.log)
+	if err != nil {
+		return err
+	}
+	printDemo(stdout, o.kind, mockAddr, proxyAddr, grpcAddr, adminAddr)
+	return g.Wait()
+}
+
+// printDemo tells the user what runs where and what to paste.
+func printDemo(w io.Writer, kind string, mock, proxy, grpc, admin net.Addr) {
+	p := clientAddr(proxy)
+	fmt.Fprintf(w, "tfsbridge demo is running:\n")
+	fmt.Fprintf(w, "  mock v2 server (%s)   http://%s\n", kind, clientAddr(mock))
+	fmt.Fprintf(w, "  TF Serving REST proxy  http://%s\n", p)
+	fmt.Fprintf(w, "  Envoy ext_proc (gRPC)  %s\n", clientAddr(grpc))
+	if admin != nil {
+		fmt.Fprintf(w, "  metrics and health     http://%s/metrics  /healthz  /readyz\n", clientAddr(admin))
+	}
+	fmt.Fprintf(w, "\nTry it (the TF Serving README's example first):\n\n")
+	for _, c := range []string{
+		`curl -d '{"instances": [1.0, 2.0, 5.0]}' -X POST http://%s/v1/models/half_plus_two:predict`,
+		`curl -d '{"inputs": {"x": [1.0, 2.0, 5.0]}}' -X POST http://%s/v1/models/half_plus_two:predict`,
+		`curl http://%s/v1/models/half_plus_two`,
+		`curl http://%s/v1/models/half_plus_two/metadata`,
+		`curl -d '{"instances": [{"text": "hello"}]}' -X POST http://%s/v1/models/bytes_echo:predict`,
+		`curl -d '{"instances": [1.0]}' -X POST http://%s/v1/models/no_such_model:predict`,
+		`curl http://%s/v2/models/half_plus_two`,
+	} {
+		fmt.Fprintf(w, "  "+c+"\n", p)
+	}
+	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
+}
+
+// clientAddr turns a listener address into one a client can dial, as
+// the TF Serving README writes it: an unspecified or IPv4 loopback host
+// (":8501", "127.0.0.1:8501") becomes localhost.
+func clientAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && (ip.IsUnspecified() || ip.Equal(net.IPv4(127, 0, 0, 1)))) {
+		host = "localhost"
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + port
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func envOf(kv map[string]string) lookupEnv {
+	return func(k string) (string, bool) {
+		v, ok := kv[k]
+		return v, ok
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	for flag, want := range map[string]string{
+		"grpc-addr":      "TFSBRIDGE_GRPC_ADDR",
+		"max-body-bytes": "TFSBRIDGE_MAX_BODY_BYTES",
+		"backend":        "TFSBRIDGE_BACKEND",
+	} {
+		if got := envName(flag); got != want {
+			t.Errorf("envName(%q) = %q, want %q", flag, got, want)
+		}
+	}
+}
+
+func TestProxyFlagPrecedence(t *testing.T) {
+	tests := []struct {
+		name        string
+		args        []string
+		env         map[string]string
+		wantAddr    string
+		wantTimeout time.Duration
+		wantBody    int64
+		wantKind    string
+	}{
+		{name: "defaults", wantAddr: ":8501", wantTimeout: 30 * time.Second, wantBody: 64 << 20, wantKind: "auto"},
+		{name: "environment", env: map[string]string{
+			"TFSBRIDGE_HTTP_ADDR": "127.0.0.1:1", "TFSBRIDGE_REQUEST_TIMEOUT": "5s",
+			"TFSBRIDGE_MAX_BODY_BYTES": "1MiB", "TFSBRIDGE_BACKEND_KIND": "kserve"},
+			wantAddr: "127.0.0.1:1", wantTimeout: 5 * time.Second, wantBody: 1 << 20, wantKind: "kserve"},
+		{name: "command line wins", args: []string{"--http-addr", ":2", "-request-timeout=7s", "--max-body-bytes=1000"},
+			env:      map[string]string{"TFSBRIDGE_HTTP_ADDR": "127.0.0.1:1", "TFSBRIDGE_REQUEST_TIMEOUT": "5s"},
+			wantAddr: ":2", wantTimeout: 7 * time.Second, wantBody: 1000, wantKind: "auto"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseProxy(tt.args, envOf(tt.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.httpAddr != tt.wantAddr || o.requestTimeout != tt.wantTimeout || int64(o.maxBody) != tt.wantBody || o.backendKind != tt.wantKind {
+				t.Errorf("got addr %q timeout %v body %d kind %q", o.httpAddr, o.requestTimeout, o.maxBody, o.backendKind)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		command string
+		args    []string
+		env     map[string]string
+		want    string
+	}{
+		{"bad env value", "extproc", nil, map[string]string{"TFSBRIDGE_BACKEND_TIMEOUT": "soon"}, "TFSBRIDGE_BACKEND_TIMEOUT"},
+		{"bad size", "proxy", []string{"--max-body-bytes", "lots"}, nil, "invalid size"},
+		{"unknown flag", "extproc", []string{"--nope"}, nil, "nope"},
+		{"positional", "proxy", []string{"extra"}, nil, "unexpected argument"},
+		{"bad mock kind", "mock", []string{"--kind", "torchserve"}, nil, "torchserve"},
+		{"negative ttl", "extproc", []string{"--metadata-error-ttl", "-1s"}, nil, "metadata-error-ttl"},
+		{"zero timeout", "proxy", []string{"--request-timeout", "0"}, nil, "request-timeout"},
+		{"unknown command", "serve", nil, nil, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), append([]string{tt.command}, tt.args...), envOf(tt.env), io.Discard, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 mentioning %q", code, stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"extproc", "proxy", "mock", "demo"} {
+		var out bytes.Buffer
+		if code := run(context.Background(), []string{cmd, "--help"}, envOf(nil), io.Discard, &out); code != 0 {
+			t.Errorf("%s --help: exit %d", cmd, code)
+		}
+		text := out.String()
+		for _, want := range []string{"Usage: tfsbridge " + cmd, "--log-level string", "env TFSBRIDGE_LOG_LEVEL, default info"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s --help lacks %q:\n%s", cmd, want, text)
+			}
+		}
+		// Every flag line is followed by its environment variable.
+		flags := regexp.MustCompile(`(?m)^  --([a-z-]+)`).FindAllStringSubmatch(text, -1)
+		if len(flags) < 3 {
+			t.Errorf("%s --help lists %d flags", cmd, len(flags))
+		}
+		for _, m := range flags {
+			if !strings.Contains(text, "env "+envName(m[1])+", default ") {
+				t.Errorf("%s --help: flag --%s has no env/default line", cmd, m[1])
+			}
+		}
+	}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"help"}, envOf(nil), &out, io.Discard); code != 0 || !strings.Contains(out.String(), "extproc") {
+		t.Errorf("help: exit %d, %q", code, out.String())
+	}
+	if code := run(context.Background(), nil, envOf(nil), io.Discard, io.Discard); code != 2 {
+		t.Errorf("no command: exit %d, want 2", code)
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		str  string
+	}{
+		{"1048576", 1 << 20, "1MiB"},
+		{"64MiB", 64 << 20, "64MiB"},
+		{"64mib", 64 << 20, "64MiB"},
+		{"2KiB", 2048, "2KiB"},
+		{"1GiB", 1 << 30, "1GiB"},
+		{"5MB", 5e6, "5000000"},
+		{"100", 100, "100"},
+		{"100B", 100, "100"},
+	} {
+		var b byteSize
+		if err := b.Set(tt.in); err != nil || int64(b) != tt.want || b.String() != tt.str {
+			t.Errorf("Set(%q) = %d (%s), %v; want %d (%s)", tt.in, b, b.String(), err, tt.want, tt.str)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1", "MiB", "1.5MiB", "99999999999GiB", "1TB"} {
+		var b byteSize
+		if err := b.Set(bad); err == nil {
+			t.Errorf("Set(%q) succeeded", bad)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a polling reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestDemo runs the demo on free ports, pastes its first curl command
+// (as an HTTP request) and stops it like Ctrl-C would.
+func TestDemo(t *testing.T) {
+	var stdout syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	args := []string{"demo", "--mock-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--grpc-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-level", "error"}
+	go func() { done <- run(ctx, args, envOf(nil), &stdout, io.Discard) }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
+		if time.Now().After(deadline) {
+			t.Fatalf("demo did not start; output:\n%s", stdout.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := stdout.String()
+	m := regexp.MustCompile(`curl -d '([^']*)' -X POST (http://\S+:predict)`).FindStringSubmatch(out)
+	if m == nil || !strings.Contains(m[2], "/v1/models/half_plus_two:predict") {
+		t.Fatalf("no half_plus_two curl command first in:\n%s", out)
+	}
+	resp, err := http.Post(m[2], "application/x-www-form-urlencoded", strings.NewReader(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := "{\n    \"predictions\": [2.5, 3.0, 4.5\n    ]\n}"
+	if resp.StatusCode != 200 || string(body) != want {
+		t.Errorf("half_plus_two through the demo = %d %q, want 200 %q", resp.StatusCode, body, want)
+	}
+	metrics := regexp.MustCompile(`(http://\S+)/metrics`).FindStringSubmatch(out)
+	if metrics == nil {
+		t.Fatalf("no metrics address in:\n%s", out)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		r, err := http.Get(metrics[1] + path)
+		if err != nil || r.StatusCode != 200 {
+			t.Errorf("GET %s = %v, %v", path, r, err)
+		}
+		if r != nil {
+			r.Body.Close()
+		}
+	}
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("demo exit code after Ctrl-C = %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("demo did not stop")
+	}
+}

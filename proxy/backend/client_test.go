@@ -1,0 +1,429 @@
+package backend
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/internal/fakev2"
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/route"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
+)
+
+var halfPlusTwo = fakev2.Model{
+	Name:     "half_plus_two",
+	Versions: []string{"1", "2"},
+	Inputs:   []fakev2.Tensor{{Name: "x", Datatype: "FP32", Shape: []int64{-1}}},
+	Outputs:  []fakev2.Tensor{{Name: "y", Datatype: "FP32", Shape: []int64{-1}}},
+}
+
+var simple = fakev2.Model{
+	Name:         "simple",
+	Versions:     []string{"1"},
+	Inputs:       []fakev2.Tensor{{Name: "INPUT0", Datatype: "INT32", Shape: []int64{-1, 16}}},
+	Outputs:      []fakev2.Tensor{{Name: "OUTPUT0", Datatype: "INT32", Shape: []int64{-1, 16}}},
+	MaxBatchSize: 8,
+}
+
+func newClient(t *testing.T, srv *fakev2.Server, kind string) *Client {
+	t.Helper()
+	c, err := New(Config{BaseURL: srv.URL, Kind: kind, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func model(name string) route.Route { return route.Route{Verb: route.Predict, Model: name} }
+
+func versioned(name string, v int64) route.Route {
+	return route.Route{Verb: route.Predict, Model: name, Version: v, HasVersion: true}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{BaseURL: "127.0.0.1:8000"},
+		{BaseURL: "ftp://x"},
+		{BaseURL: "http://"},
+		{BaseURL: "http://x/?q=1"},
+		{BaseURL: "http://x", Kind: "torchserve"},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) succeeded, want an error", cfg)
+		}
+	}
+}
+
+func TestSignature(t *testing.T) {
+	tests := []struct {
+		name        string
+		kind        string
+		r           route.Route
+		wantBatched bool
+		wantMax     int64
+		wantInput   tensor.Spec
+		wantConfig  int // GETs of /config
+	}{
+		{"triton batching", "triton", model("simple"), true, 8,
+			tensor.Spec{Name: "INPUT0", DataType: tensor.Int32, Shape: []int64{-1, 16}}, 1},
+		// Triton: a leading -1 without max_batch_size is a variable dim.
+		{"triton not batching", "triton", model("half_plus_two"), false, 0,
+			tensor.Spec{Name: "x", DataType: tensor.FP32, Shape: []int64{-1}}, 1},
+		// MLServer has no /config: the leading -1 decides.
+		{"mlserver", "mlserver", model("half_plus_two"), true, 0,
+			tensor.Spec{Name: "x", DataType: tensor.FP32, Shape: []int64{-1}}, 0},
+		{"triton versioned", "triton", versioned("half_plus_two", 2), false, 0,
+			tensor.Spec{Name: "x", DataType: tensor.FP32, Shape: []int64{-1}}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fakev2.New(t, tt.kind, halfPlusTwo, simple)
+			c := newClient(t, srv, tt.kind)
+			sig, err := c.Signature(context.Background(), tt.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sig.Model != tt.r.Model || sig.Batched != tt.wantBatched || sig.MaxBatchSize != tt.wantMax {
+				t.Errorf("sig = %+v, want model %q batched %v max %d", sig, tt.r.Model, tt.wantBatched, tt.wantMax)
+			}
+			in := sig.Inputs[0]
+			if in.Name != tt.wantInput.Name || in.DataType != tt.wantInput.DataType || !equal(in.Shape, tt.wantInput.Shape) {
+				t.Errorf("input = %+v, want %+v", in, tt.wantInput)
+			}
+			if got := srv.Hits(tt.r.V2ConfigPath()); got != tt.wantConfig {
+				t.Errorf("config GETs = %d, want %d", got, tt.wantConfig)
+			}
+		})
+	}
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSignatureErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		r        route.Route
+		reply    *fakev2.Reply // on the metadata path
+		wantCode apierr.Code
+		wantMsg  string
+		notFound bool
+	}{
+		{"unknown model", model("nope"), nil, apierr.NotFound,
+			"Servable not found for request: Latest(nope)", true},
+		{"unknown version", versioned("half_plus_two", 5), nil, apierr.NotFound,
+			"Servable not found for request: Specific(half_plus_two, 5)", true},
+		{"server not ready", model("half_plus_two"),
+			&fakev2.Reply{Status: 503, ContentType: "application/json", Body: `{"error":"Server not ready"}`},
+			apierr.Unavailable, "Server not ready", false},
+		{"kserve versions", versioned("half_plus_two", 1),
+			&fakev2.Reply{Status: 501, ContentType: "application/json", Body: `{"error":"Model versioning not supported yet."}`},
+			apierr.Unimplemented, "Model versioning not supported yet.", false},
+		{"garbage metadata", model("half_plus_two"),
+			&fakev2.Reply{Status: 200, ContentType: "application/json", Body: `<html>`},
+			apierr.BadGateway, "", false},
+		{"plain text 500", model("half_plus_two"),
+			&fakev2.Reply{Status: 500, ContentType: "text/plain", Body: "Internal Server Error"},
+			apierr.Internal, "Internal Server Error", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fakev2.New(t, "mlserver", halfPlusTwo)
+			if tt.reply != nil {
+				srv.Set(tt.r.V2ModelPath(), *tt.reply)
+			}
+			c := newClient(t, srv, "mlserver")
+			_, err := c.Signature(context.Background(), tt.r)
+			var e *apierr.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want *apierr.Error", err)
+			}
+			if e.Code != tt.wantCode || (tt.wantMsg != "" && e.Msg != tt.wantMsg) {
+				t.Errorf("err = %v (%q), want code %v msg %q", e.Code, e.Msg, tt.wantCode, tt.wantMsg)
+			}
+			if errors.Is(err, ErrModelNotFound) != tt.notFound {
+				t.Errorf("errors.Is(ErrModelNotFound) = %v, want %v", !tt.notFound, tt.notFound)
+			}
+		})
+	}
+}
+
+func TestSignatureCache(t *testing.T) {
+	srv := fakev2.New(t, "triton", halfPlusTwo)
+	c := newClient(t, srv, "")
+	now := time.Unix(1000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	c.sigs.now, c.kinds.now = clock, clock
+
+	ctx := context.Background()
+	meta := "/v2/models/half_plus_two"
+	for range 3 {
+		if _, err := c.Signature(ctx, model("half_plus_two")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := srv.Hits(meta); got != 1 {
+		t.Fatalf("metadata GETs after 3 lookups = %d, want 1 (cached)", got)
+	}
+	if got := srv.Hits("/v2"); got != 1 {
+		t.Errorf("GET /v2 = %d, want 1 (kind detected once)", got)
+	}
+	advance(DefaultMetadataTTL + time.Second)
+	if _, err := c.Signature(ctx, model("half_plus_two")); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Hits(meta); got != 2 {
+		t.Errorf("metadata GETs after the TTL = %d, want 2", got)
+	}
+
+	// Failures are remembered for ErrorTTL only.
+	for range 3 {
+		if _, err := c.Signature(ctx, model("gone")); err == nil {
+			t.Fatal("unknown model: no error")
+		}
+	}
+	if got := srv.Hits("/v2/models/gone"); got != 1 {
+		t.Errorf("GETs of an unknown model = %d, want 1 (failure cached)", got)
+	}
+	advance(DefaultErrorTTL + time.Millisecond)
+	_, _ = c.Signature(ctx, model("gone"))
+	if got := srv.Hits("/v2/models/gone"); got != 2 {
+		t.Errorf("GETs of an unknown model after ErrorTTL = %d, want 2", got)
+	}
+}
+
+func TestSignatureSingleflight(t *testing.T) {
+	srv := fakev2.New(t, "mlserver", halfPlusTwo)
+	release := make(chan struct{})
+	srv.OnMetadata(func() { <-release })
+	c := newClient(t, srv, "mlserver")
+
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			_, err := c.Signature(context.Background(), model("half_plus_two"))
+			errs <- err
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // let every caller join the flight
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := srv.Hits("/v2/models/half_plus_two"); got != 1 {
+		t.Errorf("metadata GETs for %d concurrent misses = %d, want 1", n, got)
+	}
+}
+
+func TestSignatureCallerCancelDoesNotFailOthers(t *testing.T) {
+	srv := fakev2.New(t, "mlserver", halfPlusTwo)
+	release := make(chan struct{})
+	srv.OnMetadata(func() { <-release })
+	c := newClient(t, srv, "mlserver")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Signature(ctx, model("half_plus_two"))
+		first <- err
+	}()
+	second := make(chan error, 1)
+	time.Sleep(50 * time.Millisecond)
+	go func() {
+		_, err := c.Signature(context.Background(), model("half_plus_two"))
+		second <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	err := <-first
+	if e := apierr.As(err); e.Code != apierr.Cancelled {
+		t.Errorf("cancelled caller: err = %v, want CANCELLED", err)
+	}
+	close(release)
+	if err := <-second; err != nil {
+		t.Errorf("other caller: err = %v, want success", err)
+	}
+}
+
+func TestCacheCap(t *testing.T) {
+	c := newCache[int](time.Minute, time.Second, 3, time.Now)
+	ctx := context.Background()
+	for i := range 10 {
+		key := string(rune('a' + i))
+		if _, _, err := c.get(ctx, key, time.Second, func(context.Context) (int, error) { return i, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if c.len() > 3 {
+			t.Fatalf("cache holds %d entries, cap 3", c.len())
+		}
+	}
+	v, hit, _ := c.get(ctx, "j", time.Second, func(context.Context) (int, error) { return -1, nil })
+	if !hit || v != 9 {
+		t.Errorf("latest entry: v=%d hit=%v, want 9 true", v, hit)
+	}
+}
+
+func TestKind(t *testing.T) {
+	for _, tt := range []struct {
+		server, config string
+		want           v2.ServerKind
+	}{
+		{"triton", "auto", v2.Triton},
+		{"kserve", "", v2.KServe},
+		{"mlserver", "auto", v2.MLServer},
+		{"triton", "mlserver", v2.MLServer}, // configured wins, no GET /v2
+	} {
+		srv := fakev2.New(t, tt.server)
+		c := newClient(t, srv, tt.config)
+		got, err := c.Kind(context.Background())
+		if err != nil || got != tt.want {
+			t.Errorf("server %s, config %q: Kind = %v, %v; want %v", tt.server, tt.config, got, err, tt.want)
+		}
+		wantHits := 1
+		if tt.config != "auto" && tt.config != "" {
+			wantHits = 0
+		}
+		if srv.Hits("/v2") != wantHits {
+			t.Errorf("server %s, config %q: GET /v2 = %d, want %d", tt.server, tt.config, srv.Hits("/v2"), wantHits)
+		}
+	}
+	srv := fakev2.New(t, "torchserve")
+	if _, err := newClient(t, srv, "auto").Kind(context.Background()); apierr.As(err).Code != apierr.BadGateway {
+		t.Errorf("unknown server name: err = %v, want BAD_GATEWAY", err)
+	}
+}
+
+func TestModelReady(t *testing.T) {
+	m := halfPlusTwo
+	m.NotReady = []string{"1"}
+	srv := fakev2.New(t, "triton", m)
+	srv.Set("/v2/models/kserve_like/ready", fakev2.Reply{Status: 503, Body: `{"error":"Model with name kserve_like is not ready."}`})
+	c := newClient(t, srv, "triton")
+	ctx := context.Background()
+	for _, tt := range []struct {
+		r        route.Route
+		want     bool
+		wantCode apierr.Code
+	}{
+		{model("half_plus_two"), true, apierr.OK},
+		{versioned("half_plus_two", 2), true, apierr.OK},
+		{versioned("half_plus_two", 1), false, apierr.OK},
+		{model("kserve_like"), false, apierr.OK},
+		{model("nope"), false, apierr.NotFound},
+	} {
+		got, err := c.ModelReady(ctx, tt.r)
+		if got != tt.want || (err == nil) != (tt.wantCode == apierr.OK) || (err != nil && apierr.As(err).Code != tt.wantCode) {
+			t.Errorf("ModelReady(%v) = %v, %v; want %v, code %v", tt.r, got, err, tt.want, tt.wantCode)
+		}
+	}
+}
+
+func TestHealth(t *testing.T) {
+	srv := fakev2.New(t, "triton")
+	c := newClient(t, srv, "triton")
+	if err := c.Health(context.Background()); err != nil {
+		t.Errorf("Health = %v, want nil", err)
+	}
+	srv.Set("/v2/health/ready", fakev2.Reply{Status: 400})
+	if err := c.Health(context.Background()); err == nil {
+		t.Error("Health with a 400 = nil, want an error")
+	}
+}
+
+// TestTransportErrors checks the mapping of failed round trips: refused →
+// 503, timeout → 504, garbage → 502.
+func TestTransportErrors(t *testing.T) {
+	// A port nobody listens on.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := lis.Addr().String()
+	lis.Close()
+
+	hang := listen(t, func(c net.Conn) { time.Sleep(2 * time.Second); c.Close() })
+	garbage := listen(t, func(c net.Conn) {
+		_, _ = bufio.NewReader(c).ReadString('\n')
+		_, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n\r\n"))
+		c.Close()
+	})
+	tests := []struct {
+		name   string
+		addr   string
+		status int
+	}{
+		{"refused", closedAddr, http.StatusServiceUnavailable},
+		{"timeout", hang, http.StatusGatewayTimeout},
+		{"garbage", garbage, http.StatusBadGateway},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(Config{BaseURL: "http://" + tt.addr, Kind: "mlserver", Timeout: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Signature(context.Background(), model("m"))
+			e := apierr.As(err)
+			if e.HTTPStatus() != tt.status {
+				t.Errorf("status = %d (%v), want %d", e.HTTPStatus(), err, tt.status)
+			}
+			if strings.Contains(e.Msg, "127.0.0.1") {
+				t.Errorf("message %q leaks the backend address", e.Msg)
+			}
+		})
+	}
+}
+
+func listen(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lis.Close() })
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
+	return lis.Addr().String()
+}
+
+func TestTransportErrorKeepsAPIError(t *testing.T) {
+	in := apierr.New(apierr.NotFound, "x")
+	if got := TransportError(in); got != in {
+		t.Errorf("TransportError(apierr) = %v, want it unchanged", got)
+	}
+	if got := TransportError(context.Canceled); got.Code != apierr.Cancelled {
+		t.Errorf("TransportError(Canceled) = %v, want CANCELLED", got)
+	}
+}

@@ -1,0 +1,239 @@
+// Package extproc is tfsbridge's Envoy adapter: the
+// envoy.service.ext_proc.v3.ExternalProcessor/Process stream loop and the
+// gRPC server around it. It is protocol only — message order, reply
+// types, header and body mutations, immediate responses, mode overrides;
+// every TF Serving / v2 decision is the session's.
+//
+// The Envoy filter is expected to run with request and response headers
+// SEND, bodies BUFFERED, trailers SKIP, allow_mode_override: true and
+// failure_mode_allow: false (see DESIGN.md).
+package extproc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	procmodev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+)
+
+// Processor implements extprocv3.ExternalProcessorServer: one session per
+// stream (one stream per HTTP request).
+type Processor struct {
+	extprocv3.UnimplementedExternalProcessorServer
+
+	cfg     *session.Config
+	metrics *observe.Metrics
+	log     *slog.Logger
+}
+
+// NewProcessor returns a Processor whose sessions share cfg.
+func NewProcessor(cfg *session.Config) *Processor {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Processor{cfg: cfg, metrics: cfg.Metrics, log: log}
+}
+
+// passThroughMode is the mode_override sent with the request-headers
+// reply of an exchange that is not ours: no request or response body, and
+// no response headers either (nothing to do there, and it saves Envoy a
+// round trip per request). A deployment that sets allowed_override_modes
+// must list exactly this mode.
+var passThroughMode = &procmodev3.ProcessingMode{
+	RequestBodyMode:    procmodev3.ProcessingMode_NONE,
+	ResponseHeaderMode: procmodev3.ProcessingMode_SKIP,
+	ResponseBodyMode:   procmodev3.ProcessingMode_NONE,
+}
+
+// localReplyMode is the mode_override sent when a stream starts at the
+// response headers (another filter's local reply): do not send its body.
+var localReplyMode = &procmodev3.ProcessingMode{
+	ResponseBodyMode: procmodev3.ProcessingMode_NONE,
+}
+
+// Process runs one stream: exactly one reply, of the matching type, per
+// message (or an ImmediateResponse), until Envoy ends the stream. io.EOF
+// and codes.Canceled are Envoy's normal ways to end a side stream.
+func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+	defer p.metrics.StreamStarted("extproc")()
+	sess := session.New(p.cfg)
+	defer sess.Close()
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+				return nil
+			}
+			p.logger(sess).Debug("ext_proc stream receive failed", "error", err)
+			return err
+		}
+		resp := p.handle(stream, sess, req)
+		if resp == nil {
+			continue
+		}
+		if err := stream.Send(resp); err != nil {
+			p.logger(sess).Debug("ext_proc stream send failed", "error", err)
+			return err
+		}
+	}
+}
+
+func (p *Processor) logger(sess *session.Session) *slog.Logger {
+	if sess.RequestID() != "" {
+		return sess.Logger()
+	}
+	return p.log
+}
+
+// handle maps one ProcessingRequest to its reply; nil means no reply is
+// due (observability mode, flow-control-only messages).
+func (p *Processor) handle(stream extprocv3.ExternalProcessor_ProcessServer, sess *session.Session,
+	req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	if req.GetObservabilityMode() {
+		// Envoy ignores replies in observability mode and asks for none.
+		return nil
+	}
+	ctx := stream.Context()
+	switch m := req.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		h := headersOf(m.RequestHeaders)
+		a := sess.RequestHeaders(ctx, h.Get(":method"), h.Get(":path"), h, m.RequestHeaders.GetEndOfStream())
+		return headersReply(a, true)
+
+	case *extprocv3.ProcessingRequest_RequestBody:
+		return bodyReply(bodyAction(ctx, sess, m.RequestBody, sess.RequestBody), true)
+
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		h := headersOf(m.ResponseHeaders)
+		code, _ := strconv.Atoi(h.Get(":status"))
+		a := sess.ResponseHeaders(ctx, code, h, m.ResponseHeaders.GetEndOfStream())
+		return headersReply(a, false)
+
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		return bodyReply(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseBody), false)
+
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
+			RequestTrailers: &extprocv3.TrailersResponse{}}}
+
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{
+			ResponseTrailers: &extprocv3.TrailersResponse{}}}
+	}
+	return nil
+}
+
+// bodyAction runs a body event. Only whole bodies can be translated: a
+// chunk without end_of_stream means the filter is not in BUFFERED mode
+// (STREAMED, or BUFFERED_PARTIAL over the buffer limit). Forwarding an
+// untranslated TF body to a v2 server is worse than a clear error.
+func bodyAction(ctx context.Context, sess *session.Session, body *extprocv3.HttpBody,
+	event func(context.Context, []byte) session.Action) session.Action {
+	if !body.GetEndOfStream() && sess.AwaitingBody() {
+		return sess.Fail(apierr.New(apierr.Internal,
+			"tfsbridge needs the ext_proc body mode BUFFERED: received a partial body"))
+	}
+	return event(ctx, body.GetBody())
+}
+
+// headersReply answers a headers message.
+func headersReply(a session.Action, request bool) *extprocv3.ProcessingResponse {
+	if a.Verdict == session.Respond {
+		return immediate(a)
+	}
+	hr := &extprocv3.HeadersResponse{}
+	resp := &extprocv3.ProcessingResponse{}
+	if a.Verdict == session.PassThrough {
+		if request {
+			resp.ModeOverride = passThroughMode
+		} else {
+			resp.ModeOverride = localReplyMode
+		}
+	} else {
+		hr.Response = common(a)
+		if a.ReplaceBody {
+			// A body set in reply to headers applies only with
+			// CONTINUE_AND_REPLACE (the message had no body).
+			hr.Response.Status = extprocv3.CommonResponse_CONTINUE_AND_REPLACE
+		}
+	}
+	if request {
+		resp.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: hr}
+	} else {
+		resp.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}
+	}
+	return resp
+}
+
+// bodyReply answers a body message.
+func bodyReply(a session.Action, request bool) *extprocv3.ProcessingResponse {
+	if a.Verdict == session.Respond {
+		return immediate(a)
+	}
+	br := &extprocv3.BodyResponse{}
+	if a.Verdict == session.Continue {
+		br.Response = common(a)
+	}
+	if request {
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
+}
+
+// common builds the CommonResponse of a Continue action; nil when the
+// action changes nothing.
+func common(a session.Action) *extprocv3.CommonResponse {
+	if len(a.Set) == 0 && len(a.Remove) == 0 && !a.ReplaceBody {
+		return nil
+	}
+	cr := &extprocv3.CommonResponse{HeaderMutation: mutation(a.Set, a.Remove)}
+	if a.ReplaceBody {
+		cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: a.Body}}
+	}
+	return cr
+}
+
+// mutation builds a header mutation: values in raw_value only (setting
+// value too makes Envoy reject the mutation), always overwriting.
+func mutation(set []session.Header, remove []string) *extprocv3.HeaderMutation {
+	if len(set) == 0 && len(remove) == 0 {
+		return nil
+	}
+	hm := &extprocv3.HeaderMutation{RemoveHeaders: remove}
+	if len(set) > 0 {
+		hm.SetHeaders = make([]*corev3.HeaderValueOption, len(set))
+		for i, h := range set {
+			hm.SetHeaders[i] = &corev3.HeaderValueOption{
+				Header:       &corev3.HeaderValue{Key: h.Key, RawValue: []byte(h.Value)},
+				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+			}
+		}
+	}
+	return hm
+}
+
+// immediate builds an ImmediateResponse: Envoy answers the client with it
+// and ends processing for the whole request.
+func immediate(a session.Action) *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
+		ImmediateResponse: &extprocv3.ImmediateResponse{
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(a.Status)},
+			Headers: mutation(a.Set, nil),
+			Body:    a.Body,
+			Details: a.Reason,
+		},
+	}}
+}

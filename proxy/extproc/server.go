@@ -1,0 +1,120 @@
+package extproc
+
+import (
+	"context"
+	"math"
+	"net"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/tfsbridge/tfsbridge/proxy/session"
+)
+
+// Message size margins. A buffered body reaches us as one gRPC message
+// holding the body plus the protobuf framing; grpc-go's 4 MiB default
+// would fail every bigger body with RESOURCE_EXHAUSTED (ai-gateway #1209).
+// Replies can be larger than the request: TF JSON spends up to ~7 bytes
+// of text per byte of a binary v2 tensor (a BOOL "false, ").
+const (
+	frameMargin    = 1 << 20
+	replyExpansion = 8
+)
+
+// ServerOptions configures NewServer.
+type ServerOptions struct {
+	// MaxBodyBytes is the largest body the session accepts; the gRPC
+	// message limits are derived from it.
+	MaxBodyBytes int64
+	// GRPCOptions are appended to the server's own (TLS credentials,
+	// interceptors).
+	GRPCOptions []grpc.ServerOption
+}
+
+// Server is the gRPC server that serves the ext_proc service and
+// grpc.health.v1 (for "" and for the ext_proc service name, which is what
+// Envoy's gRPC health checks ask for).
+type Server struct {
+	// GRPC is the underlying server.
+	GRPC *grpc.Server
+	// Health is its health service; Shutdown flips it to NOT_SERVING.
+	Health *health.Server
+}
+
+// NewServer builds the gRPC server around p.
+func NewServer(p *Processor, opt ServerOptions) *Server {
+	maxBody := opt.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = session.DefaultMaxBodyBytes
+	}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(clampInt(maxBody + frameMargin)),
+		grpc.MaxSendMsgSize(clampInt(maxBody*replyExpansion + frameMargin)),
+		// Envoy clusters often enable HTTP/2 keepalive pings; grpc-go's
+		// default enforcement (one ping per 5 min) answers faster pings
+		// with GOAWAY "too_many_pings", failing in-flight requests.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+			MinTime:             5 * time.Second,
+			PermitWithoutStream: true,
+		}),
+		// Ping idle Envoy connections so dead peers are noticed.
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time:    time.Minute,
+			Timeout: 20 * time.Second,
+		}),
+	}
+	gs := grpc.NewServer(append(opts, opt.GRPCOptions...)...)
+	extprocv3.RegisterExternalProcessorServer(gs, p)
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	return &Server{GRPC: gs, Health: hs}
+}
+
+// Serve serves on lis until ctx is done, then shuts down gracefully,
+// giving in-flight streams up to drain to finish. It returns the serve
+// error, or nil after a shutdown.
+func (s *Server) Serve(ctx context.Context, lis net.Listener, drain time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.GRPC.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.Shutdown(drain)
+	<-errc
+	return nil
+}
+
+// Shutdown reports NOT_SERVING to health checkers, stops accepting
+// streams, waits up to drain for in-flight ones (each is one HTTP request,
+// so they end quickly) and then cuts the rest.
+func (s *Server) Shutdown(drain time.Duration) {
+	s.Health.Shutdown()
+	done := make(chan struct{})
+	go func() {
+		s.GRPC.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(drain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.GRPC.Stop()
+		<-done
+	}
+}
+
+func clampInt(n int64) int {
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(n)
+}

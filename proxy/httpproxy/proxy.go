@@ -1,0 +1,311 @@
+// Package httpproxy is tfsbridge without Envoy: a reverse proxy in front
+// of a v2 server that drives the same session as the ext_proc adapter.
+// Translated exchanges (TF Serving predict) have their bodies buffered,
+// within the body limit, and rewritten; everything else — native v2
+// calls, health checks — is streamed through untouched by
+// httputil.ReverseProxy, which also handles hop-by-hop headers.
+package httpproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/backend"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+)
+
+// DefaultRequestTimeout bounds a translated exchange's upstream round
+// trip, like TF Serving's --rest_api_timeout_in_ms default (30 s): past
+// it the client gets 504 DEADLINE_EXCEEDED, as from TF Serving.
+const DefaultRequestTimeout = 30 * time.Second
+
+// Config configures a Proxy.
+type Config struct {
+	// Session is shared by every exchange's session.
+	Session *session.Config
+	// Upstream is the v2 server's root URL.
+	Upstream *url.URL
+	// Transport makes upstream calls; nil means backend.NewTransport.
+	Transport http.RoundTripper
+	// RequestTimeout bounds a translated exchange upstream; 0 means
+	// DefaultRequestTimeout. Pass-through exchanges are not bounded
+	// (they may stream).
+	RequestTimeout time.Duration
+}
+
+// Proxy is an http.Handler.
+type Proxy struct {
+	cfg Config
+	rp  *httputil.ReverseProxy
+	log *slog.Logger
+}
+
+// New returns a Proxy.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Session == nil || cfg.Upstream == nil {
+		return nil, errors.New("httpproxy: Session and Upstream are required")
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = backend.NewTransport(backend.DefaultTimeout)
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	log := cfg.Session.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Proxy{cfg: cfg, log: log}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      cfg.Transport,
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.errorHandler,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return p, nil
+}
+
+// exchange is what the ReverseProxy hooks need to know about the request
+// they serve; it travels in the request context.
+type exchange struct {
+	sess *session.Session
+	// client is the client request's own context, to tell a client that
+	// went away from an upstream timeout.
+	client context.Context
+	// path is the rewritten request target of a translated exchange, ""
+	// for a pass-through one.
+	path string
+}
+
+type exchangeKey struct{}
+
+func exchangeFrom(ctx context.Context) *exchange {
+	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
+	return ex
+}
+
+// ServeHTTP runs one exchange.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer p.cfg.Session.Metrics.StreamStarted("http")()
+	sess := session.New(p.cfg.Session)
+	defer sess.Close()
+	ctx := r.Context()
+	ex := &exchange{sess: sess, client: ctx}
+
+	noBody := r.Body == nil || r.Body == http.NoBody
+	a := sess.RequestHeaders(ctx, r.Method, requestTarget(r), r.Header, noBody)
+	switch a.Verdict {
+	case session.Respond:
+		writeResponse(w, a)
+		return
+	case session.PassThrough:
+		p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, exchangeKey{}, ex)))
+		return
+	}
+	ex.path, _ = a.Get(":path")
+
+	if !noBody {
+		if r.ContentLength > sess.MaxBodyBytes() {
+			writeResponse(w, sess.TooLarge())
+			return
+		}
+		body, err := readBody(r.Body, sess.MaxBodyBytes(), r.ContentLength)
+		if err != nil {
+			if ctx.Err() != nil {
+				return // the client went away; Close counts it
+			}
+			writeResponse(w, sess.Fail(apierr.Wrap(apierr.InvalidArgument, err, "Failed to read the request body")))
+			return
+		}
+		a = sess.RequestBody(ctx, body)
+		if a.Verdict == session.Respond {
+			writeResponse(w, a)
+			return
+		}
+	}
+	if a.Verdict != session.Continue || !a.ReplaceBody {
+		writeResponse(w, sess.Fail(apierr.New(apierr.Internal, "request was not translated")))
+		return
+	}
+
+	uctx, cancel := context.WithTimeout(context.WithValue(ctx, exchangeKey{}, ex), p.cfg.RequestTimeout)
+	defer cancel()
+	out := r.Clone(uctx)
+	out.Body = io.NopCloser(bytes.NewReader(a.Body))
+	out.ContentLength = int64(len(a.Body))
+	out.TransferEncoding = nil
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(a.Body)), nil }
+	out.Header.Del("Content-Length")
+	// The whole body is here: no 100-continue dance upstream.
+	out.Header.Del("Expect")
+	applyHeaders(out.Header, a)
+	p.rp.ServeHTTP(w, out)
+}
+
+// requestTarget returns the request target as the client sent it (path
+// and query, still percent-encoded), which is what TF Serving matches.
+func requestTarget(r *http.Request) string {
+	if strings.HasPrefix(r.RequestURI, "/") {
+		return r.RequestURI
+	}
+	return r.URL.RequestURI() // absolute-form or a synthetic request
+}
+
+// rewrite points the outbound request at the v2 server: the translated
+// v2 path for a predict, the original path for a pass-through.
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	ex := exchangeFrom(pr.In.Context())
+	if ex != nil && ex.path != "" {
+		pr.Out.URL = upstreamURL(p.cfg.Upstream, ex.path)
+		pr.Out.Host = ""
+	} else {
+		pr.SetURL(p.cfg.Upstream)
+	}
+	pr.SetXForwarded()
+	if ex != nil && pr.Out.Header.Get("X-Request-Id") == "" && ex.sess.RequestID() != "" {
+		// Let the v2 server's logs be correlated with ours.
+		pr.Out.Header.Set("X-Request-Id", ex.sess.RequestID())
+	}
+}
+
+// upstreamURL joins the upstream root and an escaped request target.
+func upstreamURL(base *url.URL, target string) *url.URL {
+	u := *base
+	path, query, _ := strings.Cut(target, "?")
+	raw := strings.TrimSuffix(base.EscapedPath(), "/") + path
+	u.RawPath = raw
+	if p, err := url.PathUnescape(raw); err == nil {
+		u.Path = p
+	} else {
+		u.Path, u.RawPath = raw, ""
+	}
+	u.RawQuery = query
+	return &u
+}
+
+// modifyResponse translates the upstream response of a translated
+// exchange; pass-through responses are left to stream.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	ex := exchangeFrom(resp.Request.Context())
+	if ex == nil || ex.path == "" {
+		return nil
+	}
+	ctx := resp.Request.Context()
+	a := ex.sess.ResponseHeaders(ctx, resp.StatusCode, resp.Header, false)
+	switch a.Verdict {
+	case session.PassThrough:
+		return nil
+	case session.Respond:
+		_ = resp.Body.Close()
+		return replaceResponse(resp, a)
+	}
+	limit := ex.sess.MaxBodyBytes()
+	if resp.ContentLength > limit {
+		_ = resp.Body.Close()
+		return replaceResponse(resp, ex.sess.TooLarge())
+	}
+	body, err := readBody(resp.Body, limit, resp.ContentLength)
+	_ = resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("read v2 response body: %w", err)
+	}
+	a = ex.sess.ResponseBody(ctx, body)
+	return replaceResponse(resp, a)
+}
+
+// replaceResponse applies an action to the upstream response.
+func replaceResponse(resp *http.Response, a session.Action) error {
+	switch a.Verdict {
+	case session.Respond:
+		resp.StatusCode = a.Status
+		resp.Status = strconv.Itoa(a.Status) + " " + http.StatusText(a.Status)
+		resp.Header = make(http.Header, len(a.Set)+1)
+		resp.Trailer = nil
+		setBody(resp, a.Body)
+		applyHeaders(resp.Header, a)
+	case session.Continue:
+		applyHeaders(resp.Header, a)
+		if a.ReplaceBody {
+			setBody(resp, a.Body)
+		}
+	}
+	return nil
+}
+
+func setBody(resp *http.Response, body []byte) {
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.TransferEncoding = nil
+	resp.Uncompressed = false
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+}
+
+// errorHandler answers upstream failures: a TF error (503 refused, 504
+// timeout, 502 garbage) for TF exchanges, the bare status otherwise.
+func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	ex := exchangeFrom(r.Context())
+	if ex != nil && ex.client.Err() != nil {
+		// The client hung up and the upstream call was cancelled with it.
+		return
+	}
+	e := backend.TransportError(err)
+	if ex == nil || ex.path == "" {
+		p.log.Debug("pass-through upstream error", "error", err)
+		w.WriteHeader(e.HTTPStatus())
+		return
+	}
+	writeResponse(w, ex.sess.Fail(e))
+}
+
+// writeResponse writes a Respond action.
+func writeResponse(w http.ResponseWriter, a session.Action) {
+	h := w.Header()
+	for _, kv := range a.Set {
+		if !strings.HasPrefix(kv.Key, ":") {
+			h.Set(kv.Key, kv.Value)
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(len(a.Body)))
+	w.WriteHeader(a.Status)
+	_, _ = w.Write(a.Body)
+}
+
+// applyHeaders applies an action's header changes to h. Pseudo-headers
+// and Content-Length are carried by the request/response fields instead.
+func applyHeaders(h http.Header, a session.Action) {
+	for _, k := range a.Remove {
+		h.Del(k)
+	}
+	for _, kv := range a.Set {
+		if strings.HasPrefix(kv.Key, ":") || strings.EqualFold(kv.Key, "content-length") {
+			continue
+		}
+		h.Set(kv.Key, kv.Value)
+	}
+}
+
+// readBody reads a whole body, at most limit+1 bytes (the session rejects
+// anything over limit). The declared length only sizes the first buffer,
+// and only up to 1 MiB: a client declaring 64 MiB and sending nothing must
+// not make us allocate 64 MiB.
+func readBody(r io.Reader, limit, declared int64) ([]byte, error) {
+	size := int64(bytes.MinRead)
+	if declared > 0 {
+		size = min(declared, 1<<20) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	_, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	return buf.Bytes(), err
+}

@@ -1,0 +1,126 @@
+package observe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestModelLabel(t *testing.T) {
+	m := NewMetrics()
+	tests := []struct {
+		model     string
+		confirmed bool
+		want      string
+	}{
+		{"", true, ""},
+		{"probe", false, ModelUnknown},
+		{"resnet", true, "resnet"},
+		{"resnet", true, "resnet"},
+	}
+	for _, tt := range tests {
+		if got := m.ModelLabel(tt.model, tt.confirmed); got != tt.want {
+			t.Errorf("ModelLabel(%q, %v) = %q, want %q", tt.model, tt.confirmed, got, tt.want)
+		}
+	}
+	for i := range MaxModelLabels * 2 {
+		m.ModelLabel("m"+strconv.Itoa(i), true)
+	}
+	if got := m.ModelLabel("one-more", true); got != ModelOther {
+		t.Errorf("past the cap: %q, want %q", got, ModelOther)
+	}
+	if got := m.ModelLabel("resnet", true); got != "resnet" {
+		t.Errorf("a model seen before the cap: %q, want resnet", got)
+	}
+	var nilM *Metrics
+	if got := nilM.ModelLabel("x", true); got != "x" {
+		t.Errorf("nil metrics: %q", got)
+	}
+	nilM.Request("predict", "x", 200) // must not panic
+	nilM.StreamStarted("http")()
+}
+
+func TestRequestID(t *testing.T) {
+	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	for _, tt := range []struct {
+		header string
+		keep   bool
+	}{
+		{"abc-123", true},
+		{"", false},
+		{"has space", false},
+		{"new\nline", false},
+		{`quote"`, false},
+		{strings.Repeat("a", 129), false},
+	} {
+		got := RequestID(tt.header)
+		if tt.keep && got != tt.header {
+			t.Errorf("RequestID(%q) = %q, want it kept", tt.header, got)
+		}
+		if !tt.keep && !uuid.MatchString(got) {
+			t.Errorf("RequestID(%q) = %q, want a generated UUID", tt.header, got)
+		}
+	}
+	if NewRequestID() == NewRequestID() {
+		t.Error("two generated ids are equal")
+	}
+}
+
+func TestNewLogger(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := NewLogger(&buf, "warn", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("hidden")
+	log.Warn("shown", "k", 1)
+	if out := buf.String(); strings.Contains(out, "hidden") || !strings.Contains(out, `"msg":"shown"`) {
+		t.Errorf("json logger at warn wrote %q", out)
+	}
+	for _, bad := range [][2]string{{"loud", "text"}, {"info", "xml"}} {
+		if _, err := NewLogger(io.Discard, bad[0], bad[1]); err == nil {
+			t.Errorf("NewLogger(%q, %q) succeeded", bad[0], bad[1])
+		}
+	}
+}
+
+func TestAdminHandler(t *testing.T) {
+	m := NewMetrics()
+	m.Request("predict", "half_plus_two", 200)
+	var readyErr error
+	srv := httptest.NewServer(AdminHandler(m, func(context.Context) error { return readyErr }))
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/metrics"); code != 200 ||
+		!strings.Contains(body, `tfsbridge_requests_total{code="200",model="half_plus_two",verb="predict"} 1`) {
+		t.Errorf("/metrics = %d, missing the request counter:\n%s", code, body)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz = %d", code)
+	}
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("/readyz = %d while ready", code)
+	}
+	readyErr = errors.New("backend down")
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "backend down") {
+		t.Errorf("/readyz = %d %q while not ready", code, body)
+	}
+	if code, _ := get("/nope"); code != 404 {
+		t.Errorf("/nope = %d", code)
+	}
+}

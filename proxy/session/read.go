@@ -1,0 +1,189 @@
+package session
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/route"
+	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
+	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
+)
+
+// Bounds on the readiness calls one status request may cause: a model
+// with hundreds of versions must not turn one GET into hundreds of
+// backend calls. Versions past maxReadyChecks take the model-level answer.
+const (
+	maxReadyChecks   = 16
+	readyConcurrency = 4
+)
+
+// TF model version states used in status bodies.
+const (
+	stateAvailable = "AVAILABLE"
+	// stateLoading is reported for a version the v2 server lists but does
+	// not call ready: v2 has no finer state, and "loading" is the common
+	// reason (TF's own states are UNKNOWN, START, LOADING, AVAILABLE,
+	// UNLOADING, END).
+	stateLoading = "LOADING"
+	errorCodeOK  = "OK"
+	// noVersion stands for a model whose metadata lists no versions
+	// (KServe): TF always reports at least one version, and a version
+	// field defaults to 0 in its protobuf.
+	noVersion = "0"
+)
+
+// status answers GET /v1/models/m[/versions/N|/labels/L] from the v2
+// metadata (its version list) and readiness. Labels are ignored, as TF's
+// status implementation ignores them.
+func (s *Session) status(ctx context.Context) Action {
+	r := s.route
+	r.Label = ""
+	sig, err := s.cfg.Backend.Signature(ctx, r)
+	if err != nil {
+		return s.fail(s.statusNotFound(err))
+	}
+	s.confirmed = true
+
+	var versions []string
+	switch {
+	case r.HasVersion:
+		versions = []string{strconv.FormatInt(r.Version, 10)}
+	case len(sig.Versions) > 0:
+		versions = sortVersionsDesc(sig.Versions)
+	default:
+		versions = []string{noVersion}
+	}
+
+	ready, err := s.readiness(ctx, r, versions)
+	if err != nil {
+		return s.fail(s.statusNotFound(err))
+	}
+	out := make([]tfresponse.VersionStatus, len(versions))
+	for i, v := range versions {
+		out[i] = tfresponse.VersionStatus{Version: v, State: stateLoading, ErrorCode: errorCodeOK}
+		if ready[i] {
+			out[i].State = stateAvailable
+		}
+	}
+	s.state = stDone
+	s.finish(http.StatusOK)
+	s.logDone(http.StatusOK, nil)
+	return jsonResponse(http.StatusOK, tfresponse.Status(nil, out), "tfsbridge_status")
+}
+
+// readiness returns, per version, whether the v2 server calls it ready.
+// One model-level call answers for all versions when that is all the
+// server can say (KServe rejects version paths; a single version; a
+// versioned request); otherwise each version is asked, a few at a time.
+func (s *Session) readiness(ctx context.Context, r route.Route, versions []string) ([]bool, error) {
+	ready := make([]bool, len(versions))
+	kind, kindErr := s.cfg.Backend.Kind(ctx)
+	if r.HasVersion || len(versions) == 1 || (kindErr == nil && kind == v2.KServe) {
+		ok, err := s.cfg.Backend.ModelReady(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ready {
+			ready[i] = ok
+		}
+		return ready, nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readyConcurrency)
+	checked := min(len(versions), maxReadyChecks)
+	for i := range checked {
+		vr := r
+		if n, err := strconv.ParseInt(versions[i], 10, 64); err == nil {
+			vr.Version, vr.HasVersion = n, true
+		}
+		g.Go(func() error {
+			ok, err := s.cfg.Backend.ModelReady(gctx, vr)
+			ready[i] = ok
+			return err
+		})
+	}
+	if checked < len(versions) {
+		g.Go(func() error {
+			ok, err := s.cfg.Backend.ModelReady(gctx, r)
+			for i := checked; i < len(versions); i++ {
+				ready[i] = ok
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return ready, nil
+}
+
+// statusNotFound rewrites a not-found error into TF's status texts,
+// which differ from the predict/metadata "Servable not found" ones.
+func (s *Session) statusNotFound(err error) error {
+	e := apierr.As(err)
+	if e.Code != apierr.NotFound {
+		return e
+	}
+	if s.route.HasVersion {
+		return apierr.Wrap(apierr.NotFound, e, "Could not find version "+strconv.FormatInt(s.route.Version, 10)+" of model "+s.route.Model)
+	}
+	return apierr.Wrap(apierr.NotFound, e, "Could not find any versions of model "+s.route.Model)
+}
+
+// metadata answers GET …/metadata with TF's signature_def layout built
+// from the v2 signature. A label is unknown to v2, as in predict.
+func (s *Session) metadata(ctx context.Context) Action {
+	r := s.route
+	if r.Label != "" {
+		return s.fail(apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label))
+	}
+	sig, err := s.cfg.Backend.Signature(ctx, r)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.confirmed = true
+	version := ""
+	if r.HasVersion {
+		version = strconv.FormatInt(r.Version, 10)
+	} else if vs := sortVersionsDesc(sig.Versions); len(vs) > 0 {
+		// TF resolves "latest" to the highest version and prints it.
+		version = vs[0]
+	}
+	s.state = stDone
+	s.finish(http.StatusOK)
+	s.logDone(http.StatusOK, nil)
+	return jsonResponse(http.StatusOK, tfresponse.Metadata(nil, sig, version), "tfsbridge_metadata")
+}
+
+// sortVersionsDesc returns a sorted copy: numeric versions (Triton's) in
+// descending numeric order as TF lists them, then any non-numeric ones
+// (MLServer allows free strings) in descending string order.
+func sortVersionsDesc(vs []string) []string {
+	out := slices.Clone(vs)
+	slices.SortStableFunc(out, func(a, b string) int {
+		na, ea := strconv.ParseInt(a, 10, 64)
+		nb, eb := strconv.ParseInt(b, 10, 64)
+		switch {
+		case ea == nil && eb == nil:
+			switch {
+			case na > nb:
+				return -1
+			case na < nb:
+				return 1
+			}
+			return 0
+		case ea == nil:
+			return -1
+		case eb == nil:
+			return 1
+		}
+		return -strings.Compare(a, b)
+	})
+	return out
+}

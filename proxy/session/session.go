@@ -1,0 +1,472 @@
+// Package session holds the state of one HTTP exchange between a TF
+// Serving REST client and a v2 inference server, and answers its four
+// events — request headers, request body, response headers, response body
+// — with protocol-neutral Actions. The ext_proc adapter turns Actions into
+// Envoy replies, the reverse proxy into HTTP; neither knows any TF
+// Serving or v2 rule.
+//
+// What the session decides, event by event:
+//   - request headers: route the TF URL. Not under /v1/ → PassThrough.
+//     Malformed → TF's 400. POST :predict → fetch the model signature now
+//     but keep its error (TF reports JSON syntax errors before
+//     "Servable not found", so the error surfaces from the resolver during
+//     body translation), rewrite :path to the v2 infer path, Continue.
+//     :classify/:regress → 501. GET status/metadata → answered at once.
+//   - request body: TF JSON → v2 body (binary extension or JSON), with
+//     content-type, inference-header-content-length and the exact
+//     content-length; gzip request bodies are gunzipped as TF does.
+//   - response headers: remember status, IHCL, content-type/-encoding.
+//   - response body: v2 → TF JSON on 2xx; v2 error body → TF error body
+//     with the mapped status otherwise.
+//
+// GET status and metadata are answered with Respond at request-headers
+// time because neither can be produced by rewriting one upstream call: a
+// TF status body needs the model's metadata (its versions) and its
+// readiness, Triton metadata needs /config too, and the 404 texts depend
+// on which call failed. A GET has no body phase to hang the work on, and
+// answering immediately saves Envoy a round trip to the upstream.
+//
+// Changing the status of an upstream response (a v2 error becoming a TF
+// error, or a 2xx that is not 200) is done with Respond too: in BUFFERED
+// mode Envoy still holds the response headers when the body arrives, and
+// ext_proc has no other way to change :status.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/translate"
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/route"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
+)
+
+// DefaultMaxBodyBytes is the body limit when Config.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 64 << 20
+
+// Backend is what a session needs from the v2 server's control API;
+// *backend.Client implements it. Every error must be an *apierr.Error
+// with TF's text; a NotFound code means the model (version) is unknown.
+type Backend interface {
+	Kind(ctx context.Context) (v2.ServerKind, error)
+	Signature(ctx context.Context, r route.Route) (*tensor.Signature, error)
+	ModelReady(ctx context.Context, r route.Route) (bool, error)
+}
+
+// HeaderGetter reads one header by lower-case name, case-insensitively,
+// "" when absent. http.Header satisfies it.
+type HeaderGetter interface {
+	Get(name string) string
+}
+
+// Config is shared by all sessions of one server; it must not change
+// while sessions use it.
+type Config struct {
+	Backend Backend
+	// Limits bound what the translators build from one body.
+	Limits tensor.Limits
+	// MaxBodyBytes caps every body the session accepts or produces by
+	// decompression. TF Serving has no limit; over it the client gets
+	// 429 RESOURCE_EXHAUSTED, the code TF Serving's own gRPC server uses
+	// for messages over its size limit (a 413 has no TF status code).
+	MaxBodyBytes int64
+	Metrics      *observe.Metrics
+	// Logger receives one line per exchange; nil discards.
+	Logger *slog.Logger
+}
+
+// state is where an exchange is.
+type state uint8
+
+const (
+	stIdle         state = iota // nothing seen yet
+	stPassThrough               // not ours
+	stRequestBody               // predict: waiting for the request body
+	stUpstream                  // request sent on; waiting for response headers
+	stResponseBody              // waiting for the response body
+	stDone                      // answered
+)
+
+// Session is the state of one HTTP exchange. It is not safe for
+// concurrent use: the adapters call it from one goroutine per exchange.
+type Session struct {
+	cfg   *Config
+	log   *slog.Logger
+	state state
+	start time.Time
+
+	requestID string
+	verb      string
+	route     route.Route
+	confirmed bool // the backend knows the model (metric label)
+	finished  bool
+
+	// predict
+	sig         *tensor.Signature
+	sigErr      error
+	kind        v2.ServerKind
+	reqEncoding string
+	exchange    translate.Exchange
+
+	// upstream response
+	respStatus   int
+	respIHCL     string
+	respType     string
+	respEncoding string
+}
+
+var discard = slog.New(slog.DiscardHandler)
+
+// New returns a session for one exchange.
+func New(cfg *Config) *Session {
+	return &Session{cfg: cfg, log: discard, start: time.Now()}
+}
+
+func (s *Session) maxBody() int64 {
+	if s.cfg.MaxBodyBytes > 0 {
+		return s.cfg.MaxBodyBytes
+	}
+	return DefaultMaxBodyBytes
+}
+
+// RequestID returns the exchange's id: the request's x-request-id, or a
+// generated one. It is "" before RequestHeaders.
+func (s *Session) RequestID() string { return s.requestID }
+
+// AwaitingBody reports that the next body event will be translated (a
+// predict request body, or the response body of a translated exchange),
+// so the adapter must deliver it whole.
+func (s *Session) AwaitingBody() bool {
+	return s.state == stRequestBody || s.state == stResponseBody
+}
+
+// Logger returns the exchange's logger (with request_id).
+func (s *Session) Logger() *slog.Logger { return s.log }
+
+// RequestHeaders handles the request headers. method and path are the
+// request line (Envoy's :method and :path, path including "?query");
+// endOfStream reports a request without a body.
+func (s *Session) RequestHeaders(ctx context.Context, method, path string, h HeaderGetter, endOfStream bool) Action {
+	if s.state != stIdle {
+		return Action{Verdict: Continue}
+	}
+	s.requestID = observe.RequestID(h.Get(hdrRequestID))
+	if s.cfg.Logger != nil {
+		s.log = s.cfg.Logger.With("request_id", s.requestID)
+	}
+	r, err := route.Parse(method, path)
+	if errors.Is(err, route.ErrNotTFServing) {
+		s.state = stPassThrough
+		s.cfg.Metrics.PassThrough()
+		return Action{Verdict: PassThrough}
+	}
+	if method == http.MethodOptions {
+		s.verb = "options"
+		return s.preflight(h)
+	}
+	if err != nil {
+		s.verb = "invalid"
+		return s.fail(err)
+	}
+	s.route, s.verb = r, r.Verb.String()
+	switch r.Verb {
+	case route.Predict:
+		return s.predictHeaders(ctx, h, endOfStream)
+	case route.Classify, route.Regress:
+		return s.fail(apierr.Errorf(apierr.Unimplemented,
+			"tfsbridge does not support :%s yet (v2 servers have no %s API); use :predict", r.Verb, r.Verb))
+	case route.Status:
+		return s.status(ctx)
+	case route.Metadata:
+		return s.metadata(ctx)
+	}
+	return s.fail(apierr.Errorf(apierr.Internal, "unhandled route %s", r))
+}
+
+// preflight answers an OPTIONS request under /v1/ as TF Serving's HTTP
+// server does before any handler runs: 200 with an empty body when the
+// Origin names an http(s) origin, else 400 with an empty body.
+func (s *Session) preflight(h HeaderGetter) Action {
+	origin := h.Get(hdrOrigin)
+	status := http.StatusBadRequest
+	if strings.Contains(origin, "http://") || strings.Contains(origin, "https://") {
+		status = http.StatusOK
+	}
+	s.finish(status)
+	return Action{Verdict: Respond, Status: status, Reason: "tfsbridge_preflight"}
+}
+
+func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStream bool) Action {
+	r := s.route
+	s.reqEncoding = h.Get(hdrContentEnc)
+	if r.Label != "" {
+		// v2 has no version labels, so every label is unknown to us.
+		s.sigErr = apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label)
+	} else {
+		s.sig, s.sigErr = s.cfg.Backend.Signature(ctx, r)
+		if s.sigErr == nil {
+			s.confirmed = true
+			s.kind, s.sigErr = s.cfg.Backend.Kind(ctx)
+		}
+	}
+	s.state = stRequestBody
+	rewrite := Header{hdrPath, r.V2InferPath()}
+	if endOfStream {
+		// No body will ever come: translate the empty one now (TF says
+		// "JSON Parse error: The document is empty").
+		a := s.RequestBody(ctx, nil)
+		if a.Verdict == Continue {
+			a.Set = append(a.Set, rewrite)
+		}
+		return a
+	}
+	return Action{Verdict: Continue, Set: []Header{rewrite}}
+}
+
+// resolve is the tfrequest.Resolver of a predict exchange: it reports the
+// signature lookup's outcome only when the request parser asks, after the
+// JSON syntax checks, which is TF Serving's order.
+func (s *Session) resolve(signatureName string) (*tensor.Signature, error) {
+	if s.sigErr != nil {
+		return nil, s.sigErr
+	}
+	if signatureName != "" && signatureName != "serving_default" {
+		// v2 models have exactly one signature; TF's default is its name.
+		return nil, apierr.InvalidArgumentf("Serving signature name: \"%s\" not found in signature def", signatureName)
+	}
+	return s.sig, nil
+}
+
+// RequestBody handles the whole (buffered) request body.
+func (s *Session) RequestBody(_ context.Context, body []byte) Action {
+	if s.state != stRequestBody {
+		return Action{Verdict: Continue}
+	}
+	s.cfg.Metrics.BodySize(observe.StageTFRequest, len(body))
+	if err := s.checkSize("Request", int64(len(body))); err != nil {
+		return s.fail(err)
+	}
+	body, err := decodeRequestBody(s.reqEncoding, body, s.maxBody())
+	if err != nil {
+		return s.fail(s.tooLarge("Decompressed request"))
+	}
+	t0 := time.Now()
+	req, ex, err := translate.TranslateRequest(body, s.resolve, translate.RequestOptions{
+		Kind:   s.kind,
+		ID:     s.requestID,
+		Limits: s.cfg.Limits,
+	})
+	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
+	if err != nil {
+		return s.fail(err)
+	}
+	s.exchange = ex
+	s.cfg.Metrics.BodySize(observe.StageV2Request, len(req.Body))
+	a := Action{
+		Verdict: Continue,
+		Set: []Header{
+			{hdrContentType, req.ContentType},
+			{hdrContentLength, strconv.Itoa(len(req.Body))},
+			// An ext_proc filter sees upstream bytes as sent: ask for
+			// an uncompressed answer.
+			{hdrAcceptEnc, "identity"},
+		},
+		Body:        req.Body,
+		ReplaceBody: true,
+	}
+	if req.HeaderLength >= 0 {
+		a.Set = append(a.Set, Header{hdrIHCL, strconv.Itoa(req.HeaderLength)})
+	} else {
+		a.Remove = append(a.Remove, hdrIHCL)
+	}
+	if s.reqEncoding != "" {
+		a.Remove = append(a.Remove, hdrContentEnc)
+	}
+	s.state = stUpstream
+	return a
+}
+
+// ResponseHeaders handles the upstream response headers. endOfStream
+// reports a response without a body.
+func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGetter, endOfStream bool) Action {
+	if s.state != stUpstream {
+		// A stream that starts here is another filter's local reply (413
+		// from a buffer limit, 503 from the router before our request
+		// body was seen, ...): not ours to rewrite.
+		if s.state == stIdle {
+			s.state = stPassThrough
+		}
+		return Action{Verdict: PassThrough}
+	}
+	s.respStatus = status
+	s.respIHCL = h.Get(hdrIHCL)
+	s.respType = h.Get(hdrContentType)
+	s.respEncoding = h.Get(hdrContentEnc)
+	s.state = stResponseBody
+	if endOfStream {
+		a := s.ResponseBody(ctx, nil)
+		if a.Verdict == Continue && a.ReplaceBody {
+			// Only a Respond can attach a body to a body-less response
+			// portably; the status is the upstream's 200.
+			return jsonResponse(http.StatusOK, a.Body, "tfsbridge_ok")
+		}
+		return a
+	}
+	return Action{Verdict: Continue}
+}
+
+// ResponseBody handles the whole (buffered) upstream response body.
+func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
+	if s.state != stResponseBody {
+		return Action{Verdict: Continue}
+	}
+	s.cfg.Metrics.BodySize(observe.StageV2Response, len(body))
+	if err := s.checkSize("Response", int64(len(body))); err != nil {
+		return s.fail(err)
+	}
+	body, err := decodeResponseBody(s.respEncoding, body, s.maxBody())
+	if errors.Is(err, errTooLarge) {
+		return s.fail(s.tooLarge("Decompressed response"))
+	}
+	if err != nil {
+		return s.fail(apierr.Wrap(apierr.BadGateway, err, "Invalid response from the v2 inference server: "+err.Error()))
+	}
+	if s.respStatus < 200 || s.respStatus > 299 {
+		return s.fail(s.upstreamError(body))
+	}
+	headerLength := -1
+	if s.respIHCL != "" {
+		if headerLength, err = v2.ParseHeaderLength(s.respIHCL, len(body)); err != nil {
+			return s.fail(asBadGateway(err))
+		}
+	}
+	t0 := time.Now()
+	out, err := translate.TranslateResponse(body, headerLength, s.exchange, s.cfg.Limits)
+	s.cfg.Metrics.Translation(observe.DirResponse, time.Since(t0))
+	if err != nil {
+		return s.fail(err)
+	}
+	s.cfg.Metrics.BodySize(observe.StageTFResponse, len(out))
+	s.finish(http.StatusOK)
+	s.logDone(http.StatusOK, nil)
+	if s.respStatus != http.StatusOK {
+		// TF Serving answers 200; changing :status needs a Respond.
+		return jsonResponse(http.StatusOK, out, "tfsbridge_ok")
+	}
+	a := Action{
+		Verdict: Continue,
+		Set: []Header{
+			{hdrContentType, contentTypeJSON},
+			{hdrContentLength, strconv.Itoa(len(out))},
+		},
+		Remove:      []string{hdrIHCL},
+		Body:        out,
+		ReplaceBody: true,
+	}
+	if s.respEncoding != "" {
+		a.Remove = append(a.Remove, hdrContentEnc)
+	}
+	return a
+}
+
+// upstreamError turns a non-2xx v2 answer into the TF error: the v2
+// message with the status mapped to the nearest TF code (Triton's 400
+// stays 400, FastAPI's 422 becomes 400, 500/503 stay), except that a 404
+// means the model went away since its metadata was fetched and gets TF's
+// own not-found text.
+func (s *Session) upstreamError(body []byte) *apierr.Error {
+	msg := v2.DecodeError(s.respStatus, s.respType, body)
+	if s.respStatus == http.StatusNotFound {
+		return apierr.Wrap(apierr.NotFound, errors.New(msg), "Servable not found for request: "+s.route.Servable())
+	}
+	return apierr.New(apierr.FromHTTPStatus(s.respStatus), msg)
+}
+
+// TooLarge answers the exchange with the body-size error of the body it
+// awaits. The reverse proxy uses it when a declared Content-Length is
+// already over the limit, so the body need not be read at all.
+func (s *Session) TooLarge() Action {
+	what := "Request"
+	if s.state == stResponseBody {
+		what = "Response"
+	}
+	return s.fail(s.tooLarge(what))
+}
+
+// MaxBodyBytes returns the body limit in force.
+func (s *Session) MaxBodyBytes() int64 { return s.maxBody() }
+
+// Fail answers the exchange with err as a TF error. Adapters use it for
+// failures the session cannot see (the reverse proxy's upstream round
+// trip); a non-*apierr.Error becomes a 500.
+func (s *Session) Fail(err error) Action { return s.fail(err) }
+
+// Close ends the exchange. An exchange that was routed as ours but never
+// answered (Envoy or the client went away) is counted with status 499.
+func (s *Session) Close() {
+	if s.state != stIdle && s.state != stPassThrough && !s.finished {
+		s.finish(apierr.Cancelled.HTTPStatus())
+		s.log.Debug("exchange abandoned", "route", s.route.String(), "elapsed", time.Since(s.start))
+	}
+	s.state = stDone
+}
+
+func (s *Session) fail(err error) Action {
+	e := apierr.As(err)
+	status := e.HTTPStatus()
+	s.state = stDone
+	s.finish(status)
+	s.logDone(status, e)
+	return errorResponse(e)
+}
+
+// finish counts the exchange once.
+func (s *Session) finish(status int) {
+	if s.finished {
+		return
+	}
+	s.finished = true
+	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.route.Model, s.confirmed), status)
+}
+
+func (s *Session) logDone(status int, e *apierr.Error) {
+	attrs := []any{"route", s.route.String(), "status", status, "elapsed", time.Since(s.start)}
+	switch {
+	case e == nil:
+		s.log.Debug("tf request done", attrs...)
+	case status >= 500:
+		s.log.Warn("tf request failed", append(attrs, "error", e.Error())...)
+	default:
+		s.log.Debug("tf request rejected", append(attrs, "error", e.Error())...)
+	}
+}
+
+func (s *Session) checkSize(what string, n int64) error {
+	if n > s.maxBody() {
+		return s.tooLarge(what)
+	}
+	return nil
+}
+
+func (s *Session) tooLarge(what string) *apierr.Error {
+	return apierr.Errorf(apierr.ResourceExhausted, "%s body exceeds the limit of %d bytes", what, s.maxBody())
+}
+
+// asBadGateway keeps an *apierr.Error and turns anything else into a 502:
+// it is for failures to understand the v2 server's answer.
+func asBadGateway(err error) *apierr.Error {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return apierr.Wrap(apierr.BadGateway, err, fmt.Sprintf("Invalid response from the v2 inference server: %v", err))
+}
