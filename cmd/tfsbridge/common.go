@@ -65,7 +65,7 @@ func (o *bridgeOptions) register(f *flagSet) {
 	f.fs.DurationVar(&o.metadataTTL, "metadata-ttl", backend.DefaultMetadataTTL, "How long a model's fetched signature is reused.")
 	f.fs.DurationVar(&o.metadataErrorTTL, "metadata-error-ttl", backend.DefaultErrorTTL, "How long a failed metadata fetch (unknown model, backend down) is remembered; 0 disables.")
 	o.maxBody = defaultMaxBodyBytes
-	f.fs.Var(&o.maxBody, "max-body-bytes", "Largest request or response body translated, a `size` such as 64MiB or 1048576; larger ones get 429 RESOURCE_EXHAUSTED.")
+	f.fs.Var(&o.maxBody, "max-body-bytes", "Largest request or response body translated, a `size` such as 64MiB or 1048576; larger ones get 413.")
 	f.fs.IntVar(&o.maxDepth, "max-json-depth", tensor.DefaultLimits.MaxDepth, "Deepest JSON nesting accepted in a body.")
 	f.fs.Int64Var(&o.maxElements, "max-elements", tensor.DefaultLimits.MaxElements, "Most tensor elements one body may carry.")
 	f.fs.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.")

@@ -317,22 +317,22 @@ func TestBodyLimits(t *testing.T) {
 
 	// Declared too large: refused without reading.
 	resp, body := do(t, post(t, s.proxy.URL+"/v1/models/half_plus_two:predict", big))
-	if resp.StatusCode != 429 || body != tooLarge {
-		t.Errorf("declared too large: %d %q, want 429 %q", resp.StatusCode, body, tooLarge)
+	if resp.StatusCode != 413 || body != tooLarge {
+		t.Errorf("declared too large: %d %q, want 413 %q", resp.StatusCode, body, tooLarge)
 	}
 	// Chunked (no declared length): read up to the limit, then refused.
 	req := post(t, s.proxy.URL+"/v1/models/half_plus_two:predict", "")
 	req.Body = io.NopCloser(strings.NewReader(big))
 	req.ContentLength = -1
 	resp, body = do(t, req)
-	if resp.StatusCode != 429 || body != tooLarge {
-		t.Errorf("chunked too large: %d %q, want 429 %q", resp.StatusCode, body, tooLarge)
+	if resp.StatusCode != 413 || body != tooLarge {
+		t.Errorf("chunked too large: %d %q, want 413 %q", resp.StatusCode, body, tooLarge)
 	}
 	// A v2 answer over the limit.
 	resp, body = do(t, post(t, s.proxy.URL+"/v1/models/half_plus_two:predict", `{"instances": [1.0]}`))
 	want := string(tfresponse.Error(nil, "Response body exceeds the limit of 1024 bytes"))
-	if resp.StatusCode != 429 || body != want {
-		t.Errorf("response too large: %d %q, want 429 %q", resp.StatusCode, body, want)
+	if resp.StatusCode != 502 || body != want {
+		t.Errorf("response too large: %d %q, want 502 %q", resp.StatusCode, body, want)
 	}
 }
 

@@ -76,8 +76,8 @@ type Config struct {
 	Limits tensor.Limits
 	// MaxBodyBytes caps every body the session accepts or produces by
 	// decompression. TF Serving has no limit; over it the client gets
-	// 429 RESOURCE_EXHAUSTED, the code TF Serving's own gRPC server uses
-	// for messages over its size limit (a 413 has no TF status code).
+	// 413 (apierr.PayloadTooLarge), the status Envoy's own buffer limit
+	// answers, so "too large" looks the same whichever layer refused.
 	MaxBodyBytes int64
 	Metrics      *observe.Metrics
 	// Logger receives one line per exchange; nil discards.
@@ -457,8 +457,16 @@ func (s *Session) checkSize(what string, n int64) error {
 	return nil
 }
 
+// tooLarge is 413 for the client's own body and 502 once the upstream
+// has answered: a response too large to translate is the v2 server's
+// doing, not the client's (Envoy, likewise, answers 500, not 413, when a
+// buffered response overflows).
 func (s *Session) tooLarge(what string) *apierr.Error {
-	return apierr.Errorf(apierr.ResourceExhausted, "%s body exceeds the limit of %d bytes", what, s.maxBody())
+	code := apierr.PayloadTooLarge
+	if s.state >= stUpstream {
+		code = apierr.BadGateway
+	}
+	return apierr.Errorf(code, "%s body exceeds the limit of %d bytes", what, s.maxBody())
 }
 
 // asBadGateway keeps an *apierr.Error and turns anything else into a 502:

@@ -204,9 +204,9 @@ func TestRequestBody(t *testing.T) {
 		{name: "deflate is not decoded", kind: "triton", path: "/v1/models/half_plus_two:predict", encoding: "deflate",
 			body: []byte("x"), status: 400, msg: "JSON Parse error: Invalid value. at offset: 0"},
 		{name: "gzip bomb", kind: "triton", path: "/v1/models/half_plus_two:predict", encoding: "gzip", body: bomb,
-			status: 429, msg: "Decompressed request body exceeds the limit of 1048576 bytes"},
+			status: 413, msg: "Decompressed request body exceeds the limit of 1048576 bytes"},
 		{name: "too large", kind: "triton", path: "/v1/models/half_plus_two:predict", body: make([]byte, 1<<20+1),
-			status: 429, msg: "Request body exceeds the limit of 1048576 bytes"},
+			status: 413, msg: "Request body exceeds the limit of 1048576 bytes"},
 		{name: "syntax before unknown model", kind: "triton", path: "/v1/models/nope:predict", body: []byte("x"),
 			status: 400, msg: "JSON Parse error: Invalid value. at offset: 0"},
 		{name: "unknown model", kind: "triton", path: "/v1/models/nope:predict", body: row,
@@ -351,7 +351,7 @@ func TestResponse(t *testing.T) {
 		{name: "empty 200 at headers", status: 200, eos: true, wantStatus: 502},
 		{name: "bad ihcl", status: 200, headers: hdr{"inference-header-content-length": "abc"}, body: binOK, wantStatus: 502},
 		{name: "unknown encoding", status: 200, headers: hdr{"content-encoding": "br"}, body: []byte(jsonOK), wantStatus: 502},
-		{name: "too large", status: 200, body: make([]byte, 1<<20+1), wantStatus: 429,
+		{name: "too large", status: 200, body: make([]byte, 1<<20+1), wantStatus: 502,
 			wantBody: tfError("Response body exceeds the limit of 1048576 bytes")},
 	}
 	for _, tt := range tests {

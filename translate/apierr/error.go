@@ -35,6 +35,11 @@ const (
 	// BadGateway is tfsbridge's own: the v2 server answered something that
 	// cannot be translated (garbage, a truncated binary block). HTTP 502.
 	BadGateway Code = 1000
+	// PayloadTooLarge is tfsbridge's own: a body over the configured
+	// limit. TF Serving has no limit and so no code for it; 413 is what
+	// Envoy's own buffer limit answers, so clients see one status for
+	// "too large" whichever layer refused. HTTP 413.
+	PayloadTooLarge Code = 1001
 )
 
 var names = map[Code]string{
@@ -44,6 +49,7 @@ var names = map[Code]string{
 	FailedPrecondition: "FAILED_PRECONDITION", Aborted: "ABORTED", OutOfRange: "OUT_OF_RANGE",
 	Unimplemented: "UNIMPLEMENTED", Internal: "INTERNAL", Unavailable: "UNAVAILABLE",
 	DataLoss: "DATA_LOSS", Unauthenticated: "UNAUTHENTICATED", BadGateway: "BAD_GATEWAY",
+	PayloadTooLarge: "PAYLOAD_TOO_LARGE",
 }
 
 // String returns the code's TF name ("INVALID_ARGUMENT"), as TF Serving
@@ -83,6 +89,8 @@ func (c Code) HTTPStatus() int {
 		return 401
 	case BadGateway:
 		return 502
+	case PayloadTooLarge:
+		return 413
 	}
 	return 500
 }
@@ -103,6 +111,8 @@ func FromHTTPStatus(status int) Code {
 		return NotFound
 	case 409:
 		return Aborted
+	case 413:
+		return PayloadTooLarge
 	case 429:
 		return ResourceExhausted
 	case 499:
