@@ -1,0 +1,38 @@
+package deploy
+
+import "time"
+
+// What the binary, DESIGN.md and the Envoy spec fix; the manifests must agree
+// with these and with each other.
+const (
+	tfsPort          = 8501 // TF Serving's REST port, Envoy's listener
+	extProcPort      = 9002 // tfsbridge extproc --grpc-addr default
+	metricsPort      = 9090 // tfsbridge --metrics-addr default (/metrics, /healthz, /readyz)
+	v2Port           = 8000 // Triton's HTTP port in every example
+	envoyAdminPort   = 9901 // Envoy admin, loopback only
+	envoyHealthPort  = 9902 // Envoy's own readiness listener
+	distrolessUID    = 65532
+	extProcHealthSvc = "envoy.service.ext_proc.v3.ExternalProcessor"
+
+	// minBufferLimit is the least buffer limit that lets image-sized bodies
+	// through BUFFERED ext_proc (Envoy's default is 1 MiB, Envoy Gateway's
+	// 32 KiB).
+	minBufferLimit = 16 << 20
+	// minStreams is the least circuit-breaker limit on the ext_proc cluster:
+	// each in-flight request holds one stream, and Envoy's default of 1024
+	// overflows (spec §1.14).
+	minStreams = 4096
+	// minMessageTimeout replaces Envoy's 200 ms default (spec §1.9).
+	minMessageTimeout = time.Second
+
+	tfsbridgeImage = "ghcr.io/tfsbridge/tfsbridge"
+)
+
+// tfsbridgeFlags lists the flags of the subcommands the manifests run (all
+// written --name=value); each is also read from TFSBRIDGE_<NAME_IN_SNAKE>.
+var tfsbridgeFlags = map[string][]string{
+	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format"},
+}
+
+// backendKinds are the values --backend-kind accepts.
+var backendKinds = []string{"auto", "triton", "kserve", "mlserver"}

@@ -1,0 +1,182 @@
+package deploy
+
+import (
+	"testing"
+	"time"
+
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// TestEnvoyGateway cross-checks the Envoy Gateway add-on: the policy runs
+// tfsbridge in DESIGN.md's processing mode on the /v1 route, through the
+// tfsbridge Service, with a buffer limit raised on the route's Gateway.
+func TestEnvoyGateway(t *testing.T) {
+	r := kustomizeBuild(t, "envoy-gateway")
+	args := onlyTfsbridge(t, r)
+	ref := referenceExtProc(t)
+
+	policies := all[egv1a1.EnvoyExtensionPolicy](r)
+	if len(policies) != 1 || len(policies[0].Spec.TargetRefs) != 1 || len(policies[0].Spec.ExtProc) != 1 {
+		t.Fatalf("want one EnvoyExtensionPolicy with one targetRef and one extProc")
+	}
+	policy := policies[0]
+	target := policy.Spec.TargetRefs[0]
+	if target.Group != gwapiv1.GroupName || target.Kind != "HTTPRoute" {
+		t.Fatalf("policy targets %s/%s, want an HTTPRoute", target.Group, target.Kind)
+	}
+	route := one[gwapiv1.HTTPRoute](t, r, string(target.Name))
+	ep := policy.Spec.ExtProc[0]
+
+	// The ext_proc backend is the tfsbridge Service's gRPC port.
+	if len(ep.BackendRefs) != 1 {
+		t.Fatalf("extProc has %d backendRefs, want 1", len(ep.BackendRefs))
+	}
+	br := ep.BackendRefs[0].BackendObjectReference
+	if (br.Kind != nil && *br.Kind != "Service") || (br.Group != nil && *br.Group != "") || br.Port == nil {
+		t.Fatalf("extProc backendRef %+v: want a core Service with a port", br)
+	}
+	svc := one[corev1.Service](t, r, string(br.Name))
+	checkExtProcServicePort(t, r, svc, int32(*br.Port), args)
+
+	// DESIGN.md's processing mode; headers are SEND because request and
+	// response are present, trailers are skipped by default.
+	pm := ep.ProcessingMode
+	buffered := egv1a1.BufferedExtProcBodyProcessingMode
+	if pm == nil || pm.Request == nil || pm.Response == nil ||
+		pm.Request.Body == nil || *pm.Request.Body != buffered || pm.Response.Body == nil || *pm.Response.Body != buffered {
+		t.Errorf("processingMode %+v: want request and response with body Buffered", pm)
+	}
+	if pm != nil && !pm.AllowModeOverride {
+		t.Error("allowModeOverride must be true")
+	}
+	if ep.FailOpen == nil || *ep.FailOpen {
+		t.Error("failOpen must be set to false")
+	}
+	if ep.ShadowMode != nil && *ep.ShadowMode {
+		t.Error("shadowMode ignores every reply")
+	}
+	if ep.MessageTimeout == nil {
+		t.Error("messageTimeout unset: Envoy Gateway's default is 200 ms")
+	} else if d, err := time.ParseDuration(string(*ep.MessageTimeout)); err != nil || d != ref.GetMessageTimeout().AsDuration() {
+		t.Errorf("messageTimeout %s, want envoy.yaml's %v", *ep.MessageTimeout, ref.GetMessageTimeout().AsDuration())
+	}
+
+	bs := ep.BackendSettings
+	if bs == nil || bs.CircuitBreaker == nil || bs.Connection == nil || bs.Connection.BufferLimit == nil ||
+		bs.HealthCheck == nil || bs.HealthCheck.Active == nil {
+		t.Fatal("extProc backendSettings need circuitBreaker, connection.bufferLimit and an active health check")
+	}
+	for name, v := range map[string]*int64{"maxParallelRequests": bs.CircuitBreaker.MaxParallelRequests, "maxPendingRequests": bs.CircuitBreaker.MaxPendingRequests} {
+		if v == nil || *v < minStreams {
+			t.Errorf("circuitBreaker.%s must be at least %d", name, minStreams)
+		}
+	}
+	if bs.Connection.BufferLimit.Value() < minBufferLimit {
+		t.Errorf("extProc connection.bufferLimit %s < %d", bs.Connection.BufferLimit, minBufferLimit)
+	}
+	if a := bs.HealthCheck.Active; a.Type != egv1a1.ActiveHealthCheckerTypeGRPC || a.GRPC == nil || a.GRPC.Service == nil || *a.GRPC.Service != extProcHealthSvc {
+		t.Errorf("active health check must be GRPC on service %s", extProcHealthSvc)
+	}
+
+	// The route: /v1 to the same v2 server tfsbridge reads metadata from.
+	if len(route.Spec.Rules) != 1 || len(route.Spec.Rules[0].BackendRefs) != 1 {
+		t.Fatalf("HTTPRoute %s: want one rule with one backendRef", route.Name)
+	}
+	rule := route.Spec.Rules[0]
+	var v1 bool
+	for _, m := range rule.Matches {
+		if m.Path != nil && m.Path.Type != nil && *m.Path.Type == gwapiv1.PathMatchPathPrefix && m.Path.Value != nil && *m.Path.Value == "/v1" {
+			v1 = true
+		}
+	}
+	if !v1 {
+		t.Errorf("HTTPRoute %s must match PathPrefix /v1", route.Name)
+	}
+	backend := rule.BackendRefs[0].BackendObjectReference
+	if backend.Port == nil || string(backend.Name) != args.backend.Hostname() || args.backend.Port() != itoa(int64(*backend.Port)) {
+		t.Errorf("HTTPRoute sends /v1 to %s (port %s), tfsbridge --backend=%s", backend.Name, portString(backend.Port), args.backend)
+	}
+	if rule.Timeouts == nil || rule.Timeouts.Request == nil {
+		t.Error("HTTPRoute needs an explicit request timeout (Envoy's default is 15 s)")
+	} else if d, err := time.ParseDuration(string(*rule.Timeouts.Request)); err != nil || d < 10*time.Second {
+		t.Errorf("request timeout %s, want at least 10s", *rule.Timeouts.Request)
+	}
+
+	// The route's Gateway listens on 8501 and has its buffer limit raised.
+	if len(route.Spec.ParentRefs) != 1 || route.Spec.ParentRefs[0].SectionName == nil {
+		t.Fatalf("HTTPRoute %s: want one parentRef with a sectionName", route.Name)
+	}
+	parent := route.Spec.ParentRefs[0]
+	gw := one[gwapiv1.Gateway](t, r, string(parent.Name))
+	var listener *gwapiv1.Listener
+	for i := range gw.Spec.Listeners {
+		if gw.Spec.Listeners[i].Name == *parent.SectionName {
+			listener = &gw.Spec.Listeners[i]
+		}
+	}
+	if listener == nil || listener.Port != tfsPort || listener.Protocol != gwapiv1.HTTPProtocolType {
+		t.Errorf("Gateway %s listener %s: want HTTP on %d", gw.Name, *parent.SectionName, tfsPort)
+	}
+	var raised bool
+	for _, ctp := range all[egv1a1.ClientTrafficPolicy](r) {
+		for _, tr := range ctp.Spec.TargetRefs {
+			if tr.Kind != "Gateway" || tr.Name != parent.Name || ctp.Spec.Connection == nil || ctp.Spec.Connection.BufferLimit == nil {
+				continue
+			}
+			limit := ctp.Spec.Connection.BufferLimit.Value()
+			if limit < minBufferLimit || limit > args.maxBody {
+				t.Errorf("ClientTrafficPolicy %s: bufferLimit %d, want %d..--max-body-bytes %d", ctp.Name, limit, minBufferLimit, args.maxBody)
+			}
+			raised = true
+		}
+	}
+	if !raised {
+		t.Errorf("no ClientTrafficPolicy raises connection.bufferLimit on Gateway %s (the 32 KiB default answers 413)", gw.Name)
+	}
+}
+
+func portString(p *gwapiv1.PortNumber) string {
+	if p == nil {
+		return "unset"
+	}
+	return itoa(int64(*p))
+}
+
+// onlyTfsbridge returns the command line of the single tfsbridge Deployment
+// of a build.
+func onlyTfsbridge(t *testing.T, r *rendered) tfsbridgeArgs {
+	t.Helper()
+	deployments := tfsbridgeDeployments(t, r)
+	if len(deployments) != 1 {
+		t.Fatalf("%s: %d tfsbridge Deployments, want 1", r.dir, len(deployments))
+	}
+	for _, a := range deployments {
+		return a
+	}
+	return tfsbridgeArgs{}
+}
+
+// checkExtProcServicePort checks that a Service port reaches tfsbridge's
+// gRPC port and declares HTTP/2 for meshes.
+func checkExtProcServicePort(t *testing.T, r *rendered, svc *corev1.Service, port int32, args tfsbridgeArgs) {
+	t.Helper()
+	for _, p := range svc.Spec.Ports {
+		if p.Port != port {
+			continue
+		}
+		if p.AppProtocol == nil || *p.AppProtocol != "grpc" {
+			t.Errorf("Service %s port %d: appProtocol must be grpc (HTTP/2)", svc.Name, port)
+		}
+		d := selectDeployment(t, r, svc.Spec.Selector)
+		if d == nil {
+			return
+		}
+		if _, cp, ok := serviceTarget(d, p); !ok || cp.ContainerPort != args.grpcPort {
+			t.Errorf("Service %s port %d does not reach tfsbridge's --grpc-addr port %d", svc.Name, port, args.grpcPort)
+		}
+		return
+	}
+	t.Errorf("Service %s has no port %d", svc.Name, port)
+}
