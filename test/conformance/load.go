@@ -8,8 +8,10 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -81,4 +83,41 @@ func Decode(t testing.TB, raw json.RawMessage, v any) {
 	if err := json.Unmarshal(raw, v); err != nil {
 		t.Fatalf("conformance: decoding %s: %v", raw, err)
 	}
+}
+
+// Float decodes a float value of a vector: a JSON number (meaning the
+// nearest value of the given bit size, 32 or 64), or one of the strings
+// "NaN", "Infinity", "-Infinity" and "-0.0" that the vectors use for what
+// JSON cannot spell. A bare unquoted token is accepted too.
+func Float(raw json.RawMessage, bits int) (float64, error) {
+	text := string(raw)
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		text = s
+	}
+	switch text {
+	case "NaN":
+		return math.NaN(), nil
+	case "Infinity":
+		return math.Inf(1), nil
+	case "-Infinity":
+		return math.Inf(-1), nil
+	case "-0.0":
+		return math.Copysign(0, -1), nil
+	}
+	f, err := strconv.ParseFloat(text, bits)
+	if err != nil {
+		return 0, fmt.Errorf("conformance: float value %s: %w", raw, err)
+	}
+	return f, nil
+}
+
+// MustFloat is Float for tests.
+func MustFloat(t testing.TB, raw json.RawMessage, bits int) float64 {
+	t.Helper()
+	f, err := Float(raw, bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -283,9 +283,9 @@ func TestFloatConformance(t *testing.T) {
 		for i, raw := range o.Values {
 			var got string
 			if o.DType == "DT_FLOAT" {
-				got = string(AppendFloat32(nil, float32(vectorFloat(t, raw, 32))))
+				got = string(AppendFloat32(nil, float32(conformance.MustFloat(t, raw, 32))))
 			} else {
-				got = string(AppendFloat64(nil, vectorFloat(t, raw, 64)))
+				got = string(AppendFloat64(nil, conformance.MustFloat(t, raw, 64)))
 			}
 			if got != want[i] {
 				t.Errorf("%s: value %d (%s) = %q, want %q", c.ID, i, raw, got, want[i])
@@ -298,31 +298,6 @@ func TestFloatConformance(t *testing.T) {
 	}
 }
 
-// vectorFloat decodes a vector value: a JSON number or one of the strings
-// "NaN", "Infinity", "-Infinity", "-0.0". A number means the nearest
-// value of the given bit size.
-func vectorFloat(t *testing.T, raw json.RawMessage, bits int) float64 {
-	t.Helper()
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		switch s {
-		case "NaN":
-			return math.NaN()
-		case "Infinity":
-			return math.Inf(1)
-		case "-Infinity":
-			return math.Inf(-1)
-		case "-0.0":
-			return math.Copysign(0, -1)
-		}
-		t.Fatalf("unknown special value %q", s)
-	}
-	v, err := strconv.ParseFloat(string(raw), bits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
 
 func BenchmarkAppendFloat32(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))

@@ -172,7 +172,7 @@ func checkTensor(t *testing.T, got *tensor.Tensor, et expTensor) {
 				t.Errorf("%s[%d] = %q, want %q", et.Name, i, got.Strings[i], str)
 			}
 		case tensor.FP32, tensor.FP64, tensor.FP16, tensor.BF16:
-			want := expFloat(t, str)
+			want := conformance.MustFloat(t, json.RawMessage(strconv.Quote(str)), 64)
 			var gotBits, wantBits uint64
 			switch got.DataType {
 			case tensor.FP32:
@@ -220,22 +220,3 @@ func checkTensor(t *testing.T, got *tensor.Tensor, et expTensor) {
 	}
 }
 
-// expFloat decodes a vector float: a JSON literal or NaN/Infinity/-0.0.
-func expFloat(t *testing.T, s string) float64 {
-	t.Helper()
-	switch s {
-	case "NaN":
-		return math.NaN()
-	case "Infinity":
-		return math.Inf(1)
-	case "-Infinity":
-		return math.Inf(-1)
-	case "-0.0":
-		return math.Copysign(0, -1)
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		t.Fatalf("bad vector float %q: %v", s, err)
-	}
-	return f
-}

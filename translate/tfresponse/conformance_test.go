@@ -165,9 +165,9 @@ func vectorToTensor(t *testing.T, v vectorTensor) tensor.Tensor {
 		b := out.Data[i*size:]
 		switch dt {
 		case tensor.FP32:
-			binary.LittleEndian.PutUint32(b, math.Float32bits(float32(vectorFloat(t, raw, 32))))
+			binary.LittleEndian.PutUint32(b, math.Float32bits(float32(conformance.MustFloat(t, raw, 32))))
 		case tensor.FP64:
-			binary.LittleEndian.PutUint64(b, math.Float64bits(vectorFloat(t, raw, 64)))
+			binary.LittleEndian.PutUint64(b, math.Float64bits(conformance.MustFloat(t, raw, 64)))
 		case tensor.Bool:
 			var x bool
 			conformance.Decode(t, raw, &x)
@@ -187,25 +187,3 @@ func vectorToTensor(t *testing.T, v vectorTensor) tensor.Tensor {
 	return out
 }
 
-func vectorFloat(t *testing.T, raw json.RawMessage, bits int) float64 {
-	t.Helper()
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		switch s {
-		case "NaN":
-			return math.NaN()
-		case "Infinity":
-			return math.Inf(1)
-		case "-Infinity":
-			return math.Inf(-1)
-		case "-0.0":
-			return math.Copysign(0, -1)
-		}
-		t.Fatalf("unknown float value %q", s)
-	}
-	f, err := strconv.ParseFloat(string(raw), bits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
