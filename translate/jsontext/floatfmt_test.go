@@ -298,7 +298,6 @@ func TestFloatConformance(t *testing.T) {
 	}
 }
 
-
 func BenchmarkAppendFloat32(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
 	vals := make([]float32, 4096)

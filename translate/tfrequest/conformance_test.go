@@ -219,4 +219,3 @@ func checkTensor(t *testing.T, got *tensor.Tensor, et expTensor) {
 		}
 	}
 }
-

@@ -186,4 +186,3 @@ func vectorToTensor(t *testing.T, v vectorTensor) tensor.Tensor {
 	}
 	return out
 }
-
