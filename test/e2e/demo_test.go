@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/test/envoysim"
+)
+
+// curlRequest is the request curl sends for the README's
+//
+//	curl -d '{"instances": [1.0, 2.0, 5.0]}' -X POST http://localhost:8501/v1/models/half_plus_two:predict
+//
+// byte for byte (curl 8): -d means a form Content-Type.
+func curlRequest(host string) []byte {
+	return []byte("POST /v1/models/half_plus_two:predict HTTP/1.1\r\n" +
+		"Host: " + host + "\r\n" +
+		"User-Agent: curl/8.5.0\r\n" +
+		"Accept: */*\r\n" +
+		"Content-Length: " + strconv.Itoa(len(readmeBody)) + "\r\n" +
+		"Content-Type: application/x-www-form-urlencoded\r\n" +
+		"\r\n" +
+		readmeBody)
+}
+
+// rawCurl sends curlRequest to addr ("host:port") over a fresh TCP
+// connection and reads the answer as curl would print it.
+func rawCurl(t testing.TB, addr string) response {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write(curlRequest(addr)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+		t.Errorf("framing: Content-Length %d, Transfer-Encoding %q for %d body bytes", resp.ContentLength, resp.TransferEncoding, len(body))
+	}
+	return response{status: resp.StatusCode, body: body, header: resp.Header}
+}
+
+// hostPort strips the scheme of a base URL.
+func hostPort(base string) string { return strings.TrimPrefix(base, "http://") }
+
+// TestDemoPieces runs the demo's pieces in process — the mock, and the
+// proxy and ext_proc server sharing one bridge in front of it, as
+// "tfsbridge demo" wires them — and makes the README's curl request to
+// the proxy and, through Envoy, to the ext_proc server.
+func TestDemoPieces(t *testing.T) {
+	s := newStack(t, stackConfig{})
+	for _, via := range transports {
+		t.Run(via, func(t *testing.T) {
+			checkResponse(t, rawCurl(t, hostPort(s.url(via))), ok(readmeResponse))
+		})
+	}
+}
+
+// TestDemoBinary builds tfsbridge, runs "tfsbridge demo" on ephemeral
+// ports, waits for it to be ready, makes the README's request (with curl
+// itself too when it is installed) directly and through Envoy, then stops
+// it with SIGINT and expects a clean exit.
+func TestDemoBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the tfsbridge binary")
+	}
+	bin := buildTfsbridge(t)
+	cmd := exec.Command(bin, "demo",
+		"--mock-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--grpc-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-level", "warn")
+	cmd.Env = cleanEnv()
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("demo stdout:\n%s\ndemo stderr:\n%s", stdout.String(), stderr.String())
+		}
+	})
+
+	if !waitFor(20*time.Second, func() bool { return strings.Contains(stdout.String(), "Press Ctrl-C to stop.") }) {
+		t.Fatalf("demo did not print its banner")
+	}
+	out := stdout.String()
+	addr := func(re string) string {
+		m := regexp.MustCompile(re).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("demo output lacks %s:\n%s", re, out)
+		}
+		return m[1]
+	}
+	mock := addr(`mock v2 server \(triton\)\s+http://(\S+)`)
+	proxy := addr(`TF Serving REST proxy\s+http://(\S+)`)
+	grpc := addr(`Envoy ext_proc \(gRPC\)\s+(\S+)`)
+	admin := addr(`metrics and health\s+http://(\S+)/metrics`)
+	readmeCurl := `curl -d '{"instances": [1.0, 2.0, 5.0]}' -X POST http://` + proxy + `/v1/models/half_plus_two:predict`
+	if !strings.Contains(out, readmeCurl) {
+		t.Errorf("demo output lacks the README's request %q", readmeCurl)
+	}
+
+	client := newClient()
+	defer client.CloseIdleConnections()
+	if !waitFor(10*time.Second, func() bool {
+		r, err := send(context.Background(), client, "http://"+admin, request{path: "/readyz"})
+		return err == nil && r.status == http.StatusOK
+	}) {
+		t.Fatalf("demo never became ready")
+	}
+
+	checkResponse(t, rawCurl(t, proxy), ok(readmeResponse))
+	if curl, err := exec.LookPath("curl"); err == nil {
+		got, err := exec.Command(curl, "-sS", "-d", readmeBody, "-X", "POST", "http://"+proxy+"/v1/models/half_plus_two:predict").Output()
+		if err != nil {
+			t.Errorf("curl: %v", err)
+		} else if string(got) != readmeResponse {
+			t.Errorf("curl printed %q, want %q", got, readmeResponse)
+		}
+	} else {
+		t.Log("curl not installed: only its request bytes were replayed")
+	}
+
+	// The demo's ext_proc server, behind Envoy, in front of its mock.
+	env, err := envoysim.Start(envoysim.Config{ProcessorAddr: grpc, Upstream: "http://" + mock,
+		AllowModeOverride: true, MessageTimeout: messageTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResponse(t, rawCurl(t, hostPort(env.URL())), ok(readmeResponse))
+	for _, v := range env.Violations() {
+		t.Errorf("envoysim violation: %s", v)
+	}
+	if err := env.Close(); err != nil {
+		t.Errorf("envoysim close: %v", err)
+	}
+
+	// Ctrl-C: a clean stop, exit code 0, within a few seconds.
+	start := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		var exit *exec.ExitError
+		switch {
+		case errors.As(err, &exit):
+			t.Errorf("demo exited with %v after SIGINT", exit)
+		case err != nil:
+			t.Errorf("demo: %v", err)
+		}
+		t.Logf("demo stopped %v after SIGINT", time.Since(start).Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Signal(syscall.SIGQUIT) // a goroutine dump on stderr
+		t.Fatalf("demo still running 5s after SIGINT")
+	}
+	if _, err := net.DialTimeout("tcp", proxy, time.Second); err == nil {
+		t.Errorf("the proxy still accepts connections after the demo exited")
+	}
+}
+
+// buildTfsbridge builds ./cmd/tfsbridge into a temporary directory.
+func buildTfsbridge(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build tfsbridge: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "tfsbridge")
+	build := exec.Command(goBin, "build", "-o", out, "github.com/tfsbridge/tfsbridge/cmd/tfsbridge")
+	var msg bytes.Buffer
+	build.Stdout, build.Stderr = &msg, &msg
+	if err := build.Run(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, msg.String())
+	}
+	return out
+}
+
+// cleanEnv is the test's environment without TFSBRIDGE_* variables,
+// which would change the demo's flags.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TFSBRIDGE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}

@@ -1,0 +1,16 @@
+// Package e2e holds tfsbridge's end-to-end tests and its whole-path
+// benchmark. Everything runs in process over real loopback sockets:
+//
+//	TF client (net/http) → envoysim (the Envoy stand-in) → tfsbridge extproc (gRPC) → mockv2
+//	TF client (net/http) → tfsbridge proxy (httpproxy)                          → mockv2
+//
+// The servers are wired exactly as cmd/tfsbridge wires them (backend.New,
+// session.Config, extproc.NewServer/NewProcessor, httpproxy.New,
+// observe.AdminHandler), so a wiring mistake there shows up here. One
+// table of cases (cases_test.go) runs over both transports and against
+// the mock imitating Triton, KServe and MLServer; each case asserts the
+// status, the exact body bytes and the content-type, and every test ends
+// by checking that the Envoy stand-in saw no ext_proc protocol violation.
+//
+// The package has no non-test code: this file only documents it.
+package e2e

@@ -1,0 +1,329 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runCases runs cases over both transports of s, as TestTable does.
+func runCases(t *testing.T, s *stack, cases []tcase) {
+	t.Helper()
+	checkCaseNames(t, cases)
+	for _, via := range transports {
+		t.Run(via, func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) { s.runCase(t, via, c) })
+			}
+		})
+	}
+}
+
+// deadAddress returns a loopback URL where nothing listens.
+func deadAddress(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	if err := lis.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
+}
+
+// envoyConnectRefused is Envoy's local reply when the upstream refuses
+// the connection (envoysim reproduces recent Envoy releases' text).
+const envoyConnectRefused = "upstream connect error or disconnect/reset before headers. reset reason: remote connection failure, transport failure reason: delayed connect error: Connection refused"
+
+// faultKinds are the v2 servers the fault tests run against.
+var faultKinds = []string{triton, kserve, mlserver}
+
+// TestBackendDown: nothing listens where the v2 server should be, with
+// the server kind configured or to be detected.
+func TestBackendDown(t *testing.T) {
+	for _, kind := range []string{triton, "auto"} {
+		t.Run(kind, func(t *testing.T) { testBackendDown(t, kind) })
+	}
+}
+
+func testBackendDown(t *testing.T, backendKind string) {
+	s := newStack(t, stackConfig{BackendURL: deadAddress(t), BackendKind: backendKind})
+	unavailable := fail(503, "The v2 inference server is unavailable")
+	runCases(t, s, []tcase{
+		{name: "predict", req: request{path: "/v1/models/half_plus_two:predict", body: readmeBody}, want: unavailable},
+		{name: "status", req: request{path: "/v1/models/half_plus_two"}, want: unavailable},
+		{name: "metadata", req: request{path: "/v1/models/half_plus_two/metadata"}, want: unavailable},
+		{
+			// TF's order holds even with the backend down.
+			name: "JSON error first",
+			req:  request{path: "/v1/models/half_plus_two:predict", body: `{"instances": [1.0`},
+			want: fail(400, "JSON Parse error: Missing a comma or ']' after an array element. at offset: 18"),
+		},
+		{
+			// Not ours: whatever Envoy or the proxy answers, untranslated.
+			name: "pass-through",
+			req:  request{path: "/v2/health/ready"},
+			per: map[string]expect{
+				viaExtproc: {status: 503, body: envoyConnectRefused, ctype: "text/plain"},
+				viaProxy:   {status: 503, ctype: noCType},
+			},
+		},
+	})
+	t.Run("readyz", func(t *testing.T) {
+		resp, err := send(context.Background(), s.client, s.adminURL, request{path: "/readyz"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.status != 503 || !strings.HasPrefix(string(resp.body), "not ready: ") {
+			t.Errorf("/readyz: %d %q, want 503 not ready", resp.status, resp.body)
+		}
+	})
+}
+
+// TestBackendGoesAway: the model's signature is cached, then the v2
+// server disappears; the infer call itself is refused.
+func TestBackendGoesAway(t *testing.T) {
+	for _, kind := range faultKinds {
+		t.Run(kind, func(t *testing.T) { testBackendGoesAway(t, kind) })
+	}
+}
+
+func testBackendGoesAway(t *testing.T, kind string) {
+	s := newStack(t, stackConfig{Kind: kind})
+	rq := request{path: "/v1/models/half_plus_two:predict", body: readmeBody}
+	checkResponse(t, s.do(t, viaExtproc, rq), ok(readmeResponse))
+	s.mock.Close()
+	runCases(t, s, []tcase{{
+		name: "predict with the signature cached",
+		req:  rq,
+		want: fail(503, "The v2 inference server is unavailable"),
+		// Envoy's router answers the refused connection itself; that
+		// local reply runs through ext_proc, which turns it into a TF error.
+		per: map[string]expect{viaExtproc: fail(503, envoyConnectRefused)},
+	}})
+}
+
+// TestSlowBackend: the v2 server answers after the route (Envoy) or
+// request (proxy) timeout; TF's answer to a deadline is 504.
+func TestSlowBackend(t *testing.T) {
+	for _, kind := range faultKinds {
+		t.Run(kind, func(t *testing.T) { testSlowBackend(t, kind) })
+	}
+}
+
+func testSlowBackend(t *testing.T, kind string) {
+	s := newStack(t, stackConfig{Kind: kind, MockDelay: time.Minute, RouteTimeout: 300 * time.Millisecond, RequestTimeout: 300 * time.Millisecond})
+	timeout := map[string]expect{
+		viaExtproc: fail(504, "upstream request timeout"),
+		viaProxy:   fail(504, "Timed out waiting for the v2 inference server"),
+	}
+	runCases(t, s, []tcase{
+		{name: "slow model", req: request{path: "/v1/models/slow:predict", body: `{"instances": [1.0]}`}, per: timeout},
+		// The mock sleeps X-Mock-Delay before reading the request body, so
+		// it cannot notice that the caller went away: keep it short.
+		{name: "slow answer", req: request{path: "/v1/models/half_plus_two:predict", body: readmeBody,
+			header: map[string]string{"X-Mock-Delay": "1s"}}, per: timeout},
+		{name: "fast enough", req: request{path: "/v1/models/half_plus_two:predict", body: readmeBody,
+			header: map[string]string{"X-Mock-Delay": "1ms"}}, want: ok(readmeResponse)},
+	})
+	// The timed-out calls must have been cancelled upstream, not left
+	// running.
+	if !waitFor(5*time.Second, func() bool { return s.upstream.inflight.Load() == 0 }) {
+		t.Errorf("%d infer calls still running at the v2 server", s.upstream.inflight.Load())
+	}
+}
+
+// repeatJSON returns {"instances": [1.0, 1.0, ...]} padded with trailing
+// spaces (which TF ignores) to exactly n bytes.
+func repeatJSON(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"instances": [1.0`)
+	for b.Len()+len(", 1.0]}") <= n {
+		b.WriteString(", 1.0")
+	}
+	b.WriteString("]}")
+	b.WriteString(strings.Repeat(" ", n-b.Len()))
+	return b.String()
+}
+
+// TestBodyLimits: --max-body-bytes 4096 behind an Envoy whose buffer
+// limit is 8192.
+func TestBodyLimits(t *testing.T) {
+	for _, kind := range faultKinds {
+		t.Run(kind, func(t *testing.T) { testBodyLimits(t, kind) })
+	}
+}
+
+func testBodyLimits(t *testing.T, kind string) {
+	const limit = 4096
+	s := newStack(t, stackConfig{Kind: kind, MaxBodyBytes: limit, BufferLimit: 2 * limit})
+	atLimit := repeatJSON(limit)
+	n := strings.Count(atLimit, "1.0")
+	word := strings.Repeat("ab", 1100) // echoed twice: a v2 answer over the limit
+	runCases(t, s, []tcase{
+		{
+			name: "exactly at the limit",
+			req:  request{path: "/v1/models/half_plus_two:predict", body: atLimit},
+			want: ok("{\n    \"predictions\": [" + strings.TrimSuffix(strings.Repeat("2.5, ", n), ", ") + "\n    ]\n}"),
+		},
+		{
+			name: "one byte over",
+			req:  request{path: "/v1/models/half_plus_two:predict", body: atLimit + " "},
+			want: fail(413, "Request body exceeds the limit of 4096 bytes"),
+		},
+		{
+			// Over Envoy's own buffer limit: Envoy's local 413 runs through
+			// ext_proc as a response, which the processor passes through.
+			name: "over Envoy's buffer limit",
+			req: request{path: "/v1/models/half_plus_two:predict", body: repeatJSON(3 * limit),
+				header: map[string]string{"Connection": "close"}}, // see TestEnvoysimKeepAliveAfterLocalReply
+			want: fail(413, "Request body exceeds the limit of 4096 bytes"),
+			per:  map[string]expect{viaExtproc: {status: 413, body: "Payload Too Large", ctype: "text/plain"}},
+		},
+		{
+			name: "gzip bomb",
+			req: request{path: "/v1/models/half_plus_two:predict", body: gzipped(repeatJSON(100 * limit)),
+				header: map[string]string{"Content-Encoding": "gzip"}},
+			want: fail(413, "Decompressed request body exceeds the limit of 4096 bytes"),
+		},
+		{
+			name: "v2 answer over the limit",
+			req:  request{path: "/v1/models/bytes_echo:predict", body: `{"instances": ["` + word + `"]}`},
+			want: fail(502, "Response body exceeds the limit of 4096 bytes"),
+		},
+	})
+}
+
+// TestLocalReplyOfAnotherFilter: Envoy's buffer filter in front of
+// ext_proc refuses a large body before ext_proc saw the request, so the
+// ext_proc stream starts at the local reply's response headers; the
+// processor must pass it through untouched (DESIGN.md).
+func TestLocalReplyOfAnotherFilter(t *testing.T) {
+	s := newStack(t, stackConfig{BufferFilterMaxBytes: 1024})
+	for _, c := range []tcase{
+		{name: "under the buffer filter's limit", req: request{path: "/v1/models/half_plus_two:predict", body: readmeBody}, want: ok(readmeResponse)},
+		{name: "over it", req: request{path: "/v1/models/half_plus_two:predict", body: repeatJSON(2048),
+			header: map[string]string{"Connection": "close"}}, // see TestEnvoysimKeepAliveAfterLocalReply
+			want: expect{status: 413, body: "Payload Too Large", ctype: "text/plain"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { s.runCase(t, viaExtproc, c) })
+	}
+	if n := s.counter(t, "tfsbridge_passthrough_total"); n != 0 {
+		t.Errorf("tfsbridge_passthrough_total %v: a local reply is not a request", n)
+	}
+}
+
+// TestClientCancel: a client that gives up mid-request leaves nothing
+// behind — no goroutine, no call at the v2 server, no in-flight stream —
+// and is counted as TF's CANCELLED (499).
+func TestClientCancel(t *testing.T) {
+	for _, kind := range faultKinds {
+		t.Run(kind, func(t *testing.T) { testClientCancel(t, kind) })
+	}
+}
+
+func testClientCancel(t *testing.T, kind string) {
+	s := newStack(t, stackConfig{Kind: kind, MockDelay: time.Minute})
+	for _, via := range transports {
+		t.Run(via, func(t *testing.T) {
+			// Warm up the connections and the metadata cache first, so the
+			// baseline holds every long-lived goroutine.
+			checkResponse(t, s.do(t, via, request{path: "/v1/models/half_plus_two:predict", body: readmeBody}), ok(readmeResponse))
+			if r := s.do(t, via, request{path: "/v1/models/slow/metadata"}); r.status != 200 {
+				t.Fatalf("metadata of slow: %d %s", r.status, r.body)
+			}
+			cancelled := s.counter(t, `tfsbridge_requests_total{code="499",model="slow",verb="predict"}`)
+			cancelOnce := func() {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				errc := make(chan error, 1)
+				go func() {
+					_, err := send(ctx, s.client, s.url(via), request{path: "/v1/models/slow:predict", body: `{"instances": [2.0]}`})
+					errc <- err
+				}()
+				if !waitFor(5*time.Second, func() bool { return s.upstream.inflight.Load() == 1 }) {
+					t.Fatalf("the request never reached the v2 server")
+				}
+				cancel()
+				if err := <-errc; !errors.Is(err, context.Canceled) {
+					t.Errorf("client error %v, want context.Canceled", err)
+				}
+				if !waitFor(5*time.Second, func() bool { return s.upstream.inflight.Load() == 0 }) {
+					t.Fatalf("the v2 server still runs the cancelled call")
+				}
+			}
+			// The first round churns the warm connections (the client's is
+			// closed by the cancel); the baseline is taken after it.
+			cancelOnce()
+			before := stableGoroutines()
+			const rounds = 3
+			for range rounds {
+				cancelOnce()
+			}
+			if !waitFor(5*time.Second, func() bool {
+				return s.counter(t, `tfsbridge_requests_total{code="499",model="slow",verb="predict"}`) == cancelled+rounds+1
+			}) {
+				t.Errorf("cancelled exchanges not counted with code 499: %v", s.counter(t, `tfsbridge_requests_total{code="499",model="slow",verb="predict"}`)-cancelled)
+			}
+			if !waitFor(5*time.Second, func() bool { return s.inflightStreams(t) == 0 }) {
+				t.Errorf("tfsbridge_inflight_streams still %v", s.inflightStreams(t))
+			}
+			after := settledGoroutines(before, 5*time.Second)
+			t.Logf("goroutines: %d before, %d after", before, after)
+			if after > before {
+				var dump strings.Builder
+				_ = pprof.Lookup("goroutine").WriteTo(&dump, 1)
+				t.Errorf("goroutines: %d before, %d after the cancelled request\n%s", before, after, dump.String())
+			}
+		})
+	}
+}
+
+// counter returns one series of the stack's metrics, 0 when absent.
+func (s *stack) counter(t testing.TB, series string) float64 {
+	t.Helper()
+	return s.scrape(t)[series]
+}
+
+// inflightStreams sums tfsbridge_inflight_streams over the adapters.
+func (s *stack) inflightStreams(t testing.TB) float64 {
+	m := s.scrape(t)
+	return m[`tfsbridge_inflight_streams{adapter="extproc"}`] + m[`tfsbridge_inflight_streams{adapter="http"}`]
+}
+
+// scrape reads /metrics into series → value ("name{labels}" exactly as
+// the text exposition prints it, labels sorted by name).
+func (s *stack) scrape(t testing.TB) map[string]float64 {
+	t.Helper()
+	resp, err := send(context.Background(), s.client, s.adminURL, request{path: "/metrics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.status != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", resp.status, resp.body)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(resp.body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			t.Fatalf("/metrics line %q", line)
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[i+1:], &v); err != nil {
+			t.Fatalf("/metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}

@@ -1,0 +1,516 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/backend"
+	"github.com/tfsbridge/tfsbridge/proxy/extproc"
+	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
+	"github.com/tfsbridge/tfsbridge/test/envoysim"
+	"github.com/tfsbridge/tfsbridge/test/mockv2"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// Transport names: the two ways a TF Serving client reaches tfsbridge.
+const (
+	viaExtproc = "extproc" // client → envoysim → ext_proc gRPC server → mock
+	viaProxy   = "proxy"   // client → httpproxy → mock
+)
+
+// transports lists both, in the order tests run them.
+var transports = []string{viaExtproc, viaProxy}
+
+// Mock kinds.
+const (
+	triton   = "triton"
+	kserve   = "kserve"
+	mlserver = "mlserver"
+)
+
+// stackConfig chooses how one stack is built. Zero values take the
+// defaults cmd/tfsbridge's flags have.
+type stackConfig struct {
+	// Kind is the server the mock imitates; "" means triton.
+	Kind string
+	// BackendKind is --backend-kind: "" means the mock's kind given
+	// explicitly, "auto" means detection with GET /v2.
+	BackendKind string
+	// BackendURL replaces the mock as the v2 server (a dead address).
+	BackendURL string
+	// MaxBodyBytes is --max-body-bytes; 0 means the default 64 MiB.
+	MaxBodyBytes int64
+	// RequestTimeout is the proxy's --request-timeout; 0 means
+	// httpproxy.DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// RouteTimeout is Envoy's route timeout in envoysim; 0 means
+	// envoysim's default (15 s).
+	RouteTimeout time.Duration
+	// MockDelay is how long the mock's "slow" model waits.
+	MockDelay time.Duration
+	// BufferLimit is Envoy's per-connection buffer limit; 0 means 64 MiB:
+	// deployments raise Envoy's default to tfsbridge's body limit (deploy/
+	// sets 64Mi), or every body over 1 MiB gets Envoy's 413.
+	BufferLimit int
+	// BufferFilterMaxBytes > 0 puts Envoy's buffer filter, with this
+	// max_request_bytes, in front of ext_proc.
+	BufferFilterMaxBytes int
+}
+
+// Defaults of cmd/tfsbridge's flags that the stack reproduces.
+const (
+	defaultMaxBodyBytes = 64 << 20
+	defaultBufferLimit  = 64 << 20
+	messageTimeout      = 5 * time.Second
+	drainTimeout        = 2 * time.Second
+)
+
+// stack is one complete deployment: the mock v2 server, the bridge wired
+// as cmd/tfsbridge wires it (one backend client, one session config and
+// one metrics registry shared by the ext_proc server and the proxy, as in
+// "tfsbridge demo"), the Envoy stand-in in front of the ext_proc server,
+// and the admin server.
+type stack struct {
+	cfg      stackConfig
+	kind     string
+	mock     *httptest.Server // nil when BackendURL replaces it
+	upstream *faultInjector
+	v2URL    string
+	backend  *backend.Client
+	metrics  *observe.Metrics
+	session  *session.Config
+	grpcAddr string
+	env      *envoysim.Envoy
+	proxyURL string
+	adminURL string
+	client   *http.Client
+	logs     *syncBuffer
+	serving  atomic.Bool
+
+	mu         sync.Mutex
+	violations int // violations already reported
+}
+
+// newStack builds and starts a stack; everything stops when t ends, after
+// the Envoy stand-in's verdict on the whole test is checked.
+func newStack(t testing.TB, cfg stackConfig) *stack {
+	t.Helper()
+	s := &stack{cfg: cfg, kind: cfg.Kind, logs: &syncBuffer{}}
+	if s.kind == "" {
+		s.kind = triton
+	}
+	if cfg.BackendURL != "" {
+		s.v2URL = cfg.BackendURL
+	} else {
+		mock, err := mockv2.New(mockv2.Options{Kind: s.kind, Delay: cfg.MockDelay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.upstream = &faultInjector{next: mock}
+		s.mock = httptest.NewServer(s.upstream)
+		t.Cleanup(s.mock.Close)
+		s.v2URL = s.mock.URL
+	}
+	s.buildBridge(t)
+	s.startExtproc(t)
+	s.startEnvoy(t)
+	s.startProxy(t)
+	s.startAdmin(t)
+	s.client = newClient()
+	t.Cleanup(s.client.CloseIdleConnections)
+	t.Cleanup(func() {
+		s.checkEnvoy(t)
+		if t.Failed() && s.logs.Len() > 0 {
+			t.Logf("tfsbridge logs:\n%s", s.logs.String())
+		}
+	})
+	return s
+}
+
+// buildBridge mirrors cmd/tfsbridge's bridgeOptions.build with the flag
+// defaults: one metrics registry, one backend client, one session config.
+func (s *stack) buildBridge(t testing.TB) {
+	t.Helper()
+	log, err := observe.NewLogger(s.logs, "warn", "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.metrics = observe.NewMetrics()
+	kind := s.cfg.BackendKind
+	if kind == "" {
+		kind = s.kind
+	}
+	s.backend, err = backend.New(backend.Config{
+		BaseURL:     s.v2URL,
+		Kind:        kind,
+		Timeout:     backend.DefaultTimeout,
+		MetadataTTL: backend.DefaultMetadataTTL,
+		ErrorTTL:    backend.DefaultErrorTTL,
+		Metrics:     s.metrics,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxBody := s.cfg.MaxBodyBytes
+	if maxBody == 0 {
+		maxBody = defaultMaxBodyBytes
+	}
+	s.session = &session.Config{
+		Backend:      s.backend,
+		Limits:       tensor.Limits{MaxDepth: tensor.DefaultLimits.MaxDepth, MaxElements: tensor.DefaultLimits.MaxElements},
+		MaxBodyBytes: maxBody,
+		Metrics:      s.metrics,
+		Logger:       log,
+	}
+}
+
+// startExtproc serves the ext_proc gRPC server as "tfsbridge extproc"
+// does, on an ephemeral loopback port.
+func (s *stack) startExtproc(t testing.TB) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := extproc.NewServer(extproc.NewProcessor(s.session), extproc.ServerOptions{MaxBodyBytes: s.session.MaxBodyBytes})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	s.serving.Store(true)
+	go func() { done <- srv.Serve(ctx, lis, drainTimeout) }()
+	s.grpcAddr = lis.Addr().String()
+	t.Cleanup(func() {
+		s.serving.Store(false)
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ext_proc server: %v", err)
+		}
+	})
+}
+
+// startEnvoy starts the Envoy stand-in configured as DESIGN.md says:
+// headers SEND, bodies BUFFERED, trailers SKIP, allow_mode_override,
+// failure_mode_allow false, message_timeout in seconds.
+func (s *stack) startEnvoy(t testing.TB) {
+	t.Helper()
+	limit := s.cfg.BufferLimit
+	if limit == 0 {
+		limit = defaultBufferLimit
+	}
+	env, err := envoysim.Start(envoysim.Config{
+		ProcessorAddr:        s.grpcAddr,
+		Upstream:             s.v2URL,
+		Mode:                 envoysim.DefaultMode(),
+		AllowModeOverride:    true,
+		MessageTimeout:       messageTimeout,
+		BufferLimit:          limit,
+		BufferFilterMaxBytes: s.cfg.BufferFilterMaxBytes,
+		UpstreamTimeout:      s.cfg.RouteTimeout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.env = env
+	t.Cleanup(func() { _ = env.Close() })
+}
+
+// startProxy serves the reverse proxy as "tfsbridge proxy" does.
+func (s *stack) startProxy(t testing.TB) {
+	t.Helper()
+	p, err := httpproxy.New(httpproxy.Config{
+		Session:        s.session,
+		Upstream:       s.backend.BaseURL(),
+		RequestTimeout: s.cfg.RequestTimeout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	s.proxyURL = srv.URL
+}
+
+// startAdmin serves /metrics, /healthz and /readyz with the readiness
+// rule of cmd/tfsbridge: our listener serves and the v2 server is ready.
+func (s *stack) startAdmin(t testing.TB) {
+	t.Helper()
+	ready := func(ctx context.Context) error {
+		if !s.serving.Load() {
+			return errors.New("not serving")
+		}
+		return s.backend.Health(ctx)
+	}
+	srv := httptest.NewServer(observe.AdminHandler(s.metrics, ready))
+	t.Cleanup(srv.Close)
+	s.adminURL = srv.URL
+}
+
+// url returns the base URL a client uses to reach tfsbridge through via.
+func (s *stack) url(via string) string {
+	if via == viaProxy {
+		return s.proxyURL
+	}
+	return s.env.URL()
+}
+
+// checkEnvoy reports the stand-in's verdict: no protocol violation since
+// the last check, no spurious message, no rejected header mutation.
+func (s *stack) checkEnvoy(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.env.Violations()
+	for _, msg := range v[min(s.violations, len(v)):] {
+		t.Errorf("envoysim violation: %s", msg)
+	}
+	s.violations = len(v)
+	st := s.env.Stats()
+	if st.SpuriousMsgsReceived != 0 || st.RejectedHeaderMutations != 0 {
+		t.Errorf("envoysim: spurious_msgs_received %d, rejected_header_mutations %d; want 0 and 0 (notes: %q)",
+			st.SpuriousMsgsReceived, st.RejectedHeaderMutations, s.env.Notes())
+	}
+}
+
+// newClient is a TF Serving client's HTTP client. Compression stays off
+// so that no Accept-Encoding is added behind the test's back.
+func newClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 16, Proxy: nil},
+		Timeout:   30 * time.Second,
+	}
+}
+
+// request is one HTTP request of a test case.
+type request struct {
+	method string
+	path   string
+	// body is sent when not empty; method defaults to POST then, to
+	// GET otherwise.
+	body   string
+	header map[string]string
+}
+
+// response is what the client got.
+type response struct {
+	status int
+	body   []byte
+	header http.Header
+}
+
+func (r response) contentType() string { return r.header.Get("Content-Type") }
+
+// send makes one request to base and reads the whole answer.
+func send(ctx context.Context, c *http.Client, base string, rq request) (response, error) {
+	var body io.Reader = http.NoBody
+	if rq.body != "" {
+		body = strings.NewReader(rq.body)
+	}
+	method := rq.method
+	if method == "" {
+		method = http.MethodGet
+		if rq.body != "" {
+			method = http.MethodPost
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+rq.path, body)
+	if err != nil {
+		return response{}, err
+	}
+	for k, v := range rq.header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return response{}, fmt.Errorf("read body: %w", err)
+	}
+	return response{status: resp.StatusCode, body: b, header: resp.Header}, nil
+}
+
+// do sends rq through via and fails the test on a transport error.
+func (s *stack) do(t testing.TB, via string, rq request) response {
+	t.Helper()
+	resp, err := send(context.Background(), s.client, s.url(via), rq)
+	if err != nil {
+		t.Fatalf("%s %s via %s: %v", rq.method, rq.path, via, err)
+	}
+	return resp
+}
+
+// direct sends rq to the v2 server itself, bypassing tfsbridge: what a
+// pass-through exchange must return unchanged.
+func (s *stack) direct(t testing.TB, rq request) response {
+	t.Helper()
+	resp, err := send(context.Background(), s.client, s.v2URL, rq)
+	if err != nil {
+		t.Fatalf("direct %s %s: %v", rq.method, rq.path, err)
+	}
+	return resp
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func (b *syncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Len()
+}
+
+// waitFor polls cond until it holds or the deadline passes; it is how the
+// tests wait for asynchronous effects without sleeping blindly.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stableGoroutines returns the goroutine count once it has not changed
+// for 100 ms (or after 2 s): a baseline free of goroutines that are about
+// to exit anyway.
+func stableGoroutines() int {
+	n, same := runtime.NumGoroutine(), 0
+	for deadline := time.Now().Add(2 * time.Second); same < 5 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		if m := runtime.NumGoroutine(); m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
+}
+
+// settledGoroutines returns the goroutine count once it stops falling
+// (idle connections and finished handlers take a moment to exit), or
+// after timeout.
+func settledGoroutines(target int, timeout time.Duration) int {
+	n := runtime.NumGoroutine()
+	waitFor(timeout, func() bool {
+		n = runtime.NumGoroutine()
+		return n <= target
+	})
+	return n
+}
+
+// tfError is TF Serving's error body for msg (spec §1.6: rapidjson's
+// pretty writer, 4-space indent, no trailing newline) with rapidjson's
+// escaping (§5.4). Written here from the spec, not taken from tfresponse,
+// so the test does not grade the code with its own answer.
+func tfError(msg string) string {
+	var b strings.Builder
+	b.WriteString("{\n    \"error\": \"")
+	for i := 0; i < len(msg); i++ {
+		switch c := msg[i]; c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			if c < 0x20 {
+				fmt.Fprintf(&b, `\u%04X`, c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteString("\"\n}")
+	return b.String()
+}
+
+// Headers that make the fault injector in front of the mock answer an
+// infer call itself: the status, Content-Type and body a real v2 server
+// (or a proxy in front of it) answers in trouble, which the mock's sample
+// models cannot be made to produce. Like the headers of ai-gateway's fake
+// upstream, they travel with the client's request, which both adapters
+// forward upstream.
+const (
+	hdrFaultStatus = "X-E2e-Status"
+	hdrFaultType   = "X-E2e-Content-Type"
+	hdrFaultBody   = "X-E2e-Body"
+)
+
+// faultInjector sits in front of the mock: it answers infer calls that
+// carry hdrFaultStatus itself, and counts infer calls in flight.
+type faultInjector struct {
+	next     http.Handler
+	inflight atomic.Int64
+	infers   atomic.Int64
+}
+
+func (f *faultInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/infer") {
+		f.next.ServeHTTP(w, r)
+		return
+	}
+	f.infers.Add(1)
+	f.inflight.Add(1)
+	defer f.inflight.Add(-1)
+	code := r.Header.Get(hdrFaultStatus)
+	if code == "" {
+		f.next.ServeHTTP(w, r)
+		return
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
+	status, err := strconv.Atoi(code)
+	if err != nil {
+		status = http.StatusTeapot
+	}
+	if ct := r.Header.Get(hdrFaultType); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	} else {
+		w.Header()["Content-Type"] = nil
+	}
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, r.Header.Get(hdrFaultBody))
+}
