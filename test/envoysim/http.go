@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 )
@@ -47,6 +48,13 @@ type exchange struct {
 	rec Exchange
 	// upstreamDone releases the upstream request (its timeout context and body).
 	upstreamDone []func()
+	// bodyRead reports that the downstream request body was read to its end.
+	// A response sent before that closes the connection, as Envoy's HTTP/1
+	// codec does: the rest of the body is never read, so the connection
+	// cannot carry another request.
+	// It is atomic: the upstream transport reads a streamed body on its
+	// own goroutine.
+	bodyRead atomic.Bool
 }
 
 // serve runs the decoder path and hands the result to the encoder path.
@@ -64,6 +72,7 @@ func (x *exchange) serve() error {
 	}()
 
 	hasBody := x.r.ContentLength != 0
+	x.bodyRead.Store(!hasBody)
 	var body []byte
 	buffered := false
 	limit := e.cfg.BufferLimit
@@ -78,6 +87,7 @@ func (x *exchange) serve() error {
 			return x.localReply(payloadTooLarge(), false)
 		}
 		body, buffered, limit = b, true, e.cfg.BufferFilterMaxBytes
+		x.bodyRead.Store(true)
 		if !h.has("content-length") {
 			h.set("content-length", strconv.Itoa(len(b)))
 		}
@@ -122,6 +132,7 @@ func (x *exchange) serve() error {
 			return x.localReply(payloadTooLarge(), false)
 		}
 		body = pre.data
+		x.bodyRead.Store(true)
 		if lr, err := x.f.onBody(phaseRequestBody, &body); err != nil || lr != nil {
 			return x.orLocal(lr, err)
 		}
@@ -130,7 +141,7 @@ func (x *exchange) serve() error {
 		if err := pre.wait(x.ctx); err != nil {
 			return err
 		}
-		up = streamBody(io.MultiReader(bytes.NewReader(pre.data), x.r.Body), x.r.ContentLength)
+		up = streamBody(&eofReader{r: io.MultiReader(bytes.NewReader(pre.data), x.r.Body), eof: &x.bodyRead}, x.r.ContentLength)
 	}
 
 	resp, lr, err := x.forward(h, up)
@@ -292,6 +303,9 @@ func (x *exchange) write(h *headerMap, src bodySource) error {
 		hdr["Content-Type"] = nil // no content sniffing: Envoy adds nothing
 	}
 	hdr.Set("Server", "envoy")
+	if !x.bodyRead.Load() {
+		hdr.Set("Connection", "close")
+	}
 	chunked := false
 	if !h.has("content-length") {
 		if src.length() == 0 {
@@ -437,6 +451,20 @@ func (b bodySource) readAll(limit int) ([]byte, bool, error) {
 	default:
 		return readLimited(b.r, limit)
 	}
+}
+
+// eofReader records in *eof that r was read to its end.
+type eofReader struct {
+	r   io.Reader
+	eof *atomic.Bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		e.eof.Store(true)
+	}
+	return n, err
 }
 
 // readLimited reads r to the end but never holds more than limit+1 bytes: one byte over the

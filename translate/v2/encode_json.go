@@ -167,7 +167,9 @@ func appendJSONData(dst []byte, t *tensor.Tensor) ([]byte, error) {
 }
 
 // appendJSONFloat appends v in shortest round-trip form for its precision,
-// NaN as null; it reports false for ±Infinity.
+// NaN as null; it reports false for ±Infinity. Integral values get ".0":
+// Python's JSON parsers read "-0" as the integer 0, losing the sign of a
+// negative zero, while "-0.0" stays a float.
 func appendJSONFloat(dst []byte, v float64, bits int) ([]byte, bool) {
 	switch {
 	case math.IsNaN(v):
@@ -175,7 +177,14 @@ func appendJSONFloat(dst []byte, v float64, bits int) ([]byte, bool) {
 	case math.IsInf(v, 0):
 		return dst, false
 	}
-	return strconv.AppendFloat(dst, v, 'g', -1, bits), true
+	start := len(dst)
+	dst = strconv.AppendFloat(dst, v, 'g', -1, bits)
+	for _, c := range dst[start:] {
+		if c == '.' || c == 'e' {
+			return dst, true
+		}
+	}
+	return append(dst, '.', '0'), true
 }
 
 func infinityForMLServer(t *tensor.Tensor) error {

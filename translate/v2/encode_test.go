@@ -227,7 +227,7 @@ func TestEncodeBF16Conformance(t *testing.T) {
 
 func TestEncodeMLServerExact(t *testing.T) {
 	inputs := []tensor.Tensor{
-		fp32T("f", []int64{5}, 1, 0.1, -2.5e-7, 1e6, float32(math.NaN())),
+		fp32T("f", []int64{6}, 1, 0.1, -2.5e-7, 1e6, float32(math.NaN()), float32(math.Copysign(0, -1))),
 		fp16T("h", []int64{2}, 0.1, 65504),
 		fp64T("d", []int64{1}, 0.1),
 		int64T("i", []int64{2}, math.MinInt64, 9007199254740993),
@@ -242,8 +242,8 @@ func TestEncodeMLServerExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `prefix{"id":"7","inputs":[` +
-		`{"name":"f","shape":[5],"datatype":"FP32","data":[1,0.1,-2.5e-07,1e+06,null]},` +
-		`{"name":"h","shape":[2],"datatype":"FP16","data":[0.099975586,65504]},` +
+		`{"name":"f","shape":[6],"datatype":"FP32","data":[1.0,0.1,-2.5e-07,1e+06,null,-0.0]},` +
+		`{"name":"h","shape":[2],"datatype":"FP16","data":[0.099975586,65504.0]},` +
 		`{"name":"d","shape":[1],"datatype":"FP64","data":[0.1]},` +
 		`{"name":"i","shape":[2],"datatype":"INT64","data":[-9223372036854775808,9007199254740993]},` +
 		`{"name":"u","shape":[1],"datatype":"UINT64","data":[18446744073709551615]},` +
