@@ -243,6 +243,16 @@ func (s *Server) handle(r *http.Request) (*reply, *httpError) {
 		if err != nil || d < 0 || d > MaxHeaderDelay {
 			return nil, errorJSON(http.StatusBadRequest, fmt.Sprintf("mock: %s must be a duration between 0 and %v, got %q", HeaderDelay, MaxHeaderDelay, v))
 		}
+		// Read the body first: net/http notices a client that went away
+		// only once the body is consumed, and a delayed call whose caller
+		// left must end early, as a real server's would.
+		if r.Body != nil {
+			body, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody+1))
+			if err != nil {
+				return nil, nil // the client went away mid-body
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body)) // readBody applies the cap
+		}
 		if !sleep(r.Context(), d) {
 			return nil, nil // the client went away; nothing to answer
 		}
