@@ -152,6 +152,16 @@ func sampleModels() map[string]*model {
 			run:     runFP16Input,
 		},
 		{
+			// An image classifier's shape: one 224×224 RGB image per batch
+			// item in, 1000 class scores out (what the whole-path
+			// benchmark sends). Score k of an image is its mean pixel
+			// value plus k/1000: cheap, deterministic, checkable.
+			name: "image_classifier", platform: "onnxruntime_onnx", maxBatch: 8,
+			inputs:  []tensor.Spec{spec("image", tensor.FP32, 224, 224, 3)},
+			outputs: []tensor.Spec{spec("scores", tensor.FP32, 1000)},
+			run:     runImageClassifier,
+		},
+		{
 			// Test hook: answers after Options.Delay.
 			name: "slow", platform: "python",
 			inputs:  []tensor.Spec{spec("x", tensor.FP32, -1)},
@@ -305,6 +315,24 @@ func runFixed3(in []tensor.Tensor) []tensor.Tensor {
 	}
 	putF32(total.Data, 0, s)
 	return []tensor.Tensor{rev, total}
+}
+
+func runImageClassifier(in []tensor.Tensor) []tensor.Tensor {
+	x := &in[0]
+	batch := int(x.Shape[0])
+	per := numElems(x) / max(batch, 1)
+	scores := newTensor("scores", tensor.FP32, []int64{int64(batch), 1000}, batch*1000)
+	for b := range batch {
+		var sum float64
+		for i := range per {
+			sum += float64(f32At(x.Data, b*per+i))
+		}
+		mean := float32(sum / float64(per))
+		for k := range 1000 {
+			putF32(scores.Data, b*1000+k, mean+float32(k)/1000)
+		}
+	}
+	return []tensor.Tensor{scores}
 }
 
 // runIdentity copies each input to the output at the same position; the

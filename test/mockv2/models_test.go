@@ -126,8 +126,27 @@ var modelCases = func() []modelCase {
 		{"slow",
 			[]modelIn{{"x", "FP32", []int64{1}, "[7]", f32le(7)}},
 			[]modelOut{{"y", "FP32", []int64{1}, fl(7)}}},
+		imageCase(),
 	}
 }()
+
+// imageCase sends one 224×224×3 image of 0.25s: every score is the mean
+// pixel value plus k/1000.
+func imageCase() modelCase {
+	const n = 224 * 224 * 3
+	pixels := make([]float32, n)
+	for i := range pixels {
+		pixels[i] = 0.25
+	}
+	scores := make([]float32, 1000)
+	for k := range scores {
+		scores[k] = 0.25 + float32(k)/1000
+	}
+	data := "[" + strings.TrimSuffix(strings.Repeat("0.25,", n), ",") + "]"
+	return modelCase{"image_classifier",
+		[]modelIn{{"image", "FP32", []int64{1, 224, 224, 3}, data, f32le(pixels...)}},
+		[]modelOut{{"scores", "FP32", []int64{1, 1000}, f32s(scores...)}}}
+}
 
 func jsonInputs(in []modelIn) string {
 	parts := make([]string, len(in))

@@ -30,7 +30,7 @@ func TestModelsList(t *testing.T) {
 		t.Errorf("Models() not sorted: %v", got)
 	}
 	for _, want := range []string{"half_plus_two", "simple", "bytes_echo", "half_times_two", "multi_out",
-		"mixed_types", "fixed3", "identity_int64", "slow", "garbage"} {
+		"mixed_types", "fixed3", "identity_int64", "image_classifier", "slow", "garbage"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("Models() lacks %s", want)
 		}
