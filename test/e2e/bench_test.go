@@ -42,25 +42,29 @@ func imageValue(i int) (float32, []byte) {
 }
 
 // benchPayloads builds the small (TF Serving's README example) and image
-// payloads.
-//
-// The mock has no rank-4 FP32 model, so the image goes to half_plus_two
-// (x FP32 [-1], y = x/2+2) as 150528 seven-digit instances: the element
-// count and JSON text volume (about 1.5 MB) of a 1×224×224×3 row request,
-// less its inner brackets.
+// payloads. The image is a 1×224×224×3 FP32 row-format request, as a
+// client sends it to an image model, to the mock's image_classifier
+// (1000 scores out).
 func benchPayloads(b *testing.B) []pathPayload {
 	small := []float32{1, 2, 5}
 	image := make([]float32, imageElements)
-	text := []byte(`{"instances": [`)
+	text := []byte(`{"instances": [[`)
 	for i := range image {
 		v, lit := imageValue(i)
 		image[i] = v
-		if i > 0 {
+		switch {
+		case i == 0:
+			text = append(text, "[["...)
+		case i%(224*3) == 0:
+			text = append(text, "]], [["...)
+		case i%3 == 0:
+			text = append(text, "], ["...)
+		default:
 			text = append(text, ", "...)
 		}
 		text = append(text, lit...)
 	}
-	text = append(text, "]}"...)
+	text = append(text, "]]]]}"...)
 	return []pathPayload{
 		withV2(b, pathPayload{
 			name: "small", tfPath: "/v1/models/half_plus_two:predict", tfBody: []byte(readmeBody),
@@ -69,31 +73,32 @@ func benchPayloads(b *testing.B) []pathPayload {
 					b.Fatalf("TF answer %q, want %q", body, readmeResponse)
 				}
 			},
-		}, small),
+		}, "half_plus_two", "x", []int64{3}, small),
 		withV2(b, pathPayload{
-			name: "image", tfPath: "/v1/models/half_plus_two:predict", tfBody: text,
+			name: "image", tfPath: "/v1/models/image_classifier:predict", tfBody: text,
 			check: func(b *testing.B, body []byte) {
-				prefix := []byte("{\n    \"predictions\": [")
-				if !bytes.HasPrefix(body, prefix) || bytes.Count(body, []byte(", "))+1 != imageElements {
-					b.Fatalf("TF answer of %d bytes is not %d predictions: %.200q", len(body), imageElements, body)
+				prefix := []byte("{\n    \"predictions\": [[")
+				if !bytes.HasPrefix(body, prefix) || bytes.Count(body, []byte(", "))+1 != 1000 {
+					b.Fatalf("TF answer of %d bytes is not one row of 1000 scores: %.200q", len(body), body)
 				}
 			},
-		}, image),
+		}, "image_classifier", "image", []int64{1, 224, 224, 3}, image),
 	}
 }
 
-// withV2 fills in the v2 form of p: Triton's binary request for x.
-func withV2(b *testing.B, p pathPayload, x []float32) pathPayload {
+// withV2 fills in the v2 form of p: Triton's binary request for the
+// model's one FP32 input.
+func withV2(b *testing.B, p pathPayload, model, input string, shape []int64, x []float32) pathPayload {
 	data := make([]byte, 4*len(x))
 	for j, v := range x {
 		binary.LittleEndian.PutUint32(data[4*j:], math.Float32bits(v))
 	}
-	in := []tensor.Tensor{{Name: "x", DataType: tensor.FP32, Shape: []int64{int64(len(x))}, Data: data}}
+	in := []tensor.Tensor{{Name: input, DataType: tensor.FP32, Shape: shape, Data: data}}
 	body, hl, ct, err := v2.EncodeRequest(nil, in, v2.EncodeOptions{Kind: v2.Triton})
 	if err != nil {
 		b.Fatal(err)
 	}
-	p.v2Path = "/v2/models/half_plus_two/infer"
+	p.v2Path = "/v2/models/" + model + "/infer"
 	p.v2Body = body
 	p.v2Hdr = map[string]string{"Content-Type": ct, "Inference-Header-Content-Length": strconv.Itoa(hl)}
 	return p
