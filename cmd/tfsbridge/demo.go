@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
 )
 
 const demoSummary = `Starts the mock v2 server, the HTTP proxy in front of it and the ext_proc service
@@ -61,7 +63,7 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	proxyAddr, err := startProxy(ctx, g, o.httpAddr, b, 0, o.shutdownTimeout)
+	proxyAddr, err := startProxy(ctx, g, o.httpAddr, b, httpproxy.Config{}, o.shutdownTimeout)
 	if err != nil {
 		return err
 	}
@@ -81,11 +83,11 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 func printDemo(w io.Writer, kind string, mock, proxy, grpc, admin net.Addr) {
 	p := clientAddr(proxy)
 	fmt.Fprintf(w, "tfsbridge demo is running:\n")
-	fmt.Fprintf(w, "  mock v2 server (%s)   http://%s\n", kind, clientAddr(mock))
-	fmt.Fprintf(w, "  TF Serving REST proxy  http://%s\n", p)
-	fmt.Fprintf(w, "  Envoy ext_proc (gRPC)  %s\n", clientAddr(grpc))
+	fmt.Fprintf(w, "  %-24s http://%s\n", "mock v2 server ("+kind+")", clientAddr(mock))
+	fmt.Fprintf(w, "  %-24s http://%s\n", "TF Serving REST proxy", p)
+	fmt.Fprintf(w, "  %-24s %s\n", "Envoy ext_proc (gRPC)", clientAddr(grpc))
 	if admin != nil {
-		fmt.Fprintf(w, "  metrics and health     http://%s/metrics  /healthz  /readyz\n", clientAddr(admin))
+		fmt.Fprintf(w, "  %-24s http://%s/metrics  /healthz  /readyz\n", "metrics and health", clientAddr(admin))
 	}
 	fmt.Fprintf(w, "\nTry it (the TF Serving README's example first):\n\n")
 	for _, c := range []string{

@@ -63,6 +63,25 @@ func TestProxyFlagPrecedence(t *testing.T) {
 	}
 }
 
+// The proxy's client timeouts (a client trickling its body must not hold
+// a connection forever) have flags with httpproxy's defaults.
+func TestProxyTimeoutFlags(t *testing.T) {
+	o, err := parseProxy(nil, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.readTimeout != time.Minute || o.readHeaderTimeout != 10*time.Second || o.idleTimeout != 2*time.Minute {
+		t.Errorf("defaults: read %v, read-header %v, idle %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout)
+	}
+	o, err = parseProxy([]string{"--read-timeout=3s", "--read-header-timeout=2s"}, envOf(map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "4s"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.readTimeout != 3*time.Second || o.readHeaderTimeout != 2*time.Second || o.idleTimeout != 4*time.Second {
+		t.Errorf("set: read %v, read-header %v, idle %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -78,6 +97,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad mock kind", "mock", []string{"--kind", "torchserve"}, nil, "torchserve"},
 		{"negative ttl", "extproc", []string{"--metadata-error-ttl", "-1s"}, nil, "metadata-error-ttl"},
 		{"zero timeout", "proxy", []string{"--request-timeout", "0"}, nil, "request-timeout"},
+		{"zero read timeout", "proxy", []string{"--read-timeout", "0s"}, nil, "read-timeout"},
+		{"negative idle timeout", "proxy", nil, map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "-1s"}, "idle-timeout"},
 		{"unknown command", "serve", nil, nil, "unknown command"},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"time"
 
@@ -20,8 +21,11 @@ passed through untouched.`
 // proxyOptions are the flags of "tfsbridge proxy".
 type proxyOptions struct {
 	bridgeOptions
-	httpAddr       string
-	requestTimeout time.Duration
+	httpAddr          string
+	requestTimeout    time.Duration
+	readTimeout       time.Duration
+	readHeaderTimeout time.Duration
+	idleTimeout       time.Duration
 }
 
 func parseProxy(args []string, env lookupEnv, out io.Writer) (*proxyOptions, error) {
@@ -39,11 +43,24 @@ func (o *proxyOptions) registerProxy(f *flagSet) {
 	f.fs.StringVar(&o.httpAddr, "http-addr", ":8501", "Address the HTTP proxy listens on (TF Serving's REST port is 8501).")
 	f.fs.DurationVar(&o.requestTimeout, "request-timeout", httpproxy.DefaultRequestTimeout,
 		"Deadline of a translated inference call upstream; past it the client gets 504, as from TF Serving's --rest_api_timeout_in_ms.")
+	f.fs.DurationVar(&o.readTimeout, "read-timeout", httpproxy.DefaultReadTimeout,
+		"Longest a client may take to send a request body, from the end of its headers; a slower or unfinished body is cut (TF requests get 400, others 408) and the connection closed.")
+	f.fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", httpproxy.DefaultReadHeaderTimeout,
+		"Longest a client may take to send a request's headers before the connection is closed.")
+	f.fs.DurationVar(&o.idleTimeout, "idle-timeout", httpproxy.DefaultIdleTimeout,
+		"How long an idle keep-alive client connection is kept open.")
 }
 
 func (o *proxyOptions) validateProxy() error {
-	if o.requestTimeout <= 0 {
+	switch {
+	case o.requestTimeout <= 0:
 		return errors.New("--request-timeout must be positive")
+	case o.readTimeout <= 0:
+		return errors.New("--read-timeout must be positive")
+	case o.readHeaderTimeout <= 0:
+		return errors.New("--read-header-timeout must be positive")
+	case o.idleTimeout <= 0:
+		return errors.New("--idle-timeout must be positive")
 	}
 	return o.validate()
 }
@@ -54,7 +71,12 @@ func (o *proxyOptions) run(ctx context.Context, stderr io.Writer) error {
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	addr, err := startProxy(ctx, g, o.httpAddr, b, o.requestTimeout, o.shutdownTimeout)
+	addr, err := startProxy(ctx, g, o.httpAddr, b, httpproxy.Config{
+		RequestTimeout:    o.requestTimeout,
+		ReadTimeout:       o.readTimeout,
+		ReadHeaderTimeout: o.readHeaderTimeout,
+		IdleTimeout:       o.idleTimeout,
+	}, o.shutdownTimeout)
 	if err != nil {
 		return err
 	}
@@ -68,13 +90,13 @@ func (o *proxyOptions) run(ctx context.Context, stderr io.Writer) error {
 }
 
 // startProxy binds addr and serves the reverse proxy in g until ctx is
-// done, then drains in-flight requests for up to drain.
-func startProxy(ctx context.Context, g *errgroup.Group, addr string, b *bridge, requestTimeout, drain time.Duration) (net.Addr, error) {
-	p, err := httpproxy.New(httpproxy.Config{
-		Session:        b.session,
-		Upstream:       b.backend.BaseURL(),
-		RequestTimeout: requestTimeout,
-	})
+// done, then drains in-flight requests for up to drain. cfg holds the
+// timeouts (zero ones take httpproxy's defaults); the session and upstream
+// come from b.
+func startProxy(ctx context.Context, g *errgroup.Group, addr string, b *bridge, cfg httpproxy.Config, drain time.Duration) (net.Addr, error) {
+	cfg.Session = b.session
+	cfg.Upstream = b.backend.BaseURL()
+	p, err := httpproxy.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +110,7 @@ func startProxy(ctx context.Context, g *errgroup.Group, addr string, b *bridge, 
 		b.serving.Store(false)
 		return nil
 	})
-	g.Go(func() error { return serveHTTP(ctx, newHTTPServer(p, b.log), lis, drain) })
+	srv := p.NewServer(slog.NewLogLogger(b.log.Handler(), slog.LevelDebug))
+	g.Go(func() error { return serveHTTP(ctx, srv, lis, drain) })
 	return lis.Addr(), nil
 }

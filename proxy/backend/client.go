@@ -42,6 +42,15 @@ const (
 // KindAuto asks the client to detect the server kind with GET /v2.
 const KindAuto = "auto"
 
+// maxCachedName bounds the model names whose signatures (or failures) are
+// cached. Real model names are file or Kubernetes names, at most 255
+// bytes; longer ones come from hostile URLs, and caching their failures
+// let 200 requests with 256 KiB names pin 270 MB (each name is kept in the
+// key and in the error text, until MaxCacheEntries accumulate). They are
+// looked up every time instead, which costs the v2 server one call per
+// request, as a cache miss does.
+const maxCachedName = 255
+
 // Config configures a Client.
 type Config struct {
 	// BaseURL is the v2 server's root, e.g. "http://127.0.0.1:8000".
@@ -180,6 +189,13 @@ func (c *Client) fetchKind(ctx context.Context) (v2.ServerKind, error) {
 // The returned signature is shared: callers must not modify it.
 func (c *Client) Signature(ctx context.Context, r route.Route) (*tensor.Signature, error) {
 	r.Label = "" // v2 has no labels; callers resolve them first
+	if len(r.Model) > maxCachedName {
+		fctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+		sig, err := c.fetchSignature(fctx, r)
+		c.cfg.Metrics.CacheLookup(false)
+		return sig, asAPIError(err)
+	}
 	key := r.Model
 	if r.HasVersion {
 		key += "\x00" + strconv.FormatInt(r.Version, 10)

@@ -211,6 +211,35 @@ func TestSignatureCache(t *testing.T) {
 	}
 }
 
+// Regression: failures for hostile, very long model names were cached,
+// each name kept twice until 1024 entries accumulated (270 MB for 200
+// requests with 256 KiB names). Names longer than any real one are looked
+// up without the cache.
+func TestLongModelNamesAreNotCached(t *testing.T) {
+	srv := fakev2.New(t, "triton", halfPlusTwo)
+	c := newClient(t, srv, "triton")
+	long := strings.Repeat("n", maxCachedName+1)
+	for range 2 {
+		_, err := c.Signature(context.Background(), model(long))
+		var e *apierr.Error
+		if !errors.As(err, &e) || e.Code != apierr.NotFound || e.Msg != "Servable not found for request: Latest("+long+")" {
+			t.Fatalf("error = %v, want TF's not found", err)
+		}
+	}
+	if got := srv.Hits("/v2/models/" + long); got != 2 {
+		t.Errorf("metadata GETs = %d, want 2 (not cached)", got)
+	}
+	if n := c.sigs.len(); n != 0 {
+		t.Errorf("cache holds %d entries, want 0", n)
+	}
+	// A name of the longest real length is still cached.
+	name := strings.Repeat("n", maxCachedName)
+	_, _ = c.Signature(context.Background(), model(name))
+	if n := c.sigs.len(); n != 1 {
+		t.Errorf("cache holds %d entries after a %d-byte name, want 1", n, len(name))
+	}
+}
+
 func TestSignatureSingleflight(t *testing.T) {
 	srv := fakev2.New(t, "mlserver", halfPlusTwo)
 	release := make(chan struct{})

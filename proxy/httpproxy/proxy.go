@@ -42,6 +42,13 @@ type Config struct {
 	// DefaultRequestTimeout. Pass-through exchanges are not bounded
 	// (they may stream).
 	RequestTimeout time.Duration
+	// ReadTimeout bounds how long a client may take to send a request
+	// body, from the end of its headers; 0 means DefaultReadTimeout.
+	// ReadHeaderTimeout bounds the headers and IdleTimeout a keep-alive
+	// connection between requests (NewServer's); 0 means their defaults.
+	ReadTimeout       time.Duration
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
 }
 
 // Proxy is an http.Handler.
@@ -61,6 +68,15 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	log := cfg.Session.Logger
 	if log == nil {
@@ -87,6 +103,8 @@ type exchange struct {
 	// path is the rewritten request target of a translated exchange, ""
 	// for a pass-through one.
 	path string
+	// body is the client's body under its read deadline (nil if none).
+	body *deadlineBody
 }
 
 type exchangeKey struct{}
@@ -105,6 +123,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex := &exchange{sess: sess, client: ctx}
 
 	noBody := r.Body == nil || r.Body == http.NoBody
+	if !noBody {
+		ex.body = limitBodyTime(w, r, p.cfg.ReadTimeout)
+	}
 	a := sess.RequestHeaders(ctx, r.Method, requestTarget(r), r.Header, noBody)
 	switch a.Verdict {
 	case session.Respond:
@@ -123,10 +144,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		body, err := readBody(r.Body, sess.MaxBodyBytes(), r.ContentLength)
 		if err != nil {
-			if ctx.Err() != nil {
+			msg := "Failed to read the request body"
+			switch {
+			case ex.body.TimedOut():
+				// Too slow, but perhaps still listening.
+				msg = "Timed out reading the request body"
+			case ctx.Err() != nil:
 				return // the client went away; Close counts it
 			}
-			writeResponse(w, sess.Fail(apierr.Wrap(apierr.InvalidArgument, err, "Failed to read the request body")))
+			writeResponse(w, sess.Fail(apierr.Wrap(apierr.InvalidArgument, err, msg)))
 			return
 		}
 		a = sess.RequestBody(ctx, body)
@@ -256,14 +282,20 @@ func setBody(resp *http.Response, body []byte) {
 // timeout, 502 garbage) for TF exchanges, the bare status otherwise.
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeFrom(r.Context())
-	if ex != nil && ex.client.Err() != nil {
+	timedOut := ex != nil && ex.body.TimedOut()
+	if ex != nil && ex.client.Err() != nil && !timedOut {
 		// The client hung up and the upstream call was cancelled with it.
 		return
 	}
 	e := backend.TransportError(err)
 	if ex == nil || ex.path == "" {
 		p.log.Debug("pass-through upstream error", "error", err)
-		w.WriteHeader(e.HTTPStatus())
+		status := e.HTTPStatus()
+		if timedOut {
+			// The client did not send its body in time.
+			status = http.StatusRequestTimeout
+		}
+		w.WriteHeader(status)
 		return
 	}
 	writeResponse(w, ex.sess.Fail(e))

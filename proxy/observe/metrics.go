@@ -8,6 +8,7 @@ package observe
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,11 @@ const (
 	ModelOther = "_other"
 	// MaxModelLabels is how many distinct confirmed model names are kept.
 	MaxModelLabels = 100
+	// MaxModelLabelLen is the longest model name used as a label value;
+	// longer confirmed names are labelled ModelOther. Real model names are
+	// file or Kubernetes names (at most 255 bytes); a permissive v2 server
+	// can confirm any name, and a 1 MiB one would bloat every scrape.
+	MaxModelLabelLen = 255
 )
 
 // Directions and stages used as label values.
@@ -109,6 +115,8 @@ func (m *Metrics) ModelLabel(model string, confirmed bool) string {
 		return ""
 	case !confirmed:
 		return ModelUnknown
+	case len(model) > MaxModelLabelLen:
+		return ModelOther
 	case m == nil:
 		return model
 	}
@@ -120,6 +128,10 @@ func (m *Metrics) ModelLabel(model string, confirmed bool) string {
 	if len(m.models) >= MaxModelLabels {
 		return ModelOther
 	}
+	// A copy: the name is usually a substring of a request line, and the
+	// label lives as long as the process (regression: 100 labels pinned
+	// 100 request lines of up to 1 MiB each).
+	model = strings.Clone(model)
 	m.models[model] = struct{}{}
 	return model
 }

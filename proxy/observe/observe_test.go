@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestModelLabel(t *testing.T) {
@@ -38,6 +39,16 @@ func TestModelLabel(t *testing.T) {
 	}
 	if got := m.ModelLabel("resnet", true); got != "resnet" {
 		t.Errorf("a model seen before the cap: %q, want resnet", got)
+	}
+	// Regression: a permissive v2 server confirms any name, and 1 MiB
+	// names were kept as labels (pinning their request lines).
+	if long := strings.Repeat("n", MaxModelLabelLen+1); NewMetrics().ModelLabel(long, true) != ModelOther {
+		t.Errorf("a %d-byte name is a label value, want %q", len(long), ModelOther)
+	}
+	line := "/v1/models/" + strings.Repeat("m", MaxModelLabelLen) + ":predict"
+	name := line[len("/v1/models/") : len(line)-len(":predict")]
+	if got := NewMetrics().ModelLabel(name, true); got != name || unsafe.StringData(got) == unsafe.StringData(name) {
+		t.Errorf("label %q shares the request line's memory", got)
 	}
 	var nilM *Metrics
 	if got := nilM.ModelLabel("x", true); got != "x" {

@@ -312,6 +312,12 @@ func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGette
 	s.respType = h.Get(hdrContentType)
 	s.respEncoding = h.Get(hdrContentEnc)
 	s.state = stResponseBody
+	if n, err := strconv.ParseInt(h.Get(hdrContentLength), 10, 64); err == nil && n > s.maxBody() {
+		// Refused before a byte of it is buffered: behind Envoy the
+		// client would otherwise get Envoy's bare 500 for a response over
+		// its buffer limit instead of a TF error.
+		return s.fail(s.tooLarge("Response"))
+	}
 	if endOfStream {
 		a := s.ResponseBody(ctx, nil)
 		if a.Verdict == Continue && a.ReplaceBody {

@@ -398,6 +398,20 @@ func TestResponse(t *testing.T) {
 	}
 }
 
+// A response whose declared length is over the limit is refused at its
+// headers with the TF error, before any of it is buffered. Regression:
+// behind Envoy such an answer reached the client as Envoy's own bare 500
+// (its response buffer overflowed) instead of a TF 502.
+func TestResponseDeclaredTooLarge(t *testing.T) {
+	e := newEnv(t, "triton")
+	s := predictSession(t, e, `{"instances": [1.0, 2.0, 5.0]}`)
+	a := s.ResponseHeaders(context.Background(), 500, hdr{"content-length": strconv.Itoa(1<<20 + 1)}, false)
+	checkRespond(t, a, 502, tfError("Response body exceeds the limit of 1048576 bytes"))
+	if s.AwaitingBody() {
+		t.Error("the session still awaits the response body")
+	}
+}
+
 func TestColumnarResponse(t *testing.T) {
 	e := newEnv(t, "triton")
 	s := predictSession(t, e, `{"inputs": [1.0, 2.0]}`)

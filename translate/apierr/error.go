@@ -96,7 +96,10 @@ func (c Code) HTTPStatus() int {
 }
 
 // FromHTTPStatus picks the code whose HTTP status best matches a v2
-// server's status, so a backend 404 stays a 404 for the TF client.
+// server's status, so a backend 404 stays a 404 for the TF client. A
+// status that is no answer to an inference or metadata call at all (1xx,
+// a 2xx other than 200, 3xx, or beyond 599) is BadGateway: the server
+// broke the protocol.
 func FromHTTPStatus(status int) Code {
 	switch status {
 	case 200:
@@ -126,8 +129,11 @@ func FromHTTPStatus(status int) Code {
 	case 504:
 		return DeadlineExceeded
 	}
-	if status >= 400 && status < 500 {
+	switch {
+	case status >= 400 && status < 500:
 		return InvalidArgument
+	case status < 400 || status > 599:
+		return BadGateway
 	}
 	return Internal
 }

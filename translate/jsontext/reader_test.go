@@ -343,3 +343,32 @@ func TestDocumentReuse(t *testing.T) {
 	var nilDoc *Document
 	nilDoc.Release()
 }
+
+// TestReserveIsAnUpperBound: the tape is sized once, before parsing, for
+// any document shape, so a body never makes the parser regrow it by
+// doubling. Regression: object members' values were not counted, and a
+// body of 10^5 members allocated 37× its size.
+func TestReserveIsAnUpperBound(t *testing.T) {
+	docs := map[string]string{
+		"object members": `{"instances":[{` + strings.Repeat(`"a":1,`, 100_000) + `"b":"x"}]}`,
+		"nested objects": `[` + strings.Repeat(`{"k":{"v":[1,{}]}},`, 10_000) + `0]`,
+		"number list":    `[` + strings.Repeat(`0,`, 100_000) + `0]`,
+		"string list":    `[` + strings.Repeat(`"",`, 100_000) + `""]`,
+	}
+	for name, doc := range docs {
+		t.Run(name, func(t *testing.T) {
+			d := new(Document)
+			d.reserve([]byte(doc), MaxNodes(tensor.DefaultLimits))
+			reserved := cap(d.nodes)
+			if err := d.parse([]byte(doc), tensor.DefaultLimits); err != nil {
+				t.Fatal(err)
+			}
+			if cap(d.nodes) != reserved {
+				t.Errorf("tape regrown to %d nodes (%d used), reserve gave room for %d", cap(d.nodes), len(d.nodes), reserved)
+			}
+			if max := len(doc)/2 + 1; reserved > max {
+				t.Errorf("reserved %d nodes for %d bytes, more than one per two bytes", reserved, len(doc))
+			}
+		})
+	}
+}

@@ -56,7 +56,12 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{w: jsontext.NewWri
 // datatype. Tensors that are not well formed (data not matching the
 // shape, duplicate names, a zero-size shape that would print more than
 // tensor.DefaultLimits.MaxElements empty arrays) are Internal errors: the
-// decoder should never hand them over. On error dst is returned unchanged.
+// decoder should never hand them over. Outputs whose body could exceed 64
+// times their own bytes plus 1 MiB (empty dimensions after large ones,
+// extreme ranks, long names repeated per row: see budget.go) are a
+// BadGateway error, checked before anything is written, so that no v2
+// answer can make Predict allocate without bound. On error dst is
+// returned unchanged.
 func Predict(dst []byte, outputs []tensor.Tensor, format tfrequest.Format) ([]byte, error) {
 	if len(outputs) == 0 {
 		return dst, apierr.InvalidArgumentf("Cannot convert empty tensor map to JSON")
@@ -90,6 +95,9 @@ func Predict(dst []byte, outputs []tensor.Tensor, format tfrequest.Format) ([]by
 		if t := &outputs[i]; !writable(t.DataType) && !empty(t.Shape) {
 			return dst, apierr.InvalidArgumentf("Failed to write JSON value for tensor type: %s", t.DataType.TFShortName())
 		}
+	}
+	if err := checkBudget(outputs, format, batch); err != nil {
+		return dst, err
 	}
 
 	w := sc.w

@@ -50,9 +50,20 @@ func ParseModelMetadata(body []byte) (*tensor.Signature, error) {
 	return sig, nil
 }
 
+// maxSignatureTensors bounds the inputs, and the outputs, a model's
+// metadata may declare. Every predict request allocates state per signature
+// input before it looks at its body (TF Serving's checks need the whole
+// input map), about 110 bytes each: metadata declaring 100 000 inputs made
+// each 20-byte request allocate 11 MB. Real models declare a handful, a
+// few hundred for wide feature models.
+const maxSignatureTensors = 4096
+
 func metaSpecs(what string, ts []metaTensor) ([]tensor.Spec, error) {
 	if len(ts) == 0 {
 		return nil, nil
+	}
+	if len(ts) > maxSignatureTensors {
+		return nil, badMetadata(nil, "%d %ss, more than the limit of %d", len(ts), what, maxSignatureTensors)
 	}
 	specs := make([]tensor.Spec, len(ts))
 	seen := make(map[string]struct{}, len(ts))

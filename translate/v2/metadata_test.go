@@ -98,6 +98,9 @@ func TestParseModelMetadataErrors(t *testing.T) {
 		{`{"name":"m","inputs":[{"name":"a","datatype":"FP32","shape":[1.5]}]}`, "invalid model metadata"},
 		{`{"name":"m","inputs":[{"name":"a","datatype":"FP32","shape":[1]},{"name":"a","datatype":"FP32","shape":[1]}]}`, `duplicate input "a"`},
 		{`{"name":"m","versions":[1]}`, "invalid model metadata"},
+		// Regression: 100 000 inputs made every request allocate 11 MB.
+		{`{"name":"m","inputs":[` + strings.Repeat(`{"name":"a","datatype":"FP32","shape":[1]},`, maxSignatureTensors) + `{"name":"b","datatype":"FP32","shape":[1]}]}`,
+			"4097 inputs, more than the limit of 4096"},
 	}
 	for _, tc := range cases {
 		_, err := ParseModelMetadata([]byte(tc.body))

@@ -1,0 +1,85 @@
+package httpproxy
+
+import (
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of the client-side timeouts. Without them a client that sends
+// its headers and then trickles, or never sends, the body it announced
+// holds a connection and a goroutine forever, and a few thousand such
+// clients exhaust the proxy. A minute reads a 64 MiB body at about
+// 9 Mbit/s.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
+)
+
+// NewServer returns the http.Server that serves p: Config.ReadHeaderTimeout
+// and Config.IdleTimeout are the server's; Config.ReadTimeout is enforced by
+// the Proxy itself, per request (see ServeHTTP). It has no write timeout: a
+// large translated response may take a while to send, and pass-through
+// responses may stream.
+func (p *Proxy) NewServer(errorLog *log.Logger) *http.Server {
+	return &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
+		IdleTimeout:       p.cfg.IdleTimeout,
+		ErrorLog:          errorLog,
+	}
+}
+
+// limitBodyTime gives a client until now+d to send the rest of r's body:
+// reads past that fail with a timeout, the translated exchange answers a
+// TF 400 and a pass-through one 408, and the connection is closed. The
+// deadline is lifted once the body has been read to its end. It returns
+// the wrapped body, or nil when deadlines are not supported.
+//
+// It is set here rather than as http.Server.ReadTimeout so that the
+// handler can tell a body that timed out from a client that went away: Go
+// cancels the request's context on any body read error, and a handler that
+// then returns without writing leaves the client an empty 200. It does
+// nothing for a ResponseWriter without deadlines (tests).
+func limitBodyTime(w http.ResponseWriter, r *http.Request, d time.Duration) *deadlineBody {
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(d)) != nil {
+		return nil
+	}
+	b := &deadlineBody{ReadCloser: r.Body, rc: rc}
+	r.Body = b
+	return b
+}
+
+// deadlineBody lifts the connection's read deadline at the end of the
+// body, so that it does not outlive the upload, and remembers a timeout:
+// Go cancels the request's context on any read error, and the handler
+// must tell a client that was too slow (and may still listen) from one
+// that went away.
+type deadlineBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	once     sync.Once
+	timedOut atomic.Bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	var ne net.Error
+	switch {
+	case err == io.EOF:
+		b.once.Do(func() { _ = b.rc.SetReadDeadline(time.Time{}) })
+	case errors.As(err, &ne) && ne.Timeout():
+		b.timedOut.Store(true)
+	}
+	return n, err
+}
+
+// TimedOut reports that the body's read deadline passed (false for nil).
+func (b *deadlineBody) TimedOut() bool { return b != nil && b.timedOut.Load() }

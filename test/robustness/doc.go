@@ -1,0 +1,28 @@
+// Package robustness proves tfsbridge's house rule under attack: every
+// bad input gets a clear TF-style error with a sensible status, and
+// nothing crashes, hangs, leaks or allocates without bound.
+//
+// The package holds only tests, in three layers:
+//
+//   - pure_test.go: hostile bodies, paths and tensors fed to the pure
+//     translators (tfrequest.Parse, translate.TranslateRequest and
+//     TranslateResponse, v2.DecodeResponse, v2.ParseModelMetadata and
+//     ApplyTritonConfig, route.Parse, tfresponse.Predict). Each case
+//     states the error it must get and a bound on the bytes it may
+//     allocate, as a multiple of its input size plus a constant, measured
+//     with runtime.MemStats; fuzz_test.go seeds fuzz targets with them.
+//   - sockets_test.go, hostile_test.go: the same bombs over real sockets,
+//     through both transports (the standalone proxy, and the ext_proc
+//     service behind test/envoysim), in front of test/mockv2 and in front
+//     of a hostile v2 server (garbage headers, lying lengths, endless and
+//     slow bodies, 1xx/204/304, connections cut mid-body). Every answer
+//     must come within a deadline; goroutines return to their baseline and
+//     the heap stays flat across repeated bad requests.
+//   - concurrency_test.go, slowclient_test.go: many concurrent mixed
+//     requests (run with -race), one backend fetch per model under
+//     concurrent metadata misses, and clients that trickle or never finish
+//     their bodies.
+//
+// testing.Short skips only the soak parts (the repeated-request heap
+// checks and the concurrency runs).
+package robustness

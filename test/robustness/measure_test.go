@@ -1,0 +1,113 @@
+package robustness
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+)
+
+// allocated runs f and returns the bytes the process allocated meanwhile
+// (runtime.MemStats.TotalAlloc). f runs once beforehand, so lazily built
+// tables do not count; two GCs before the measured run empty the pools
+// (sync.Pool keeps a victim cache across one), so what they hand out is
+// counted too and the bound is an upper one. The tests that call it do
+// not run in parallel, so the process is quiet.
+func allocated(f func()) uint64 {
+	f()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// bound is an allocation budget: PerByte bytes per input byte plus Fixed.
+type bound struct {
+	PerByte float64
+	Fixed   uint64
+}
+
+func (b bound) limit(input int) uint64 { return uint64(b.PerByte*float64(input)) + b.Fixed }
+
+func (b bound) String() string { return fmt.Sprintf("%.1f×input + %d", b.PerByte, b.Fixed) }
+
+// checkAlloc fails t when f allocates more than b allows for input bytes.
+// Under -race it only runs f: the race runtime drops pooled objects at
+// random and allocates for itself, so its counts say nothing about ours.
+func checkAlloc(t *testing.T, input int, b bound, f func()) {
+	t.Helper()
+	if raceEnabled {
+		f()
+		return
+	}
+	got := allocated(f)
+	if lim := b.limit(input); got > lim {
+		t.Errorf("allocated %d bytes for a %d-byte input (%.1f×), bound %s = %d", got, input, float64(got)/float64(max(input, 1)), b, lim)
+	} else if testing.Verbose() {
+		t.Logf("allocated %d bytes for a %d-byte input (%.2f×; bound %s)", got, input, float64(got)/float64(max(input, 1)), b)
+	}
+}
+
+// wantAPIError checks that err is an *apierr.Error with the given HTTP
+// status whose message starts with prefix.
+func wantAPIError(t *testing.T, err error, status int, prefix string) {
+	t.Helper()
+	var e *apierr.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error = %v (%T), want an *apierr.Error", err, err)
+	}
+	if e.HTTPStatus() != status {
+		t.Errorf("status = %d (%s: %.200q), want %d", e.HTTPStatus(), e.Code, e.Msg, status)
+	}
+	if len(e.Msg) < len(prefix) || e.Msg[:len(prefix)] != prefix {
+		t.Errorf("message = %.300q, want it to start with %q", e.Msg, prefix)
+	}
+}
+
+// waitGoroutines polls until the process runs at most want goroutines, or
+// fails t with a dump of them after the deadline.
+func waitGoroutines(t *testing.T, want int, deadline time.Duration) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= want {
+			return
+		}
+		if time.Now().After(end) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("%d goroutines still running after %v, want at most %d:\n%s", n, deadline, want, buf)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC() // a second cycle frees what the first one's finalizers released
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// settledHeap polls heapInUse until it is at most limit or the deadline
+// passes, and returns the last reading: server connections that a client
+// just closed release their last request a moment later.
+func settledHeap(limit uint64, deadline time.Duration) uint64 {
+	end := time.Now().Add(deadline)
+	for {
+		h := heapInUse()
+		if h <= limit || time.Now().After(end) {
+			return h
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

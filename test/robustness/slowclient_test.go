@@ -1,0 +1,146 @@
+package robustness
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// slowClient is a raw TCP client that can stall anywhere in a request.
+type slowClient struct {
+	t    *testing.T
+	conn net.Conn
+}
+
+func dialSlow(t *testing.T, addr string) *slowClient {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(addr, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &slowClient{t: t, conn: c}
+}
+
+// trickle writes s one byte every gap, until s is written or the server
+// stops taking it; it reports whether all of s went out.
+func (c *slowClient) trickle(s string, gap time.Duration) bool {
+	for i := 0; i < len(s); i++ {
+		if _, err := c.conn.Write([]byte{s[i]}); err != nil {
+			return false
+		}
+		time.Sleep(gap)
+	}
+	return true
+}
+
+// response reads one answer, waiting at most d.
+func (c *slowClient) response(d time.Duration) (*http.Response, string, error) {
+	_ = c.conn.SetReadDeadline(time.Now().Add(d))
+	resp, err := http.ReadResponse(bufio.NewReader(c.conn), nil)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+// closedWithin reports whether the server closes the connection within d
+// (reading nothing but, at most, an answer).
+func (c *slowClient) closedWithin(d time.Duration) bool {
+	_ = c.conn.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c.conn)
+	var ne net.Error
+	return err == nil || !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestSlowClients: the standalone proxy bounds how long a client may take
+// to send its headers and its body and how long an idle connection lives,
+// and answers a body cut by the deadline with a TF error (translated) or
+// 408 (pass-through). Every stalled connection is gone afterwards.
+func TestSlowClients(t *testing.T) {
+	base := runtime.NumGoroutine()
+	mock := startMock(t, "triton")
+	const timeout = 500 * time.Millisecond
+	s := newStack(t, stackConfig{upstream: mock.URL, readTimeout: timeout, readHeader: timeout, idleTimeout: timeout})
+	predict := "POST /v1/models/half_plus_two:predict HTTP/1.1\r\nHost: x\r\n"
+	const bodyTimeout = "{\n    \"error\": \"Timed out reading the request body\"\n}"
+	limit := timeout + 2*time.Second // the deadline, plus slack for a loaded machine
+
+	t.Run("body trickled past the deadline", func(t *testing.T) {
+		c := dialSlow(t, s.proxyURL)
+		start := time.Now()
+		c.trickle(predict+"Content-Length: 200\r\n\r\n", 0)
+		c.trickle(`{"instances": [`+strings.Repeat("1.0, ", 40), 50*time.Millisecond)
+		resp, body, err := c.response(limit)
+		if err != nil || resp.StatusCode != 400 || body != bodyTimeout {
+			t.Fatalf("answer %v %q %v, want 400 %q", resp, body, err, bodyTimeout)
+		}
+		if d := time.Since(start); d > limit+time.Second {
+			t.Errorf("answered after %v", d)
+		}
+	})
+	t.Run("body never finished", func(t *testing.T) {
+		c := dialSlow(t, s.proxyURL)
+		c.trickle(predict+"Content-Length: 100\r\n\r\n"+`{"instances"`, 0)
+		resp, body, err := c.response(limit)
+		if err != nil || resp.StatusCode != 400 || body != bodyTimeout {
+			t.Fatalf("answer %v %q %v, want 400 %q", resp, body, err, bodyTimeout)
+		}
+	})
+	t.Run("chunked body never finished", func(t *testing.T) {
+		c := dialSlow(t, s.proxyURL)
+		c.trickle(predict+"Transfer-Encoding: chunked\r\n\r\n5\r\n{\"ins\r\n", 0)
+		resp, body, err := c.response(limit)
+		if err != nil || resp.StatusCode != 400 || body != bodyTimeout {
+			t.Fatalf("answer %v %q %v, want 400 %q", resp, body, err, bodyTimeout)
+		}
+	})
+	t.Run("pass-through body never finished", func(t *testing.T) {
+		c := dialSlow(t, s.proxyURL)
+		c.trickle("POST /v2/models/half_plus_two/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", 0)
+		resp, _, err := c.response(limit)
+		if err != nil || resp.StatusCode != http.StatusRequestTimeout {
+			t.Fatalf("answer %v %v, want 408", resp, err)
+		}
+	})
+	t.Run("headers trickled past the deadline", func(t *testing.T) {
+		c := dialSlow(t, s.proxyURL)
+		start := time.Now()
+		go c.trickle(predict+"X-Slow: "+strings.Repeat("a", 100), 50*time.Millisecond)
+		if !c.closedWithin(limit) {
+			t.Fatalf("connection still open %v after its headers began", time.Since(start))
+		}
+	})
+	t.Run("idle keep-alive connection", func(t *testing.T) {
+		c := dialSlow(t, s.proxyURL)
+		body := `{"instances": [1.0]}`
+		c.trickle(predict+"Content-Length: 20\r\n\r\n"+body, 0)
+		resp, _, err := c.response(limit)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("answer %v %v, want 200", resp, err)
+		}
+		if !c.closedWithin(limit) {
+			t.Fatal("idle connection still open")
+		}
+	})
+	t.Run("a slow but steady body within the deadline", func(t *testing.T) {
+		c := dialSlow(t, s.proxyURL)
+		body := `{"instances": [1.0]}`
+		c.trickle(predict+"Content-Length: 20\r\n\r\n"+body, 3*time.Millisecond)
+		resp, got, err := c.response(limit)
+		if want := "{\n    \"predictions\": [2.5\n    ]\n}"; err != nil || resp.StatusCode != 200 || got != want {
+			t.Fatalf("answer %v %q %v, want 200 %q", resp, got, err, want)
+		}
+	})
+	s.close()
+	mock.Close()
+	waitGoroutines(t, base+2, 10*time.Second)
+}

@@ -1,0 +1,238 @@
+package robustness
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/backend"
+	"github.com/tfsbridge/tfsbridge/proxy/extproc"
+	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
+	"github.com/tfsbridge/tfsbridge/test/envoysim"
+	"github.com/tfsbridge/tfsbridge/test/mockv2"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// The two ways a TF Serving client reaches tfsbridge.
+const (
+	viaProxy   = "proxy"   // client → httpproxy → v2
+	viaExtproc = "extproc" // client → envoysim → ext_proc gRPC server → v2
+)
+
+var transports = []string{viaProxy, viaExtproc}
+
+// stackConfig sizes one deployment. The timeouts are short so that the
+// hostile cases end in a second or two; zero values take these defaults.
+type stackConfig struct {
+	upstream       string // v2 root URL
+	kind           string // backend kind; "" means triton
+	maxBody        int64  // default 1 MiB
+	requestTimeout time.Duration
+	routeTimeout   time.Duration // envoysim's route timeout
+	backendTimeout time.Duration
+	readTimeout    time.Duration
+	readHeader     time.Duration
+	idleTimeout    time.Duration
+	limits         tensor.Limits
+}
+
+const defaultTestMaxBody = 1 << 20
+
+// shortTimeout is the stacks' default timeout: a second, three under
+// -race, where a loaded 2-core machine can take that long to push a
+// megabyte through the instrumented translators.
+var shortTimeout = time.Second * time.Duration(1+2*btoi(raceEnabled))
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stack is tfsbridge wired as cmd/tfsbridge wires it (one backend client,
+// one session config shared by the ext_proc server and the proxy), with
+// the Envoy stand-in in front of the ext_proc server. Every transport it
+// creates is kept so that close can drop their idle connections and the
+// goroutine count can return to its baseline.
+type stack struct {
+	cfg      stackConfig
+	proxyURL string
+	envoyURL string
+	env      *envoysim.Envoy
+	backend  *backend.Client
+	client   *http.Client
+
+	transports []*http.Transport
+	closers    []func()
+	closeOnce  sync.Once
+}
+
+func newStack(t *testing.T, cfg stackConfig) *stack {
+	t.Helper()
+	if cfg.kind == "" {
+		cfg.kind = "triton"
+	}
+	if cfg.maxBody == 0 {
+		cfg.maxBody = defaultTestMaxBody
+	}
+	for _, d := range []*time.Duration{&cfg.requestTimeout, &cfg.routeTimeout, &cfg.backendTimeout, &cfg.readTimeout, &cfg.readHeader, &cfg.idleTimeout} {
+		if *d == 0 {
+			*d = shortTimeout
+		}
+	}
+	s := &stack{cfg: cfg}
+	t.Cleanup(s.close)
+
+	backendTransport := backend.NewTransport(cfg.backendTimeout)
+	proxyTransport := backend.NewTransport(cfg.backendTimeout)
+	clientTransport := &http.Transport{Proxy: nil, DisableCompression: true, MaxIdleConnsPerHost: 64}
+	s.transports = append(s.transports, backendTransport, proxyTransport, clientTransport)
+	s.client = &http.Client{Transport: clientTransport, Timeout: 20 * time.Second}
+
+	var err error
+	s.backend, err = backend.New(backend.Config{
+		BaseURL:   cfg.upstream,
+		Kind:      cfg.kind,
+		Timeout:   cfg.backendTimeout,
+		Transport: backendTransport,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := &session.Config{
+		Backend:      s.backend,
+		Limits:       cfg.limits,
+		MaxBodyBytes: cfg.maxBody,
+		Metrics:      observe.NewMetrics(),
+	}
+
+	// The ext_proc server, as "tfsbridge extproc" serves it.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := extproc.NewServer(extproc.NewProcessor(sess), extproc.ServerOptions{MaxBodyBytes: cfg.maxBody})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, lis, time.Second) }()
+	s.closers = append(s.closers, func() { cancel(); <-done })
+
+	// Envoy in front of it: headers SEND, bodies BUFFERED, a buffer limit
+	// above the session's so that the session's own limit is what a body
+	// between the two meets.
+	s.env, err = envoysim.Start(envoysim.Config{
+		ProcessorAddr:     lis.Addr().String(),
+		Upstream:          cfg.upstream,
+		Mode:              envoysim.DefaultMode(),
+		AllowModeOverride: true,
+		MessageTimeout:    5 * time.Second,
+		BufferLimit:       int(2 * cfg.maxBody),
+		UpstreamTimeout:   cfg.routeTimeout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.envoyURL = s.env.URL()
+	s.closers = append(s.closers, func() { _ = s.env.Close() })
+
+	// The proxy, as "tfsbridge proxy" serves it.
+	up, _ := url.Parse(cfg.upstream)
+	p, err := httpproxy.New(httpproxy.Config{
+		Session:           sess,
+		Upstream:          up,
+		Transport:         proxyTransport,
+		RequestTimeout:    cfg.requestTimeout,
+		ReadTimeout:       cfg.readTimeout,
+		ReadHeaderTimeout: cfg.readHeader,
+		IdleTimeout:       cfg.idleTimeout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := p.NewServer(log.New(io.Discard, "", 0))
+	go func() { _ = hs.Serve(plis) }()
+	s.proxyURL = "http://" + plis.Addr().String()
+	s.closers = append(s.closers, func() { _ = hs.Close() })
+	return s
+}
+
+// url is the base URL of transport via.
+func (s *stack) url(via string) string {
+	if via == viaProxy {
+		return s.proxyURL
+	}
+	return s.envoyURL
+}
+
+// dropIdle closes every idle keep-alive connection the stack holds.
+func (s *stack) dropIdle() {
+	for _, tr := range s.transports {
+		tr.CloseIdleConnections()
+	}
+}
+
+// close stops everything, in the order a deployment would: clients,
+// Envoy, the proxy, the ext_proc server.
+func (s *stack) close() {
+	s.closeOnce.Do(func() {
+		s.dropIdle()
+		for _, c := range s.closers {
+			c()
+		}
+		s.dropIdle()
+	})
+}
+
+// answer is one HTTP exchange as the client saw it.
+type answer struct {
+	status  int
+	body    string
+	elapsed time.Duration
+	err     error
+}
+
+// post sends body to path through via and reads the whole answer.
+func (s *stack) post(via, path string, body []byte) answer {
+	start := time.Now()
+	resp, err := s.client.Post(s.url(via)+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return answer{err: err, elapsed: time.Since(start)}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return answer{status: resp.StatusCode, body: string(b), elapsed: time.Since(start), err: err}
+}
+
+// isTFError reports a TF Serving error body: {"error": "..."} in
+// rapidjson's pretty layout.
+func isTFError(body string) bool {
+	return strings.HasPrefix(body, "{\n    \"error\": \"") && strings.HasSuffix(body, "\"\n}")
+}
+
+// startMock serves mockv2 imitating kind.
+func startMock(t *testing.T, kind string) *httptest.Server {
+	t.Helper()
+	m, err := mockv2.New(mockv2.Options{Kind: kind, Delay: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	return srv
+}
