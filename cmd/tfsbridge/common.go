@@ -58,9 +58,15 @@ type bridgeOptions struct {
 }
 
 func (o *bridgeOptions) register(f *flagSet) {
-	o.log.register(f)
 	f.fs.StringVar(&o.backendURL, "backend", defaultBackend, "Root URL of the v2 inference server (Triton, KServe, MLServer).")
 	f.fs.StringVar(&o.backendKind, "backend-kind", backend.KindAuto, "v2 server kind: auto (detect with GET /v2), triton, kserve or mlserver.")
+	o.registerServing(f)
+}
+
+// registerServing registers every shared flag but the backend's: the demo
+// brings its own backend, so offering --backend there would only mislead.
+func (o *bridgeOptions) registerServing(f *flagSet) {
+	o.log.register(f)
 	f.fs.DurationVar(&o.backendTimeout, "backend-timeout", backend.DefaultTimeout, "Timeout of each metadata, config and readiness call to the v2 server.")
 	f.fs.DurationVar(&o.metadataTTL, "metadata-ttl", backend.DefaultMetadataTTL, "How long a model's fetched signature is reused.")
 	f.fs.DurationVar(&o.metadataErrorTTL, "metadata-error-ttl", backend.DefaultErrorTTL, "How long a failed metadata fetch (unknown model, backend down) is remembered; 0 disables.")

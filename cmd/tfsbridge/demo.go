@@ -32,12 +32,7 @@ func parseDemo(args []string, env lookupEnv, out io.Writer) (*demoOptions, error
 	f.fs.StringVar(&o.kind, "kind", "triton", "Server the mock imitates: triton, kserve or mlserver.")
 	f.fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8501", "Address of the HTTP proxy.")
 	f.fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address of the ext_proc gRPC server.")
-	o.register(f)
-	// The backend is the demo's own mock; the kind is known.
-	for _, name := range []string{"backend", "backend-kind"} {
-		fl := f.fs.Lookup(name)
-		fl.Usage = "Ignored by demo: the backend is the built-in mock (--mock-addr, --kind)."
-	}
+	o.registerServing(f) // the backend is the demo's own mock (--mock-addr, --kind)
 	if err := f.parse(args, env); err != nil {
 		return nil, err
 	}
