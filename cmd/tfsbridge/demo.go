@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
 
 const demoSummary = `Starts the mock v2 server, the HTTP proxy in front of it and the ext_proc service
@@ -54,23 +54,18 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	o.backendURL = "http://" + mockAddr.String()
 	o.backendKind = o.kind
-	b, err := o.build(stderr)
+	b, err := buildBridge(o.log, stderr, o.options)
 	if err != nil {
 		return err
 	}
-	proxyAddr, err := startProxy(ctx, g, o.httpAddr, b, httpproxy.Config{}, o.shutdownTimeout)
+	l, err := bridge.Listen(bridge.Addrs{Proxy: o.httpAddr, Extproc: o.grpcAddr, Admin: o.metricsAddr})
 	if err != nil {
 		return err
 	}
-	grpcAddr, err := startExtproc(ctx, g, o.grpcAddr, b, o.shutdownTimeout)
-	if err != nil {
-		return err
-	}
-	adminAddr, err := startAdmin(ctx, g, o.metricsAddr, b.metrics, b.ready, b.log)
-	if err != nil {
-		return err
-	}
-	printDemo(stdout, o.kind, mockAddr, proxyAddr, grpcAddr, adminAddr)
+	// Printed before serving starts: the listeners are bound, so a curl
+	// pasted at once waits in the backlog rather than failing.
+	printDemo(stdout, o.kind, mockAddr, l.Proxy.Addr(), l.Extproc.Addr(), bridge.Addr(l.Admin))
+	g.Go(func() error { return b.Serve(ctx, l) })
 	return g.Wait()
 }
 

@@ -4,12 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"time"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/tfsbridge/tfsbridge/proxy/extproc"
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
 
 const extprocSummary = `Runs the Envoy ext_proc gRPC service: TF Serving REST requests arriving at Envoy are
@@ -34,38 +30,15 @@ func parseExtproc(args []string, env lookupEnv, out io.Writer) (*extprocOptions,
 }
 
 func (o *extprocOptions) run(ctx context.Context, stderr io.Writer) error {
-	b, err := o.build(stderr)
+	b, err := buildBridge(o.log, stderr, o.options)
 	if err != nil {
 		return err
 	}
-	g, ctx := errgroup.WithContext(ctx)
-	addr, err := startExtproc(ctx, g, o.grpcAddr, b, o.shutdownTimeout)
+	l, err := bridge.Listen(bridge.Addrs{Extproc: o.grpcAddr, Admin: o.metricsAddr})
 	if err != nil {
 		return err
 	}
-	admin, err := startAdmin(ctx, g, o.metricsAddr, b.metrics, b.ready, b.log)
-	if err != nil {
-		return err
-	}
-	b.log.Info("tfsbridge extproc serving", "grpc_addr", addr.String(), "metrics_addr", fmt.Sprint(admin),
+	b.Log.Info("tfsbridge extproc serving", "grpc_addr", l.Extproc.Addr().String(), "metrics_addr", fmt.Sprint(bridge.Addr(l.Admin)),
 		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody))
-	return g.Wait()
-}
-
-// startExtproc binds addr and serves the ext_proc gRPC server in g until
-// ctx is done, then drains in-flight streams for up to drain.
-func startExtproc(ctx context.Context, g *errgroup.Group, addr string, b *bridge, drain time.Duration) (net.Addr, error) {
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("ext_proc listener: %w", err)
-	}
-	srv := extproc.NewServer(extproc.NewProcessor(b.session), extproc.ServerOptions{MaxBodyBytes: b.session.MaxBodyBytes})
-	b.serving.Store(true)
-	g.Go(func() error {
-		<-ctx.Done()
-		b.serving.Store(false)
-		return nil
-	})
-	g.Go(func() error { return srv.Serve(ctx, lis, drain) })
-	return lis.Addr(), nil
+	return b.Serve(ctx, l)
 }

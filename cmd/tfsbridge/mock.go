@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/test/mockv2"
 )
 
@@ -69,6 +70,6 @@ func startMock(ctx context.Context, g *errgroup.Group, addr, kind string, log *s
 	if err != nil {
 		return nil, fmt.Errorf("mock listener: %w", err)
 	}
-	g.Go(func() error { return serveHTTP(ctx, newHTTPServer(srv, log), lis, 2*time.Second) })
+	g.Go(func() error { return bridge.ServeHTTP(ctx, bridge.NewHTTPServer(srv, log), lis, 2*time.Second) })
 	return lis.Addr(), nil
 }

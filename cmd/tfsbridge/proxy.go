@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
 
 const proxySummary = `Runs a standalone HTTP reverse proxy (no Envoy): TF Serving REST clients talk to it,
@@ -40,77 +36,45 @@ func parseProxy(args []string, env lookupEnv, out io.Writer) (*proxyOptions, err
 }
 
 func (o *proxyOptions) registerProxy(f *flagSet) {
+	d := bridge.DefaultOptions().Proxy
 	f.fs.StringVar(&o.httpAddr, "http-addr", ":8501", "Address the HTTP proxy listens on (TF Serving's REST port is 8501).")
-	f.fs.DurationVar(&o.requestTimeout, "request-timeout", httpproxy.DefaultRequestTimeout,
+	f.fs.DurationVar(&o.requestTimeout, "request-timeout", d.RequestTimeout,
 		"Deadline of a translated inference call upstream; past it the client gets 504, as from TF Serving's --rest_api_timeout_in_ms.")
-	f.fs.DurationVar(&o.readTimeout, "read-timeout", httpproxy.DefaultReadTimeout,
+	f.fs.DurationVar(&o.readTimeout, "read-timeout", d.ReadTimeout,
 		"Longest a client may take to send a request body, from the end of its headers; a slower or unfinished body is cut (TF requests get 400, others 408) and the connection closed.")
-	f.fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", httpproxy.DefaultReadHeaderTimeout,
+	f.fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", d.ReadHeaderTimeout,
 		"Longest a client may take to send a request's headers before the connection is closed.")
-	f.fs.DurationVar(&o.idleTimeout, "idle-timeout", httpproxy.DefaultIdleTimeout,
+	f.fs.DurationVar(&o.idleTimeout, "idle-timeout", d.IdleTimeout,
 		"How long an idle keep-alive client connection is kept open.")
 }
 
 func (o *proxyOptions) validateProxy() error {
-	switch {
-	case o.requestTimeout <= 0:
-		return errors.New("--request-timeout must be positive")
-	case o.readTimeout <= 0:
-		return errors.New("--read-timeout must be positive")
-	case o.readHeaderTimeout <= 0:
-		return errors.New("--read-header-timeout must be positive")
-	case o.idleTimeout <= 0:
-		return errors.New("--idle-timeout must be positive")
-	}
-	return o.validate()
+	b := o.options(nil)
+	return flagError(b.Validate())
 }
 
-func (o *proxyOptions) run(ctx context.Context, stderr io.Writer) error {
-	b, err := o.build(stderr)
-	if err != nil {
-		return err
-	}
-	g, ctx := errgroup.WithContext(ctx)
-	addr, err := startProxy(ctx, g, o.httpAddr, b, httpproxy.Config{
+// options adds the proxy's timeouts to the shared flags' options.
+func (o *proxyOptions) options(log *slog.Logger) bridge.Options {
+	b := o.bridgeOptions.options(log)
+	b.Proxy = bridge.ProxyOptions{
 		RequestTimeout:    o.requestTimeout,
 		ReadTimeout:       o.readTimeout,
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		IdleTimeout:       o.idleTimeout,
-	}, o.shutdownTimeout)
-	if err != nil {
-		return err
 	}
-	admin, err := startAdmin(ctx, g, o.metricsAddr, b.metrics, b.ready, b.log)
-	if err != nil {
-		return err
-	}
-	b.log.Info("tfsbridge proxy serving", "http_addr", addr.String(), "metrics_addr", fmt.Sprint(admin),
-		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody))
-	return g.Wait()
+	return b
 }
 
-// startProxy binds addr and serves the reverse proxy in g until ctx is
-// done, then drains in-flight requests for up to drain. cfg holds the
-// timeouts (zero ones take httpproxy's defaults); the session and upstream
-// come from b.
-func startProxy(ctx context.Context, g *errgroup.Group, addr string, b *bridge, cfg httpproxy.Config, drain time.Duration) (net.Addr, error) {
-	cfg.Session = b.session
-	cfg.Upstream = b.backend.BaseURL()
-	p, err := httpproxy.New(cfg)
+func (o *proxyOptions) run(ctx context.Context, stderr io.Writer) error {
+	b, err := buildBridge(o.log, stderr, o.options)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	lis, err := net.Listen("tcp", addr)
+	l, err := bridge.Listen(bridge.Addrs{Proxy: o.httpAddr, Admin: o.metricsAddr})
 	if err != nil {
-		return nil, fmt.Errorf("proxy listener: %w", err)
+		return err
 	}
-	b.serving.Store(true)
-	g.Go(func() error {
-		<-ctx.Done()
-		b.serving.Store(false)
-		return nil
-	})
-	srv := p.NewServer(slog.NewLogLogger(b.log.Handler(), slog.LevelDebug))
-	g.Go(func() error { return serveHTTP(ctx, srv, lis, drain) })
-	return lis.Addr(), nil
+	b.Log.Info("tfsbridge proxy serving", "http_addr", l.Proxy.Addr().String(), "metrics_addr", fmt.Sprint(bridge.Addr(l.Admin)),
+		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody))
+	return b.Serve(ctx, l)
 }

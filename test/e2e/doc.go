@@ -4,9 +4,9 @@
 //	TF client (net/http) → envoysim (the Envoy stand-in) → tfsbridge extproc (gRPC) → mockv2
 //	TF client (net/http) → tfsbridge proxy (httpproxy)                          → mockv2
 //
-// The servers are wired exactly as cmd/tfsbridge wires them (backend.New,
-// session.Config, extproc.NewServer/NewProcessor, httpproxy.New,
-// observe.AdminHandler), so a wiring mistake there shows up here. One
+// The servers are assembled by package proxy/bridge, the same code
+// cmd/tfsbridge runs (bridge.New, Listen, Serve, with the binary's flag
+// defaults), so a wiring mistake there shows up here. One
 // table of cases (cases_test.go) runs over both transports and against
 // the mock imitating Triton, KServe and MLServer; each case asserts the
 // status, the exact body bytes and the content-type, and every test ends

@@ -3,10 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -17,14 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfsbridge/tfsbridge/proxy/backend"
-	"github.com/tfsbridge/tfsbridge/proxy/extproc"
-	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
-	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
 	"github.com/tfsbridge/tfsbridge/test/mockv2"
-	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 // Transport names: the two ways a TF Serving client reaches tfsbridge.
@@ -72,35 +66,31 @@ type stackConfig struct {
 	BufferFilterMaxBytes int
 }
 
-// Defaults of cmd/tfsbridge's flags that the stack reproduces.
+// Settings of the stack that are not cmd/tfsbridge's flag defaults.
 const (
-	defaultMaxBodyBytes = 64 << 20
-	defaultBufferLimit  = 64 << 20
-	messageTimeout      = 5 * time.Second
-	drainTimeout        = 2 * time.Second
+	defaultBufferLimit = 64 << 20
+	messageTimeout     = 5 * time.Second
+	drainTimeout       = 2 * time.Second
 )
 
 // stack is one complete deployment: the mock v2 server, the bridge wired
-// as cmd/tfsbridge wires it (one backend client, one session config and
-// one metrics registry shared by the ext_proc server and the proxy, as in
-// "tfsbridge demo"), the Envoy stand-in in front of the ext_proc server,
-// and the admin server.
+// by package bridge as cmd/tfsbridge wires it (one backend client, one
+// session config and one metrics registry shared by the ext_proc server
+// and the proxy, as in "tfsbridge demo"), the Envoy stand-in in front of
+// the ext_proc server, and the admin server.
 type stack struct {
 	cfg      stackConfig
 	kind     string
 	mock     *httptest.Server // nil when BackendURL replaces it
 	upstream *faultInjector
 	v2URL    string
-	backend  *backend.Client
-	metrics  *observe.Metrics
-	session  *session.Config
+	bridge   *bridge.Bridge
 	grpcAddr string
 	env      *envoysim.Envoy
 	proxyURL string
 	adminURL string
 	client   *http.Client
 	logs     *syncBuffer
-	serving  atomic.Bool
 
 	mu         sync.Mutex
 	violations int // violations already reported
@@ -126,11 +116,8 @@ func newStack(t testing.TB, cfg stackConfig) *stack {
 		t.Cleanup(s.mock.Close)
 		s.v2URL = s.mock.URL
 	}
-	s.buildBridge(t)
-	s.startExtproc(t)
+	s.startBridge(t)
 	s.startEnvoy(t)
-	s.startProxy(t)
-	s.startAdmin(t)
 	s.client = newClient()
 	t.Cleanup(s.client.CloseIdleConnections)
 	t.Cleanup(func() {
@@ -142,62 +129,47 @@ func newStack(t testing.TB, cfg stackConfig) *stack {
 	return s
 }
 
-// buildBridge mirrors cmd/tfsbridge's bridgeOptions.build with the flag
-// defaults: one metrics registry, one backend client, one session config.
-func (s *stack) buildBridge(t testing.TB) {
+// startBridge serves the ext_proc server, the proxy and the admin server
+// through package bridge, with cmd/tfsbridge's flag defaults but for the
+// test's knobs, on ephemeral loopback ports.
+func (s *stack) startBridge(t testing.TB) {
 	t.Helper()
 	log, err := observe.NewLogger(s.logs, "warn", "text")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.metrics = observe.NewMetrics()
-	kind := s.cfg.BackendKind
-	if kind == "" {
-		kind = s.kind
+	o := bridge.DefaultOptions()
+	o.BackendURL = s.v2URL
+	o.BackendKind = s.cfg.BackendKind
+	if o.BackendKind == "" {
+		o.BackendKind = s.kind
 	}
-	s.backend, err = backend.New(backend.Config{
-		BaseURL:     s.v2URL,
-		Kind:        kind,
-		Timeout:     backend.DefaultTimeout,
-		MetadataTTL: backend.DefaultMetadataTTL,
-		ErrorTTL:    backend.DefaultErrorTTL,
-		Metrics:     s.metrics,
-	})
+	if s.cfg.MaxBodyBytes != 0 {
+		o.MaxBodyBytes = s.cfg.MaxBodyBytes
+	}
+	if s.cfg.RequestTimeout != 0 {
+		o.Proxy.RequestTimeout = s.cfg.RequestTimeout
+	}
+	o.ShutdownTimeout = drainTimeout
+	o.Logger = log
+	s.bridge, err = bridge.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	maxBody := s.cfg.MaxBodyBytes
-	if maxBody == 0 {
-		maxBody = defaultMaxBodyBytes
-	}
-	s.session = &session.Config{
-		Backend:      s.backend,
-		Limits:       tensor.Limits{MaxDepth: tensor.DefaultLimits.MaxDepth, MaxElements: tensor.DefaultLimits.MaxElements},
-		MaxBodyBytes: maxBody,
-		Metrics:      s.metrics,
-		Logger:       log,
-	}
-}
-
-// startExtproc serves the ext_proc gRPC server as "tfsbridge extproc"
-// does, on an ephemeral loopback port.
-func (s *stack) startExtproc(t testing.TB) {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := bridge.Listen(bridge.Addrs{Extproc: "127.0.0.1:0", Proxy: "127.0.0.1:0", Admin: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := extproc.NewServer(extproc.NewProcessor(s.session), extproc.ServerOptions{MaxBodyBytes: s.session.MaxBodyBytes})
+	s.grpcAddr = l.Extproc.Addr().String()
+	s.proxyURL = "http://" + l.Proxy.Addr().String()
+	s.adminURL = "http://" + l.Admin.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	s.serving.Store(true)
-	go func() { done <- srv.Serve(ctx, lis, drainTimeout) }()
-	s.grpcAddr = lis.Addr().String()
+	go func() { done <- s.bridge.Serve(ctx, l) }()
 	t.Cleanup(func() {
-		s.serving.Store(false)
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("ext_proc server: %v", err)
+			t.Errorf("bridge: %v", err)
 		}
 	})
 }
@@ -226,37 +198,6 @@ func (s *stack) startEnvoy(t testing.TB) {
 	}
 	s.env = env
 	t.Cleanup(func() { _ = env.Close() })
-}
-
-// startProxy serves the reverse proxy as "tfsbridge proxy" does.
-func (s *stack) startProxy(t testing.TB) {
-	t.Helper()
-	p, err := httpproxy.New(httpproxy.Config{
-		Session:        s.session,
-		Upstream:       s.backend.BaseURL(),
-		RequestTimeout: s.cfg.RequestTimeout,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	s.proxyURL = srv.URL
-}
-
-// startAdmin serves /metrics, /healthz and /readyz with the readiness
-// rule of cmd/tfsbridge: our listener serves and the v2 server is ready.
-func (s *stack) startAdmin(t testing.TB) {
-	t.Helper()
-	ready := func(ctx context.Context) error {
-		if !s.serving.Load() {
-			return errors.New("not serving")
-		}
-		return s.backend.Health(ctx)
-	}
-	srv := httptest.NewServer(observe.AdminHandler(s.metrics, ready))
-	t.Cleanup(srv.Close)
-	s.adminURL = srv.URL
 }
 
 // url returns the base URL a client uses to reach tfsbridge through via.

@@ -4,21 +4,15 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
-	"github.com/tfsbridge/tfsbridge/proxy/extproc"
-	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
-	"github.com/tfsbridge/tfsbridge/proxy/observe"
-	"github.com/tfsbridge/tfsbridge/proxy/session"
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
 	"github.com/tfsbridge/tfsbridge/test/mockv2"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -61,8 +55,9 @@ func btoi(b bool) int {
 	return 0
 }
 
-// stack is tfsbridge wired as cmd/tfsbridge wires it (one backend client,
-// one session config shared by the ext_proc server and the proxy), with
+// stack is tfsbridge assembled by package bridge, as cmd/tfsbridge runs it
+// (one backend client, one session config shared by the ext_proc server
+// and the proxy, graceful shutdown), with
 // the Envoy stand-in in front of the ext_proc server. Every transport it
 // creates is kept so that close can drop their idle connections and the
 // goroutine count can return to its baseline.
@@ -101,39 +96,48 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	s.transports = append(s.transports, backendTransport, proxyTransport, clientTransport)
 	s.client = &http.Client{Transport: clientTransport, Timeout: 20 * time.Second}
 
-	var err error
-	s.backend, err = backend.New(backend.Config{
-		BaseURL:   cfg.upstream,
-		Kind:      cfg.kind,
-		Timeout:   cfg.backendTimeout,
-		Transport: backendTransport,
-	})
+	// tfsbridge, as package bridge serves it for "tfsbridge demo": the
+	// ext_proc server and the proxy on ephemeral ports.
+	o := bridge.DefaultOptions()
+	o.BackendURL = cfg.upstream
+	o.BackendKind = cfg.kind
+	o.BackendTimeout = cfg.backendTimeout
+	o.MaxBodyBytes = cfg.maxBody
+	if cfg.limits.MaxDepth > 0 {
+		o.MaxJSONDepth = cfg.limits.MaxDepth
+	}
+	if cfg.limits.MaxElements > 0 {
+		o.MaxElements = cfg.limits.MaxElements
+	}
+	o.ShutdownTimeout = time.Second
+	o.Proxy = bridge.ProxyOptions{
+		RequestTimeout:    cfg.requestTimeout,
+		ReadTimeout:       cfg.readTimeout,
+		ReadHeaderTimeout: cfg.readHeader,
+		IdleTimeout:       cfg.idleTimeout,
+	}
+	o.BackendTransport = backendTransport
+	o.ProxyTransport = proxyTransport
+	b, err := bridge.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess := &session.Config{
-		Backend:      s.backend,
-		Limits:       cfg.limits,
-		MaxBodyBytes: cfg.maxBody,
-		Metrics:      observe.NewMetrics(),
-	}
-
-	// The ext_proc server, as "tfsbridge extproc" serves it.
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	s.backend = b.Backend
+	l, err := bridge.Listen(bridge.Addrs{Extproc: "127.0.0.1:0", Proxy: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := extproc.NewServer(extproc.NewProcessor(sess), extproc.ServerOptions{MaxBodyBytes: cfg.maxBody})
+	s.proxyURL = "http://" + l.Proxy.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, lis, time.Second) }()
+	go func() { done <- b.Serve(ctx, l) }()
 	s.closers = append(s.closers, func() { cancel(); <-done })
 
-	// Envoy in front of it: headers SEND, bodies BUFFERED, a buffer limit
-	// above the session's so that the session's own limit is what a body
-	// between the two meets.
+	// Envoy in front of the ext_proc server: headers SEND, bodies
+	// BUFFERED, a buffer limit above the session's so that the session's
+	// own limit is what a body between the two meets.
 	s.env, err = envoysim.Start(envoysim.Config{
-		ProcessorAddr:     lis.Addr().String(),
+		ProcessorAddr:     l.Extproc.Addr().String(),
 		Upstream:          cfg.upstream,
 		Mode:              envoysim.DefaultMode(),
 		AllowModeOverride: true,
@@ -145,30 +149,8 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		t.Fatal(err)
 	}
 	s.envoyURL = s.env.URL()
-	s.closers = append(s.closers, func() { _ = s.env.Close() })
-
-	// The proxy, as "tfsbridge proxy" serves it.
-	up, _ := url.Parse(cfg.upstream)
-	p, err := httpproxy.New(httpproxy.Config{
-		Session:           sess,
-		Upstream:          up,
-		Transport:         proxyTransport,
-		RequestTimeout:    cfg.requestTimeout,
-		ReadTimeout:       cfg.readTimeout,
-		ReadHeaderTimeout: cfg.readHeader,
-		IdleTimeout:       cfg.idleTimeout,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := p.NewServer(log.New(io.Discard, "", 0))
-	go func() { _ = hs.Serve(plis) }()
-	s.proxyURL = "http://" + plis.Addr().String()
-	s.closers = append(s.closers, func() { _ = hs.Close() })
+	// Envoy stops before tfsbridge, as close promises.
+	s.closers = append([]func(){func() { _ = s.env.Close() }}, s.closers...)
 	return s
 }
 
@@ -188,7 +170,7 @@ func (s *stack) dropIdle() {
 }
 
 // close stops everything, in the order a deployment would: clients,
-// Envoy, the proxy, the ext_proc server.
+// Envoy, then tfsbridge (the proxy and the ext_proc server together).
 func (s *stack) close() {
 	s.closeOnce.Do(func() {
 		s.dropIdle()

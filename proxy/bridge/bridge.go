@@ -1,0 +1,360 @@
+// Package bridge has one job: assemble and run tfsbridge's servers from
+// options. It holds the wiring every way of running tfsbridge shares — the
+// logger, the metrics registry, the v2 backend client, the session
+// configuration, the ext_proc gRPC server, the HTTP reverse proxy, the
+// admin server, readiness and graceful shutdown — so that cmd/tfsbridge
+// and the end-to-end test suites run the very same assembly instead of
+// copies of it.
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tfsbridge/tfsbridge/proxy/backend"
+	"github.com/tfsbridge/tfsbridge/proxy/extproc"
+	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// Defaults of the options that no other package defines. They are the
+// defaults of cmd/tfsbridge's flags.
+const (
+	DefaultBackendURL      = "http://127.0.0.1:8000"
+	DefaultMetricsAddr     = ":9090"
+	DefaultMaxBodyBytes    = 64 << 20
+	DefaultShutdownTimeout = 15 * time.Second
+)
+
+// adminDrain bounds the admin server's shutdown: its requests are short,
+// and a scrape cut at exit does no harm.
+const adminDrain = 2 * time.Second
+
+// Options configure a Bridge. Start from DefaultOptions: a zero duration
+// or limit is invalid rather than silently defaulted, so that a flag set
+// to 0 is reported instead of ignored.
+type Options struct {
+	// BackendURL is the v2 inference server's root URL.
+	BackendURL string
+	// BackendKind is backend.KindAuto (detect with GET /v2), "triton",
+	// "kserve" or "mlserver".
+	BackendKind string
+	// BackendTimeout bounds each metadata, config and readiness call.
+	BackendTimeout time.Duration
+	// MetadataTTL is how long a model's fetched signature is reused.
+	MetadataTTL time.Duration
+	// MetadataErrorTTL is how long a failed metadata fetch is remembered;
+	// 0 disables remembering failures.
+	MetadataErrorTTL time.Duration
+	// MaxBodyBytes is the largest request or response body translated.
+	MaxBodyBytes int64
+	// MaxJSONDepth is the deepest JSON nesting accepted in a body.
+	MaxJSONDepth int
+	// MaxElements is the most tensor elements one body may carry.
+	MaxElements int64
+	// ShutdownTimeout is how long in-flight requests and streams may take
+	// to finish once serving stops.
+	ShutdownTimeout time.Duration
+	// Logger receives the servers' logs; nil discards them.
+	Logger *slog.Logger
+	// Proxy holds the HTTP reverse proxy's timeouts.
+	Proxy ProxyOptions
+
+	// BackendTransport and ProxyTransport, when set, replace the HTTP
+	// transports towards the v2 server of the backend client and of the
+	// proxy: tests inject them to close idle connections at will.
+	BackendTransport http.RoundTripper
+	ProxyTransport   http.RoundTripper
+}
+
+// ProxyOptions are the HTTP reverse proxy's timeouts (see httpproxy.Config).
+type ProxyOptions struct {
+	// RequestTimeout is the deadline of a translated inference call.
+	RequestTimeout time.Duration
+	// ReadTimeout bounds how long a client may take to send a body.
+	ReadTimeout time.Duration
+	// ReadHeaderTimeout bounds how long a client may take to send headers.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout is how long an idle keep-alive connection is kept.
+	IdleTimeout time.Duration
+}
+
+// DefaultOptions returns the options "tfsbridge extproc" and "tfsbridge
+// proxy" run with when no flag is given.
+func DefaultOptions() Options {
+	return Options{
+		BackendURL:       DefaultBackendURL,
+		BackendKind:      backend.KindAuto,
+		BackendTimeout:   backend.DefaultTimeout,
+		MetadataTTL:      backend.DefaultMetadataTTL,
+		MetadataErrorTTL: backend.DefaultErrorTTL,
+		MaxBodyBytes:     DefaultMaxBodyBytes,
+		MaxJSONDepth:     tensor.DefaultLimits.MaxDepth,
+		MaxElements:      tensor.DefaultLimits.MaxElements,
+		ShutdownTimeout:  DefaultShutdownTimeout,
+		Proxy: ProxyOptions{
+			RequestTimeout:    httpproxy.DefaultRequestTimeout,
+			ReadTimeout:       httpproxy.DefaultReadTimeout,
+			ReadHeaderTimeout: httpproxy.DefaultReadHeaderTimeout,
+			IdleTimeout:       httpproxy.DefaultIdleTimeout,
+		},
+	}
+}
+
+// FieldError is an invalid option. Field is the Options field's name
+// (ProxyOptions fields are prefixed "Proxy."), so that a caller such as
+// the command line can name the flag that set it instead.
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+// Error implements error.
+func (e *FieldError) Error() string { return e.Field + " " + e.Problem }
+
+// Validate reports the first invalid option as a *FieldError. The proxy's
+// timeouts come first, as the proxy command has always reported them.
+func (o *Options) Validate() error {
+	for _, c := range []struct {
+		field string
+		bad   bool
+		want  string
+	}{
+		{"Proxy.RequestTimeout", o.Proxy.RequestTimeout <= 0, "must be positive"},
+		{"Proxy.ReadTimeout", o.Proxy.ReadTimeout <= 0, "must be positive"},
+		{"Proxy.ReadHeaderTimeout", o.Proxy.ReadHeaderTimeout <= 0, "must be positive"},
+		{"Proxy.IdleTimeout", o.Proxy.IdleTimeout <= 0, "must be positive"},
+		{"BackendTimeout", o.BackendTimeout <= 0, "must be positive"},
+		{"MetadataTTL", o.MetadataTTL <= 0, "must be positive"},
+		{"MetadataErrorTTL", o.MetadataErrorTTL < 0, "must not be negative"},
+		{"MaxJSONDepth", o.MaxJSONDepth <= 0, "must be positive"},
+		{"MaxElements", o.MaxElements <= 0, "must be positive"},
+		{"ShutdownTimeout", o.ShutdownTimeout <= 0, "must be positive"},
+		{"MaxBodyBytes", o.MaxBodyBytes <= 0, "must be positive"},
+	} {
+		if c.bad {
+			return &FieldError{Field: c.field, Problem: c.want}
+		}
+	}
+	return nil
+}
+
+// Bridge is one assembled tfsbridge: the parts its servers share. The
+// ext_proc server and the proxy share one backend client, one session
+// configuration and one metrics registry, so that a signature fetched for
+// one is reused by the other and /metrics counts both.
+type Bridge struct {
+	// Log, Metrics, Backend and Session are exported for callers that log
+	// alongside the servers or inspect the backend (tests ask it for
+	// signatures); they must not be replaced.
+	Log     *slog.Logger
+	Metrics *observe.Metrics
+	Backend *backend.Client
+	Session *session.Config
+
+	opts  Options
+	proxy *httpproxy.Proxy
+	// serving is set while a main listener (ext_proc or proxy) serves;
+	// /readyz reports not ready outside that window (startup, draining).
+	serving atomic.Bool
+}
+
+// New validates o and builds the shared parts; nothing listens yet.
+func New(o Options) (*Bridge, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := observe.NewMetrics()
+	errTTL := o.MetadataErrorTTL
+	if errTTL == 0 {
+		errTTL = -1 // backend.Config: negative means "do not cache failures"
+	}
+	be, err := backend.New(backend.Config{
+		BaseURL:     o.BackendURL,
+		Kind:        o.BackendKind,
+		Timeout:     o.BackendTimeout,
+		MetadataTTL: o.MetadataTTL,
+		ErrorTTL:    errTTL,
+		Transport:   o.BackendTransport,
+		Metrics:     m,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sess := &session.Config{
+		Backend:      be,
+		Limits:       tensor.Limits{MaxDepth: o.MaxJSONDepth, MaxElements: o.MaxElements},
+		MaxBodyBytes: o.MaxBodyBytes,
+		Metrics:      m,
+		Logger:       log,
+	}
+	p, err := httpproxy.New(httpproxy.Config{
+		Session:           sess,
+		Upstream:          be.BaseURL(),
+		Transport:         o.ProxyTransport,
+		RequestTimeout:    o.Proxy.RequestTimeout,
+		ReadTimeout:       o.Proxy.ReadTimeout,
+		ReadHeaderTimeout: o.Proxy.ReadHeaderTimeout,
+		IdleTimeout:       o.Proxy.IdleTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p}, nil
+}
+
+// Ready backs /readyz: a main listener serves and the v2 server is ready.
+func (b *Bridge) Ready(ctx context.Context) error {
+	if !b.serving.Load() {
+		return errors.New("not serving")
+	}
+	return b.Backend.Health(ctx)
+}
+
+// Addrs are the addresses Listen binds; an empty one skips its server.
+type Addrs struct {
+	Extproc, Proxy, Admin string
+}
+
+// Listeners are what Serve serves on; a nil one skips its server. Tests
+// pass their own (127.0.0.1:0, or wrapped to inject faults).
+type Listeners struct {
+	Extproc, Proxy, Admin net.Listener
+}
+
+// Listen binds every non-empty address of a. On failure it closes the
+// listeners it already bound.
+func Listen(a Addrs) (Listeners, error) {
+	var l Listeners
+	for _, x := range []struct {
+		addr, name string
+		lis        *net.Listener
+	}{
+		{a.Extproc, "ext_proc", &l.Extproc},
+		{a.Proxy, "proxy", &l.Proxy},
+		{a.Admin, "metrics", &l.Admin},
+	} {
+		if x.addr == "" {
+			continue
+		}
+		lis, err := net.Listen("tcp", x.addr)
+		if err != nil {
+			l.Close()
+			return Listeners{}, fmt.Errorf("%s listener: %w", x.name, err)
+		}
+		*x.lis = lis
+	}
+	return l, nil
+}
+
+// Close closes every listener; Serve does so itself, this is for a caller
+// that gives up before serving.
+func (l Listeners) Close() {
+	for _, lis := range []net.Listener{l.Extproc, l.Proxy, l.Admin} {
+		if lis != nil {
+			_ = lis.Close()
+		}
+	}
+}
+
+// Addr returns lis's address, or nil for a skipped server: a nil
+// net.Addr prints as <nil> in logs, which says "disabled" well enough.
+func Addr(lis net.Listener) net.Addr {
+	if lis == nil {
+		return nil
+	}
+	return lis.Addr()
+}
+
+// Serve serves the ext_proc gRPC server, the HTTP proxy and the admin
+// server on the non-nil listeners of l until ctx is done or one of them
+// fails, then shuts them down gracefully: readiness turns false first, and
+// in-flight requests and streams get ShutdownTimeout to finish. It returns
+// nil after a shutdown asked for by ctx.
+//
+// Readiness turns true before any server starts, so a caller that bound
+// the listeners may announce them before calling Serve: connections wait
+// in the listen backlog and find the bridge ready.
+func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
+	if l.Extproc == nil && l.Proxy == nil && l.Admin == nil {
+		return errors.New("bridge: no listener to serve")
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	if l.Extproc != nil || l.Proxy != nil {
+		b.serving.Store(true)
+		g.Go(func() error {
+			<-ctx.Done()
+			b.serving.Store(false)
+			return nil
+		})
+	}
+	drain := b.opts.ShutdownTimeout
+	errorLog := slog.NewLogLogger(b.Log.Handler(), slog.LevelDebug)
+	if l.Extproc != nil {
+		srv := extproc.NewServer(extproc.NewProcessor(b.Session), extproc.ServerOptions{MaxBodyBytes: b.Session.MaxBodyBytes})
+		g.Go(func() error { return wrap("ext_proc server", srv.Serve(ctx, l.Extproc, drain)) })
+	}
+	if l.Proxy != nil {
+		srv := b.proxy.NewServer(errorLog)
+		g.Go(func() error { return wrap("proxy server", ServeHTTP(ctx, srv, l.Proxy, drain)) })
+	}
+	if l.Admin != nil {
+		srv := NewHTTPServer(observe.AdminHandler(b.Metrics, b.Ready), b.Log)
+		g.Go(func() error { return wrap("admin server", ServeHTTP(ctx, srv, l.Admin, adminDrain)) })
+	}
+	return g.Wait()
+}
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// NewHTTPServer returns an http.Server with header and idle timeouts, for
+// the admin server and the demo's mock. No write timeout: a large
+// translated response may take a while to send.
+func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+// ServeHTTP serves srv on lis until ctx is done, then shuts it down
+// gracefully within drain and closes what is left.
+func ServeHTTP(ctx context.Context, srv *http.Server, lis net.Listener, drain time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

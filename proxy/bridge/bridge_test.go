@@ -1,0 +1,322 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/tfsbridge/tfsbridge/proxy/backend"
+	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// The defaults are cmd/tfsbridge's documented flag defaults; a change here
+// changes the binary's behaviour and must be deliberate.
+func TestDefaultOptions(t *testing.T) {
+	o := DefaultOptions()
+	want := Options{
+		BackendURL:       "http://127.0.0.1:8000",
+		BackendKind:      backend.KindAuto,
+		BackendTimeout:   backend.DefaultTimeout,
+		MetadataTTL:      backend.DefaultMetadataTTL,
+		MetadataErrorTTL: backend.DefaultErrorTTL,
+		MaxBodyBytes:     64 << 20,
+		MaxJSONDepth:     tensor.DefaultLimits.MaxDepth,
+		MaxElements:      tensor.DefaultLimits.MaxElements,
+		ShutdownTimeout:  15 * time.Second,
+		Proxy: ProxyOptions{
+			RequestTimeout:    httpproxy.DefaultRequestTimeout,
+			ReadTimeout:       httpproxy.DefaultReadTimeout,
+			ReadHeaderTimeout: httpproxy.DefaultReadHeaderTimeout,
+			IdleTimeout:       httpproxy.DefaultIdleTimeout,
+		},
+	}
+	if o != want {
+		t.Errorf("DefaultOptions() = %+v\nwant %+v", o, want)
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("defaults invalid: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Options)
+		field  string // "" means valid
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"error ttl zero disables", func(o *Options) { o.MetadataErrorTTL = 0 }, ""},
+		{"nil logger", func(o *Options) { o.Logger = nil }, ""},
+		{"zero backend timeout", func(o *Options) { o.BackendTimeout = 0 }, "BackendTimeout"},
+		{"zero metadata ttl", func(o *Options) { o.MetadataTTL = 0 }, "MetadataTTL"},
+		{"negative error ttl", func(o *Options) { o.MetadataErrorTTL = -time.Second }, "MetadataErrorTTL"},
+		{"zero body", func(o *Options) { o.MaxBodyBytes = 0 }, "MaxBodyBytes"},
+		{"zero depth", func(o *Options) { o.MaxJSONDepth = 0 }, "MaxJSONDepth"},
+		{"negative elements", func(o *Options) { o.MaxElements = -1 }, "MaxElements"},
+		{"zero shutdown", func(o *Options) { o.ShutdownTimeout = 0 }, "ShutdownTimeout"},
+		{"zero request timeout", func(o *Options) { o.Proxy.RequestTimeout = 0 }, "Proxy.RequestTimeout"},
+		{"zero read timeout", func(o *Options) { o.Proxy.ReadTimeout = 0 }, "Proxy.ReadTimeout"},
+		{"zero header timeout", func(o *Options) { o.Proxy.ReadHeaderTimeout = 0 }, "Proxy.ReadHeaderTimeout"},
+		{"negative idle timeout", func(o *Options) { o.Proxy.IdleTimeout = -1 }, "Proxy.IdleTimeout"},
+		{"zero value", func(o *Options) { *o = Options{} }, "Proxy.RequestTimeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := DefaultOptions()
+			tt.change(&o)
+			err := o.Validate()
+			var fe *FieldError
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tt.field != "" && (!errors.As(err, &fe) || fe.Field != tt.field):
+				t.Errorf("Validate() = %v, want a FieldError for %s", err, tt.field)
+			case tt.field != "" && !strings.HasPrefix(err.Error(), tt.field+" must"):
+				t.Errorf("message %q does not start with the field", err)
+			}
+			if _, err2 := New(o); (err2 == nil) != (tt.field == "") {
+				t.Errorf("New() error %v disagrees with Validate() %v", err2, err)
+			}
+		})
+	}
+}
+
+func TestNewBackendErrors(t *testing.T) {
+	for name, change := range map[string]func(*Options){
+		"bad url":  func(o *Options) { o.BackendURL = "ftp://x" },
+		"no url":   func(o *Options) { o.BackendURL = "" },
+		"bad kind": func(o *Options) { o.BackendKind = "torchserve" },
+	} {
+		o := DefaultOptions()
+		change(&o)
+		if _, err := New(o); err == nil {
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+}
+
+// New wires the options into the shared parts.
+func TestNewWiring(t *testing.T) {
+	o := DefaultOptions()
+	o.BackendURL = "http://127.0.0.1:1/"
+	o.BackendKind = "kserve"
+	o.MaxBodyBytes = 1000
+	o.MaxJSONDepth = 7
+	o.MaxElements = 99
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Session.MaxBodyBytes != 1000 || b.Session.Limits != (tensor.Limits{MaxDepth: 7, MaxElements: 99}) {
+		t.Errorf("session: body %d, limits %+v", b.Session.MaxBodyBytes, b.Session.Limits)
+	}
+	if b.Session.Backend != b.Backend || b.Session.Metrics != b.Metrics || b.Session.Logger != b.Log || b.Log == nil {
+		t.Error("the session does not share the bridge's backend, metrics and logger")
+	}
+	if k, err := b.Backend.Kind(context.Background()); err != nil || k.String() != "kserve" {
+		t.Errorf("backend kind = %v, %v", k, err)
+	}
+	if err := b.Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "not serving") {
+		t.Errorf("Ready before Serve = %v, want not serving", err)
+	}
+}
+
+func TestListen(t *testing.T) {
+	l, err := Listen(Addrs{Proxy: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Extproc != nil || l.Admin != nil || l.Proxy == nil || Addr(l.Admin) != nil {
+		t.Errorf("Listen bound %+v", l)
+	}
+	// A busy address fails, names the server and frees what was bound.
+	_, err = Listen(Addrs{Extproc: "127.0.0.1:0", Admin: l.Proxy.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "metrics listener") {
+		t.Errorf("Listen on a busy address = %v", err)
+	}
+	if err := deadBridge(t).Serve(context.Background(), Listeners{}); err == nil {
+		t.Error("Serve with no listener succeeded")
+	}
+}
+
+// deadBridge is a bridge to a v2 server nobody listens on.
+func deadBridge(t *testing.T) *Bridge {
+	t.Helper()
+	o := DefaultOptions()
+	o.BackendURL = "http://127.0.0.1:1"
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// slowUpstream is a v2 server stand-in: ready, and /slow answers after
+// release is closed, telling started when the request arrived.
+type slowUpstream struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (u *slowUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/slow" {
+		close(u.started)
+		<-u.release
+		_, _ = io.WriteString(w, "done")
+		return
+	}
+	w.WriteHeader(http.StatusOK) // /v2/health/ready and the rest
+}
+
+// startServing serves a bridge in front of up on ephemeral ports; it
+// returns the listeners, the cancel that stops serving and Serve's result.
+func startServing(t *testing.T, up http.Handler, drain time.Duration) (*Bridge, Listeners, context.CancelFunc, <-chan error) {
+	t.Helper()
+	v2 := httptest.NewServer(up)
+	t.Cleanup(v2.Close)
+	o := DefaultOptions()
+	o.BackendURL = v2.URL
+	o.BackendKind = "triton"
+	o.ShutdownTimeout = drain
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Listen(Addrs{Extproc: "127.0.0.1:0", Proxy: "127.0.0.1:0", Admin: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Serve(ctx, l) }()
+	t.Cleanup(cancel)
+	return b, l, cancel, done
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestServeAndDrain runs the three servers on real sockets, then stops
+// them with a request in flight: the request completes (draining), the
+// bridge reports not ready meanwhile, and Serve returns nil.
+func TestServeAndDrain(t *testing.T) {
+	up := &slowUpstream{started: make(chan struct{}), release: make(chan struct{})}
+	b, l, cancel, done := startServing(t, up, 10*time.Second)
+	admin := "http://" + l.Admin.Addr().String()
+	proxy := "http://" + l.Proxy.Addr().String()
+
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if code, body := get(t, admin+path); code != http.StatusOK {
+			t.Errorf("GET %s = %d %q", path, code, body)
+		}
+	}
+	conn, err := grpc.NewClient(l.Extproc.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil || hc.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("ext_proc health = %v, %v", hc, err)
+	}
+
+	inflight := getAsync(proxy + "/slow") // passed through untouched
+	<-up.started
+	cancel()
+	// Draining: not ready any more, the request still running.
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Ready(context.Background()) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("still ready after the shutdown began")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned %v with a request in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(up.release)
+	if r := <-inflight; r.err != nil || r.code != http.StatusOK || r.body != "done" {
+		t.Errorf("in-flight request = %d %q, %v; want 200 done", r.code, r.body, r.err)
+	}
+	waitServe(t, done, 10*time.Second)
+	if _, err := net.DialTimeout("tcp", l.Proxy.Addr().String(), time.Second); err == nil {
+		t.Error("the proxy still accepts connections after Serve returned")
+	}
+}
+
+// A request outlasting ShutdownTimeout is cut rather than waited for.
+func TestDrainDeadline(t *testing.T) {
+	up := &slowUpstream{started: make(chan struct{}), release: make(chan struct{})}
+	defer close(up.release)
+	_, l, cancel, done := startServing(t, up, 200*time.Millisecond)
+	inflight := getAsync("http://" + l.Proxy.Addr().String() + "/slow")
+	<-up.started
+	start := time.Now()
+	cancel()
+	waitServe(t, done, 5*time.Second)
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("Serve returned after %v, before the shutdown timeout", d)
+	}
+	if r := <-inflight; r.err == nil {
+		t.Errorf("the request outlasting the shutdown timeout completed: %d %q", r.code, r.body)
+	}
+}
+
+// result is one GET's outcome.
+type result struct {
+	code int
+	body string
+	err  error
+}
+
+// getAsync GETs url in the background: the tests stop the bridge while
+// the request runs.
+func getAsync(url string) <-chan result {
+	c := make(chan result, 1)
+	go func() {
+		resp, err := http.Get(url)
+		if err != nil {
+			c <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		c <- result{code: resp.StatusCode, body: string(body), err: err}
+	}()
+	return c
+}
+
+// waitServe waits for Serve's result, which must be nil.
+func waitServe(t *testing.T, done <-chan error, within time.Duration) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve = %v, want nil", err)
+		}
+	case <-time.After(within):
+		t.Fatalf("Serve did not return within %v of the shutdown", within)
+	}
+}
