@@ -93,6 +93,7 @@ var flagNames = map[string]string{
 	"MetadataTTL":             "metadata-ttl",
 	"MetadataErrorTTL":        "metadata-error-ttl",
 	"MaxBodyBytes":            "max-body-bytes",
+	"GRPCMaxRecvBytes":        "grpc-max-recv-bytes",
 	"MaxJSONDepth":            "max-json-depth",
 	"MaxElements":             "max-elements",
 	"ShutdownTimeout":         "shutdown-timeout",

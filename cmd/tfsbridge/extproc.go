@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
@@ -15,18 +16,28 @@ Envoy filter with headers SEND, bodies BUFFERED, allow_mode_override: true.`
 // extprocOptions are the flags of "tfsbridge extproc".
 type extprocOptions struct {
 	bridgeOptions
-	grpcAddr string
+	grpcAddr    string
+	grpcMaxRecv byteSize
 }
 
 func parseExtproc(args []string, env lookupEnv, out io.Writer) (*extprocOptions, error) {
 	o := &extprocOptions{}
 	f := newFlagSet("extproc", extprocSummary, out)
 	f.fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address the ext_proc gRPC server listens on.")
+	f.fs.Var(&o.grpcMaxRecv, "grpc-max-recv-bytes", "gRPC MaxRecvMsgSize of the ext_proc server, a `size`; 0 derives it from --max-body-bytes plus 1MiB of framing (Envoy sends a buffered body as one message, so it may not be smaller than --max-body-bytes).")
 	o.register(f)
 	if err := f.parse(args, env); err != nil {
 		return nil, err
 	}
-	return o, o.validate()
+	opts := o.options(nil)
+	return o, flagError(opts.Validate())
+}
+
+// options adds the extproc-only options to the shared ones.
+func (o *extprocOptions) options(log *slog.Logger) bridge.Options {
+	b := o.bridgeOptions.options(log)
+	b.GRPCMaxRecvBytes = int64(o.grpcMaxRecv)
+	return b
 }
 
 func (o *extprocOptions) run(ctx context.Context, stderr io.Writer) error {

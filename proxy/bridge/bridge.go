@@ -58,6 +58,10 @@ type Options struct {
 	MetadataErrorTTL time.Duration
 	// MaxBodyBytes is the largest request or response body translated.
 	MaxBodyBytes int64
+	// GRPCMaxRecvBytes is the ext_proc server's gRPC receive limit; 0
+	// derives it from MaxBodyBytes (plus framing). It may not be below
+	// MaxBodyBytes (see extproc.ServerOptions.MaxRecvMsgBytes).
+	GRPCMaxRecvBytes int64
 	// MaxJSONDepth is the deepest JSON nesting accepted in a body.
 	MaxJSONDepth int
 	// MaxElements is the most tensor elements one body may carry.
@@ -141,6 +145,8 @@ func (o *Options) Validate() error {
 		{"MaxElements", o.MaxElements <= 0, "must be positive"},
 		{"ShutdownTimeout", o.ShutdownTimeout <= 0, "must be positive"},
 		{"MaxBodyBytes", o.MaxBodyBytes <= 0, "must be positive"},
+		{"GRPCMaxRecvBytes", o.GRPCMaxRecvBytes < 0 || (o.GRPCMaxRecvBytes > 0 && o.GRPCMaxRecvBytes < o.MaxBodyBytes),
+			"must be 0 (derived) or at least the body limit"},
 	} {
 		if c.bad {
 			return &FieldError{Field: c.field, Problem: c.want}
@@ -305,7 +311,8 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 	drain := b.opts.ShutdownTimeout
 	errorLog := slog.NewLogLogger(b.Log.Handler(), slog.LevelDebug)
 	if l.Extproc != nil {
-		srv := extproc.NewServer(extproc.NewProcessor(b.Session), extproc.ServerOptions{MaxBodyBytes: b.Session.MaxBodyBytes})
+		srv := extproc.NewServer(extproc.NewProcessor(b.Session), extproc.ServerOptions{
+			MaxBodyBytes: b.Session.MaxBodyBytes, MaxRecvMsgBytes: b.opts.GRPCMaxRecvBytes})
 		g.Go(func() error { return wrap("ext_proc server", srv.Serve(ctx, l.Extproc, drain)) })
 	}
 	if l.Proxy != nil {

@@ -48,6 +48,13 @@ type harness struct {
 
 func start(t testing.TB) *harness {
 	t.Helper()
+	return startWith(t, ServerOptions{})
+}
+
+// startWith is start with the server options given (their GRPCOptions
+// are replaced by the harness's interceptor).
+func startWith(t testing.TB, opt ServerOptions) *harness {
+	t.Helper()
 	v2srv := fakev2.New(t, "triton", halfPlusTwo)
 	be, err := backend.New(backend.Config{BaseURL: v2srv.URL, Kind: "triton", Timeout: 2 * time.Second})
 	if err != nil {
@@ -55,13 +62,14 @@ func start(t testing.TB) *harness {
 	}
 	h := &harness{metrics: observe.NewMetrics(), results: make(chan error, 16)}
 	cfg := &session.Config{Backend: be, Metrics: h.metrics}
-	h.srv = NewServer(NewProcessor(cfg), ServerOptions{GRPCOptions: []grpc.ServerOption{
+	opt.GRPCOptions = []grpc.ServerOption{
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 			err := handler(srv, ss)
 			h.results <- err
 			return err
 		}),
-	}})
+	}
+	h.srv = NewServer(NewProcessor(cfg), opt)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -421,6 +429,42 @@ func TestLargeBody(t *testing.T) {
 	resp := exchange(t, s, requestBody(make([]byte, 6<<20), true))
 	if resp.GetRequestBody() == nil {
 		t.Errorf("reply %T, want request_body", resp.GetResponse())
+	}
+}
+
+// TestRecvLimit: the gRPC receive limit is the body limit plus framing,
+// or MaxRecvMsgBytes when set; a larger message fails the stream with
+// RESOURCE_EXHAUSTED (what Envoy turns into a 500).
+func TestRecvLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		opt     ServerOptions
+		body    int
+		wantErr bool
+	}{
+		{"derived, under", ServerOptions{MaxBodyBytes: 2 << 20}, 2<<20 + 512<<10, false},
+		{"derived, over", ServerOptions{MaxBodyBytes: 2 << 20}, 4 << 20, true},
+		{"raised", ServerOptions{MaxBodyBytes: 2 << 20, MaxRecvMsgBytes: 8 << 20}, 4 << 20, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startWith(t, tt.opt)
+			s := h.stream(t)
+			exchange(t, s, requestHeaders(false, ":method", "POST", ":path", "/v2/models/x/infer"))
+			if err := s.Send(requestBody(make([]byte, tt.body), true)); err != nil {
+				t.Fatalf("send: %v", err)
+			}
+			resp, err := s.Recv()
+			if tt.wantErr {
+				if status.Code(err) != codes.ResourceExhausted {
+					t.Errorf("reply %v, %v; want RESOURCE_EXHAUSTED", resp, err)
+				}
+				return
+			}
+			if err != nil || resp.GetRequestBody() == nil {
+				t.Errorf("reply %v, %v; want request_body", resp, err)
+			}
+		})
 	}
 }
 

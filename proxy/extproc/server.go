@@ -30,6 +30,12 @@ type ServerOptions struct {
 	// MaxBodyBytes is the largest body the session accepts; the gRPC
 	// message limits are derived from it.
 	MaxBodyBytes int64
+	// MaxRecvMsgBytes, when positive, is the gRPC receive limit instead of
+	// the derived MaxBodyBytes + 1 MiB of framing. Envoy sends a buffered
+	// body as one message, so it must not be below MaxBodyBytes: a body
+	// the session would accept would fail as a gRPC error, a 500 from
+	// Envoy instead of a TF error.
+	MaxRecvMsgBytes int64
 	// GRPCOptions are appended to the server's own (TLS credentials,
 	// interceptors).
 	GRPCOptions []grpc.ServerOption
@@ -51,8 +57,12 @@ func NewServer(p *Processor, opt ServerOptions) *Server {
 	if maxBody <= 0 {
 		maxBody = session.DefaultMaxBodyBytes
 	}
+	maxRecv := maxBody + frameMargin
+	if opt.MaxRecvMsgBytes > 0 {
+		maxRecv = opt.MaxRecvMsgBytes
+	}
 	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(clampInt(maxBody + frameMargin)),
+		grpc.MaxRecvMsgSize(clampInt(maxRecv)),
 		grpc.MaxSendMsgSize(clampInt(maxBody*replyExpansion + frameMargin)),
 		// Envoy clusters often enable HTTP/2 keepalive pings; grpc-go's
 		// default enforcement (one ping per 5 min) answers faster pings
