@@ -299,29 +299,39 @@ func (v Value) Float64() float64 {
 	return n.float64()
 }
 
+// numberElems returns the element nodes of the array v when every one of
+// them is a number: the precondition of the bulk appenders below.
+func (v Value) numberElems() ([]node, bool) {
+	n := &v.d.nodes[v.i]
+	if n.kind != Array {
+		return nil, false
+	}
+	c := int(n.count())
+	kids := v.d.nodes[int(v.i)+1:]
+	if len(kids) < c {
+		return nil, false
+	}
+	kids = kids[:c]
+	for i := range kids {
+		if kids[i].kind != Number {
+			return nil, false
+		}
+	}
+	return kids, true
+}
+
 // AppendFloat32s is the hot path of request parsing: when every element of
 // the array v is a number, it appends each as a little-endian float32
 // (rapidjson's GetFloat: the double cast to float) and returns true.
 // Otherwise it returns dst unchanged and false, and the caller walks the
 // elements one by one to report the exact error.
 func (v Value) AppendFloat32s(dst []byte) ([]byte, bool) {
-	n := &v.d.nodes[v.i]
-	if n.kind != Array {
+	kids, ok := v.numberElems()
+	if !ok {
 		return dst, false
-	}
-	c := int(n.count())
-	kids := v.d.nodes[int(v.i)+1:]
-	if len(kids) < c {
-		return dst, false
-	}
-	kids = kids[:c]
-	for i := range kids {
-		if kids[i].kind != Number {
-			return dst, false
-		}
 	}
 	start := len(dst)
-	dst = slices.Grow(dst, 4*c)[:start+4*c]
+	dst = slices.Grow(dst, 4*len(kids))[:start+4*len(kids)]
 	out := dst[start:]
 	for i := range kids {
 		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(kids[i].float64())))
@@ -331,23 +341,12 @@ func (v Value) AppendFloat32s(dst []byte) ([]byte, bool) {
 
 // AppendFloat64s is AppendFloat32s for little-endian float64s.
 func (v Value) AppendFloat64s(dst []byte) ([]byte, bool) {
-	n := &v.d.nodes[v.i]
-	if n.kind != Array {
+	kids, ok := v.numberElems()
+	if !ok {
 		return dst, false
-	}
-	c := int(n.count())
-	kids := v.d.nodes[int(v.i)+1:]
-	if len(kids) < c {
-		return dst, false
-	}
-	kids = kids[:c]
-	for i := range kids {
-		if kids[i].kind != Number {
-			return dst, false
-		}
 	}
 	start := len(dst)
-	dst = slices.Grow(dst, 8*c)[:start+8*c]
+	dst = slices.Grow(dst, 8*len(kids))[:start+8*len(kids)]
 	out := dst[start:]
 	for i := range kids {
 		binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(kids[i].float64()))
