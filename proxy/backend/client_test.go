@@ -18,12 +18,7 @@ import (
 	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
-var halfPlusTwo = fakev2.Model{
-	Name:     "half_plus_two",
-	Versions: []string{"1", "2"},
-	Inputs:   []fakev2.Tensor{{Name: "x", Datatype: "FP32", Shape: []int64{-1}}},
-	Outputs:  []fakev2.Tensor{{Name: "y", Datatype: "FP32", Shape: []int64{-1}}},
-}
+var halfPlusTwo = fakev2.HalfPlusTwo("1", "2")
 
 var simple = fakev2.Model{
 	Name:         "simple",

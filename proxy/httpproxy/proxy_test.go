@@ -24,12 +24,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 )
 
-var halfPlusTwo = fakev2.Model{
-	Name:     "half_plus_two",
-	Versions: []string{"1"},
-	Inputs:   []fakev2.Tensor{{Name: "x", Datatype: "FP32", Shape: []int64{-1}}},
-	Outputs:  []fakev2.Tensor{{Name: "y", Datatype: "FP32", Shape: []int64{-1}}},
-}
+var halfPlusTwo = fakev2.HalfPlusTwo()
 
 const predictions = "{\n    \"predictions\": [2.5, 3.0, 4.5\n    ]\n}"
 

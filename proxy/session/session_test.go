@@ -27,13 +27,12 @@ type hdr map[string]string
 
 func (h hdr) Get(k string) string { return h[strings.ToLower(k)] }
 
-var halfPlusTwo = fakev2.Model{
-	Name:     "half_plus_two",
-	Versions: []string{"1", "2", "10"},
-	Inputs:   []fakev2.Tensor{{Name: "x", Datatype: "FP32", Shape: []int64{-1}}},
-	Outputs:  []fakev2.Tensor{{Name: "y", Datatype: "FP32", Shape: []int64{-1}}},
-	NotReady: []string{"2"},
-}
+// halfPlusTwo has a version that is not ready, for the status tests.
+var halfPlusTwo = func() fakev2.Model {
+	m := fakev2.HalfPlusTwo("1", "2", "10")
+	m.NotReady = []string{"2"}
+	return m
+}()
 
 var slashModel = fakev2.Model{
 	Name:     "a/b",

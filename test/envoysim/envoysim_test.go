@@ -883,16 +883,9 @@ func TestHeaderMutationInBodyReplyApplies(t *testing.T) {
 func TestDownstreamCancelResetsStream(t *testing.T) {
 	proc := &procServer{custom: func(s extprocv3.ExternalProcessor_ProcessServer, ps *procStream) error {
 		for {
-			req, err := s.Recv()
-			if err != nil {
-				ps.mu.Lock()
-				ps.end = err
-				ps.mu.Unlock()
+			if _, ok := ps.recv(s); !ok {
 				return nil
 			}
-			ps.mu.Lock()
-			ps.msgs = append(ps.msgs, req)
-			ps.mu.Unlock()
 		}
 	}}
 	ev := newEnv(t, Config{}, proc, nil)

@@ -27,6 +27,20 @@ type procStream struct {
 	done chan struct{}
 }
 
+// recv receives the next message and records it, or records the error
+// that ended the stream and reports false.
+func (s *procStream) recv(stream extprocv3.ExternalProcessor_ProcessServer) (*extprocv3.ProcessingRequest, bool) {
+	req, err := stream.Recv()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.end = err
+		return nil, false
+	}
+	s.msgs = append(s.msgs, req)
+	return req, true
+}
+
 func (s *procStream) messages() []*extprocv3.ProcessingRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -54,16 +68,10 @@ func (p *procServer) Process(s extprocv3.ExternalProcessor_ProcessServer) error 
 		return p.custom(s, ps)
 	}
 	for n := 0; ; n++ {
-		req, err := s.Recv()
-		if err != nil {
-			ps.mu.Lock()
-			ps.end = err
-			ps.mu.Unlock()
+		req, ok := ps.recv(s)
+		if !ok {
 			return nil
 		}
-		ps.mu.Lock()
-		ps.msgs = append(ps.msgs, req)
-		ps.mu.Unlock()
 		for _, r := range p.respond(n, req) {
 			if err := s.Send(r); err != nil {
 				return nil

@@ -34,6 +34,20 @@ type Model struct {
 	NotReady []string
 }
 
+// HalfPlusTwo is TF Serving's example model as a v2 server describes it
+// (x FP32 [-1] → y FP32 [-1]), with the given versions ("1" when none).
+func HalfPlusTwo(versions ...string) Model {
+	if len(versions) == 0 {
+		versions = []string{"1"}
+	}
+	return Model{
+		Name:     "half_plus_two",
+		Versions: versions,
+		Inputs:   []Tensor{{Name: "x", Datatype: "FP32", Shape: []int64{-1}}},
+		Outputs:  []Tensor{{Name: "y", Datatype: "FP32", Shape: []int64{-1}}},
+	}
+}
+
 // Reply is a canned answer for one path.
 type Reply struct {
 	Status      int
