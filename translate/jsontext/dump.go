@@ -5,14 +5,10 @@ import (
 	"strconv"
 )
 
-// DumpLimit is how many bytes of a dumped value TF Serving keeps in an
-// error message before cutting it off with DumpEllipsis (spec §4.1: "truncated
-// after ~256 bytes"; the exact rule could not be read from the pinned
-// source, see the package tests).
+// DumpLimit is the output size at which TF Serving's error-message writer
+// (JsonValueToDebugString over JsonWriterWithLimit, 2.18+) stops writing
+// tokens (spec §4.1).
 const DumpLimit = 256
-
-// DumpEllipsis marks a truncated dump.
-const DumpEllipsis = "..."
 
 // AppendDump appends v rendered as TF Serving's JsonValueToString renders
 // a value in its error messages: rapidjson's PrettyWriter (4-space indent)
@@ -21,30 +17,47 @@ const DumpEllipsis = "..."
 // Grisu2 shortest form with ".0" ("1.0", "100.0" for 1e2); strings with
 // rapidjson's escaping. rapidjson's writer refuses NaN and Infinity: the
 // rendering stops right there (after the separator), so [1, NaN] dumps
-// as "[1, " and a bare NaN as "". Output beyond DumpLimit bytes is cut and
-// DumpEllipsis appended, and the walk stops early, so dumping a huge
-// document costs O(DumpLimit).
-func AppendDump(dst []byte, v Value) []byte {
-	start := len(dst)
-	w := NewWriter(dst)
-	w.SetSingleLine(true)
-	dumpValue(w, v, start+DumpLimit)
-	out := w.Bytes()
-	if len(out)-start > DumpLimit {
-		out = append(out[:start+DumpLimit], DumpEllipsis...)
-	}
-	return out
+// as "[1, " and a bare NaN as "".
+//
+// The length limit works token by token, as TF's limited writer does:
+// before each token (opening or closing bracket, key, scalar) the output
+// so far must be shorter than DumpLimit, and then the token is written
+// whole with its prefix (comma, newline, indent, ": "), however long; once
+// the output has reached DumpLimit nothing more is written — no closing
+// brackets, no marker. So the dump is a prefix of the full rendering, cut
+// at a token boundary; the walk stops there, so dumping a huge document
+// costs O(DumpLimit) plus the one token that crossed the mark.
+func AppendDump(dst []byte, v Value) []byte { return appendDump(dst, v, DumpLimit) }
+
+// appendDump is AppendDump with the limit as a parameter (the tests render
+// whole values with it).
+func appendDump(dst []byte, v Value, limit int) []byte {
+	d := dumper{limit: len(dst) + limit}
+	d.w.Reset(dst)
+	d.w.SetSingleLine(true)
+	d.value(v)
+	return d.w.Bytes()
 }
 
 // Dump returns AppendDump(nil, v) as a string.
 func Dump(v Value) string { return string(AppendDump(nil, v)) }
 
-// dumpValue writes v and reports whether the walk may continue (false after
-// a NaN/Inf or once the output passed limit).
-func dumpValue(w *Writer, v Value, limit int) bool {
-	if len(w.buf) > limit {
+// dumper is the walk behind AppendDump.
+type dumper struct {
+	w     Writer
+	limit int // buffer length from which no token is written
+}
+
+// room is the limited writer's check before a token.
+func (d *dumper) room() bool { return len(d.w.buf) < d.limit }
+
+// value writes v and reports whether the walk may continue (false after a
+// NaN/Inf or once a token was refused).
+func (d *dumper) value(v Value) bool {
+	if !d.room() {
 		return false
 	}
+	w := &d.w
 	n := &v.d.nodes[v.i]
 	switch n.kind {
 	case Null:
@@ -74,25 +87,31 @@ func dumpValue(w *Writer, v Value, limit int) bool {
 		w.StartArray()
 		e, _ := v.First()
 		for i, c := 0, v.Len(); i < c; i++ {
-			if !dumpValue(w, e, limit) {
+			if !d.value(e) {
 				return false
 			}
 			e = e.Next()
+		}
+		if !d.room() {
+			return false
 		}
 		w.EndArray()
 	case Object:
 		w.StartObject()
 		k, _ := v.First()
 		for i, c := 0, v.Len(); i < c; i++ {
-			if len(w.buf) > limit {
+			if !d.room() {
 				return false
 			}
-			w.Key(string(k.Str()))
+			w.StringBytes(k.Str()) // rapidjson writes a key as a string
 			val := k.Next()
-			if !dumpValue(w, val, limit) {
+			if !d.value(val) {
 				return false
 			}
 			k = val.Next()
+		}
+		if !d.room() {
+			return false
 		}
 		w.EndObject()
 	}

@@ -54,16 +54,51 @@ func TestDump(t *testing.T) {
 	}
 }
 
-func TestDumpTruncates(t *testing.T) {
-	in := "[" + strings.Repeat("123456789, ", 10000) + "0]"
-	d := mustParse(t, in)
-	got := Dump(d.Root())
-	if len(got) != DumpLimit+len(DumpEllipsis) || !strings.HasSuffix(got, DumpEllipsis) || !strings.HasPrefix(got, "[123456789, 123456789, ") {
-		t.Errorf("truncated dump: %d bytes %q", len(got), got)
+// TestDumpLimit: TF's limited writer checks, before each token, that the
+// output is shorter than 256 bytes, then writes the token whole with its
+// prefix; nothing is written once 256 bytes are reached (no closing
+// brackets, no marker). Each case crosses the mark at a different token.
+func TestDumpLimit(t *testing.T) {
+	a, x := strings.Repeat("a", 300), strings.Repeat("x", 300)
+	instance := "{\n            \"x\": [1, 2, 3],\n            \"y\": \"abc\"\n        }"
+	tests := []struct{ name, in, want string }{
+		{"long string whole", `"` + a + `"`, `"` + a + `"`},
+		{"long string then nothing", `["` + a + `", 1]`, `["` + a + `"`},
+		{"numbers: the one crossing 256 is whole", "[" + strings.Repeat("123456789, ", 29) + "123456789]",
+			"[" + strings.Repeat("123456789, ", 23) + "123456789"},
+		{"256 bytes before the closing bracket", "[" + strings.Repeat("1, ", 84) + "123]", "[" + strings.Repeat("1, ", 84) + "123"},
+		{"closing bracket at 255 bytes", "[" + strings.Repeat("1, ", 84) + "12]", "[" + strings.Repeat("1, ", 84) + "12]"},
+		{"long key without its value", `{"` + x + `": 1}`, "{\n    \"" + x + `"`},
+		{"next key refused", `{"a": "` + x[:260] + `", "b": 1}`, "{\n    \"a\": \"" + x[:260] + `"`},
+		{"closing brace refused", `{"a": "` + x[:250] + `"}`, "{\n    \"a\": \"" + x[:250] + `"`},
+		{"closing brace at 253 bytes", `{"a": "` + x[:240] + `"}`, "{\n    \"a\": \"" + x[:240] + "\"\n}"},
+		{"array opened last", `["` + a[:251] + `", [1, 2]]`, `["` + a[:251] + `", [`},
+		{"object opened last", `["` + a[:251] + `", {"k": 1}]`, `["` + a[:251] + `", {`},
+		{"literal last", `["` + a[:250] + `", true, null]`, `["` + a[:250] + `", true`},
+		{"NaN after the mark adds nothing", `["` + a + `", NaN]`, `["` + a + `"`},
+		{"nested objects in an array, cut after a key", `{"instances": [` + strings.Repeat(`{"x": [1, 2, 3], "y": "abc"}, `, 7) + `{"x": [1, 2, 3], "y": "abc"}]}`,
+			"{\n    \"instances\": [" + strings.Repeat(instance+", ", 3) + "{\n            \"x\": [1, 2, 3],\n            \"y\""},
 	}
-	short := mustParse(t, "["+strings.Repeat("1, ", 84)+"12]") // 256 bytes exactly
-	if got := Dump(short.Root()); len(got) != 256 || strings.HasSuffix(got, DumpEllipsis) {
-		t.Errorf("256-byte dump altered: %d %q", len(got), got[len(got)-5:])
+	for _, tt := range tests {
+		d := mustParse(t, tt.in)
+		if got := Dump(d.Root()); got != tt.want {
+			t.Errorf("%s: Dump\n got %d %q\nwant %d %q", tt.name, len(got), got, len(tt.want), tt.want)
+		}
+		// The limit counts the dump's own bytes, not what dst held.
+		if got := string(AppendDump([]byte(x), d.Root())); got != x+tt.want {
+			t.Errorf("%s: AppendDump after 300 bytes differs", tt.name)
+		}
+	}
+}
+
+// TestDumpHugeDocumentIsCheap: the walk stops at the mark, so dumping a
+// big document costs the prefix, not the document: the destination and
+// the writer's container stack are the only allocations.
+func TestDumpHugeDocumentIsCheap(t *testing.T) {
+	d := mustParse(t, "["+strings.Repeat("123456789, ", 100000)+"0]")
+	allocs := testing.AllocsPerRun(10, func() { _ = AppendDump(make([]byte, 0, 512), d.Root()) })
+	if allocs > 2 {
+		t.Errorf("%v allocations per dump", allocs)
 	}
 }
 

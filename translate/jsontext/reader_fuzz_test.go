@@ -3,6 +3,7 @@ package jsontext
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -84,7 +85,20 @@ func walk(t *testing.T, v Value, depth int) {
 	case Number:
 		_ = v.Float64()
 	}
-	_ = Dump(v)
+	checkDump(t, v)
+}
+
+// checkDump: a dump is the whole rendering cut at a token boundary, and it
+// is only cut once it has reached DumpLimit bytes.
+func checkDump(t *testing.T, v Value) {
+	got := Dump(v)
+	full := string(appendDump(nil, v, math.MaxInt))
+	if !strings.HasPrefix(full, got) {
+		t.Fatalf("dump %q is not a prefix of the rendering %q", got, full)
+	}
+	if len(got) < len(full) && len(got) < DumpLimit {
+		t.Fatalf("dump %q cut at %d bytes, under the limit", got, len(got))
+	}
 }
 
 // shapeOf renders the kinds and sizes of a value (numbers and strings as
