@@ -24,10 +24,11 @@ import (
 //     bytes at least: `"",`), base64 ones a small decode buffer, and the
 //     v2 body is at most the tensors plus 4 bytes per string. Hence
 //     requestBound.
-//   - error paths only copy a bounded prefix of the input (dumps are cut
-//     at 256 bytes) or the offending key or path, which TF's texts may
-//     name twice ("key: K … named input: K"), plus the message's own
-//     building: errorBound.
+//   - error paths only copy a bounded prefix of the input (dumps stop at
+//     the token that crosses 256 bytes, so at most one long string or key
+//     beyond it, never longer escaped than in the body) or the offending
+//     key or path, which TF's texts may name twice ("key: K … named
+//     input: K"), plus the message's own building: errorBound.
 //   - response decoding aliases the body; it allocates one tensor header
 //     per output and, for JSON data, the elements (8 bytes at most for a
 //     value that costs 2 body bytes); the TF body is bounded by
@@ -120,6 +121,10 @@ func requestCases() []requestCase {
 			status: 400, prefix: "Failed to process element: 0 key: \xff of 'instances' list. Error: INVALID_ARGUMENT: JSON object: does not have named input: \xff", alloc: errorBound},
 		{name: "1 MiB key", body: `{"instances":[{"` + strings.Repeat("k", 1<<20) + `":1}]}`, sig: sigMulti,
 			status: 400, prefix: "Failed to process element: 0 key: kkkk", alloc: errorBound},
+		{name: "1 MiB string in a type error", body: `{"instances":["` + strings.Repeat("s", 1<<20) + `"]}`, sig: sigFloat,
+			status: 400, prefix: "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: JSON Value: \"ssss", alloc: errorBound},
+		{name: "1 MiB of escapes in a type error", body: `{"instances":["` + strings.Repeat(`\u0001\"`, 1<<17) + `"]}`, sig: sigFloat,
+			status: 400, prefix: "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: JSON Value: \"\\u0001\\\"", alloc: errorBound},
 		{name: "NUL ends the document", body: "{\"instances\":[1.5]}\x00\xff{{{", sig: sigFloat,
 			shape: []int64{1}, alloc: requestBound},
 		{name: "NUL inside a key", body: "{\"inst\x00ances\":[1]}", sig: sigFloat,

@@ -2,6 +2,7 @@ package jsontext
 
 import (
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -67,7 +68,7 @@ func (d *dumper) value(v Value) bool {
 	case True:
 		w.Bool(true)
 	case String:
-		w.StringBytes(v.Str())
+		d.str(v.Str())
 	case Number:
 		switch {
 		case n.flags&flagDouble != 0:
@@ -103,7 +104,7 @@ func (d *dumper) value(v Value) bool {
 			if !d.room() {
 				return false
 			}
-			w.StringBytes(k.Str()) // rapidjson writes a key as a string
+			d.str(k.Str()) // rapidjson writes a key as a string
 			val := k.Next()
 			if !d.value(val) {
 				return false
@@ -116,6 +117,15 @@ func (d *dumper) value(v Value) bool {
 		w.EndObject()
 	}
 	return true
+}
+
+// str writes a string token (a value or a key). The token is written
+// whole however long it is, so the buffer is grown once to its escaped
+// length plus the longest prefix (",\n" and the indent) rather than
+// append by append, which would allocate several times a long string.
+func (d *dumper) str(s []byte) {
+	d.w.buf = slices.Grow(d.w.buf, quotedLen(s)+2+indentUnit*len(d.w.stack))
+	d.w.StringBytes(s)
 }
 
 // appendGrisu appends f as rapidjson 1.1.0's Writer::Double writes a

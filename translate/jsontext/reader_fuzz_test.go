@@ -82,6 +82,9 @@ func walk(t *testing.T, v Value, depth int) {
 		if len(v.Str()) > len(v.Raw()) {
 			t.Fatal("unescaped string longer than its token")
 		}
+		if n, q := quotedLen(v.Str()), AppendString(nil, v.Str()); n != len(q) {
+			t.Fatalf("quotedLen %d for %q", n, q)
+		}
 	case Number:
 		_ = v.Float64()
 	}

@@ -200,6 +200,21 @@ var escapeTable = func() (t [256]byte) {
 	return t
 }()
 
+// quotedLen returns the length of AppendString's output for s.
+func quotedLen(s []byte) int {
+	n := len(s) + 2
+	for _, c := range s {
+		switch escapeTable[c] {
+		case 0:
+		case 'u':
+			n += 5 // \u00XX
+		default:
+			n++ // \X
+		}
+	}
+	return n
+}
+
 // AppendString appends s as a JSON string with rapidjson's escaping.
 func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
