@@ -1,10 +1,10 @@
 package tfrequest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -59,6 +59,20 @@ func (p *filler) lookup(name []byte) int {
 	return -1
 }
 
+// rowKey is an instance object's key as TF reads it: rapidjson's
+// GetString() turned into a std::string, that is as a C string, so the key
+// ends at its first NUL ({"x\u0000junk": 1} names input "x"; spec §4.1).
+// Two keys that differ only after a NUL then name the same input, which
+// behaves as a duplicated key: both values are added. Columnar names and
+// "b64" are looked up with their full length (FindMember) and keep it.
+func rowKey(k jsontext.Value) []byte {
+	s := k.Str()
+	if i := bytes.IndexByte(s, 0); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
 // isB64Object is json_tensor.cc's IsValBase64Object: an object with
 // exactly one member, "b64", whose value is a string.
 func isB64Object(v jsontext.Value) bool {
@@ -109,7 +123,9 @@ func (p *filler) rows(list jsontext.Value) error {
 				return apierr.InvalidArgumentf("Expecting value/list but got object at item %d of input list", i)
 			}
 			// TF feeds "tensorinfo_map.begin()", an arbitrary input when
-			// there are several; the first signature input here.
+			// there are several; the first signature input here. With
+			// several inputs (only b64 objects get here) verifyInputsSize
+			// then refuses the request.
 			if err := p.addItem(0, elem); err != nil {
 				return wrapElement(i, nil, err)
 			}
@@ -124,7 +140,7 @@ func (p *filler) rows(list jsontext.Value) error {
 		// Every member is processed, duplicates included (TF iterates the
 		// object, it does not look keys up).
 		for k, v := range elem.Members() {
-			name := k.Str()
+			name := rowKey(k)
 			idx := p.lookup(name)
 			var err error
 			if idx < 0 {
@@ -149,12 +165,7 @@ func (p *filler) rows(list jsontext.Value) error {
 
 // sortedNames joins the input names as TF's std::set<string> orders them.
 func (p *filler) sortedNames() string {
-	names := make([]string, len(p.ins))
-	for i := range p.ins {
-		names[i] = p.ins[i].spec.Name
-	}
-	sort.Strings(names)
-	return strings.Join(names, ",")
+	return strings.Join(sortedSet(len(p.ins), func(i int) string { return p.ins[i].spec.Name }), ",")
 }
 
 // addItem is AddInstanceItem: one instance's value for input idx, whose

@@ -11,8 +11,9 @@ import (
 )
 
 // FuzzParse: no input panics or hangs; every failure is an *apierr.Error
-// with a 4xx status; every success is a set of valid tensors whose size is
-// bounded by the body that produced them and by the limits.
+// with a 4xx status; every success is one valid tensor per signature input
+// (TF's input-count check), whose size is bounded by the body that
+// produced them and by the limits.
 func FuzzParse(f *testing.F) {
 	for _, c := range conformance.MustLoad(f, "tfserving_cases.json") {
 		var in reqInput
@@ -27,6 +28,8 @@ func FuzzParse(f *testing.F) {
 		`{"inputs": {"a": [[1], [2]], "s": ["\u00e9\ud83d\ude00"], "h": 1.5, "b": true}}`,
 		`{"signature_name": "x", "inputs": [NaN, -Infinity, 1e308, 2e308]}`,
 		`{"instances": [[[[1]]], [[[2]]]]}`,
+		`{"instances": [{"b64": "aGk="}, "x"]}`,
+		`{"instances": [{"a\u0000x": 1, "s\u0000": "y", "a\u0000": 2}]}`,
 	} {
 		for sel := uint8(0); sel < 4; sel++ {
 			f.Add([]byte(s), sel)
@@ -53,6 +56,9 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		defer req.Release()
+		if len(req.Inputs) != len(sig.Inputs) {
+			t.Fatalf("%d tensors for %d signature inputs", len(req.Inputs), len(sig.Inputs))
+		}
 		var elems, dataBytes, strBytes int
 		for i := range req.Inputs {
 			tt := &req.Inputs[i]

@@ -66,7 +66,10 @@ const (
 // (spec §2.3, §3, §4): JSON syntax, top level is an object, signature_name
 // is a string; then resolve (its error is returned as is); then an input
 // map must exist, exactly one of "instances" / "inputs", and the values
-// are converted against the signature's input names and dtypes.
+// are converted against the signature's input names and dtypes. Last
+// comes the input-count check TF's predictor makes before the model
+// (predict_util.cc VerifyRequestInputsSize), so a parsed Request holds
+// exactly one tensor per signature input.
 //
 // Every failure is an *apierr.Error carrying TF Serving's message. lim
 // bounds nesting depth and the total number of tensor elements.
@@ -139,7 +142,10 @@ func (r *Request) parse(root jsontext.Value, resolve Resolver, lim tensor.Limits
 	if err != nil {
 		return err
 	}
-	return p.finish()
+	if err := p.finish(); err != nil {
+		return err
+	}
+	return verifyInputsSize(sig, r.Inputs)
 }
 
 // formatError is json_tensor.cc's FormatError: "JSON Value: <dump> <msg>".

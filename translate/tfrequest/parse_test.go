@@ -61,15 +61,7 @@ func render(ts []tensor.Tensor) string {
 // the exact message.
 func TestParse(t *testing.T) {
 	one := sigOf("x:FP32")
-	tests := []struct {
-		name   string
-		sig    *tensor.Signature
-		body   string
-		format Format
-		want   string // rendered tensors
-		err    string // exact message
-		code   apierr.Code
-	}{
+	tests := []parseCase{
 		// Top level and order of checks.
 		{name: "empty body", sig: one, body: "", err: "JSON Parse error: The document is empty"},
 		{name: "blank body", sig: one, body: "  ", err: "JSON Parse error: The document is empty. at offset: 2"},
@@ -96,8 +88,8 @@ func TestParse(t *testing.T) {
 		{name: "row duplicate key keeps first values", sig: one, body: `{"instances": [{"x": 1, "x": 2}, {"x": 3}]}`, format: Row, want: "x:FP32[2]=1,2"},
 		{name: "row plain list multi", sig: sigOf("a:INT32", "b:INT32"), body: `{"instances": [[1]]}`,
 			err: "instances is a plain list, but expecting list of objects as multiple input tensors required as per tensorinfo_map"},
-		{name: "row b64 first slips past multi check", sig: sigOf("a:BYTES", "b:INT32"), body: `{"instances": [{"b64": "aGk="}, "x"]}`, format: Row,
-			want: `a:BYTES[2]="hi","x"`},
+		{name: "row b64 first slips past multi check", sig: sigOf("a:BYTES", "b:INT32"), body: `{"instances": [{"b64": "aGk="}, "x"]}`,
+			err: "input size does not match signature: 1!=2 len({a}) != len({a,b}). Sent extra: {}. Missing but required: {b}."},
 		{name: "row object after values", sig: one, body: `{"instances": [1, {"x": 2}]}`, err: "Expecting value/list but got object at item 1 of input list"},
 		{name: "row value after objects", sig: one, body: `{"instances": [{"x": 1}, 2]}`, err: "Expecting object but got list at item 1 of input list"},
 		{name: "row b64 after objects", sig: sigOf("x:BYTES"), body: `{"instances": [{"x": "a"}, {"b64": "aGk="}]}`, err: "Expecting object but got list at item 1 of input list"},
@@ -172,6 +164,22 @@ func TestParse(t *testing.T) {
 		{name: "uint16 rejects negative", sig: sigOf("u:UINT16"), body: `{"inputs": [-1]}`, err: "JSON Value: -1 Type: Number is not of expected type: uint16"},
 		{name: "uint16 rejects decimal", sig: sigOf("u:UINT16"), body: `{"inputs": [1.0]}`, err: "JSON Value: 1.0 Type: Number is not of expected type: uint16"},
 	}
+	runParse(t, tests)
+}
+
+// parseCase is one Parse call and its exact outcome.
+type parseCase = struct {
+	name   string
+	sig    *tensor.Signature
+	body   string
+	format Format
+	want   string // rendered tensors
+	err    string // exact message
+	code   apierr.Code
+}
+
+func runParse(t *testing.T, tests []parseCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := Parse([]byte(tt.body), fixed(tt.sig), tensor.Limits{})
@@ -205,6 +213,127 @@ func TestParse(t *testing.T) {
 				t.Errorf("tensors\n got %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestLongDumps: every "JSON Value: <dump>" message carries TF's
+// token-limited dump (spec §4.1): the token that crosses 256 bytes is
+// written whole, then nothing — no closing bracket, no "...".
+func TestLongDumps(t *testing.T) {
+	x := strings.Repeat("x", 300)
+	nums := "[" + strings.Repeat("123456789, ", 29) + "123456789]"
+	numsDump := "[" + strings.Repeat("123456789, ", 23) + "123456789"
+	runParse(t, []parseCase{
+		{name: "is not object", sig: sigOf("x:FP32"), body: nums, err: "JSON Value: " + numsDump + " Is not object"},
+		{name: "both keys", sig: sigOf("x:FP32"), body: `{"instances": ["` + x + `"], "inputs": 1}`,
+			err: "JSON Value: {\n    \"instances\": [\"" + x + "\" Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist "},
+		{name: "signature_name not a string", sig: sigOf("x:FP32"), body: `{"signature_name": ["` + x[:260] + `"], "instances": [1]}`,
+			err: "JSON Value: {\n    \"signature_name\": [\"" + x[:260] + "\" not formatted correctly. 'signature_name' key must be a string value."},
+		{name: "instances not a list, cut after a key", sig: sigOf("x:FP32"), body: `{"` + x + `": 1, "instances": 2}`,
+			err: "JSON Value: {\n    \"" + x + "\" Expecting 'instances' to be an list/array"},
+		{name: "keys must be equal to", sig: sigOf("a:BYTES", "b:BYTES"), body: `{"instances": [{"a": "` + x + `"}]}`,
+			err: "Failed to process element: 0 of 'instances' list. JSON object: {\n    \"a\": \"" + x + "\" keys must be equal to: a,b"},
+		{name: "type error on a big object", sig: sigOf("x:FP32"), body: `{"inputs": [{"k": ` + nums + `}]}`,
+			err: "JSON Value: {\n    \"k\": " + numsDump[:len(numsDump)-11] + " Type: Object is not of expected type: float"},
+		{name: "type error on a long string", sig: sigOf("x:FP32"), body: `{"instances": ["` + x + `"]}`,
+			err: "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: JSON Value: \"" + x + "\" Type: String is not of expected type: float"},
+		{name: "incorrect level", sig: sigOf("x:FP32"), body: `{"inputs": [[1], {"k": ` + nums + `, "l": 2}]}`,
+			err: "JSON Value: {\n    \"k\": " + numsDump[:len(numsDump)-11] + " found at incorrect level: 2 in the JSON DOM. Expected at level: 2"},
+	})
+}
+
+// TestRowKeysAreCStrings: TF reads an instance object's keys as C strings,
+// so a key ends at its first NUL; keys that collapse to one name behave as
+// a duplicated key (both values added, the tensor keeps the first ones).
+// Columnar names and "b64" keep their full length (spec §4.1).
+func TestRowKeysAreCStrings(t *testing.T) {
+	one := sigOf("x:FP32")
+	two := sigOf("a:FP32", "b:FP32")
+	runParse(t, []parseCase{
+		{name: "NUL key feeds its prefix", sig: one, body: `{"instances": [{"x\u0000junk": 1.0}]}`, format: Row, want: "x:FP32[1]=1"},
+		{name: "NUL right after the name", sig: two, body: `{"instances": [{"b\u0000": 2, "a": 1}]}`, format: Row, want: "a:FP32[1]=1 b:FP32[1]=2"},
+		{name: "texts name the cut key", sig: one, body: `{"instances": [{"x\u0000junk": "s"}]}`,
+			err: "Failed to process element: 0 key: x of 'instances' list. Error: INVALID_ARGUMENT: JSON Value: \"s\" Type: String is not of expected type: float"},
+		{name: "unknown cut key", sig: two, body: `{"instances": [{"a": 1, "c\u0000a": 2}]}`,
+			err: "Failed to process element: 0 key: c of 'instances' list. Error: INVALID_ARGUMENT: JSON object: does not have named input: c"},
+		{name: "empty cut key", sig: one, body: `{"instances": [{"\u0000x": 1}]}`,
+			err: "Failed to process element: 0 key:  of 'instances' list. Error: INVALID_ARGUMENT: JSON object: does not have named input: "},
+		{name: "collapsed keys add both values", sig: one, body: `{"instances": [{"x\u0000a": 1, "x\u0000b": 2}, {"x": 3, "x\u0000": 4}]}`,
+			format: Row, want: "x:FP32[2]=1,2"},
+		{name: "collapsed keys must match in size", sig: one, body: `{"instances": [{"x\u0000a": [1, 2], "x\u0000b": [3]}]}`,
+			err: "Failed to process element: 0 key: x of 'instances' list. Error: INVALID_ARGUMENT: Expecting tensor size: 2 but got: 1"},
+		{name: "collapsed keys leave an input out", sig: two, body: `{"instances": [{"a": 1, "a\u0000b": 2}]}`,
+			err: "Failed to process element: 0 of 'instances' list. JSON object: {\n    \"a\": 1,\n    \"a\\u0000b\": 2\n} keys must be equal to: a,b"},
+		{name: "b64 with a NUL is a named-input object", sig: sigOf("s:BYTES"), body: `{"instances": [{"b64\u0000": "aGk="}]}`,
+			err: "Failed to process element: 0 key: b64 of 'instances' list. Error: INVALID_ARGUMENT: JSON object: does not have named input: b64"},
+		{name: "columnar NUL key is another name", sig: one, body: `{"inputs": {"x\u0000junk": [1]}}`, err: "Missing named input: x in 'inputs' object."},
+		{name: "columnar NUL key ignored", sig: one, body: `{"inputs": {"x\u0000": [9], "x": [1]}}`, format: Columnar, want: "x:FP32[1]=1"},
+		{name: "columnar b64 with a NUL is no b64 object", sig: sigOf("s:BYTES"), body: `{"inputs": {"b64\u0000": "aGk="}}`,
+			err: "Missing named input: s in 'inputs' object."},
+	})
+}
+
+// TestInputsSize: TF's predictor refuses, before the model, a parsed
+// request that holds other inputs than the signature (predict_util.cc
+// VerifyRequestInputsSize). Row b64 instances are the one way there.
+func TestInputsSize(t *testing.T) {
+	b64 := `{"instances": [{"b64": "aGk="}, "x"]}`
+	runParse(t, []parseCase{
+		{name: "b64 rows, one input", sig: sigOf("s:BYTES"), body: b64, format: Row, want: `s:BYTES[2]="hi","x"`},
+		{name: "b64 rows, two inputs", sig: sigOf("a_bytes:BYTES", "x:FP32"), body: b64,
+			err: "input size does not match signature: 1!=2 len({a_bytes}) != len({a_bytes,x}). Sent extra: {}. Missing but required: {x}."},
+		{name: "b64 rows, three inputs, names sorted", sig: sigOf("s:BYTES", "b:INT32", "a:FP32"), body: b64,
+			err: "input size does not match signature: 1!=3 len({s}) != len({a,b,s}). Sent extra: {}. Missing but required: {a,b}."},
+		{name: "b64 rows, uppercase sorts first", sig: sigOf("s:BYTES", "b:INT32", "Z:FP32"), body: `{"instances": [{"b64": ""}]}`,
+			err: "input size does not match signature: 1!=3 len({s}) != len({Z,b,s}). Sent extra: {}. Missing but required: {Z,b}."},
+		{name: "parse errors come first: object after b64", sig: sigOf("a:BYTES", "b:INT32"), body: `{"instances": [{"b64": "aGk="}, {"a": "x"}]}`,
+			err: "Expecting value/list but got object at item 1 of input list"},
+		{name: "parse errors come first: bad base64", sig: sigOf("a:BYTES", "b:INT32"), body: `{"instances": [{"b64": "a-b_"}]}`,
+			err: "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: Unable to base64 decode"},
+		{name: "parse errors come first: first input not a string", sig: sigOf("x:FP32", "a:BYTES"), body: `{"instances": [{"b64": "aGk="}]}`,
+			err: "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: JSON Value: {\n    \"b64\": \"aGk=\"\n} Type: Object is not of expected type: float"},
+		{name: "columnar extras pass the count", sig: sigOf("a:INT32", "b:INT32"), body: `{"inputs": {"c": 3, "b": 2, "a": 1}}`, format: Columnar,
+			want: "a:INT32[]=1 b:INT32[]=2"},
+		{name: "columnar b64 object, two inputs", sig: sigOf("a:BYTES", "b:BYTES"), body: `{"inputs": {"b64": "aGk="}}`,
+			err: "inputs is a plain value/list, but expecting an object as multiple input tensors required as per tensorinfo_map"},
+		{name: "columnar missing name", sig: sigOf("a:INT32", "b:INT32"), body: `{"inputs": {"a": 1, "c": 3}}`, err: "Missing named input: b in 'inputs' object."},
+	})
+}
+
+// TestVerifyInputsSize covers what no parser path produces today: extra
+// names, and duplicate signature names (TF's map counts them once).
+func TestVerifyInputsSize(t *testing.T) {
+	tensors := func(names ...string) []tensor.Tensor {
+		ts := make([]tensor.Tensor, len(names))
+		for i, n := range names {
+			ts[i].Name = n
+		}
+		return ts
+	}
+	tests := []struct {
+		sig    *tensor.Signature
+		inputs []tensor.Tensor
+		err    string
+	}{
+		{sigOf("a:FP32", "b:FP32"), tensors("b", "a"), ""},
+		{sigOf("a:FP32", "b:FP32"), tensors("z", "a"), ""}, // same size: TF's alias check, not this one, names z
+		{sigOf("c:FP32", "a:FP32", "b:FP32"), tensors("z", "a"),
+			"input size does not match signature: 2!=3 len({a,z}) != len({a,b,c}). Sent extra: {z}. Missing but required: {b,c}."},
+		{sigOf("a:FP32"), tensors("a", "b"), "input size does not match signature: 2!=1 len({a,b}) != len({a}). Sent extra: {b}. Missing but required: {}."},
+		{sigOf("a:FP32", "a:FP32"), tensors("a"), ""},
+	}
+	for _, tt := range tests {
+		err := verifyInputsSize(tt.sig, tt.inputs)
+		got := ""
+		if e := apierr.As(err); e != nil {
+			got = e.Msg
+			if e.Code != apierr.InvalidArgument {
+				t.Errorf("code %v", e.Code)
+			}
+		}
+		if got != tt.err {
+			t.Errorf("%v vs %v:\n got %q\nwant %q", tt.inputs, tt.sig.Inputs, got, tt.err)
+		}
 	}
 }
 
