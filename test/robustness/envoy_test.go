@@ -67,10 +67,12 @@ func TestBodiesBetweenLimits(t *testing.T) {
 		// refuses unread is cut by a reset while the client still writes
 		// (net/http closes such connections), so those are extproc only.
 		both bool
+		// atHeaders: Envoy sends tfsbridge the request headers only.
+		atHeaders bool
 	}{
-		{name: "declared, between", body: padded(4 << 20), status: 413, msg: tooLarge},
+		{name: "declared, between", body: padded(4 << 20), status: 413, msg: tooLarge, atHeaders: true},
 		{name: "chunked, between", body: padded(4 << 20), hdr: map[string]string{"Transfer-Encoding": "chunked"}, status: 413, msg: tooLarge},
-		{name: "declared, over Envoy's buffer", body: padded(9 << 20), status: 413, msg: tooLarge},
+		{name: "declared, over Envoy's buffer", body: padded(9 << 20), status: 413, msg: tooLarge, atHeaders: true},
 		{name: "chunked, over Envoy's buffer", body: padded(9 << 20), hdr: map[string]string{"Transfer-Encoding": "chunked"}, status: 413, msg: tooLarge},
 		{name: "response chunked, between", body: padded(0), hdr: map[string]string{padHeader: strconv.Itoa(4 << 20)},
 			status: 502, msg: "Response body exceeds the limit of 1048576 bytes", both: true},
@@ -85,8 +87,12 @@ func TestBodiesBetweenLimits(t *testing.T) {
 				for k, v := range tc.hdr {
 					hdr[k] = v
 				}
+				sent := s.env.Stats().StreamMsgsSent
 				a := s.send(via, http.MethodPost, "/v1/models/half_plus_two:predict", tc.body, hdr)
 				checkAnswer(t, tc.name, a, tc.status, tc.msg)
+				if n := s.env.Stats().StreamMsgsSent - sent; via == viaExtproc && tc.atHeaders && n != 1 {
+					t.Errorf("%d ext_proc messages, want the request headers only", n)
+				}
 			})
 		}
 	}
