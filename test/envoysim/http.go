@@ -336,7 +336,8 @@ func (x *exchange) write(h *headerMap, src bodySource) error {
 	if chunked || (!src.known && src.r != nil) {
 		// No content-length: Envoy's HTTP/1 codec uses chunked encoding; flushing the
 		// headers first makes net/http do the same instead of computing a length. A
-		// streaming body's headers go out at once too, as with Envoy.
+		// streaming body's headers go out at once too, as with Envoy, so a failure
+		// mid-body is a reset after them.
 		if fl, ok := x.w.(http.Flusher); ok {
 			fl.Flush()
 		}
@@ -351,23 +352,14 @@ func (x *exchange) write(h *headerMap, src bodySource) error {
 		return nil
 	}
 	if src.r != nil {
-		// A streaming body is forwarded as it arrives, as Envoy's codec does.
-		if _, err := io.Copy(flushWriter{x.w}, src.r); err != nil {
+		// Through a plain Writer: after the flushed headers net/http's ReadFrom
+		// would write a small body straight to the socket, so the client could
+		// see the whole response before the exchange is in the journal.
+		if _, err := io.Copy(struct{ io.Writer }{x.w}, src.r); err != nil {
 			return errAborted
 		}
 	}
 	return nil
-}
-
-// flushWriter flushes every write through to the client.
-type flushWriter struct{ w http.ResponseWriter }
-
-func (f flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if fl, ok := f.w.(http.Flusher); ok && err == nil {
-		fl.Flush()
-	}
-	return n, err
 }
 
 // writeSimError replaces a response the stand-in cannot send faithfully by a 500.
