@@ -10,6 +10,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -124,6 +125,7 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap) sidecarEnvoy 
 	used := map[string]bool{}
 
 	var tfsListener *listenerv3.Listener
+	var tfRoute *routev3.Route
 	for _, l := range b.GetStaticResources().GetListeners() {
 		addr := l.GetAddress().GetSocketAddress()
 		if addr.GetAddress() != "127.0.0.1" {
@@ -141,6 +143,9 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap) sidecarEnvoy 
 				if d := r.GetRoute().GetTimeout().AsDuration(); d < 10*time.Second || d > 10*time.Minute {
 					t.Errorf("listener %s: route timeout %v, want an explicit 10s..10m (Envoy's default is 15s)", l.GetName(), d)
 				}
+				if extProcFilter != nil && r.GetMatch().GetPrefix() == "/v1/" {
+					tfRoute = r
+				}
 				if extProcFilter != nil {
 					s.backendAddr = singleEndpoint(t, clusters[c])
 				}
@@ -156,6 +161,16 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap) sidecarEnvoy 
 		if filter := httpFilter(hcm, healthFilterName); filter != nil {
 			s.readyPort, s.readyPath = addr.GetPortValue(), healthCheckPath(t, filter)
 		}
+	}
+	// TF requests get TF's deadline, as through the reverse proxy; the
+	// match is case-insensitive like tfsbridge's own routing.
+	switch {
+	case tfRoute == nil:
+		t.Error(`no route for prefix "/v1/" on the ext_proc listener`)
+	case tfRoute.GetRoute().GetTimeout().AsDuration() != tfDeadline:
+		t.Errorf("/v1/ route timeout %v, want TF's deadline %v (tfsbridge --request-timeout)", tfRoute.GetRoute().GetTimeout().AsDuration(), tfDeadline)
+	case tfRoute.GetMatch().GetCaseSensitive() == nil || tfRoute.GetMatch().GetCaseSensitive().GetValue():
+		t.Error("/v1/ route must match case-insensitively (tfsbridge accepts /V1/MODELS/...)")
 	}
 	if tfsListener == nil {
 		t.Fatal("no listener runs the ext_proc filter")

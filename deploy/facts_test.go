@@ -24,6 +24,10 @@ const (
 	minStreams = 4096
 	// minMessageTimeout replaces Envoy's 200 ms default (spec §1.9).
 	minMessageTimeout = time.Second
+	// tfDeadline is the route timeout of TF requests: tfsbridge's
+	// --request-timeout default (the reverse proxy's deadline), so that
+	// both transports answer 504 at the same time.
+	tfDeadline = 30 * time.Second
 
 	tfsbridgeImage = "ghcr.io/tfsbridge/tfsbridge"
 )

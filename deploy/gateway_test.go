@@ -100,8 +100,8 @@ func TestEnvoyGateway(t *testing.T) {
 	}
 	if rule.Timeouts == nil || rule.Timeouts.Request == nil {
 		t.Error("HTTPRoute needs an explicit request timeout (Envoy's default is 15 s)")
-	} else if d, err := time.ParseDuration(string(*rule.Timeouts.Request)); err != nil || d < 10*time.Second {
-		t.Errorf("request timeout %s, want at least 10s", *rule.Timeouts.Request)
+	} else if d, err := time.ParseDuration(string(*rule.Timeouts.Request)); err != nil || d != tfDeadline {
+		t.Errorf("request timeout %s, want TF's deadline %v (tfsbridge --request-timeout)", *rule.Timeouts.Request, tfDeadline)
 	}
 
 	// The route's Gateway listens on 8501 and has its buffer limit raised.

@@ -24,7 +24,7 @@ func parseExtproc(args []string, env lookupEnv, out io.Writer) (*extprocOptions,
 	o := &extprocOptions{}
 	f := newFlagSet("extproc", extprocSummary, out)
 	f.fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address the ext_proc gRPC server listens on.")
-	f.fs.Var(&o.grpcMaxRecv, "grpc-max-recv-bytes", "gRPC MaxRecvMsgSize of the ext_proc server, a `size`; 0 derives it from --max-body-bytes plus 1MiB of framing (Envoy sends a buffered body as one message, so it may not be smaller than --max-body-bytes).")
+	f.fs.Var(&o.grpcMaxRecv, "grpc-max-recv-bytes", "gRPC MaxRecvMsgSize of the ext_proc server, a `size`; 0 sets none of ours (Envoy's buffer limit bounds the one message a buffered body travels in, and a body over --max-body-bytes then gets TF's 413, not Envoy's bare 500). Set it (at least Envoy's buffer limit + 1MiB, never below --max-body-bytes) only when peers other than Envoy reach the port.")
 	o.register(f)
 	if err := f.parse(args, env); err != nil {
 		return nil, err

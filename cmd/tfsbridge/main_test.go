@@ -99,7 +99,7 @@ func TestParseErrors(t *testing.T) {
 		{"zero timeout", "proxy", []string{"--request-timeout", "0"}, nil, "request-timeout"},
 		{"zero read timeout", "proxy", []string{"--read-timeout", "0s"}, nil, "read-timeout"},
 		{"negative idle timeout", "proxy", nil, map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "-1s"}, "idle-timeout"},
-		{"grpc recv below body", "extproc", []string{"--max-body-bytes", "8MiB", "--grpc-max-recv-bytes", "4MiB"}, nil, "--grpc-max-recv-bytes must be 0 (derived) or at least the body limit"},
+		{"grpc recv below body", "extproc", []string{"--max-body-bytes", "8MiB", "--grpc-max-recv-bytes", "4MiB"}, nil, "--grpc-max-recv-bytes must be 0 (no limit of ours) or at least the body limit"},
 		{"grpc recv from env", "extproc", []string{"--max-body-bytes=8MiB"}, map[string]string{"TFSBRIDGE_GRPC_MAX_RECV_BYTES": "1MiB"}, "grpc-max-recv-bytes"},
 		{"unknown command", "serve", nil, nil, "unknown command"},
 	}

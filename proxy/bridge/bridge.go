@@ -59,8 +59,9 @@ type Options struct {
 	// MaxBodyBytes is the largest request or response body translated.
 	MaxBodyBytes int64
 	// GRPCMaxRecvBytes is the ext_proc server's gRPC receive limit; 0
-	// derives it from MaxBodyBytes (plus framing). It may not be below
-	// MaxBodyBytes (see extproc.ServerOptions.MaxRecvMsgBytes).
+	// means extproc.DefaultMaxRecvMsgBytes (none of ours: Envoy's buffer
+	// limit bounds what arrives). It may not be below MaxBodyBytes (see
+	// extproc.ServerOptions.MaxRecvMsgBytes).
 	GRPCMaxRecvBytes int64
 	// MaxJSONDepth is the deepest JSON nesting accepted in a body.
 	MaxJSONDepth int
@@ -146,7 +147,7 @@ func (o *Options) Validate() error {
 		{"ShutdownTimeout", o.ShutdownTimeout <= 0, "must be positive"},
 		{"MaxBodyBytes", o.MaxBodyBytes <= 0, "must be positive"},
 		{"GRPCMaxRecvBytes", o.GRPCMaxRecvBytes < 0 || (o.GRPCMaxRecvBytes > 0 && o.GRPCMaxRecvBytes < o.MaxBodyBytes),
-			"must be 0 (derived) or at least the body limit"},
+			"must be 0 (no limit of ours) or at least the body limit"},
 	} {
 		if c.bad {
 			return &FieldError{Field: c.field, Problem: c.want}

@@ -427,9 +427,11 @@ func TestLargeBody(t *testing.T) {
 	}
 }
 
-// TestRecvLimit: the gRPC receive limit is the body limit plus framing,
-// or MaxRecvMsgBytes when set; a larger message fails the stream with
-// RESOURCE_EXHAUSTED (what Envoy turns into a 500).
+// TestRecvLimit: by default the gRPC receive limit is no limit of ours
+// (Envoy's buffer limit bounds what it sends), so a body over the body
+// limit reaches the session, which answers TF's 413/502; with
+// MaxRecvMsgBytes set, a larger message fails the stream with
+// RESOURCE_EXHAUSTED (what Envoy turns into a bare 500).
 func TestRecvLimit(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -437,9 +439,9 @@ func TestRecvLimit(t *testing.T) {
 		body    int
 		wantErr bool
 	}{
-		{"derived, under", ServerOptions{MaxBodyBytes: 2 << 20}, 2<<20 + 512<<10, false},
-		{"derived, over", ServerOptions{MaxBodyBytes: 2 << 20}, 4 << 20, true},
-		{"raised", ServerOptions{MaxBodyBytes: 2 << 20, MaxRecvMsgBytes: 8 << 20}, 4 << 20, false},
+		{"default, far over the body limit", ServerOptions{MaxBodyBytes: 1 << 20}, 8 << 20, false},
+		{"set, under", ServerOptions{MaxBodyBytes: 2 << 20, MaxRecvMsgBytes: 3 << 20}, 2<<20 + 512<<10, false},
+		{"set, over", ServerOptions{MaxBodyBytes: 2 << 20, MaxRecvMsgBytes: 3 << 20}, 4 << 20, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

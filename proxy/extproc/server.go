@@ -15,15 +15,24 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
 
-// Message size margins. A buffered body reaches us as one gRPC message
-// holding the body plus the protobuf framing; grpc-go's 4 MiB default
-// would fail every bigger body with RESOURCE_EXHAUSTED (ai-gateway #1209).
-// Replies can be larger than the request: TF JSON spends up to ~7 bytes
-// of text per byte of a binary v2 tensor (a BOOL "false, ").
+// Message size margins. Replies can be larger than the request: TF JSON
+// spends up to ~7 bytes of text per byte of a binary v2 tensor (a BOOL
+// "false, ").
 const (
 	frameMargin    = 1 << 20
 	replyExpansion = 8
 )
+
+// DefaultMaxRecvMsgBytes is the gRPC receive limit when none is set: in
+// effect none of ours (grpc-go's ceiling). A buffered body reaches us as
+// one gRPC message, and any limit below what Envoy may send — its buffer
+// limit, which can exceed --max-body-bytes — turns a body the session
+// would refuse with TF's 413 (or 502 for a response) into
+// RESOURCE_EXHAUSTED, which Envoy answers with a bare 500 (ai-gateway
+// #1209). It costs nothing until Envoy really sends that much: grpc-go
+// checks the length prefix against the limit and then reads the message
+// as its frames arrive, and Envoy's buffer limit bounds what it sends.
+const DefaultMaxRecvMsgBytes = math.MaxInt32
 
 // ServerOptions configures NewServer.
 type ServerOptions struct {
@@ -31,10 +40,11 @@ type ServerOptions struct {
 	// message limits are derived from it.
 	MaxBodyBytes int64
 	// MaxRecvMsgBytes, when positive, is the gRPC receive limit instead of
-	// the derived MaxBodyBytes + 1 MiB of framing. Envoy sends a buffered
-	// body as one message, so it must not be below MaxBodyBytes: a body
-	// the session would accept would fail as a gRPC error, a 500 from
-	// Envoy instead of a TF error.
+	// DefaultMaxRecvMsgBytes: for an ext_proc port that peers other than
+	// Envoy can reach. Envoy sends a buffered body as one message, so it
+	// should be at least Envoy's buffer limit plus 1 MiB of framing, and
+	// never below MaxBodyBytes: a larger body fails as a gRPC error, a
+	// bare 500 from Envoy instead of a TF error.
 	MaxRecvMsgBytes int64
 	// GRPCOptions are appended to the server's own (TLS credentials,
 	// interceptors).
@@ -57,7 +67,7 @@ func NewServer(p *Processor, opt ServerOptions) *Server {
 	if maxBody <= 0 {
 		maxBody = session.DefaultMaxBodyBytes
 	}
-	maxRecv := maxBody + frameMargin
+	maxRecv := int64(DefaultMaxRecvMsgBytes)
 	if opt.MaxRecvMsgBytes > 0 {
 		maxRecv = opt.MaxRecvMsgBytes
 	}

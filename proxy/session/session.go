@@ -7,7 +7,8 @@
 //
 // What the session decides, event by event:
 //   - request headers: route the TF URL. Not under /v1/ → PassThrough.
-//     Malformed → TF's 400. POST :predict → fetch the model signature now
+//     Malformed → TF's 400. A declared content-length over the body limit
+//     → 413 before the body is read. POST :predict → fetch the model signature now
 //     but keep its error (TF reports JSON syntax errors before
 //     "Servable not found", so the error surfaces from the resolver during
 //     body translation), rewrite :path to the v2 infer path, Continue.
@@ -16,6 +17,8 @@
 //     content-type, inference-header-content-length and the exact
 //     content-length; gzip request bodies are gunzipped as TF does.
 //   - response headers: remember status, IHCL, content-type/-encoding.
+//     Envoy's own replies (localreply.go) become the reverse proxy's TF
+//     errors.
 //   - response body: v2 → TF JSON on 2xx; v2 error body → TF error body
 //     with the mapped status otherwise.
 //
@@ -207,6 +210,11 @@ func (s *Session) preflight(h HeaderGetter) Action {
 
 func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStream bool) Action {
 	r := s.route
+	if s.declaredOver(h) {
+		// Refused before a byte of the body is read: behind Envoy it is
+		// never buffered, and no model lookup is spent on it.
+		return s.fail(s.tooLarge("Request"))
+	}
 	s.reqEncoding = h.Get(hdrContentEnc)
 	if r.Label != "" {
 		// v2 has no version labels, so every label is unknown to us.
@@ -298,13 +306,16 @@ func (s *Session) RequestBody(_ context.Context, body []byte) Action {
 // ResponseHeaders handles the upstream response headers. endOfStream
 // reports a response without a body.
 func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGetter, endOfStream bool) Action {
-	if s.state != stUpstream {
-		// A stream that starts here is another filter's local reply (413
-		// from a buffer limit, 503 from the router before our request
-		// body was seen, ...): not ours to rewrite.
-		if s.state == stIdle {
-			s.state = stPassThrough
-		}
+	switch s.state {
+	case stUpstream:
+	case stRequestBody:
+		return s.localReplyBeforeBody(status)
+	case stIdle:
+		// A stream that starts here is the local reply of a filter
+		// before ext_proc (a buffer filter's 413): no request of ours.
+		s.state = stPassThrough
+		return Action{Verdict: PassThrough}
+	default:
 		return Action{Verdict: PassThrough}
 	}
 	s.respStatus = status
@@ -312,7 +323,7 @@ func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGette
 	s.respType = h.Get(hdrContentType)
 	s.respEncoding = h.Get(hdrContentEnc)
 	s.state = stResponseBody
-	if n, err := strconv.ParseInt(h.Get(hdrContentLength), 10, 64); err == nil && n > s.maxBody() {
+	if s.declaredOver(h) {
 		// Refused before a byte of it is buffered: behind Envoy the
 		// client would otherwise get Envoy's bare 500 for a response over
 		// its buffer limit instead of a TF error.
@@ -388,8 +399,12 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 // message with the status mapped to the nearest TF code (Triton's 400
 // stays 400, FastAPI's 422 becomes 400, 500/503 stay), except that a 404
 // means the model went away since its metadata was fetched and gets TF's
-// own not-found text.
+// own not-found text, and a transport failure reported by a gateway
+// (Envoy's router) gets the reverse proxy's text (transportError).
 func (s *Session) upstreamError(body []byte) *apierr.Error {
+	if e := transportError(s.respStatus, body); e != nil {
+		return e
+	}
 	msg := v2.DecodeError(s.respStatus, s.respType, body)
 	if s.respStatus == http.StatusNotFound {
 		return apierr.Wrap(apierr.NotFound, errors.New(msg), "Servable not found for request: "+s.route.Servable())

@@ -343,9 +343,22 @@ func TestResponse(t *testing.T) {
 		{name: "plain 500", status: 500, headers: hdr{"content-type": "text/plain"}, body: []byte("Internal Server Error"),
 			wantStatus: 500, wantBody: tfError("Internal Server Error")},
 		{name: "503", status: 503, body: []byte(`{"error":"Server not ready"}`), wantStatus: 503, wantBody: tfError("Server not ready")},
-		{name: "envoy local reply 503", status: 503, headers: hdr{"content-type": "text/plain"},
+		// Envoy's router replies itself when it cannot reach the v2
+		// server or the route timeout passes: the client gets the
+		// reverse proxy's TF error for the same failure.
+		{name: "envoy connect failure", status: 503, headers: hdr{"content-type": "text/plain"},
 			body:       []byte("upstream connect error or disconnect/reset before headers. reset reason: connection failure"),
-			wantStatus: 503, wantBody: tfError("upstream connect error or disconnect/reset before headers. reset reason: connection failure")},
+			wantStatus: 503, wantBody: tfError(v2.MsgUnavailable)},
+		{name: "envoy no healthy upstream", status: 503, headers: hdr{"content-type": "text/plain"},
+			body: []byte("no healthy upstream"), wantStatus: 503, wantBody: tfError(v2.MsgUnavailable)},
+		{name: "envoy route timeout", status: 504, headers: hdr{"content-type": "text/plain"},
+			body: []byte("upstream request timeout"), wantStatus: 504, wantBody: tfError(v2.MsgTimeout)},
+		{name: "empty 504", status: 504, wantStatus: 504, wantBody: tfError(v2.MsgTimeout)},
+		// A v2 server's own JSON error keeps its message, and another
+		// gateway's text is relayed.
+		{name: "v2 504", status: 504, body: []byte(`{"error":"model timed out"}`), wantStatus: 504, wantBody: tfError("model timed out")},
+		{name: "html 503", status: 503, headers: hdr{"content-type": "text/html"}, body: []byte("<h1>overloaded</h1>"),
+			wantStatus: 503, wantBody: tfError("overloaded")},
 		{name: "garbage 200", status: 200, body: []byte("<html>"), wantStatus: 502},
 		{name: "empty 200 at headers", status: 200, eos: true, wantStatus: 502},
 		{name: "bad ihcl", status: 200, headers: hdr{"inference-header-content-length": "abc"}, body: binOK, wantStatus: 502},
@@ -452,13 +465,69 @@ func TestStreamOrderAndPassThrough(t *testing.T) {
 	}
 	s.Close()
 
-	// A local reply before our request body (Envoy's 413) passes too.
-	s = New(e.cfg)
-	s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{}, false)
-	if a := s.ResponseHeaders(ctx, 413, hdr{}, false); a.Verdict != PassThrough {
-		t.Errorf("413 before the request body: %v, want pass-through", a.Verdict)
+}
+
+// A response that arrives while a predict's request body is awaited is
+// Envoy's own reply (the request never left it): an error status becomes
+// the TF error the reverse proxy gives in the same situation.
+func TestLocalReplyBeforeRequestBody(t *testing.T) {
+	e := newEnv(t, "triton")
+	for _, tt := range []struct {
+		name   string
+		status int
+		want   string // "" means pass-through
+		code   int
+	}{
+		{name: "buffer limit", status: 413, code: 413, want: tfError("Request body exceeds the limit of 1048576 bytes")},
+		{name: "request timeout", status: 408, code: 400, want: tfError("Timed out reading the request body")},
+		{name: "overload", status: 503, code: 503, want: tfError("Service Unavailable")},
+		{name: "odd status", status: 599, code: 500, want: tfError("HTTP status 599")},
+		{name: "not an error", status: 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := New(e.cfg)
+			defer s.Close()
+			s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{}, false)
+			a := s.ResponseHeaders(ctx, tt.status, hdr{"content-type": "text/plain"}, false)
+			if tt.want == "" {
+				if a.Verdict != PassThrough || s.AwaitingBody() {
+					t.Errorf("%d before the request body: %+v, want pass-through", tt.status, a)
+				}
+				return
+			}
+			checkRespond(t, a, tt.code, tt.want)
+			if s.AwaitingBody() {
+				t.Error("the session still awaits a body")
+			}
+		})
 	}
-	s.Close()
+}
+
+// A predict whose declared content-length is over the limit is refused at
+// its headers, so that Envoy never buffers it (and the gRPC message that
+// would carry it never exists); at the limit it goes on.
+func TestRequestDeclaredTooLarge(t *testing.T) {
+	e := newEnv(t, "triton")
+	ctx := context.Background()
+	for _, tt := range []struct {
+		cl   string
+		want Verdict
+	}{
+		{cl: "1048577", want: Respond},
+		{cl: "99999999999999999999", want: Continue}, // unparsable: the body decides
+		{cl: "1048576", want: Continue},
+	} {
+		s := New(e.cfg)
+		a := s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{"content-length": tt.cl}, false)
+		if a.Verdict != tt.want {
+			t.Errorf("content-length %s: %v, want %v", tt.cl, a.Verdict, tt.want)
+		}
+		if tt.want == Respond {
+			checkRespond(t, a, 413, tfError("Request body exceeds the limit of 1048576 bytes"))
+		}
+		s.Close()
+	}
 }
 
 func TestStatus(t *testing.T) {

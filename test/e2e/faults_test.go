@@ -104,15 +104,18 @@ func testBackendGoesAway(t *testing.T, kind string) {
 	runCases(t, s, []tcase{{
 		name: "predict with the signature cached",
 		req:  rq,
-		want: fail(503, "The v2 inference server is unavailable"),
 		// Envoy's router answers the refused connection itself; that
-		// local reply runs through ext_proc, which turns it into a TF error.
-		per: map[string]expect{viaExtproc: fail(503, envoyConnectRefused)},
+		// local reply runs through ext_proc, which turns it into the
+		// proxy's TF error.
+		want: fail(503, "The v2 inference server is unavailable"),
 	}})
 }
 
 // TestSlowBackend: the v2 server answers after the route (Envoy) or
-// request (proxy) timeout; TF's answer to a deadline is 504.
+// request (proxy) timeout; TF's answer to a deadline is 504. Envoy's
+// router answers the timeout itself; its local reply runs through
+// ext_proc, which turns it into the proxy's TF error. (A slow body after
+// the headers is Envoy's own 504: test/robustness, TestHostileUpstream.)
 func TestSlowBackend(t *testing.T) {
 	for _, kind := range faultKinds {
 		t.Run(kind, func(t *testing.T) { testSlowBackend(t, kind) })
@@ -121,16 +124,13 @@ func TestSlowBackend(t *testing.T) {
 
 func testSlowBackend(t *testing.T, kind string) {
 	s := newStack(t, stackConfig{Kind: kind, MockDelay: time.Minute, RouteTimeout: 300 * time.Millisecond, RequestTimeout: 300 * time.Millisecond})
-	timeout := map[string]expect{
-		viaExtproc: fail(504, "upstream request timeout"),
-		viaProxy:   fail(504, "Timed out waiting for the v2 inference server"),
-	}
+	timeout := fail(504, "Timed out waiting for the v2 inference server")
 	runCases(t, s, []tcase{
-		{name: "slow model", req: request{path: "/v1/models/slow:predict", body: `{"instances": [1.0]}`}, per: timeout},
+		{name: "slow model", req: request{path: "/v1/models/slow:predict", body: `{"instances": [1.0]}`}, want: timeout},
 		// The mock sleeps X-Mock-Delay before reading the request body, so
 		// it cannot notice that the caller went away: keep it short.
 		{name: "slow answer", req: request{path: "/v1/models/half_plus_two:predict", body: readmeBody,
-			header: map[string]string{"X-Mock-Delay": "1s"}}, per: timeout},
+			header: map[string]string{"X-Mock-Delay": "1s"}}, want: timeout},
 		{name: "fast enough", req: request{path: "/v1/models/half_plus_two:predict", body: readmeBody,
 			header: map[string]string{"X-Mock-Delay": "1ms"}}, want: ok(readmeResponse)},
 	})
@@ -180,13 +180,27 @@ func testBodyLimits(t *testing.T, kind string) {
 			want: fail(413, "Request body exceeds the limit of 4096 bytes"),
 		},
 		{
-			// Over Envoy's own buffer limit: Envoy's local 413 runs through
-			// ext_proc as a response, which the processor passes through.
-			name: "over Envoy's buffer limit",
+			// Declared over the limit: refused at the request headers,
+			// before Envoy buffers any of it.
+			name: "declared over Envoy's buffer limit",
 			req: request{path: "/v1/models/half_plus_two:predict", body: repeatJSON(3 * limit),
 				header: map[string]string{"Connection": "close"}}, // see TestEnvoysimKeepAliveAfterLocalReply
 			want: fail(413, "Request body exceeds the limit of 4096 bytes"),
-			per:  map[string]expect{viaExtproc: {status: 413, body: "Payload Too Large", ctype: "text/plain"}},
+		},
+		{
+			// Chunked, between our limit and Envoy's: it reaches tfsbridge
+			// as one gRPC message, whatever its size.
+			name: "chunked over the limit",
+			req:  request{path: "/v1/models/half_plus_two:predict", body: repeatJSON(limit + 1000), chunked: true},
+			want: fail(413, "Request body exceeds the limit of 4096 bytes"),
+		},
+		{
+			// Chunked, over Envoy's buffer limit: Envoy's local 413 runs
+			// through ext_proc, which turns it into TF's.
+			name: "chunked over Envoy's buffer limit",
+			req: request{path: "/v1/models/half_plus_two:predict", body: repeatJSON(3 * limit), chunked: true,
+				header: map[string]string{"Connection": "close"}},
+			want: fail(413, "Request body exceeds the limit of 4096 bytes"),
 		},
 		{
 			name: "gzip bomb",

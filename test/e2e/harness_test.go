@@ -243,6 +243,8 @@ type request struct {
 	// GET otherwise.
 	body   string
 	header map[string]string
+	// chunked sends the body without a content-length.
+	chunked bool
 }
 
 // response is what the client got.
@@ -259,6 +261,10 @@ func send(ctx context.Context, c *http.Client, base string, rq request) (respons
 	var body io.Reader = http.NoBody
 	if rq.body != "" {
 		body = strings.NewReader(rq.body)
+		if rq.chunked {
+			// Hidden from net/http, the length is unknown: it sends chunks.
+			body = struct{ io.Reader }{body}
+		}
 	}
 	method := rq.method
 	if method == "" {

@@ -45,11 +45,18 @@
 //     taken from the override, and it applies to both directions.
 //   - immediate_response: status 200 when missing or below 200, header mutation under the
 //     filter's rules, text/plain for a non-empty body, details with spaces as underscores.
-//   - Local replies: on the request path they run through the encoder filters, so
-//     ext_proc processes them (413 of the buffer limit, 503 upstream unreachable, 504
-//     upstream timeout); on the response path they go straight to the client. With
+//   - Local replies (FilterManager::sendLocalReply): before any response headers entered
+//     the filter chain they run through the encoder filters, so ext_proc processes them
+//     (413 of the buffer limit, 503 upstream unreachable, 504 route timeout before the
+//     response headers); once response headers are in the chain but not sent downstream
+//     (held by a BUFFERED ext_proc) they go straight to the codec, bypassing ext_proc
+//     (ext_proc's own immediate_response on the response path, 500 of a response over
+//     the buffer limit, 504 when the route timeout passes while a slow response body is
+//     buffered); after headers went downstream the stream is reset. With
 //     BufferFilterMaxBytes the 413 comes from a buffer filter placed before ext_proc, so
 //     the ext_proc stream starts at response_headers.
+//   - The route timeout (UpstreamTimeout) runs from the end of the request until the
+//     upstream response is complete; x-envoy-expected-rq-timeout-ms is sent upstream.
 //   - Buffer limits: a BUFFERED request body over BufferLimit gets 413 "Payload Too Large",
 //     a BUFFERED response body over it 500 "Internal Server Error".
 //   - A downstream cancel resets the side stream: the processor sees codes.Canceled or
@@ -61,7 +68,8 @@
 // GRPC; trailers (modes must be SKIP; request trailers are dropped); observability mode;
 // request/response attributes and metadata namespaces; per-route configuration; route
 // matching and the route cache (one route to one upstream, clear_route_cache is only
-// counted); retries; the race where a request body reaches the limit before the
+// counted); retries; the route timeout passing while the processor handles response
+// headers (it is noticed when the body is read, with the same outcome); the race where a request body reaches the limit before the
 // request-headers reply arrives (the stand-in waits for that reply before reading the
 // body); Envoy's exact header order for repeated and upstream headers (Go's maps lose it;
 // entries are sorted by name). Messages that arrive while Envoy is idle (e.g. a second

@@ -842,6 +842,57 @@ func TestResponseOverBufferLimit(t *testing.T) {
 	}
 }
 
+// The route timeout passes while a slow upstream body is buffered: the
+// response headers are in the filter chain (held by ext_proc) but not sent
+// downstream, so the router's 504 goes straight to the client and the
+// processor never sees it (FilterManager::sendLocalReply → sendDirectLocalReply).
+// With body mode NONE the headers were already sent: the stream is reset.
+func TestRouteTimeoutDuringResponseBody(t *testing.T) {
+	drip := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		for range 100 {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			_, _ = w.Write([]byte("x"))
+			w.(http.Flusher).Flush()
+		}
+	}
+	t.Run("buffered", func(t *testing.T) {
+		ev := newEnv(t, Config{UpstreamTimeout: 200 * time.Millisecond}, &procServer{respond: passThrough}, drip)
+		code, hdr, body := ev.do("GET", "/v1/models/m", "")
+		if code != 504 || body != "upstream request timeout" || hdr.Get("Content-Type") != "text/plain" {
+			t.Fatalf("got %d %q %v", code, body, hdr)
+		}
+		if d := ev.lastExchange().Details; d != "upstream_response_timeout" {
+			t.Errorf("details %q", d)
+		}
+		ps := ev.proc.stream(t, 0)
+		waitEnd(t, ps)
+		if got := kinds(ps.messages()); !reflect.DeepEqual(got, []string{"request_headers", "response_headers"}) {
+			t.Errorf("messages %v", got)
+		}
+		ev.wantNoViolations()
+	})
+	t.Run("streamed through", func(t *testing.T) {
+		mode := DefaultMode()
+		mode.ResponseBodyMode = extprocfilterv3.ProcessingMode_NONE
+		ev := newEnv(t, Config{UpstreamTimeout: 200 * time.Millisecond, Mode: mode}, &procServer{respond: passThrough}, drip)
+		resp, err := ev.client.Get(ev.envoy.URL() + "/v1/models/m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if _, err := io.ReadAll(resp.Body); resp.StatusCode != 200 || err == nil {
+			t.Fatalf("got %d and %v, want 200 then a reset", resp.StatusCode, err)
+		}
+	})
+}
+
 func TestContinueAndReplace(t *testing.T) {
 	proc := &procServer{respond: on("request_headers", func(req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
 		return one(common(req, &extprocv3.CommonResponse{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,6 +49,9 @@ type exchange struct {
 	rec Exchange
 	// upstreamDone releases the upstream request (its timeout context and body).
 	upstreamDone []func()
+	// route is the upstream request's context: it expires with the route timeout,
+	// which runs until the upstream response is complete.
+	route context.Context
 	// bodyRead reports that the downstream request body was read to its end.
 	// A response sent before that closes the connection, as Envoy's HTTP/1
 	// codec does: the rest of the body is never read, so the connection
@@ -216,6 +220,14 @@ func (x *exchange) encode(h *headerMap, src bodySource) error {
 	case f.enc.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED && !f.complete:
 		b, over, err := src.readAll(x.e.cfg.BufferLimit)
 		if err != nil {
+			if x.routeTimedOut() {
+				// The route timeout passed while ext_proc held the response headers
+				// (a slow body): the router's local reply finds response headers in
+				// the filter chain but none sent downstream, so the filter manager
+				// sends it straight to the codec (sendDirectLocalReply), bypassing
+				// ext_proc.
+				return x.localReply(upstreamTimeout(), true)
+			}
 			// The upstream reset mid-body after the headers went into the filter chain.
 			return errAborted
 		}
@@ -232,6 +244,11 @@ func (x *exchange) encode(h *headerMap, src bodySource) error {
 		out = knownBody(b)
 	}
 	return x.write(h, out)
+}
+
+// routeTimedOut reports that the route timeout has passed.
+func (x *exchange) routeTimedOut() bool {
+	return x.route != nil && errors.Is(x.route.Err(), context.DeadlineExceeded)
 }
 
 // localReply sends a response made by Envoy. On the request path (direct=false) it runs
@@ -316,9 +333,11 @@ func (x *exchange) write(h *headerMap, src bodySource) error {
 	}
 	x.w.WriteHeader(code)
 	x.rec.Status = code
-	if chunked {
+	if chunked || (!src.known && src.r != nil) {
 		// No content-length: Envoy's HTTP/1 codec uses chunked encoding; flushing the
-		// headers first makes net/http do the same instead of computing a length.
+		// headers first makes net/http do the same instead of computing a length. A
+		// streaming body's headers go out at once too, as with Envoy, so a failure
+		// mid-body is a reset after them.
 		if fl, ok := x.w.(http.Flusher); ok {
 			fl.Flush()
 		}
@@ -333,7 +352,10 @@ func (x *exchange) write(h *headerMap, src bodySource) error {
 		return nil
 	}
 	if src.r != nil {
-		if _, err := io.Copy(x.w, src.r); err != nil {
+		// Through a plain Writer: after the flushed headers net/http's ReadFrom
+		// would write a small body straight to the socket, so the client could
+		// see the whole response before the exchange is in the journal.
+		if _, err := io.Copy(struct{ io.Writer }{x.w}, src.r); err != nil {
 			return errAborted
 		}
 	}

@@ -45,6 +45,7 @@ func (x *exchange) forward(h *headerMap, body bodySource) (*upstreamResponse, *l
 		ctx, cancel = context.WithTimeout(ctx, e.cfg.UpstreamTimeout)
 		x.upstreamDone = append(x.upstreamDone, cancel)
 	}
+	x.route = ctx
 	req, err := http.NewRequestWithContext(ctx, method, e.upstream.String(), body.reader())
 	if err != nil {
 		x.violation("the :method %q cannot be sent upstream: %v", method, err)
@@ -99,7 +100,7 @@ func (x *exchange) forward(h *headerMap, body bodySource) (*upstreamResponse, *l
 func upstreamReply(ctx context.Context, err error) *localReply {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return &localReply{status: 504, body: []byte("upstream request timeout"), details: "upstream_response_timeout"}
+		return upstreamTimeout()
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &localReply{
 			status:  503,
@@ -113,6 +114,12 @@ func upstreamReply(ctx context.Context, err error) *localReply {
 			details: "upstream_reset_before_response_started{connection_termination}",
 		}
 	}
+}
+
+// upstreamTimeout is the router's local reply when the route timeout passes
+// (onResponseTimeout).
+func upstreamTimeout() *localReply {
+	return &localReply{status: 504, body: []byte("upstream request timeout"), details: "upstream_response_timeout"}
 }
 
 // validRequestTarget accepts what an HTTP/1 request line can carry: an origin-form target

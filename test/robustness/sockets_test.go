@@ -31,9 +31,13 @@ type upstreamWant struct {
 	proxy, extproc int
 	prefix         string // of the TF error message, both transports
 	// envoyOwn: through Envoy the answer is Envoy's own local reply, which
-	// goes straight to the client (a chunked response over its buffer
-	// limit: 500 "Internal Server Error"), not a TF error.
-	envoyOwn bool
+	// goes straight to the client, not a TF error: once ext_proc holds the
+	// response headers (BUFFERED), Envoy's replies bypass it — a chunked
+	// response over its buffer limit gets 500 "Internal Server Error", a
+	// body still dripping at the route timeout 504 "upstream request
+	// timeout" (envoyBody).
+	envoyOwn  bool
+	envoyBody string
 	// orTimeout: on a slow machine (-race) the answer may instead be the
 	// 504 of a timeout that passes first.
 	orTimeout bool
@@ -50,9 +54,9 @@ var upstreamWants = map[string]upstreamWant{
 	"huge_header":     {proxy: 502, extproc: 503, orTimeout: true},
 	"bad_chunk":       {proxy: 502, extproc: 0, prefix: "Invalid response from the v2 inference server"},
 	"close_mid_body":  {proxy: 502, extproc: 0, prefix: "Invalid response from the v2 inference server"},
-	"long_length":     {proxy: 504, extproc: 0, prefix: "Timed out waiting for the v2 inference server"},
-	"slowloris":       {proxy: 504, extproc: 0, prefix: "Timed out waiting for the v2 inference server"},
-	"slow_headers":    {proxy: 504, extproc: 504},
+	"long_length":     {proxy: 504, extproc: 504, envoyOwn: true, envoyBody: "upstream request timeout", prefix: "Timed out waiting for the v2 inference server"},
+	"slowloris":       {proxy: 504, extproc: 504, envoyOwn: true, envoyBody: "upstream request timeout", prefix: "Timed out waiting for the v2 inference server"},
+	"slow_headers":    {proxy: 504, extproc: 504, prefix: "Timed out waiting for the v2 inference server"},
 	"ihcl_lie":        {proxy: 502, extproc: 502, prefix: "invalid response from inference server: Inference-Header-Content-Length 999999 exceeds the body length"},
 	"ihcl_garbage":    {proxy: 502, extproc: 502, prefix: "invalid response from inference server: Inference-Header-Content-Length \"-12abc\": not a decimal number"},
 	"ihcl_zero":       {proxy: 502, extproc: 502, prefix: "invalid response from inference server: Inference-Header-Content-Length \"0\""},
@@ -153,6 +157,9 @@ func TestHostileUpstream(t *testing.T) {
 					// buffer overflows (a slow machine, -race).
 					if (a.err == nil && a.status != status) || a.elapsed > answerDeadline {
 						t.Errorf("%s via %s: %d %v after %v, want Envoy's %d", model, via, a.status, a.err, a.elapsed, status)
+					}
+					if want.envoyBody != "" && (a.err != nil || a.body != want.envoyBody) {
+						t.Errorf("%s via %s: %d %q %v, want Envoy's %q", model, via, a.status, a.body, a.err, want.envoyBody)
 					}
 					return
 				}
@@ -286,7 +293,8 @@ func TestRequestBombsOverSockets(t *testing.T) {
 	waitGoroutines(t, base+2, 10*time.Second)
 }
 
-// send is post with a method and extra request headers.
+// send is post with a method and extra request headers; a
+// "Transfer-Encoding: chunked" one sends the body without a length.
 func (s *stack) send(via, method, path string, body []byte, hdr map[string]string) answer {
 	start := time.Now()
 	req, err := http.NewRequest(method, s.url(via)+path, bytes.NewReader(body))
@@ -297,6 +305,10 @@ func (s *stack) send(via, method, path string, body []byte, hdr map[string]strin
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
 	for k, v := range hdr {
+		if k == "Transfer-Encoding" && v == "chunked" {
+			req.ContentLength = -1 // unknown: net/http sends chunks
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := s.client.Do(req)

@@ -39,6 +39,11 @@ type stackConfig struct {
 	readHeader     time.Duration
 	idleTimeout    time.Duration
 	limits         tensor.Limits
+	// Envoy (envoysim) settings: bufferLimit 0 means twice maxBody,
+	// messageTimeout 0 means 5 s.
+	bufferLimit      int
+	messageTimeout   time.Duration
+	failureModeAllow bool
 }
 
 const defaultTestMaxBody = 1 << 20
@@ -81,6 +86,12 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	}
 	if cfg.maxBody == 0 {
 		cfg.maxBody = defaultTestMaxBody
+	}
+	if cfg.bufferLimit == 0 {
+		cfg.bufferLimit = int(2 * cfg.maxBody)
+	}
+	if cfg.messageTimeout == 0 {
+		cfg.messageTimeout = 5 * time.Second
 	}
 	for _, d := range []*time.Duration{&cfg.requestTimeout, &cfg.routeTimeout, &cfg.backendTimeout, &cfg.readTimeout, &cfg.readHeader, &cfg.idleTimeout} {
 		if *d == 0 {
@@ -141,8 +152,9 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		Upstream:          cfg.upstream,
 		Mode:              envoysim.DefaultMode(),
 		AllowModeOverride: true,
-		MessageTimeout:    5 * time.Second,
-		BufferLimit:       int(2 * cfg.maxBody),
+		MessageTimeout:    cfg.messageTimeout,
+		FailureModeAllow:  cfg.failureModeAllow,
+		BufferLimit:       cfg.bufferLimit,
 		UpstreamTimeout:   cfg.routeTimeout,
 	})
 	if err != nil {

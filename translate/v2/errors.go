@@ -9,6 +9,15 @@ import (
 	"unicode/utf8"
 )
 
+// The messages a TF client gets when the v2 server cannot be reached or
+// does not answer in time. They are the same whichever layer noticed — the
+// reverse proxy's own round trip, or Envoy's router, whose local reply the
+// ext_proc session recognises — so the two transports answer alike.
+const (
+	MsgUnavailable = "The v2 inference server is unavailable"
+	MsgTimeout     = "Timed out waiting for the v2 inference server"
+)
+
 // maxErrorLen bounds the message DecodeError returns: a v2 error becomes a
 // TF client's {"error": ...}, and an HTML page or a stack trace must not be
 // relayed whole.
