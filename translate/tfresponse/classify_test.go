@@ -46,13 +46,17 @@ func TestClassifyRegress(t *testing.T) {
 			want: "{\n    \"results\": [[[\"\", 0.25], [\"\", 1.0]], [[\"\", NaN], [\"\", 1e+06]]\n    ]\n}"},
 		{name: "zero classes", run: func() ([]byte, error) { return Classify(nil, nil, f32Tensor("scores", []int64{2, 0}), 2) },
 			want: "{\n    \"results\": [[], []\n    ]\n}"},
-		{name: "classes rank", run: func() ([]byte, error) { return Classify(nil, bytesTensor("classes", []int64{4}, "a", "b", "c", "d"), scores, 2) },
+		{name: "classes rank", run: func() ([]byte, error) {
+			return Classify(nil, bytesTensor("classes", []int64{4}, "a", "b", "c", "d"), scores, 2)
+		},
 			wantError: "Expected Tensor shape: [batch_size num_classes] but got [4]"},
 		{name: "classes dtype", run: func() ([]byte, error) { return Classify(nil, f32Tensor("classes", nk, 1, 2, 3, 4), scores, 2) },
 			wantError: "Expected classes Tensor of DT_STRING. Got: DT_FLOAT"},
 		{name: "classes batch", run: func() ([]byte, error) { return Classify(nil, classes, scores, 3) },
 			wantError: "Expected classes output batch size of 3. Got: 2"},
-		{name: "scores rank", run: func() ([]byte, error) { return Classify(nil, classes, f32Tensor("scores", []int64{2, 2, 1}, 1, 2, 3, 4), 2) },
+		{name: "scores rank", run: func() ([]byte, error) {
+			return Classify(nil, classes, f32Tensor("scores", []int64{2, 2, 1}, 1, 2, 3, 4), 2)
+		},
 			wantError: "Expected Tensor shape: [batch_size num_classes] but got [2,2,1]"},
 		{name: "scores dtype", run: func() ([]byte, error) {
 			return Classify(nil, nil, &tensor.Tensor{Name: "scores", DataType: tensor.FP64, Shape: nk, Data: make([]byte, 32)}, 2)
