@@ -1012,7 +1012,7 @@ var passThroughCases = []tcase{
 // tableCases is the whole shared table.
 func tableCases() []tcase {
 	var all []tcase
-	for _, group := range [][]tcase{predictCases, statusCases, errorCases, backendErrorCases, faultCases, passThroughCases} {
+	for _, group := range [][]tcase{predictCases, examplesCases, statusCases, errorCases, backendErrorCases, faultCases, passThroughCases} {
 		all = append(all, group...)
 	}
 	return all
