@@ -3,6 +3,7 @@ package tfexample
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -347,5 +348,24 @@ func TestInputShape(t *testing.T) {
 		if len(got) != len(c.want) || got[0] != c.want[0] || (len(got) == 2 && got[1] != c.want[1]) {
 			t.Errorf("InputShape(%v) = %v, want %v", c.sig.Inputs[0].Shape, got, c.want)
 		}
+	}
+}
+
+// TestParseHostileAllocation: a small body whose context would be copied
+// into every one of many examples is refused before the copies are made.
+func TestParseHostileAllocation(t *testing.T) {
+	body := `{"context": {"x": "` + strings.Repeat("a", 64<<10) + `"}, "examples": [` +
+		strings.TrimSuffix(strings.Repeat("{}, ", 50000), ", ") + `]}`
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Parse([]byte(body), Options{})
+	runtime.ReadMemStats(&after)
+	if e := apierr.As(err); err == nil || e.HTTPStatus() != 413 {
+		t.Fatalf("error %v, want a 413", err)
+	}
+	// 50000 copies of the context would be 3.2 GB.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 20*uint64(len(body)) {
+		t.Errorf("allocated %d bytes for a %d-byte body", alloc, len(body))
 	}
 }
