@@ -2,7 +2,6 @@ package translate
 
 import (
 	"encoding/base64"
-	"encoding/binary"
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -18,15 +17,6 @@ var (
 	regressor = &tensor.Signature{Model: "r", Inputs: []tensor.Spec{examplesIn}, Outputs: []tensor.Spec{
 		{Name: "outputs", DataType: tensor.FP32, Shape: []int64{-1}}}}
 )
-
-func bytesBlock(ss ...string) []byte {
-	var b []byte
-	for _, s := range ss {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
-		b = append(b, s...)
-	}
-	return b
-}
 
 // TestTranslateExamplesRequest checks the v2 body for each server kind:
 // one BYTES input "inputs" of shape [N] holding the examples, binary for
@@ -52,7 +42,7 @@ func TestTranslateExamplesRequest(t *testing.T) {
 				t.Fatalf("inputs %+v", h.Inputs)
 			}
 			if kind == v2.Triton {
-				if got, w := string(rest), string(bytesBlock(string(want.Examples[0]), string(want.Examples[1]))); got != w {
+				if got, w := string(rest), string(respBytes(string(want.Examples[0]), string(want.Examples[1]))); got != w {
 					t.Errorf("block %x, want %x", got, w)
 				}
 				return
@@ -106,7 +96,7 @@ func TestTranslateExamplesResponse(t *testing.T) {
 		status  int
 	}{
 		{"classify", tfexample.Classify, classifier, []respOut{
-			{"classes", "BYTES", []int64{1, 2}, bytesBlock("no", "yes")},
+			{"classes", "BYTES", []int64{1, 2}, respBytes("no", "yes")},
 			{"scores", "FP32", []int64{1, 2}, respFP32(0.25, 0.75)},
 			{"extra", "INT64", []int64{1}, make([]byte, 8)},
 		}, "{\n    \"results\": [[[\"no\", 0.25], [\"yes\", 0.75]]\n    ]\n}", 200},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -50,43 +51,48 @@ func Classify(dst []byte, classes, scores *tensor.Tensor, numExamples int) ([]by
 			}
 		}
 	}
+	k := int(numClasses)
+	return writeResults(dst, func(w *jsontext.Writer) {
+		w.StartArray()
+		for i := range numExamples {
+			w.SetSingleLine(true)
+			w.StartArray()
+			for c := range k {
+				w.StartArray()
+				if classes != nil {
+					w.StringBytes(classes.Strings[i*k+c])
+				} else {
+					w.String("")
+				}
+				var score float32
+				if scores != nil {
+					score = math.Float32frombits(binary.LittleEndian.Uint32(scores.Data[4*(i*k+c):]))
+				}
+				w.Float32(score)
+				w.EndArray()
+			}
+			w.EndArray()
+			w.SetSingleLine(false)
+		}
+		w.EndArray()
+	}), nil
+}
+
+// writeResults appends {"results": …} to dst, the value written by body
+// with the pooled pretty writer. The key is "results" for both verbs (the
+// REST docs say "result"; the code says "results").
+func writeResults(dst []byte, body func(w *jsontext.Writer)) []byte {
 	sc := scratchPool.Get().(*scratch)
 	defer sc.release()
 	w := sc.w
 	w.Reset(sc.buf[:0])
 	w.StartObject()
-	w.Key(resultsKey)
-	w.StartArray()
-	k := int(numClasses)
-	for i := range numExamples {
-		w.SetSingleLine(true)
-		w.StartArray()
-		for c := range k {
-			w.StartArray()
-			if classes != nil {
-				w.StringBytes(classes.Strings[i*k+c])
-			} else {
-				w.String("")
-			}
-			var score float32
-			if scores != nil {
-				score = math.Float32frombits(binary.LittleEndian.Uint32(scores.Data[4*(i*k+c):]))
-			}
-			w.Float32(score)
-			w.EndArray()
-		}
-		w.EndArray()
-		w.SetSingleLine(false)
-	}
-	w.EndArray()
+	w.Key("results")
+	body(w)
 	w.EndObject()
 	sc.buf = w.Bytes()
-	return append(dst, sc.buf...), nil
+	return append(dst, sc.buf...)
 }
-
-// resultsKey is the response key of both verbs (the REST docs say
-// "result"; the code says "results").
-const resultsKey = "results"
 
 // checkClassOutput is one output's part of PostProcessClassificationResult.
 func checkClassOutput(t *tensor.Tensor, name string, want tensor.DataType, numExamples int) error {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -34,19 +35,12 @@ func Regress(dst []byte, outputs *tensor.Tensor, numExamples int) ([]byte, error
 	if numExamples == 0 {
 		return dst, apierr.InvalidArgumentf("Cannot convert empty RegressionResults to JSON")
 	}
-	sc := scratchPool.Get().(*scratch)
-	defer sc.release()
-	w := sc.w
-	w.Reset(sc.buf[:0])
-	w.StartObject()
-	w.Key(resultsKey)
-	w.SetSingleLine(true)
-	w.StartArray()
-	for i := range numExamples {
-		w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(outputs.Data[4*i:])))
-	}
-	w.EndArray()
-	w.EndObject()
-	sc.buf = w.Bytes()
-	return append(dst, sc.buf...), nil
+	return writeResults(dst, func(w *jsontext.Writer) {
+		w.SetSingleLine(true)
+		w.StartArray()
+		for i := range numExamples {
+			w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(outputs.Data[4*i:])))
+		}
+		w.EndArray()
+	}), nil
 }
