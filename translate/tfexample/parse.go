@@ -95,7 +95,7 @@ func Parse(body []byte, opt Options) (*Request, error) {
 			return nil, err
 		}
 		context, contextValues = slices.Clone(w.out), w.values
-		w.out, w.values = w.out[:0], 0
+		w.out, w.values, w.size = w.out[:0], 0, 0 // charged per example below
 	}
 	examples, ok := root.Member(keyExamples)
 	switch {
@@ -251,7 +251,9 @@ func (w *writer) feature(name []byte, content jsontext.Value) error {
 	} else if err := add(content); err != nil {
 		return err
 	}
-	if err := w.charge(count, int64(len(name)+len(w.list)+2*maxVarintLen)); err != nil {
+	// Only the values: the bytes are charged once the example is whole
+	// (its scratch space is within a small factor of its JSON text).
+	if err := w.charge(count, 0); err != nil {
 		return err
 	}
 	if k == kindNone {

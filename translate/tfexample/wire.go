@@ -18,9 +18,6 @@ const (
 	fieldListValue        = 1 // BytesList/FloatList/Int64List.value
 )
 
-// maxVarintLen is the longest varint (a negative int64).
-const maxVarintLen = 10
-
 // sizeField is the size of a length-delimited field holding n bytes
 // (every field number used here fits one tag byte).
 func sizeField(n int) int { return protowire.SizeTag(1) + protowire.SizeBytes(n) }
