@@ -112,6 +112,9 @@ func Parse(body []byte, opt Options) (*Request, error) {
 	if err := w.charge(n*(1+contextValues), n*int64(len(context))); err != nil {
 		return nil, err
 	}
+	// The examples take about as many bytes as their JSON text: one
+	// allocation up front instead of a doubling series.
+	w.out = slices.Grow(w.out[:0], int(min(int64(len(body))+n*int64(len(context)), w.opt.MaxBytes)))
 	ends := make([]int, 0, n)
 	for _, e := range examples.Elems() {
 		w.out = append(w.out, context...)
@@ -138,17 +141,19 @@ type writer struct {
 	size   int64 // bytes charged so far
 
 	feats   []byte  // the encoded Feature messages of the current example
+	names   []byte  // the names of its features
 	entries []entry // where each of them is, by name
 	list    []byte  // the payload of the current feature's list
 	b64     []byte  // a decoded b64 value
 	sorted  []entry // entries after sorting and dropping duplicates
 }
 
-// entry is one feature of the current example: its name (aliasing the
-// JSON document) and its Feature message in writer.feats.
+// entry is one feature of the current example: its name in writer.names
+// and its Feature message in writer.feats. No pointers, so sorting entries
+// costs no write barriers.
 type entry struct {
-	name       []byte
-	start, end int
+	nameStart, nameEnd int32
+	start, end         int32
 }
 
 // charge counts elements and bytes against the limits.
@@ -175,7 +180,7 @@ func (w *writer) example(v jsontext.Value) error {
 	if v.Len() == 0 {
 		return nil
 	}
-	w.feats, w.entries = w.feats[:0], w.entries[:0]
+	w.feats, w.names, w.entries = w.feats[:0], w.names[:0], w.entries[:0]
 	for key, content := range v.Members() {
 		// rapidjson's GetString() becomes a std::string from a C string:
 		// the name ends at its first NUL.
@@ -187,20 +192,25 @@ func (w *writer) example(v jsontext.Value) error {
 		if err := w.feature(name, content); err != nil {
 			return err
 		}
-		w.entries = append(w.entries, entry{name: name, start: start, end: len(w.feats)})
+		w.names = append(w.names, name...)
+		w.entries = append(w.entries, entry{int32(len(w.names) - len(name)), int32(len(w.names)), int32(start), int32(len(w.feats))})
 	}
-	// Stable sort, then keep the last of each run of equal names.
-	slices.SortStableFunc(w.entries, func(a, b entry) int { return bytes.Compare(a.name, b.name) })
+	// Stable sort (most requests are already in order), then keep the
+	// last of each run of equal names.
+	byName := func(a, b entry) int { return bytes.Compare(w.name(a), w.name(b)) }
+	if !slices.IsSortedFunc(w.entries, byName) {
+		slices.SortStableFunc(w.entries, byName)
+	}
 	w.sorted = w.sorted[:0]
 	for i, e := range w.entries {
-		if i+1 < len(w.entries) && bytes.Equal(w.entries[i+1].name, e.name) {
+		if i+1 < len(w.entries) && byName(w.entries[i+1], e) == 0 {
 			continue
 		}
 		w.sorted = append(w.sorted, e)
 	}
 	featuresLen := 0
 	for _, e := range w.sorted {
-		featuresLen += sizeField(mapEntryLen(e))
+		featuresLen += sizeField(w.mapEntryLen(e))
 	}
 	exampleLen := sizeField(featuresLen)
 	if err := w.charge(0, int64(exampleLen)); err != nil {
@@ -210,14 +220,18 @@ func (w *writer) example(v jsontext.Value) error {
 	// each entry a message {key (1), value (2)}.
 	w.out = appendLen(w.out, fieldExampleFeatures, featuresLen)
 	for _, e := range w.sorted {
-		w.out = appendLen(w.out, fieldFeaturesFeature, mapEntryLen(e))
-		w.out = appendBytes(w.out, fieldMapKey, e.name)
+		w.out = appendLen(w.out, fieldFeaturesFeature, w.mapEntryLen(e))
+		w.out = appendBytes(w.out, fieldMapKey, w.name(e))
 		w.out = appendBytes(w.out, fieldMapValue, w.feats[e.start:e.end])
 	}
 	return nil
 }
 
-func mapEntryLen(e entry) int { return sizeField(len(e.name)) + sizeField(e.end-e.start) }
+func (w *writer) name(e entry) []byte { return w.names[e.nameStart:e.nameEnd] }
+
+func (w *writer) mapEntryLen(e entry) int {
+	return sizeField(int(e.nameEnd-e.nameStart)) + sizeField(int(e.end-e.start))
+}
 
 // kind is a Feature's oneof case, numbered as its field.
 type kind uint8
