@@ -7,11 +7,11 @@
 //
 // What the session decides, event by event:
 //   - request headers: route the TF URL. Not under /v1/ → PassThrough.
-//     Malformed → TF's 400. POST :predict, :classify, :regress → fetch the
-//     model signature now but keep its error (TF reports JSON syntax errors
-//     before "Servable not found", so the error surfaces from the resolver
-//     during body translation), rewrite :path to the v2 infer path,
-//     Continue. GET status/metadata → answered at once.
+//     Malformed → TF's 400. POST :predict → fetch the model signature now
+//     but keep its error (TF reports JSON syntax errors before
+//     "Servable not found", so the error surfaces from the resolver during
+//     body translation), rewrite :path to the v2 infer path, Continue.
+//     :classify/:regress → the same. GET status/metadata → answered at once.
 //   - request body: TF JSON → v2 body (binary extension or JSON), with
 //     content-type, inference-header-content-length and the exact
 //     content-length; gzip request bodies are gunzipped as TF does. Each
