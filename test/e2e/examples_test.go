@@ -84,6 +84,14 @@ var examplesCases = []tcase{
 		want: fail(400, "Unexpected element type in feature: x expecting type: int64"),
 	},
 	{
+		// 2000 copies of a 40 KB context would be an 80 MB v2 body from a
+		// 48 KB request: refused before a copy is made.
+		name: "regress: a context multiplied past the body limit",
+		req: request{path: "/v1/models/linear_regressor:regress",
+			body: `{"context": {"pad": "` + strings.Repeat("a", 40<<10) + `"}, "examples": [` + strings.Repeat(`{"x": 1}, `, 1999) + `{"x": 1}]}`},
+		want: fail(413, "Request examples serialize to more than 67108864 bytes, the limit of this server"),
+	},
+	{
 		name: "classify: unknown model",
 		req:  request{path: "/v1/models/no_such_model:classify", body: readmeClassifyBody},
 		want: fail(404, "Servable not found for request: Latest(no_such_model)"),
