@@ -10,10 +10,14 @@
 //   - apierr: the one user-facing error type and its HTTP status mapping;
 //   - jsontext: a rapidjson-compatible JSON reader and pretty writer;
 //   - tfrequest: TF Serving predict request parsing (instances / inputs);
-//   - tfresponse: TF Serving predict, error, status and metadata bodies;
+//   - tfexample: TF Serving classify/regress request parsing into serialized
+//     tf.Examples, and which v2 models can answer those verbs;
+//   - tfresponse: TF Serving predict, classify, regress, error, status and
+//     metadata bodies;
 //   - route: the TF Serving URL grammar and the v2 paths built from it;
 //   - v2: v2 request encoding (binary extension or JSON) and response decoding.
 //
-// This package itself holds the two pipelines the proxy runs per request
-// (TF request → v2 body, v2 response → TF body) and their benchmarks.
+// This package itself holds the pipelines the proxy runs per request (TF
+// request → v2 body, v2 response → TF body; for predict, and for classify
+// and regress) and their benchmarks.
 package translate

@@ -16,6 +16,9 @@ type Exchange struct {
 	Unbatched bool
 	// Signature is the model signature the request was parsed against.
 	Signature *tensor.Signature
+	// Examples is the number of tf.Examples a classify or regress request
+	// sent, which its outputs' batch size must equal.
+	Examples int
 }
 
 // V2Request is a translated request body ready to send upstream.

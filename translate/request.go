@@ -14,6 +14,9 @@ type RequestOptions struct {
 	ID string
 	// Limits bound what the TF body may make the parser build.
 	Limits tensor.Limits
+	// MaxBytes bounds the serialized tf.Examples of a classify or regress
+	// request (tfexample.Options.MaxBytes); 0 means tfexample's default.
+	MaxBytes int64
 }
 
 // TranslateRequest turns a TF Serving predict body into a v2 infer body:

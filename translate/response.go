@@ -21,13 +21,9 @@ import (
 // *apierr.Error: BadGateway for a v2 body that cannot be decoded, TF
 // Serving's own texts for what TF Serving would reject after inference.
 func TranslateResponse(v2Body []byte, headerLength int, ex Exchange, lim tensor.Limits) ([]byte, error) {
-	outputs, err := v2.DecodeResponse(v2Body, headerLength, ex.Signature, lim)
+	outputs, err := decodeOutputs(v2Body, headerLength, ex, lim)
 	if err != nil {
-		var e *apierr.Error
-		if errors.As(err, &e) {
-			return nil, err
-		}
-		return nil, apierr.Wrap(apierr.BadGateway, err, err.Error())
+		return nil, err
 	}
 	if ex.Unbatched {
 		rebatch(outputs)
@@ -50,4 +46,18 @@ func rebatch(outputs []tensor.Tensor) {
 		dims = append(dims, outputs[i].Shape...)
 		outputs[i].Shape = dims[start:len(dims):len(dims)]
 	}
+}
+
+// decodeOutputs is v2.DecodeResponse with every error an *apierr.Error
+// (BadGateway unless the decoder said otherwise).
+func decodeOutputs(v2Body []byte, headerLength int, ex Exchange, lim tensor.Limits) ([]tensor.Tensor, error) {
+	outputs, err := v2.DecodeResponse(v2Body, headerLength, ex.Signature, lim)
+	if err != nil {
+		var e *apierr.Error
+		if errors.As(err, &e) {
+			return nil, err
+		}
+		return nil, apierr.Wrap(apierr.BadGateway, err, err.Error())
+	}
+	return outputs, nil
 }

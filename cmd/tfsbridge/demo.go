@@ -86,6 +86,8 @@ func printDemo(w io.Writer, kind string, mock, proxy, grpc, admin net.Addr) {
 		`curl http://%s/v1/models/half_plus_two`,
 		`curl http://%s/v1/models/half_plus_two/metadata`,
 		`curl -d '{"instances": [{"text": "hello"}]}' -X POST http://%s/v1/models/bytes_echo:predict`,
+		`curl -d '{"examples": [{"x": 0}, {"x": 2}]}' -X POST http://%s/v1/models/linear_classifier:classify`,
+		`curl -d '{"context": {"w": 3}, "examples": [{"x": 1}, {"x": 2}]}' -X POST http://%s/v1/models/linear_regressor:regress`,
 		`curl -d '{"instances": [1.0]}' -X POST http://%s/v1/models/no_such_model:predict`,
 		`curl http://%s/v2/models/half_plus_two`,
 	} {

@@ -224,6 +224,25 @@ func TestDemo(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != want {
 		t.Errorf("half_plus_two through the demo = %d %q, want 200 %q", resp.StatusCode, body, want)
 	}
+	// The README's classify and regress examples, as the demo prints them.
+	for verb, want := range map[string]string{
+		"classify": "{\n    \"results\": [[[\"negative\", 0.5], [\"positive\", 0.5]], [[\"negative\", 0.119202919], [\"positive\", 0.880797088]]\n    ]\n}",
+		"regress":  "{\n    \"results\": [5.0, 8.0]\n}",
+	} {
+		m := regexp.MustCompile(`curl -d '([^']*)' -X POST (http://\S+:` + verb + `)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no :%s curl command in:\n%s", verb, out)
+		}
+		resp, err := http.Post(m[2], "application/x-www-form-urlencoded", strings.NewReader(m[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != want {
+			t.Errorf(":%s through the demo = %d %q, want 200 %q", verb, resp.StatusCode, body, want)
+		}
+	}
 	metrics := regexp.MustCompile(`(http://\S+)/metrics`).FindStringSubmatch(out)
 	if metrics == nil {
 		t.Fatalf("no metrics address in:\n%s", out)

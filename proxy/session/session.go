@@ -12,10 +12,12 @@
 //     but keep its error (TF reports JSON syntax errors before
 //     "Servable not found", so the error surfaces from the resolver during
 //     body translation), rewrite :path to the v2 infer path, Continue.
-//     :classify/:regress → 501. GET status/metadata → answered at once.
+//     :classify/:regress → the same. GET status/metadata → answered at once.
 //   - request body: TF JSON → v2 body (binary extension or JSON), with
 //     content-type, inference-header-content-length and the exact
-//     content-length; gzip request bodies are gunzipped as TF does.
+//     content-length; gzip request bodies are gunzipped as TF does. Each
+//     verb has its translator: predict's tensors, or the serialized
+//     tf.Examples of classify and regress.
 //   - response headers: remember status, IHCL, content-type/-encoding.
 //     Envoy's own replies (localreply.go) become the reverse proxy's TF
 //     errors.
@@ -50,6 +52,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfexample"
 	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
@@ -93,7 +96,7 @@ type state uint8
 const (
 	stIdle         state = iota // nothing seen yet
 	stPassThrough               // not ours
-	stRequestBody               // predict: waiting for the request body
+	stRequestBody               // inference: waiting for the request body
 	stUpstream                  // request sent on; waiting for response headers
 	stResponseBody              // waiting for the response body
 	stDone                      // answered
@@ -113,7 +116,7 @@ type Session struct {
 	confirmed bool // the backend knows the model (metric label)
 	finished  bool
 
-	// predict
+	// inference (predict, classify, regress)
 	sig         *tensor.Signature
 	sigErr      error
 	kind        v2.ServerKind
@@ -146,7 +149,7 @@ func (s *Session) maxBody() int64 {
 func (s *Session) RequestID() string { return s.requestID }
 
 // AwaitingBody reports that the next body event will be translated (a
-// predict request body, or the response body of a translated exchange),
+// inference request body, or the response body of a translated exchange),
 // so the adapter must deliver it whole.
 func (s *Session) AwaitingBody() bool {
 	return s.state == stRequestBody || s.state == stResponseBody
@@ -182,11 +185,8 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 	}
 	s.route, s.verb = r, r.Verb.String()
 	switch r.Verb {
-	case route.Predict:
-		return s.predictHeaders(ctx, h, endOfStream)
-	case route.Classify, route.Regress:
-		return s.fail(apierr.Errorf(apierr.Unimplemented,
-			"tfsbridge does not support :%s yet (v2 servers have no %s API); use :predict", r.Verb, r.Verb))
+	case route.Predict, route.Classify, route.Regress:
+		return s.inferHeaders(ctx, h, endOfStream)
 	case route.Status:
 		return s.status(ctx)
 	case route.Metadata:
@@ -208,7 +208,7 @@ func (s *Session) preflight(h HeaderGetter) Action {
 	return Action{Verdict: Respond, Status: status, Reason: "tfsbridge_preflight"}
 }
 
-func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStream bool) Action {
+func (s *Session) inferHeaders(ctx context.Context, h HeaderGetter, endOfStream bool) Action {
 	r := s.route
 	if s.declaredOver(h) {
 		// Refused before a byte of the body is read: behind Envoy it is
@@ -240,18 +240,33 @@ func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStrea
 	return Action{Verdict: Continue, Set: []Header{rewrite}}
 }
 
-// resolve is the tfrequest.Resolver of a predict exchange: it reports the
-// signature lookup's outcome only when the request parser asks, after the
-// JSON syntax checks, which is TF Serving's order.
+// resolve is the tfrequest.Resolver of an inference exchange: it reports
+// the signature lookup's outcome only when the request parser asks, after
+// the JSON syntax checks, which is TF Serving's order.
 func (s *Session) resolve(signatureName string) (*tensor.Signature, error) {
 	if s.sigErr != nil {
 		return nil, s.sigErr
 	}
 	if signatureName != "" && signatureName != "serving_default" {
 		// v2 models have exactly one signature; TF's default is its name.
+		if s.route.Verb != route.Predict {
+			return nil, apierr.InvalidArgumentf("No signature was found with the name: %s", signatureName)
+		}
 		return nil, apierr.InvalidArgumentf("Serving signature name: \"%s\" not found in signature def", signatureName)
 	}
 	return s.sig, nil
+}
+
+// examplesMethod is the tfexample.Method of a classify or regress
+// exchange, 0 for predict.
+func (s *Session) examplesMethod() tfexample.Method {
+	switch s.route.Verb {
+	case route.Classify:
+		return tfexample.Classify
+	case route.Regress:
+		return tfexample.Regress
+	}
+	return 0
 }
 
 // RequestBody handles the whole (buffered) request body.
@@ -268,11 +283,15 @@ func (s *Session) RequestBody(_ context.Context, body []byte) Action {
 		return s.fail(s.tooLarge("Decompressed request"))
 	}
 	t0 := time.Now()
-	req, ex, err := translate.TranslateRequest(body, s.resolve, translate.RequestOptions{
-		Kind:   s.kind,
-		ID:     s.requestID,
-		Limits: s.cfg.Limits,
-	})
+	opt := translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits}
+	var req translate.V2Request
+	var ex translate.Exchange
+	if m := s.examplesMethod(); m != 0 {
+		opt.MaxBytes = s.maxBody()
+		req, ex, err = translate.TranslateExamplesRequest(body, m, s.resolve, opt)
+	} else {
+		req, ex, err = translate.TranslateRequest(body, s.resolve, opt)
+	}
 	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
 	if err != nil {
 		return s.fail(err)
@@ -367,7 +386,12 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 		}
 	}
 	t0 := time.Now()
-	out, err := translate.TranslateResponse(body, headerLength, s.exchange, s.cfg.Limits)
+	var out []byte
+	if m := s.examplesMethod(); m != 0 {
+		out, err = translate.TranslateExamplesResponse(body, headerLength, m, s.exchange, s.cfg.Limits)
+	} else {
+		out, err = translate.TranslateResponse(body, headerLength, s.exchange, s.cfg.Limits)
+	}
 	s.cfg.Metrics.Translation(observe.DirResponse, time.Since(t0))
 	if err != nil {
 		return s.fail(err)

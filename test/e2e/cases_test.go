@@ -789,14 +789,14 @@ var errorCases = []tcase{
 		want: fail(400, "Failed to process element: 0 key: y of 'instances' list. Error: INVALID_ARGUMENT: JSON object: does not have named input: y"),
 	},
 	{
-		name: "classify is not supported",
+		name: "classify on a predict model",
 		req:  request{path: "/v1/models/half_plus_two:classify", body: `{"examples": [{"x": 1.0}]}`},
-		want: fail(501, "tfsbridge does not support :classify yet (v2 servers have no classify API); use :predict"),
+		want: fail(400, "Expected classification signature method_name to be tensorflow/serving/classify. Was: tensorflow/serving/predict"),
 	},
 	{
-		name: "regress is not supported",
-		req:  request{path: "/v1/models/half_plus_two/versions/1:regress", body: `{"examples": [{"x": 1.0}]}`},
-		want: fail(501, "tfsbridge does not support :regress yet (v2 servers have no regress API); use :predict"),
+		name: "regress on a predict model",
+		req:  request{path: "/v1/models/half_plus_two:regress", body: `{"examples": [{"x": 1.0}]}`},
+		want: fail(400, "Expected regression signature method_name to be tensorflow/serving/regress. Was: tensorflow/serving/predict"),
 	},
 	{
 		name: "malformed: query string on predict",
@@ -1012,7 +1012,7 @@ var passThroughCases = []tcase{
 // tableCases is the whole shared table.
 func tableCases() []tcase {
 	var all []tcase
-	for _, group := range [][]tcase{predictCases, statusCases, errorCases, backendErrorCases, faultCases, passThroughCases} {
+	for _, group := range [][]tcase{predictCases, examplesCases, statusCases, errorCases, backendErrorCases, faultCases, passThroughCases} {
 		all = append(all, group...)
 	}
 	return all

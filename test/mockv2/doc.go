@@ -61,6 +61,16 @@
 //   - FP16OutputModel, FP16InputModel: KServe's own test models
 //     (fp32_input → fp16_output + fp32_output; fp16_input + str_input →
 //     str_output + fp32_output; outputs flattened).
+//   - linear_classifier: inputs BYTES [-1] (serialized tf.Examples, as
+//     TF Serving's :classify sends them) → classes BYTES [-1,-1] and scores
+//     FP32 [-1,-1]: per example, the labels of its bytes feature "labels"
+//     (default negative, positive), scored by its float feature "scores"
+//     or else by a softmax over (k − (K−1)/2)·x of its numeric feature "x"
+//     (two classes: 1−σ(x), σ(x)).
+//   - linear_regressor: inputs BYTES [-1] → outputs FP32 [-1] = w·x + b
+//     from the numeric features x (required), w (0.5) and b (2).
+//     Both decode the examples with their own protowire reader, and
+//     answer 400 {"error": …} for a malformed example or a missing "x".
 //   - slow, garbage: the test hooks below (x FP32 [-1] → y = x).
 //
 // # Test hooks

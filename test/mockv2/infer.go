@@ -37,16 +37,24 @@ func (s *Server) infer(r *http.Request, ref modelRef) (*reply, *httpError) {
 
 // execute runs model m on inputs already validated and ordered like
 // m.inputs. Model "slow" first waits Options.Delay; ok is false when the
-// client went away meanwhile and nothing should be answered.
-func (s *Server) execute(r *http.Request, m *model, in []tensor.Tensor) (out []tensor.Tensor, ok bool) {
+// client went away meanwhile and nothing should be answered. A model that
+// refuses its input answers 400 {"error": …} on every kind.
+func (s *Server) execute(r *http.Request, m *model, in []tensor.Tensor) (out []tensor.Tensor, herr *httpError, ok bool) {
 	if m.slow && !sleep(r.Context(), s.delay) {
-		return nil, false
+		return nil, nil, false
 	}
-	out = m.run(in)
+	if m.runErr != nil {
+		var err error
+		if out, err = m.runErr(in); err != nil {
+			return nil, errorJSON(http.StatusBadRequest, err.Error()), true
+		}
+	} else {
+		out = m.run(in)
+	}
 	for i := range out {
 		out[i].Name = m.outputs[i].Name
 	}
-	return out, true
+	return out, nil, true
 }
 
 // inputDesc is what model validation needs to know of one request input.

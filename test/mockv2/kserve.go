@@ -72,9 +72,9 @@ func (s *Server) kserveInfer(r *http.Request, ref modelRef) (*reply, *httpError)
 	if herr != nil {
 		return nil, herr
 	}
-	out, ok := s.execute(r, m, ordered)
-	if !ok {
-		return nil, nil
+	out, herr, ok := s.execute(r, m, ordered)
+	if herr != nil || !ok {
+		return nil, herr
 	}
 	id := req.id
 	if id == "" {

@@ -54,9 +54,9 @@ func (s *Server) mlserverInfer(r *http.Request, ref modelRef) (*reply, *httpErro
 	if herr != nil {
 		return nil, herr
 	}
-	out, ok := s.execute(r, m, ordered)
-	if !ok {
-		return nil, nil
+	out, herr, ok := s.execute(r, m, ordered)
+	if herr != nil || !ok {
+		return nil, herr
 	}
 	id := req.id
 	if id == "" {

@@ -23,6 +23,10 @@ type model struct {
 	// run computes the outputs (in outputs order) from inputs that were
 	// validated against the model (in inputs order, full shapes).
 	run func(in []tensor.Tensor) []tensor.Tensor
+	// runErr is run for models that can refuse their input (the examples
+	// models: a tf.Example without the feature they need); its error is
+	// the model's 400.
+	runErr func(in []tensor.Tensor) ([]tensor.Tensor, error)
 	// slow models sleep Options.Delay before answering (a test hook).
 	slow bool
 	// garbage models answer a malformed 200 response (a test hook).
@@ -160,6 +164,21 @@ func sampleModels() map[string]*model {
 			inputs:  []tensor.Spec{spec("image", tensor.FP32, 224, 224, 3)},
 			outputs: []tensor.Spec{spec("scores", tensor.FP32, 1000)},
 			run:     runImageClassifier,
+		},
+		{
+			// A classifier as an Estimator export looks on a v2 server:
+			// serialized tf.Examples in, classes and scores out.
+			name: "linear_classifier", platform: "tensorflow_savedmodel",
+			inputs:  []tensor.Spec{spec("inputs", tensor.Bytes, -1)},
+			outputs: []tensor.Spec{spec("classes", tensor.Bytes, -1, -1), spec("scores", tensor.FP32, -1, -1)},
+			runErr:  runLinearClassifier,
+		},
+		{
+			// A regressor over tf.Examples: outputs = w·x + b.
+			name: "linear_regressor", platform: "tensorflow_savedmodel",
+			inputs:  []tensor.Spec{spec("inputs", tensor.Bytes, -1)},
+			outputs: []tensor.Spec{spec("outputs", tensor.FP32, -1)},
+			runErr:  runLinearRegressor,
 		},
 		{
 			// Test hook: answers after Options.Delay.

@@ -93,9 +93,9 @@ func (s *Server) tritonInfer(r *http.Request, m *model) (*reply, *httpError) {
 	if herr != nil {
 		return nil, herr
 	}
-	out, ok := s.execute(r, m, in)
-	if !ok {
-		return nil, nil
+	out, herr, ok := s.execute(r, m, in)
+	if herr != nil || !ok {
+		return nil, herr
 	}
 	return tritonResponse(r, m, req, out)
 }

@@ -83,7 +83,7 @@ func TestConformance(t *testing.T) {
 			var in reqInput
 			conformance.Decode(t, c.Input, &in)
 			if in.Method != "" {
-				t.Skip("classify/regress requests: not parsed by tfrequest")
+				t.Skip("classify/regress requests: package tfexample")
 			}
 			var exp reqExpected
 			conformance.Decode(t, c.Expected, &exp)

@@ -75,16 +75,9 @@ const (
 // bounds nesting depth and the total number of tensor elements.
 func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 	lim = lim.OrDefault()
-	if len(body) == 0 {
-		return nil, apierr.InvalidArgumentf("JSON Parse error: The document is empty")
-	}
-	doc, err := jsontext.Parse(body, lim)
+	doc, err := ParseJSON(body, lim)
 	if err != nil {
-		se, _ := err.(*jsontext.SyntaxError)
-		if se == nil {
-			return nil, apierr.Wrap(apierr.InvalidArgument, err, "JSON Parse error: "+err.Error())
-		}
-		return nil, apierr.Wrap(apierr.InvalidArgument, err, "JSON Parse error: "+se.Error())
+		return nil, err
 	}
 	r := &Request{doc: doc}
 	if err := r.parse(doc.Root(), resolve, lim); err != nil {

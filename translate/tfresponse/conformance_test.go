@@ -16,10 +16,6 @@ import (
 
 // skipped are the response vectors this package does not implement, by id.
 var skipped = map[string]string{
-	"resp-classify-result":          "classify results are out of scope (DESIGN: later)",
-	"resp-regress-result":           "regress results are out of scope (DESIGN: later)",
-	"resp-regress-nonfinite":        "regress results are out of scope (DESIGN: later)",
-	"resp-err-empty-classification": "classify results are out of scope (DESIGN: later)",
 	// DT_COMPLEX64 has no tensor.DataType: v2 has no complex type, so no
 	// server can return one. The unwritable-datatype path and its exact
 	// message are tested with tensor.Invalid in predict_test.go.
@@ -51,6 +47,11 @@ type vectorInput struct {
 		Method string `json:"method"`
 		Path   string `json:"path"`
 	} `json:"request"`
+	// Classify and regress results: [[[label, score], …] per example],
+	// [value, …], or "result": "empty" for a result without examples.
+	ClassificationResult [][][]json.RawMessage `json:"classification_result"`
+	RegressionResult     []json.RawMessage     `json:"regression_result"`
+	Result               string                `json:"result"`
 }
 
 type vectorExpected struct {
@@ -85,6 +86,13 @@ func TestConformanceResponses(t *testing.T) {
 				if got := string(Error(nil, in.Status.Message)); got != exp.JSONText {
 					t.Errorf("Error body:\n got %q\nwant %q", got, exp.JSONText)
 				}
+			case in.ClassificationResult != nil || in.Result == "empty":
+				classes, scores := classificationTensors(t, in.ClassificationResult)
+				got, err := Classify([]byte("prefix"), classes, scores, len(in.ClassificationResult))
+				checkBody(t, got, err, exp)
+			case in.RegressionResult != nil:
+				got, err := Regress([]byte("prefix"), regressionTensor(t, in.RegressionResult), len(in.RegressionResult))
+				checkBody(t, got, err, exp)
 			case in.Request != nil:
 				name := strings.Split(strings.TrimPrefix(in.Request.Path, "/v1/models/"), "/")[0]
 				versions, ok := statusFixture[name]
@@ -116,6 +124,13 @@ func checkPredictVector(t *testing.T, in vectorInput, exp vectorExpected) {
 		outputs[i] = vectorToTensor(t, v)
 	}
 	got, err := Predict([]byte("prefix"), outputs, format)
+	checkBody(t, got, err, exp)
+}
+
+// checkBody compares what a writer called with dst "prefix" returned
+// with the vector's body or error.
+func checkBody(t *testing.T, got []byte, err error, exp vectorExpected) {
+	t.Helper()
 	if exp.Error != nil {
 		e, ok := err.(*apierr.Error)
 		if !ok {
@@ -133,11 +148,43 @@ func checkPredictVector(t *testing.T, in vectorInput, exp vectorExpected) {
 		return
 	}
 	if err != nil {
-		t.Fatalf("Predict: %v", err)
+		t.Fatalf("unexpected error: %v", err)
 	}
 	if want := "prefix" + exp.JSONText; string(got) != want {
-		t.Errorf("Predict:\n got %q\nwant %q", got, want)
+		t.Errorf("body:\n got %q\nwant %q", got, want)
 	}
+}
+
+// classificationTensors builds the classes (BYTES [N,K]) and scores (FP32
+// [N,K]) outputs a classification result was made from.
+func classificationTensors(t *testing.T, result [][][]json.RawMessage) (classes, scores *tensor.Tensor) {
+	t.Helper()
+	k := 0
+	if len(result) > 0 {
+		k = len(result[0])
+	}
+	shape := []int64{int64(len(result)), int64(k)}
+	classes = &tensor.Tensor{Name: "classes", DataType: tensor.Bytes, Shape: shape}
+	scores = &tensor.Tensor{Name: "scores", DataType: tensor.FP32, Shape: shape}
+	for _, example := range result {
+		for _, pair := range example {
+			var label string
+			conformance.Decode(t, pair[0], &label)
+			classes.Strings = append(classes.Strings, []byte(label))
+			scores.Data = binary.LittleEndian.AppendUint32(scores.Data, math.Float32bits(float32(conformance.MustFloat(t, pair[1], 32))))
+		}
+	}
+	return classes, scores
+}
+
+// regressionTensor builds the FP32 [N] outputs tensor of a regression.
+func regressionTensor(t *testing.T, values []json.RawMessage) *tensor.Tensor {
+	t.Helper()
+	out := &tensor.Tensor{Name: "outputs", DataType: tensor.FP32, Shape: []int64{int64(len(values))}}
+	for _, v := range values {
+		out.Data = binary.LittleEndian.AppendUint32(out.Data, math.Float32bits(float32(conformance.MustFloat(t, v, 32))))
+	}
+	return out
 }
 
 // vectorToTensor builds a tensor from a vector's output_tensors entry:

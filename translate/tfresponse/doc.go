@@ -1,6 +1,7 @@
 // Package tfresponse writes the response bodies a TensorFlow Serving REST
 // client expects, byte for byte: predict results ({"predictions"} for row
-// requests, {"outputs"} for columnar ones) and error bodies in rapidjson's
+// requests, {"outputs"} for columnar ones), classify and regress results
+// ({"results"}) and error bodies in rapidjson's
 // pretty layout (spec §5, §1.6), and model status and metadata bodies in
 // protobuf's JSON layout (spec §2.1, §2.2).
 //

@@ -1,0 +1,344 @@
+// Package tfexample parses the body of TF Serving's :classify and :regress
+// requests ({"signature_name"?, "context"?, "examples": [...]}) with TF
+// Serving's rules, order of checks and error texts (json_tensor.cc
+// FillClassifyRegressRequestFromJson, spec tfserving-rest.md §6.1), straight
+// into serialized tf.Example protos: the BYTES input a classification or
+// regression signature takes. It also says which v2 models can answer those
+// verbs (signature.go).
+//
+// The protos are written with protowire as protobuf's deterministic
+// serialization writes a tf.Example (map entries sorted by feature name), so
+// the bytes are the same whatever the JSON member order; the package holds
+// no generated code and no intermediate tree: one walk of the parsed JSON
+// document writes each feature once.
+package tfexample
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+)
+
+// The request keys TF Serving reads (json_tensor.cc).
+const (
+	keySignature = "signature_name"
+	keyContext   = "context"
+	keyExamples  = "examples"
+)
+
+// DefaultMaxBytes bounds the serialized examples of one request when
+// Options.MaxBytes is 0: the session's default body limit.
+const DefaultMaxBytes = 64 << 20
+
+// Options bound what one body may make Parse build.
+type Options struct {
+	// Limits bound JSON nesting and the element count: every example
+	// and every feature value (the context's once per example) counts.
+	Limits tensor.Limits
+	// MaxBytes bounds the total size of the serialized examples, the
+	// context's bytes counted once per example; 0 means DefaultMaxBytes.
+	// A small body with a large context and many empty examples would
+	// otherwise multiply into an unbounded v2 body.
+	MaxBytes int64
+}
+
+// Request is a parsed classify or regress request.
+type Request struct {
+	// SignatureName is "signature_name" ("" when absent).
+	SignatureName string
+	// Examples holds one serialized tf.Example per element of "examples":
+	// the context's serialization followed by the example's, which a
+	// protobuf parser reads as their merge (an example's feature replaces
+	// a context feature of the same name). The slices share one buffer.
+	Examples [][]byte
+}
+
+// Parse parses a classify or regress request body check for check as TF
+// Serving does: JSON syntax, top level is an object, signature_name is a
+// string, then the context (when present), then "examples" must be a
+// non-empty array of objects whose features are a scalar or a flat list of
+// strings, b64 objects, integers, booleans or decimals (NaN and ±Infinity
+// included), one kind per feature.
+//
+// Every failure is an *apierr.Error carrying TF Serving's message (400),
+// or the limit of opt (400 for elements, 413 for bytes).
+func Parse(body []byte, opt Options) (*Request, error) {
+	opt.Limits = opt.Limits.OrDefault()
+	if opt.MaxBytes <= 0 {
+		opt.MaxBytes = DefaultMaxBytes
+	}
+	doc, err := tfrequest.ParseJSON(body, opt.Limits)
+	if err != nil {
+		return nil, err
+	}
+	defer doc.Release()
+	root := doc.Root()
+	if root.Kind() != jsontext.Object {
+		return nil, tfrequest.FormatError(root, "Is not object")
+	}
+	r := &Request{}
+	if v, ok := root.Member(keySignature); ok {
+		if v.Kind() != jsontext.String {
+			return nil, tfrequest.FormatError(root, "not formatted correctly. 'signature_name' key must be a string value.")
+		}
+		r.SignatureName = string(v.Str())
+	}
+	w := &writer{opt: opt}
+	var context []byte
+	contextValues := int64(0)
+	if v, ok := root.Member(keyContext); ok {
+		if err := w.example(v); err != nil {
+			return nil, err
+		}
+		context, contextValues = slices.Clone(w.out), w.values
+		w.out, w.values, w.size = w.out[:0], 0, 0 // charged per example below
+	}
+	examples, ok := root.Member(keyExamples)
+	switch {
+	case !ok:
+		return nil, tfrequest.FormatError(root, "When method is classify, key 'examples' is expected and was not found")
+	case examples.Kind() != jsontext.Array:
+		return nil, tfrequest.FormatError(root, "Expecting 'examples' value to be an list/array")
+	case examples.Len() == 0:
+		return nil, tfrequest.FormatError(root, "'examples' value is an empty array")
+	}
+	n := int64(examples.Len())
+	// The context is repeated in every example: charge it up front, so
+	// that a large context times many examples is refused unbuilt.
+	if err := w.charge(n*(1+contextValues), n*int64(len(context))); err != nil {
+		return nil, err
+	}
+	// The examples take about as many bytes as their JSON text: one
+	// allocation up front instead of a doubling series.
+	w.out = slices.Grow(w.out[:0], int(min(int64(len(body))+n*int64(len(context)), w.opt.MaxBytes)))
+	ends := make([]int, 0, n)
+	for _, e := range examples.Elems() {
+		w.out = append(w.out, context...)
+		if err := w.example(e); err != nil {
+			return nil, err
+		}
+		ends = append(ends, len(w.out))
+	}
+	r.Examples = make([][]byte, len(ends))
+	start := 0
+	for i, end := range ends {
+		r.Examples[i] = w.out[start:end:end]
+		start = end
+	}
+	return r, nil
+}
+
+// writer serializes examples into out, with scratch space for the
+// features of the example being written.
+type writer struct {
+	opt    Options
+	out    []byte
+	values int64 // feature values written so far
+	size   int64 // bytes charged so far
+
+	feats   []byte  // the encoded Feature messages of the current example
+	names   []byte  // the names of its features
+	entries []entry // where each of them is, by name
+	list    []byte  // the payload of the current feature's list
+	b64     []byte  // a decoded b64 value
+	sorted  []entry // entries after sorting and dropping duplicates
+}
+
+// entry is one feature of the current example: its name in writer.names
+// and its Feature message in writer.feats. No pointers, so sorting entries
+// costs no write barriers.
+type entry struct {
+	nameStart, nameEnd int32
+	start, end         int32
+}
+
+// charge counts elements and bytes against the limits.
+func (w *writer) charge(elements, size int64) error {
+	w.values += elements
+	w.size += size
+	if w.values > w.opt.Limits.MaxElements {
+		return apierr.InvalidArgumentf("Request holds more than %d tensor elements, the limit of this server", w.opt.Limits.MaxElements)
+	}
+	if w.size > w.opt.MaxBytes {
+		return apierr.Errorf(apierr.PayloadTooLarge, "Request examples serialize to more than %d bytes, the limit of this server", w.opt.MaxBytes)
+	}
+	return nil
+}
+
+// example is MakeExampleFromJsonObject: it appends v's tf.Example to out.
+// Features are written in name order and a repeated name keeps its last
+// value (the proto map assignment TF Serving makes); an empty object is
+// an Example without features, which serializes to nothing.
+func (w *writer) example(v jsontext.Value) error {
+	if v.Kind() != jsontext.Object {
+		return apierr.InvalidArgumentf("Example must be JSON object but got JSON %s", v.Kind())
+	}
+	if v.Len() == 0 {
+		return nil
+	}
+	w.feats, w.names, w.entries = w.feats[:0], w.names[:0], w.entries[:0]
+	for key, content := range v.Members() {
+		// rapidjson's GetString() becomes a std::string from a C string:
+		// the name ends at its first NUL.
+		name := key.Str()
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		start := len(w.feats)
+		if err := w.feature(name, content); err != nil {
+			return err
+		}
+		w.names = append(w.names, name...)
+		w.entries = append(w.entries, entry{int32(len(w.names) - len(name)), int32(len(w.names)), int32(start), int32(len(w.feats))})
+	}
+	// Stable sort (most requests are already in order), then keep the
+	// last of each run of equal names.
+	byName := func(a, b entry) int { return bytes.Compare(w.name(a), w.name(b)) }
+	if !slices.IsSortedFunc(w.entries, byName) {
+		slices.SortStableFunc(w.entries, byName)
+	}
+	w.sorted = w.sorted[:0]
+	for i, e := range w.entries {
+		if i+1 < len(w.entries) && byName(w.entries[i+1], e) == 0 {
+			continue
+		}
+		w.sorted = append(w.sorted, e)
+	}
+	featuresLen := 0
+	for _, e := range w.sorted {
+		featuresLen += sizeField(w.mapEntryLen(e))
+	}
+	exampleLen := sizeField(featuresLen)
+	if err := w.charge(0, int64(exampleLen)); err != nil {
+		return err
+	}
+	// Example.features (1) → Features.feature (1): map<string, Feature>,
+	// each entry a message {key (1), value (2)}.
+	w.out = appendLen(w.out, fieldExampleFeatures, featuresLen)
+	for _, e := range w.sorted {
+		w.out = appendLen(w.out, fieldFeaturesFeature, w.mapEntryLen(e))
+		w.out = appendBytes(w.out, fieldMapKey, w.name(e))
+		w.out = appendBytes(w.out, fieldMapValue, w.feats[e.start:e.end])
+	}
+	return nil
+}
+
+func (w *writer) name(e entry) []byte { return w.names[e.nameStart:e.nameEnd] }
+
+func (w *writer) mapEntryLen(e entry) int {
+	return sizeField(int(e.nameEnd-e.nameStart)) + sizeField(int(e.end-e.start))
+}
+
+// kind is a Feature's oneof case, numbered as its field.
+type kind uint8
+
+const (
+	kindNone  kind = 0
+	kindBytes kind = fieldFeatureBytesList
+	kindFloat kind = fieldFeatureFloatList
+	kindInt64 kind = fieldFeatureInt64List
+)
+
+var kindNames = [...]string{kindNone: "UNKNOWN", kindBytes: "bytes", kindFloat: "float", kindInt64: "int64"}
+
+// feature appends to w.feats the Feature message of one JSON feature
+// value: a scalar is a one-element list, [] a Feature with no kind.
+func (w *writer) feature(name []byte, content jsontext.Value) error {
+	w.list = w.list[:0]
+	k, count := kindNone, int64(0)
+	add := func(v jsontext.Value) error {
+		var err error
+		k, err = w.value(name, k, v)
+		count++
+		return err
+	}
+	if content.Kind() == jsontext.Array {
+		for _, v := range content.Elems() {
+			if err := add(v); err != nil {
+				return err
+			}
+		}
+	} else if err := add(content); err != nil {
+		return err
+	}
+	// Only the values: the bytes are charged once the example is whole
+	// (its scratch space is within a small factor of its JSON text).
+	if err := w.charge(count, 0); err != nil {
+		return err
+	}
+	if k == kindNone {
+		return nil // Feature{}: an empty message
+	}
+	listLen := len(w.list)
+	if k != kindBytes {
+		// FloatList and Int64List hold one packed field.
+		listLen = sizeField(len(w.list))
+	}
+	w.feats = appendLen(w.feats, int(k), listLen)
+	if k != kindBytes {
+		w.feats = appendLen(w.feats, fieldListValue, len(w.list))
+	}
+	w.feats = append(w.feats, w.list...)
+	return nil
+}
+
+// value is AddValueToFeature: it checks one element against the kind the
+// feature has so far (kindNone before its first value) and appends it to
+// w.list, returning the feature's kind.
+func (w *writer) value(name []byte, k kind, v jsontext.Value) (kind, error) {
+	var want kind
+	switch v.Kind() {
+	case jsontext.Null, jsontext.Array:
+		return k, unexpectedType(name, v)
+	case jsontext.Object:
+		if !tfrequest.IsBase64Object(v) {
+			return k, unexpectedType(name, v)
+		}
+		want = kindBytes
+	case jsontext.String:
+		want = kindBytes
+	case jsontext.True, jsontext.False:
+		want = kindInt64
+	case jsontext.Number:
+		want = kindInt64
+		if v.IsDouble() {
+			want = kindFloat
+		}
+	}
+	if k != kindNone && k != want {
+		return k, apierr.InvalidArgumentf("Unexpected element type in feature: %s expecting type: %s", name, kindNames[k])
+	}
+	switch v.Kind() {
+	case jsontext.Object:
+		s, _ := v.Member("b64")
+		var ok bool
+		if w.b64, ok = tfrequest.AppendBase64(w.b64[:0], s.Str()); !ok {
+			return k, apierr.InvalidArgumentf("Unable to base64 decode")
+		}
+		w.list = appendBytes(w.list, fieldListValue, w.b64)
+	case jsontext.String:
+		w.list = appendBytes(w.list, fieldListValue, v.Str())
+	case jsontext.True:
+		w.list = appendVarint(w.list, 1)
+	case jsontext.False:
+		w.list = appendVarint(w.list, 0)
+	default:
+		switch {
+		case want == kindFloat:
+			w.list = appendFloat(w.list, float32(v.Float64()))
+		case !v.IsInt64():
+			return k, apierr.InvalidArgumentf("Feature: %s has uint64_t element. Only int64_t is supported.", name)
+		default:
+			w.list = appendVarint(w.list, uint64(v.Int64()))
+		}
+	}
+	return want, nil
+}
+
+func unexpectedType(name []byte, v jsontext.Value) error {
+	return apierr.InvalidArgumentf("Feature: %s has element with unexpected JSON type: %s", name, v.Kind())
+}
