@@ -31,7 +31,10 @@ const (
 // tfsbridgeFlags lists the flags of the subcommands the manifests run (all
 // written --name=value); each is also read from TFSBRIDGE_<NAME_IN_SNAKE>.
 var tfsbridgeFlags = map[string][]string{
-	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format"},
+	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format", "log-level",
+		// Landing in parallel work; the Helm chart passes them only when
+		// its values enable the model map or TLS.
+		"model-map", "tls-cert-file", "tls-key-file", "tls-client-ca-file"},
 }
 
 // backendKinds are the values --backend-kind accepts.
