@@ -183,12 +183,7 @@ func checkVersionStamp(t *testing.T, build, final []instruction) {
 			}
 		}
 	}
-	src := string(readFile(t, "../internal/buildinfo/buildinfo.go"))
-	for _, v := range []string{"version", "revision"} {
-		if !regexp.MustCompile(`(?m)^\s+` + v + `\s+string$`).MatchString(src) {
-			t.Errorf("internal/buildinfo declares no string variable %s for -X", v)
-		}
-	}
+	checkBuildinfoVars(t)
 	label := find(final, "LABEL")
 	if label < 0 {
 		t.Fatal("final stage has no LABEL")
@@ -201,6 +196,18 @@ func checkVersionStamp(t *testing.T, build, final []instruction) {
 	} {
 		if !strings.Contains(final[label].args, key+`="`+want+`"`) {
 			t.Errorf("LABEL lacks %s=%q: %s", key, want, final[label].args)
+		}
+	}
+}
+
+// checkBuildinfoVars checks that the variables the builds set with -X
+// exist: the linker ignores -X for a missing one, silently.
+func checkBuildinfoVars(t *testing.T) {
+	t.Helper()
+	src := string(readFile(t, "../internal/buildinfo/buildinfo.go"))
+	for _, v := range []string{"version", "revision"} {
+		if !regexp.MustCompile(`(?m)^\s+` + v + `\s+string$`).MatchString(src) {
+			t.Errorf("internal/buildinfo declares no string variable %s for -X", v)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -188,13 +187,7 @@ func TestWorkflowsRelease(t *testing.T) {
 			t.Errorf("job binaries lacks %q", want)
 		}
 	}
-	// What the workflow stamps must be what buildinfo reads.
-	src := string(readFile(t, "../internal/buildinfo/buildinfo.go"))
-	for _, v := range []string{"version", "revision"} {
-		if !regexp.MustCompile(`(?m)^\s+` + v + `\s+string$`).MatchString(src) {
-			t.Errorf("internal/buildinfo has no variable %s for -X", v)
-		}
-	}
+	checkBuildinfoVars(t)
 }
 
 // TestWorkflowFilesAreYAML keeps the workflow folder to workflows.
