@@ -8,5 +8,5 @@
 // types (Envoy's protos, Kubernetes, Gateway API, Envoy Gateway, Istio),
 // render each kustomization the way `kubectl apply -k` does, and check that
 // ports, names, labels, flags and limits agree across files, with the
-// Dockerfile and with the decisions in DESIGN.md.
+// Dockerfile and with the decisions in docs/architecture.md.
 package deploy

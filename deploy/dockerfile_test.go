@@ -119,7 +119,8 @@ func TestDockerfile(t *testing.T) {
 	var out string
 	if compile >= 0 {
 		args := build[compile].args
-		for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-ldflags='-s -w'", "./cmd/tfsbridge"} {
+		for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags="-s -w `, "./cmd/tfsbridge",
+			"-X " + buildinfoPkg + ".version=${VERSION}", "-X " + buildinfoPkg + ".revision=${REVISION}"} {
 			if !strings.Contains(args, want) {
 				t.Errorf("go build lacks %s: %s", want, args)
 			}
@@ -133,6 +134,8 @@ func TestDockerfile(t *testing.T) {
 	if _, err := os.Stat("../cmd/tfsbridge"); err != nil {
 		t.Errorf("the Dockerfile builds ./cmd/tfsbridge: %v", err)
 	}
+
+	checkVersionStamp(t, build, final)
 
 	if final[0].args != "gcr.io/distroless/static-debian12:nonroot" {
 		t.Errorf("final stage FROM %s, want gcr.io/distroless/static-debian12:nonroot", final[0].args)
@@ -161,6 +164,50 @@ func TestDockerfile(t *testing.T) {
 	for _, stage := range stages {
 		if i := find(stage, "ADD", "://"); i >= 0 {
 			t.Errorf("ADD from the network: %s", stage[i].args)
+		}
+	}
+}
+
+// buildinfoPkg is the package whose variables the build sets with -X.
+const buildinfoPkg = "github.com/tfsbridge/tfsbridge/internal/buildinfo"
+
+// checkVersionStamp checks that both stages take the VERSION and REVISION
+// build args, that the linker receives them (above) for variables that
+// exist, and that the image carries them as OCI labels.
+func checkVersionStamp(t *testing.T, build, final []instruction) {
+	t.Helper()
+	for name, stage := range map[string][]instruction{"build": build, "final": final} {
+		for _, arg := range []string{"VERSION", "REVISION"} {
+			if find(stage, "ARG", arg+"=") < 0 {
+				t.Errorf("%s stage lacks ARG %s=default", name, arg)
+			}
+		}
+	}
+	checkBuildinfoVars(t)
+	label := find(final, "LABEL")
+	if label < 0 {
+		t.Fatal("final stage has no LABEL")
+	}
+	for key, want := range map[string]string{
+		"org.opencontainers.image.version":  "${VERSION}",
+		"org.opencontainers.image.revision": "${REVISION}",
+		"org.opencontainers.image.source":   "https://github.com/tfsbridge/tfsbridge",
+		"org.opencontainers.image.licenses": "Apache-2.0",
+	} {
+		if !strings.Contains(final[label].args, key+`="`+want+`"`) {
+			t.Errorf("LABEL lacks %s=%q: %s", key, want, final[label].args)
+		}
+	}
+}
+
+// checkBuildinfoVars checks that the variables the builds set with -X
+// exist: the linker ignores -X for a missing one, silently.
+func checkBuildinfoVars(t *testing.T) {
+	t.Helper()
+	src := string(readFile(t, "../internal/buildinfo/buildinfo.go"))
+	for _, v := range []string{"version", "revision"} {
+		if !regexp.MustCompile(`(?m)^\s+` + v + `\s+string$`).MatchString(src) {
+			t.Errorf("internal/buildinfo declares no string variable %s for -X", v)
 		}
 	}
 }

@@ -27,7 +27,7 @@ const (
 	httpOptionsKey    = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 )
 
-// decidedProcessingMode is DESIGN.md's processing mode: headers SEND, bodies
+// decidedProcessingMode is docs/architecture.md's processing mode: headers SEND, bodies
 // BUFFERED, trailers SKIP, in both directions.
 var decidedProcessingMode = &extprocv3.ProcessingMode{
 	RequestHeaderMode:   extprocv3.ProcessingMode_SEND,
@@ -106,7 +106,7 @@ func TestEnvoyBootstrapsDecidedSettings(t *testing.T) {
 }
 
 // checkSidecarBootstrap asserts the settings decided for a sidecar Envoy in
-// DESIGN.md and spec/envoy-extproc.md, and returns what other files must
+// docs/architecture.md and docs/envoy-extproc.md, and returns what other files must
 // agree with.
 func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap) sidecarEnvoy {
 	t.Helper()
@@ -180,7 +180,7 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap) sidecarEnvoy 
 	}
 	s.bufferLimit = tfsListener.GetPerConnectionBufferLimitBytes().GetValue()
 	if s.bufferLimit < minBufferLimit {
-		t.Errorf("listener buffer limit %d < %d: BUFFERED bodies above it get 413 (spec §1.3)", s.bufferLimit, minBufferLimit)
+		t.Errorf("listener buffer limit %d < %d: BUFFERED bodies above it get 413 (docs/envoy-extproc.md: Body modes)", s.bufferLimit, minBufferLimit)
 	}
 	if s.readyPath == "" || s.readyPort == 0 {
 		t.Error("no listener answers readiness with the health_check filter")
@@ -207,11 +207,11 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap) sidecarEnvoy 
 	return s
 }
 
-// checkExtProcConfig asserts DESIGN.md's ext_proc filter settings.
+// checkExtProcConfig asserts docs/architecture.md's ext_proc filter settings.
 func checkExtProcConfig(t *testing.T, ep *extprocv3.ExternalProcessor) {
 	t.Helper()
 	if diff := protoDiff(decidedProcessingMode, ep.GetProcessingMode()); diff != "" {
-		t.Errorf("processing_mode differs from DESIGN.md's:\n%s", diff)
+		t.Errorf("processing_mode differs from docs/architecture.md's:\n%s", diff)
 	}
 	if !ep.GetAllowModeOverride() {
 		t.Error("allow_mode_override must be true: tfsbridge turns bodies off for paths it does not translate")
@@ -271,7 +271,7 @@ func checkExtProcCluster(t *testing.T, c *clusterv3.Cluster) {
 		}
 	}
 	if def == nil {
-		t.Fatalf("cluster %s: no DEFAULT circuit breaker thresholds (Envoy's 1024 overflow, spec §1.14)", c.GetName())
+		t.Fatalf("cluster %s: no DEFAULT circuit breaker thresholds (Envoy's 1024 overflow, docs/envoy-extproc.md: Timeouts and limits)", c.GetName())
 	}
 	for name, v := range map[string]uint32{
 		"max_requests":         def.GetMaxRequests().GetValue(),

@@ -2,7 +2,7 @@ package deploy
 
 import "time"
 
-// What the binary, DESIGN.md and the Envoy spec fix; the manifests must agree
+// What the binary, docs/architecture.md and the Envoy spec fix; the manifests must agree
 // with these and with each other.
 const (
 	tfsPort          = 8501 // TF Serving's REST port, Envoy's listener
@@ -20,9 +20,9 @@ const (
 	minBufferLimit = 16 << 20
 	// minStreams is the least circuit-breaker limit on the ext_proc cluster:
 	// each in-flight request holds one stream, and Envoy's default of 1024
-	// overflows (spec §1.14).
+	// overflows (docs/envoy-extproc.md, "Timeouts and limits").
 	minStreams = 4096
-	// minMessageTimeout replaces Envoy's 200 ms default (spec §1.9).
+	// minMessageTimeout replaces Envoy's 200 ms default (docs/envoy-extproc.md, "Timeouts and limits").
 	minMessageTimeout = time.Second
 	// tfDeadline is the route timeout of TF requests: tfsbridge's
 	// --request-timeout default (the reverse proxy's deadline), so that
@@ -35,7 +35,10 @@ const (
 // tfsbridgeFlags lists the flags of the subcommands the manifests run (all
 // written --name=value); each is also read from TFSBRIDGE_<NAME_IN_SNAKE>.
 var tfsbridgeFlags = map[string][]string{
-	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format"},
+	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format", "log-level",
+		// Landing in parallel work; the Helm chart passes them only when
+		// its values enable the model map or TLS.
+		"model-map", "tls-cert-file", "tls-key-file", "tls-client-ca-file"},
 }
 
 // backendKinds are the values --backend-kind accepts.

@@ -10,7 +10,7 @@ import (
 )
 
 // TestEnvoyGateway cross-checks the Envoy Gateway add-on: the policy runs
-// tfsbridge in DESIGN.md's processing mode on the /v1 route, through the
+// tfsbridge in docs/architecture.md's processing mode on the /v1 route, through the
 // tfsbridge Service, with a buffer limit raised on the route's Gateway.
 func TestEnvoyGateway(t *testing.T) {
 	r := kustomizeBuild(t, "envoy-gateway")
@@ -40,7 +40,7 @@ func TestEnvoyGateway(t *testing.T) {
 	svc := one[corev1.Service](t, r, string(br.Name))
 	checkExtProcServicePort(t, r, svc, int32(*br.Port), args)
 
-	// DESIGN.md's processing mode; headers are SEND because request and
+	// docs/architecture.md's processing mode; headers are SEND because request and
 	// response are present, trailers are skipped by default.
 	pm := ep.ProcessingMode
 	buffered := egv1a1.BufferedExtProcBodyProcessingMode

@@ -13,9 +13,11 @@ import (
 	"testing"
 
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"google.golang.org/protobuf/proto"
 	istionetworking "istio.io/api/networking/v1alpha3"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +58,8 @@ var decoders = map[string]func([]byte) (any, error){
 	"v1/Service":                                          k8sDecoder[corev1.Service],
 	"apps/v1/Deployment":                                  k8sDecoder[appsv1.Deployment],
 	"policy/v1/PodDisruptionBudget":                       k8sDecoder[policyv1.PodDisruptionBudget],
+	"autoscaling/v2/HorizontalPodAutoscaler":              k8sDecoder[autoscalingv2.HorizontalPodAutoscaler],
+	"monitoring.coreos.com/v1/ServiceMonitor":             k8sDecoder[monitoringv1.ServiceMonitor],
 	"gateway.networking.k8s.io/v1/Gateway":                k8sDecoder[gwapiv1.Gateway],
 	"gateway.networking.k8s.io/v1/HTTPRoute":              k8sDecoder[gwapiv1.HTTPRoute],
 	"gateway.envoyproxy.io/v1alpha1/EnvoyExtensionPolicy": k8sDecoder[egv1a1.EnvoyExtensionPolicy],
@@ -92,6 +96,9 @@ func decodeIstio(doc []byte, spec proto.Message) (any, error) {
 type rendered struct {
 	dir     string
 	objects []object
+	// external names the ConfigMaps the user provides (a chart's
+	// existingConfigMap): volumes may refer to them without a rendered object.
+	external map[string]bool
 }
 
 // kustomizeBuild renders dir as `kubectl apply -k` would (default load
@@ -180,6 +187,13 @@ func TestKustomizationsDecodeStrictly(t *testing.T) {
 	}
 }
 
+// coveredElsewhere lists the directories whose YAML is not kustomize input,
+// with the test that checks each of their files.
+var coveredElsewhere = map[string]string{
+	"helm":          "TestHelmChart renders every template and TestHelmChartFiles checks every file",
+	"observability": "TestAlertRules and TestDashboard parse every file",
+}
+
 // TestEveryManifestIsRendered makes sure no YAML file escapes the tests:
 // each one is a kustomization, an Envoy bootstrap, or a resource or
 // generator input of some kustomization.
@@ -206,6 +220,9 @@ func TestEveryManifestIsRendered(t *testing.T) {
 		}
 	}
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && coveredElsewhere[path] != "" {
+			return filepath.SkipDir
+		}
 		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
 			return err
 		}
@@ -231,32 +248,70 @@ func TestEveryManifestIsRendered(t *testing.T) {
 func TestKustomizationsRender(t *testing.T) {
 	for _, dir := range kustomizations {
 		t.Run(dir, func(t *testing.T) {
-			r := kustomizeBuild(t, dir)
-			if len(all[appsv1.Deployment](r)) == 0 {
-				t.Fatal("no Deployment")
-			}
-			for _, o := range r.objects {
-				if o.kind == "v1/Namespace" {
-					continue
-				}
-				if labels := objectLabels(o.obj); labels[partOfLabel] != "tfsbridge" {
-					t.Errorf("%s %s: label %s=%q, want tfsbridge", o.kind, o.name, partOfLabel, labels[partOfLabel])
-				}
-			}
-			for _, d := range all[appsv1.Deployment](r) {
-				checkDeployment(t, r, d)
-			}
-			for _, s := range all[corev1.Service](r) {
-				checkService(t, r, s)
-			}
-			for _, p := range all[policyv1.PodDisruptionBudget](r) {
-				if d := selectDeployment(t, r, p.Spec.Selector.MatchLabels); d != nil && p.Spec.MinAvailable != nil &&
-					int32(p.Spec.MinAvailable.IntValue()) >= *d.Spec.Replicas {
-					t.Errorf("PodDisruptionBudget %s: minAvailable %s blocks every eviction of %d replicas", p.Name, p.Spec.MinAvailable, *d.Spec.Replicas)
-				}
-			}
+			checkWorkloads(t, kustomizeBuild(t, dir))
 		})
 	}
+}
+
+// checkWorkloads checks what must hold for any rendered set of objects
+// (a kustomization or a Helm release): the part-of label, Deployments,
+// Services, and PodDisruptionBudgets that leave room for an eviction of the
+// fewest replicas the Deployment can have (its HorizontalPodAutoscaler's
+// minimum when one owns the replica count).
+func checkWorkloads(t *testing.T, r *rendered) {
+	t.Helper()
+	if len(all[appsv1.Deployment](r)) == 0 {
+		t.Fatal("no Deployment")
+	}
+	for _, o := range r.objects {
+		if o.kind == "v1/Namespace" {
+			continue
+		}
+		if labels := objectLabels(o.obj); labels[partOfLabel] != "tfsbridge" {
+			t.Errorf("%s %s: label %s=%q, want tfsbridge", o.kind, o.name, partOfLabel, labels[partOfLabel])
+		}
+	}
+	for _, d := range all[appsv1.Deployment](r) {
+		checkDeployment(t, r, d)
+	}
+	for _, s := range all[corev1.Service](r) {
+		checkService(t, r, s)
+	}
+	for _, p := range all[policyv1.PodDisruptionBudget](r) {
+		d := selectDeployment(t, r, p.Spec.Selector.MatchLabels)
+		if d == nil || p.Spec.MinAvailable == nil {
+			continue
+		}
+		replicas := minReplicas(t, r, d)
+		if int32(p.Spec.MinAvailable.IntValue()) >= replicas {
+			t.Errorf("PodDisruptionBudget %s: minAvailable %s blocks every eviction of %d replicas", p.Name, p.Spec.MinAvailable, replicas)
+		}
+	}
+}
+
+// minReplicas is the fewest replicas d runs: its HorizontalPodAutoscaler's
+// minimum when one scales it (then d must leave replicas unset, or every
+// rollout would reset the HPA's choice), else spec.replicas.
+func minReplicas(t *testing.T, r *rendered, d *appsv1.Deployment) int32 {
+	t.Helper()
+	for _, h := range all[autoscalingv2.HorizontalPodAutoscaler](r) {
+		ref := h.Spec.ScaleTargetRef
+		if ref.APIVersion != "apps/v1" || ref.Kind != "Deployment" || ref.Name != d.Name {
+			continue
+		}
+		if d.Spec.Replicas != nil {
+			t.Errorf("Deployment %s sets replicas although HorizontalPodAutoscaler %s scales it", d.Name, h.Name)
+		}
+		if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas < 1 || *h.Spec.MinReplicas > h.Spec.MaxReplicas {
+			t.Errorf("HorizontalPodAutoscaler %s: minReplicas %v, maxReplicas %d", h.Name, h.Spec.MinReplicas, h.Spec.MaxReplicas)
+			return 1
+		}
+		return *h.Spec.MinReplicas
+	}
+	if d.Spec.Replicas == nil {
+		return 1 // the API server's default
+	}
+	return *d.Spec.Replicas
 }
 
 func objectLabels(obj any) map[string]string {
@@ -295,7 +350,7 @@ func checkDeployment(t *testing.T, r *rendered, d *appsv1.Deployment) {
 	volumes := map[string]corev1.Volume{}
 	for _, v := range pod.Volumes {
 		volumes[v.Name] = v
-		if v.ConfigMap != nil {
+		if v.ConfigMap != nil && !r.external[v.ConfigMap.Name] {
 			cm := one[corev1.ConfigMap](t, r, v.ConfigMap.Name)
 			for _, item := range v.ConfigMap.Items {
 				if _, ok := cm.Data[item.Key]; !ok {

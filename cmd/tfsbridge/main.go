@@ -5,6 +5,7 @@
 //	tfsbridge proxy     standalone HTTP reverse proxy
 //	tfsbridge mock      built-in v2 mock server with sample models
 //	tfsbridge demo      mock + proxy + ext_proc in one process
+//	tfsbridge version   version and VCS revision (also --version)
 //
 // Every flag can also be set from the environment: --grpc-addr is
 // TFSBRIDGE_GRPC_ADDR. "tfsbridge <command> --help" lists them all.
@@ -30,6 +31,7 @@ Commands:
   proxy     standalone HTTP reverse proxy
   mock      built-in v2 mock server with sample models
   demo      mock + proxy + ext_proc in one process, with curl examples
+  version   print the version and VCS revision (also --version)
 
 "tfsbridge <command> --help" lists a command's flags; each flag can also be set
 from the environment variable TFSBRIDGE_<FLAG> (e.g. TFSBRIDGE_GRPC_ADDR).
@@ -86,6 +88,8 @@ func parseCommand(name string, args []string, env lookupEnv, out io.Writer) (com
 		return ignoreStdout{o}, err
 	case "demo":
 		return parseDemo(args, env, out)
+	case "version", "-version", "--version":
+		return parseVersion(args, out)
 	case "help", "-h", "-help", "--help":
 		return nil, nil
 	}

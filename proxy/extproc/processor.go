@@ -6,7 +6,7 @@
 //
 // The Envoy filter is expected to run with request and response headers
 // SEND, bodies BUFFERED, trailers SKIP, allow_mode_override: true and
-// failure_mode_allow: false (see DESIGN.md).
+// failure_mode_allow: false (see docs/architecture.md).
 package extproc
 
 import (

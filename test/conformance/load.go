@@ -1,8 +1,8 @@
-// Package conformance loads the shared test vectors transcribed from TF
-// Serving's, Triton's, KServe's and MLServer's own test suites
-// (../shared/conformance beside the project root) for the tests of every
-// package. The vectors are not copied into the project: they are facts
-// about other systems, maintained in one place.
+// Package conformance loads the test vectors transcribed from TF Serving's,
+// Triton's, KServe's and MLServer's own test suites for the tests of every
+// package. The vectors ship with the repository (testdata/ beside this
+// file; its README says where each family comes from), so a bare clone
+// runs every test.
 package conformance
 
 import (
@@ -29,19 +29,24 @@ type Case struct {
 	Expected    json.RawMessage `json:"expected"`
 }
 
-// Dir returns the shared conformance folder, found by walking up from the
-// working directory to the project root (the folder holding go.mod).
+// dataDir is where the vectors live, relative to the repository root.
+var dataDir = filepath.Join("test", "conformance", "testdata")
+
+// Dir returns the conformance vectors' folder, found by walking up from the
+// working directory (a test runs in its package's folder) to the first
+// folder holding test/conformance/testdata: the repository root.
 func Dir() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("conformance: %w", err)
 	}
 	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(filepath.Dir(d), "shared", "conformance"), nil
+		dir := filepath.Join(d, dataDir)
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return dir, nil
 		}
 		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("conformance: no go.mod above %s", wd)
+			return "", fmt.Errorf("conformance: no %s above %s", dataDir, wd)
 		}
 	}
 }

@@ -219,7 +219,7 @@ func testBodyLimits(t *testing.T, kind string) {
 // TestLocalReplyOfAnotherFilter: Envoy's buffer filter in front of
 // ext_proc refuses a large body before ext_proc saw the request, so the
 // ext_proc stream starts at the local reply's response headers; the
-// processor must pass it through untouched (DESIGN.md).
+// processor must pass it through untouched (docs/architecture.md).
 func TestLocalReplyOfAnotherFilter(t *testing.T) {
 	s := newStack(t, stackConfig{BufferFilterMaxBytes: 1024})
 	for _, c := range []tcase{

@@ -174,7 +174,7 @@ func (s *stack) startBridge(t testing.TB) {
 	})
 }
 
-// startEnvoy starts the Envoy stand-in configured as DESIGN.md says:
+// startEnvoy starts the Envoy stand-in configured as docs/architecture.md says:
 // headers SEND, bodies BUFFERED, trailers SKIP, allow_mode_override,
 // failure_mode_allow false, message_timeout in seconds.
 func (s *stack) startEnvoy(t testing.TB) {

@@ -63,7 +63,7 @@ type Config struct {
 	UpstreamTimeout time.Duration
 }
 
-// DefaultMode returns the processing mode of DESIGN.md: request and response headers
+// DefaultMode returns the processing mode of docs/architecture.md: request and response headers
 // SEND, both bodies BUFFERED, trailers SKIP.
 func DefaultMode() *extprocfilterv3.ProcessingMode {
 	return &extprocfilterv3.ProcessingMode{

@@ -8,7 +8,7 @@
 // # Kinds
 //
 // Options.Kind picks the server imitated (see
-// shared/spec/open-inference-protocol.md for the facts it follows):
+// docs/open-inference-protocol.md for the facts it follows):
 //
 //   - "triton": GET /v2 (extensions include binary_tensor_data),
 //     /v2/health/live|ready (empty 200), GET /v2/models/{m}[/versions/{v}]

@@ -1,0 +1,44 @@
+package deploy
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// testLine is the one command that runs every test of both modules.
+const testLine = "go test -count=1 ./... && (cd deploy && go test -count=1 ./...)"
+
+// TestTestCommand checks that the README's Quickstart gives the test
+// command and that .ci/run runs exactly that line (from its fresh clone),
+// so what a newcomer types is what CI proves.
+func TestTestCommand(t *testing.T) {
+	readme := string(readFile(t, "../README.md"))
+	quick, _, _ := strings.Cut(readme[strings.Index(readme, "## Quickstart"):], "\n## ")
+	if !strings.Contains(quick, "\n"+testLine+" ") && !strings.Contains(quick, "\n"+testLine+"\n") {
+		t.Errorf("README's Quickstart does not give the test command %q", testLine)
+	}
+	run := string(readFile(t, "../.ci/run"))
+	lines := regexp.MustCompile(`(?m)^\s*`+regexp.QuoteMeta(testLine)+`\s*$`).FindAllString(run, -1)
+	if len(lines) != 1 {
+		t.Errorf(".ci/run runs the README's test command %d times, want once", len(lines))
+	}
+	if !strings.Contains(run, "git clone") || strings.Contains(run, "../shared") {
+		t.Error(".ci/run must test a fresh clone and need nothing beside the repository")
+	}
+}
+
+// TestLicense checks the repository carries the Apache License 2.0 text
+// that the image label and the chart declare.
+func TestLicense(t *testing.T) {
+	text := readFile(t, "../LICENSE")
+	for _, want := range []string{"Apache License", "Version 2.0, January 2004", "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION", "END OF TERMS AND CONDITIONS"} {
+		if !bytes.Contains(text, []byte(want)) {
+			t.Errorf("LICENSE lacks %q: not the full Apache-2.0 text", want)
+		}
+	}
+	if c := loadChart(t); c.Metadata.Annotations["licenses"] != "Apache-2.0" {
+		t.Errorf("chart licenses annotation %q", c.Metadata.Annotations["licenses"])
+	}
+}
