@@ -6,7 +6,8 @@
 // Serving or v2 rule.
 //
 // What the session decides, event by event:
-//   - request headers: route the TF URL. Not under /v1/ → PassThrough.
+//   - request headers: route the TF URL. Not under /v1/ → PassThrough
+//     when the Passthrough policy allows it, else a TF-style 404.
 //     Malformed → TF's 400. POST :predict → fetch the model signature now
 //     but keep its error (TF reports JSON syntax errors before
 //     "Servable not found", so the error surfaces from the resolver during
@@ -79,10 +80,18 @@ type Config struct {
 	// 413 (apierr.PayloadTooLarge), the status Envoy's own buffer limit
 	// answers, so "too large" looks the same whichever layer refused.
 	MaxBodyBytes int64
-	Metrics      *observe.Metrics
+	// Passthrough decides which requests outside TF Serving's API reach
+	// the v2 server; the others get a TF-style 404. The zero value is
+	// PassthroughInference.
+	Passthrough Passthrough
+	Metrics     *observe.Metrics
 	// Logger receives one line per exchange; nil discards.
 	Logger *slog.Logger
 }
+
+// verbRefused is the verb label of requests the pass-through policy
+// refused.
+const verbRefused = "refused"
 
 // state is where an exchange is.
 type state uint8
@@ -165,6 +174,10 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 	}
 	r, err := route.Parse(method, path)
 	if errors.Is(err, route.ErrNotTFServing) {
+		if !s.cfg.Passthrough.allows(method, path) {
+			s.verb = verbRefused
+			return s.fail(s.cfg.Passthrough.refused(method, path))
+		}
 		s.state = stPassThrough
 		s.cfg.Metrics.PassThrough()
 		return Action{Verdict: PassThrough}
