@@ -180,7 +180,7 @@ func TestPassThrough(t *testing.T) {
 	s := &setup{upstream: up.URL}
 	s.start(t)
 
-	req, _ := http.NewRequest(http.MethodPost, s.proxy.URL+"/v2/models/m/generate_stream", strings.NewReader("raw"))
+	req, _ := http.NewRequest(http.MethodPost, s.proxy.URL+"/v2/models/m/infer", strings.NewReader("raw"))
 	req.Header.Set("Connection", "X-Hop")
 	req.Header.Set("X-Hop", "1")
 	resp, err := http.DefaultClient.Do(req)
