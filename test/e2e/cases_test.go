@@ -998,21 +998,37 @@ var passThroughCases = []tcase{
 		passThrough: true,
 	},
 	{
-		name:        "a path outside /v1, answered 404 by the v2 server",
-		req:         request{path: "/v1beta/models/half_plus_two:predict", body: readmeBody},
-		passThrough: true,
-	},
-	{
 		name:        "a v2 error is not rewritten",
 		req:         request{path: "/v2/models/nope/infer", body: `{"inputs": []}`, header: map[string]string{"Content-Type": "application/json"}},
 		passThrough: true,
 	},
 }
 
+// refusedCases are requests that are neither TF Serving REST calls nor
+// v2 inference calls: under the default --passthrough inference they never
+// reach the v2 server, and get TF's 404 layout from tfsbridge.
+var refusedCases = []tcase{
+	{
+		name: "a path outside /v1 and the v2 inference API",
+		req:  request{path: "/v1beta/models/half_plus_two:predict", body: readmeBody},
+		want: fail(404, "Not found: POST /v1beta/models/half_plus_two:predict is not a TF Serving REST call or a v2 inference call"),
+	},
+	{
+		name: "Triton's model control is refused",
+		req:  request{path: "/v2/repository/models/half_plus_two/unload", body: "{}"},
+		want: fail(404, "Not found: POST /v2/repository/models/half_plus_two/unload is not a TF Serving REST call or a v2 inference call"),
+	},
+	{
+		name: "a dot segment cannot reach another v2 path",
+		req:  request{method: "GET", path: "/v2/models/../repository/index"},
+		want: fail(404, "Not found: GET /v2/models/../repository/index is not a TF Serving REST call or a v2 inference call"),
+	},
+}
+
 // tableCases is the whole shared table.
 func tableCases() []tcase {
 	var all []tcase
-	for _, group := range [][]tcase{predictCases, statusCases, errorCases, backendErrorCases, faultCases, passThroughCases} {
+	for _, group := range [][]tcase{predictCases, statusCases, errorCases, backendErrorCases, faultCases, passThroughCases, refusedCases} {
 		all = append(all, group...)
 	}
 	return all
