@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
 	"github.com/tfsbridge/tfsbridge/test/mockv2"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -39,6 +40,7 @@ type stackConfig struct {
 	readHeader     time.Duration
 	idleTimeout    time.Duration
 	limits         tensor.Limits
+	passthrough    session.Passthrough // default: inference
 }
 
 const defaultTestMaxBody = 1 << 20
@@ -110,6 +112,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		o.MaxElements = cfg.limits.MaxElements
 	}
 	o.ShutdownTimeout = time.Second
+	o.Passthrough = cfg.passthrough
 	o.Proxy = bridge.ProxyOptions{
 		RequestTimeout:    cfg.requestTimeout,
 		ReadTimeout:       cfg.readTimeout,
