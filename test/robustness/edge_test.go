@@ -121,6 +121,7 @@ func TestNoRedirects(t *testing.T) {
 		"/v2/models/simple/config":                  307,
 		"/v2/models/half_plus_two/ready":            308,
 		"/v2/models/half_plus_two/versions/1/ready": 302,
+		"/v2/models/half_times_two/infer":           303,
 	}}
 	up := startRecorder(t, rec)
 	fixed := newStack(t, stackConfig{upstream: up.URL, kind: "triton"})
@@ -137,6 +138,9 @@ func TestNoRedirects(t *testing.T) {
 		{"model metadata", fixed, "POST", "/v1/models/bytes_echo:predict", "v2 inference server answered GET /v2/models/bytes_echo" + strings.Replace(suffix, "%s", "301", 1)},
 		{"model config", fixed, "GET", "/v1/models/simple/metadata", "v2 inference server answered GET /v2/models/simple/config" + strings.Replace(suffix, "%s", "307", 1)},
 		{"model ready", fixed, "GET", "/v1/models/half_plus_two/versions/1", "v2 inference server answered GET /v2/models/half_plus_two/versions/1/ready" + strings.Replace(suffix, "%s", "302", 1)},
+		// Not a control call: the inference itself is redirected. Neither
+		// Envoy's router nor the proxy follows it; the status is a 502.
+		{"infer", fixed, "POST", "/v1/models/half_times_two:predict", ""},
 	}
 	for _, tc := range tests {
 		for _, via := range transports {
