@@ -65,6 +65,12 @@ func newEnv(t *testing.T, kind string, models ...fakev2.Model) *env {
 
 func tfError(msg string) string { return string(tfresponse.Error(nil, msg)) }
 
+// notPassed is the body of a request the default pass-through policy
+// refuses.
+func notPassed(method, path string) string {
+	return tfError("Not found: " + method + " " + path + " is not a TF Serving REST call or a v2 inference call")
+}
+
 // checkRespond asserts a Respond action with a TF JSON body.
 func checkRespond(t *testing.T, a Action, status int, body string) {
 	t.Helper()
@@ -96,15 +102,15 @@ func TestRequestHeaders(t *testing.T) {
 		{name: "v2 health passes", method: "GET", path: "/v2/health/ready", verdict: PassThrough},
 		{name: "v2 model ready passes", method: "GET", path: "/v2/models/m/versions/1/ready", verdict: PassThrough},
 		{name: "other health refused", method: "GET", path: "/healthz", verdict: Respond, status: 404,
-			body: tfError("Not found: GET /healthz is not a TF Serving REST call or a v2 inference call")},
+			body: notPassed("GET", "/healthz")},
 		{name: "options elsewhere refused", method: "OPTIONS", path: "/v2", verdict: Respond, status: 404,
-			body: tfError("Not found: OPTIONS /v2 is not a TF Serving REST call or a v2 inference call")},
+			body: notPassed("OPTIONS", "/v2")},
 		{name: "triton unload refused", method: "POST", path: "/v2/repository/models/m/unload", verdict: Respond, status: 404,
-			body: tfError("Not found: POST /v2/repository/models/m/unload is not a TF Serving REST call or a v2 inference call")},
+			body: notPassed("POST", "/v2/repository/models/m/unload")},
 		{name: "triton config refused", method: "GET", path: "/v2/models/m/config", verdict: Respond, status: 404,
-			body: tfError("Not found: GET /v2/models/m/config is not a TF Serving REST call or a v2 inference call")},
+			body: notPassed("GET", "/v2/models/m/config")},
 		{name: "dot segments refused", method: "GET", path: "/v2/models/../repository/index", verdict: Respond, status: 404,
-			body: tfError("Not found: GET /v2/models/../repository/index is not a TF Serving REST call or a v2 inference call")},
+			body: notPassed("GET", "/v2/models/../repository/index")},
 		{name: "policy none", method: "POST", path: "/v2/models/m/infer", policy: PassthroughNone, verdict: Respond, status: 404,
 			body: tfError("Not found: POST /v2/models/m/infer is not a TF Serving REST call")},
 		{name: "policy all", method: "POST", path: "/v2/repository/models/m/unload", policy: PassthroughAll, verdict: PassThrough},
