@@ -225,7 +225,7 @@ func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStrea
 		// v2 has no version labels, so every label is unknown to us.
 		s.sigErr = apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label)
 	} else {
-		s.sig, s.sigErr = s.cfg.Backend.Signature(ctx, r)
+		s.sig, s.sigErr = s.signature(ctx, r)
 		if s.sigErr == nil {
 			s.confirmed = true
 			s.kind, s.sigErr = s.cfg.Backend.Kind(ctx)
@@ -243,6 +243,16 @@ func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStrea
 		return a
 	}
 	return Action{Verdict: Continue, Set: []Header{rewrite}}
+}
+
+// signature asks the backend for r's signature, unless no v2 path can
+// name r's model safely ("..", see route.Route.V2Safe): such a name is no
+// servable's, and its paths must never be sent, whatever Backend says.
+func (s *Session) signature(ctx context.Context, r route.Route) (*tensor.Signature, error) {
+	if !r.V2Safe() {
+		return nil, apierr.New(apierr.NotFound, "Servable not found for request: "+r.Servable())
+	}
+	return s.cfg.Backend.Signature(ctx, r)
 }
 
 // resolve is the tfrequest.Resolver of a predict exchange: it reports the
