@@ -14,7 +14,9 @@ import (
 // can unload models or reconfigure it; a TF client, or anyone who can
 // reach that port, must not get there by default.
 //
-// The zero value is PassthroughInference, the default.
+// RequestHeaders passes through only what the policy allows and answers
+// the rest with a TF-style 404 at once. The zero value is
+// PassthroughInference, the default.
 type Passthrough uint8
 
 const (

@@ -6,8 +6,7 @@
 // Serving or v2 rule.
 //
 // What the session decides, event by event:
-//   - request headers: route the TF URL. Not under /v1/ → PassThrough
-//     when the Passthrough policy allows it, else a TF-style 404.
+//   - request headers: route the TF URL. Not under /v1/ → PassThrough.
 //     Malformed → TF's 400. POST :predict → fetch the model signature now
 //     but keep its error (TF reports JSON syntax errors before
 //     "Servable not found", so the error surfaces from the resolver during
@@ -243,16 +242,6 @@ func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStrea
 		return a
 	}
 	return Action{Verdict: Continue, Set: []Header{rewrite}}
-}
-
-// signature asks the backend for r's signature, unless no v2 path can
-// name r's model safely ("..", see route.Route.V2Safe): such a name is no
-// servable's, and its paths must never be sent, whatever Backend says.
-func (s *Session) signature(ctx context.Context, r route.Route) (*tensor.Signature, error) {
-	if !r.V2Safe() {
-		return nil, apierr.New(apierr.NotFound, "Servable not found for request: "+r.Servable())
-	}
-	return s.cfg.Backend.Signature(ctx, r)
 }
 
 // resolve is the tfrequest.Resolver of a predict exchange: it reports the

@@ -978,7 +978,8 @@ var faultCases = []tcase{
 	},
 }
 
-// passThroughCases are requests that are not TF Serving REST calls.
+// passThroughCases are requests that are not TF Serving REST calls: the
+// v2 inference API passes through, the rest is refused.
 var passThroughCases = []tcase{
 	{
 		name: "native v2 infer",
@@ -997,17 +998,8 @@ var passThroughCases = []tcase{
 		req:         request{path: "/v2/health/ready"},
 		passThrough: true,
 	},
-	{
-		name:        "a v2 error is not rewritten",
-		req:         request{path: "/v2/models/nope/infer", body: `{"inputs": []}`, header: map[string]string{"Content-Type": "application/json"}},
-		passThrough: true,
-	},
-}
-
-// refusedCases are requests that are neither TF Serving REST calls nor
-// v2 inference calls: under the default --passthrough inference they never
-// reach the v2 server, and get TF's 404 layout from tfsbridge.
-var refusedCases = []tcase{
+	// Neither TF Serving REST calls nor v2 inference calls: under the
+	// default --passthrough inference they never reach the v2 server.
 	{
 		name: "a path outside /v1 and the v2 inference API",
 		req:  request{path: "/v1beta/models/half_plus_two:predict", body: readmeBody},
@@ -1023,12 +1015,17 @@ var refusedCases = []tcase{
 		req:  request{method: "GET", path: "/v2/models/../repository/index"},
 		want: fail(404, "Not found: GET /v2/models/../repository/index is not a TF Serving REST call or a v2 inference call"),
 	},
+	{
+		name:        "a v2 error is not rewritten",
+		req:         request{path: "/v2/models/nope/infer", body: `{"inputs": []}`, header: map[string]string{"Content-Type": "application/json"}},
+		passThrough: true,
+	},
 }
 
 // tableCases is the whole shared table.
 func tableCases() []tcase {
 	var all []tcase
-	for _, group := range [][]tcase{predictCases, statusCases, errorCases, backendErrorCases, faultCases, passThroughCases, refusedCases} {
+	for _, group := range [][]tcase{predictCases, statusCases, errorCases, backendErrorCases, faultCases, passThroughCases} {
 		all = append(all, group...)
 	}
 	return all

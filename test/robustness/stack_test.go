@@ -30,6 +30,9 @@ var transports = []string{viaProxy, viaExtproc}
 // stackConfig sizes one deployment. The timeouts are short so that the
 // hostile cases end in a second or two; zero values take these defaults.
 type stackConfig struct {
+	// passthrough is the pass-through policy; zero is inference.
+	passthrough session.Passthrough
+
 	upstream       string // v2 root URL
 	kind           string // backend kind; "" means triton
 	maxBody        int64  // default 1 MiB
@@ -40,7 +43,6 @@ type stackConfig struct {
 	readHeader     time.Duration
 	idleTimeout    time.Duration
 	limits         tensor.Limits
-	passthrough    session.Passthrough // default: inference
 }
 
 const defaultTestMaxBody = 1 << 20
