@@ -9,6 +9,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
 
 // logOptions are the logging flags every command has.
@@ -37,6 +38,7 @@ type bridgeOptions struct {
 	maxBody          byteSize
 	maxDepth         int
 	maxElements      int64
+	passthrough      session.Passthrough
 	metricsAddr      string
 	shutdownTimeout  time.Duration
 }
@@ -60,6 +62,8 @@ func (o *bridgeOptions) registerServing(f *flagSet) {
 	f.fs.Var(&o.maxBody, "max-body-bytes", "Largest request or response body translated, a `size` such as 64MiB or 1048576; larger ones get 413.")
 	f.fs.IntVar(&o.maxDepth, "max-json-depth", d.MaxJSONDepth, "Deepest JSON nesting accepted in a body.")
 	f.fs.Int64Var(&o.maxElements, "max-elements", d.MaxElements, "Most tensor elements one body may carry.")
+	f.fs.TextVar(&o.passthrough, "passthrough", d.Passthrough,
+		"Which requests other than TF Serving's reach the v2 server, a `policy`: none, inference (the v2 inference endpoints: health, server and model metadata, model readiness, infer) or all; the rest get a TF-style 404.")
 	f.fs.StringVar(&o.metricsAddr, "metrics-addr", bridge.DefaultMetricsAddr, "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.")
 	f.fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "On SIGTERM, how long in-flight requests may take to finish.")
 }
@@ -76,6 +80,7 @@ func (o *bridgeOptions) options(log *slog.Logger) bridge.Options {
 	b.MaxBodyBytes = int64(o.maxBody)
 	b.MaxJSONDepth = o.maxDepth
 	b.MaxElements = o.maxElements
+	b.Passthrough = o.passthrough
 	b.ShutdownTimeout = o.shutdownTimeout
 	b.Logger = log
 	return b

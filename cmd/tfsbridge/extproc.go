@@ -50,6 +50,6 @@ func (o *extprocOptions) run(ctx context.Context, stderr io.Writer) error {
 		return err
 	}
 	b.Log.Info("tfsbridge extproc serving", "grpc_addr", l.Extproc.Addr().String(), "metrics_addr", fmt.Sprint(bridge.Addr(l.Admin)),
-		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody))
+		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody), "passthrough", o.passthrough.String())
 	return b.Serve(ctx, l)
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
 
 func envOf(kv map[string]string) lookupEnv {
@@ -82,6 +84,37 @@ func TestProxyTimeoutFlags(t *testing.T) {
 	}
 }
 
+// --passthrough (and TFSBRIDGE_PASSTHROUGH) reaches the bridge options
+// of both serving commands; the default passes the inference endpoints.
+func TestPassthroughFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		env  map[string]string
+		want session.Passthrough
+	}{
+		{nil, nil, session.PassthroughInference},
+		{[]string{"--passthrough=none"}, nil, session.PassthroughNone},
+		{nil, map[string]string{"TFSBRIDGE_PASSTHROUGH": "all"}, session.PassthroughAll},
+		{[]string{"--passthrough", "inference"}, map[string]string{"TFSBRIDGE_PASSTHROUGH": "all"}, session.PassthroughInference},
+	}
+	for _, tt := range tests {
+		p, err := parseProxy(tt.args, envOf(tt.env), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := parseExtproc(tt.args, envOf(tt.env), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.options(nil).Passthrough; got != tt.want {
+			t.Errorf("proxy %v %v: %v; want %v", tt.args, tt.env, got, tt.want)
+		}
+		if got := e.options(nil).Passthrough; got != tt.want {
+			t.Errorf("extproc %v %v: %v; want %v", tt.args, tt.env, got, tt.want)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -101,6 +134,8 @@ func TestParseErrors(t *testing.T) {
 		{"negative idle timeout", "proxy", nil, map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "-1s"}, "idle-timeout"},
 		{"grpc recv below body", "extproc", []string{"--max-body-bytes", "8MiB", "--grpc-max-recv-bytes", "4MiB"}, nil, "--grpc-max-recv-bytes must be 0 (no limit of ours) or at least the body limit"},
 		{"grpc recv from env", "extproc", []string{"--max-body-bytes=8MiB"}, map[string]string{"TFSBRIDGE_GRPC_MAX_RECV_BYTES": "1MiB"}, "grpc-max-recv-bytes"},
+		{"bad passthrough", "proxy", []string{"--passthrough", "some"}, nil, "invalid pass-through policy \"some\""},
+		{"bad passthrough env", "extproc", nil, map[string]string{"TFSBRIDGE_PASSTHROUGH": "ALL"}, "TFSBRIDGE_PASSTHROUGH"},
 		{"unknown command", "serve", nil, nil, "unknown command"},
 	}
 	for _, tt := range tests {

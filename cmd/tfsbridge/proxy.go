@@ -11,8 +11,8 @@ import (
 )
 
 const proxySummary = `Runs a standalone HTTP reverse proxy (no Envoy): TF Serving REST clients talk to it,
-it talks to the v2 inference server. Requests that are not TF Serving REST calls are
-passed through untouched.`
+it talks to the v2 inference server. Of the requests that are not TF Serving REST calls,
+the v2 inference endpoints are passed through untouched (--passthrough).`
 
 // proxyOptions are the flags of "tfsbridge proxy".
 type proxyOptions struct {
@@ -75,6 +75,6 @@ func (o *proxyOptions) run(ctx context.Context, stderr io.Writer) error {
 		return err
 	}
 	b.Log.Info("tfsbridge proxy serving", "http_addr", l.Proxy.Addr().String(), "metrics_addr", fmt.Sprint(bridge.Addr(l.Admin)),
-		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody))
+		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody), "passthrough", o.passthrough.String())
 	return b.Serve(ctx, l)
 }

@@ -121,9 +121,13 @@ func New(cfg Config) (*Client, error) {
 		cfg:     cfg,
 		base:    strings.TrimSuffix(u.String(), "/"),
 		baseURL: u,
-		http:    &http.Client{Transport: cfg.Transport, Timeout: cfg.Timeout},
-		sigs:    newCache[*tensor.Signature](cfg.MetadataTTL, cfg.ErrorTTL, cfg.MaxCacheEntries, time.Now),
-		kinds:   newCache[v2.ServerKind](kindTTL, cfg.ErrorTTL, 1, time.Now),
+		http: &http.Client{Transport: cfg.Transport, Timeout: cfg.Timeout,
+			// Never follow a redirect: the control calls go to the
+			// configured server and nowhere else (get answers a 3xx with
+			// a 502).
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		sigs:  newCache[*tensor.Signature](cfg.MetadataTTL, cfg.ErrorTTL, cfg.MaxCacheEntries, time.Now),
+		kinds: newCache[v2.ServerKind](kindTTL, cfg.ErrorTTL, 1, time.Now),
 	}
 	if cfg.Kind != "" && cfg.Kind != KindAuto {
 		k, err := v2.ParseServerKind(cfg.Kind)
@@ -189,6 +193,9 @@ func (c *Client) fetchKind(ctx context.Context) (v2.ServerKind, error) {
 // The returned signature is shared: callers must not modify it.
 func (c *Client) Signature(ctx context.Context, r route.Route) (*tensor.Signature, error) {
 	r.Label = "" // v2 has no labels; callers resolve them first
+	if err := unsafeModel(r); err != nil {
+		return nil, err
+	}
 	if len(r.Model) > maxCachedName {
 		fctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
@@ -205,6 +212,19 @@ func (c *Client) Signature(ctx context.Context, r route.Route) (*tensor.Signatur
 	})
 	c.cfg.Metrics.CacheLookup(hit)
 	return sig, asAPIError(err)
+}
+
+// unsafeModel refuses, without asking the server, a model whose name no
+// v2 path can name safely ("..", "." and the like, see route.SafeSegment):
+// behind a normalising hop its paths would reach another resource
+// (/v2/models/../config is /v2/config). Such a name is no model's, so the
+// answer is TF's for an unknown servable.
+func unsafeModel(r route.Route) error {
+	if r.V2Safe() {
+		return nil
+	}
+	return apierr.Wrap(apierr.NotFound, fmt.Errorf("%w: name %q cannot be a v2 path segment", ErrModelNotFound, r.Model),
+		"Servable not found for request: "+r.Servable())
 }
 
 // badGateway keeps the translate packages' own *apierr.Error (they say
@@ -270,6 +290,9 @@ func (c *Client) fetchSignature(ctx context.Context, r route.Route) (*tensor.Sig
 // wrapping ErrModelNotFound. Readiness is live state and is not cached.
 func (c *Client) ModelReady(ctx context.Context, r route.Route) (bool, error) {
 	r.Label = ""
+	if err := unsafeModel(r); err != nil {
+		return false, err
+	}
 	resp, err := c.get(ctx, r.V2ReadyPath())
 	if err != nil {
 		return false, err
@@ -324,6 +347,14 @@ func (c *Client) get(ctx context.Context, path string) (*response, error) {
 		e, kind := classify(err)
 		c.cfg.Metrics.BackendError(kind)
 		return nil, e
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Whatever answers in the server's place must not send us, or
+		// what we fetch for the client, elsewhere. The Location is not
+		// shown: it may name internal hosts.
+		c.cfg.Metrics.BackendError(kindBadGateway)
+		return nil, apierr.Errorf(apierr.BadGateway,
+			"v2 inference server answered GET %s with a redirect (HTTP %d); tfsbridge does not follow redirects", path, resp.StatusCode)
 	}
 	if int64(len(body)) > c.cfg.MaxMetadataBytes {
 		c.cfg.Metrics.BackendError(kindBadGateway)

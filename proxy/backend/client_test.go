@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -449,5 +453,95 @@ func TestTransportErrorKeepsAPIError(t *testing.T) {
 	}
 	if got := TransportError(context.Canceled); got.Code != apierr.Cancelled {
 		t.Errorf("TransportError(Canceled) = %v, want CANCELLED", got)
+	}
+}
+
+// TestNoRedirects: a v2 server (or anything answering in its place) that
+// redirects a control call must not make tfsbridge fetch another host;
+// every call gets a 502 that names the redirect and not the Location.
+func TestNoRedirects(t *testing.T) {
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"name":"triton","version":"2","extensions":[]}`))
+	}))
+	t.Cleanup(other.Close)
+	good := fakev2.New(t, "triton", halfPlusTwo)
+	// Everything but the paths in redirect is served by the good server.
+	redirect := map[string]int{
+		"/v2": 302, "/v2/health/ready": 307, "/v2/models/m": 301, "/v2/models/m/versions/3": 308,
+		"/v2/models/half_plus_two/config": 302, "/v2/models/half_plus_two/ready": 303,
+	}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if code, ok := redirect[r.URL.Path]; ok {
+			http.Redirect(w, r, other.URL+r.URL.Path, code)
+			return
+		}
+		resp, err := http.Get(good.URL + r.URL.RequestURI())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(front.Close)
+
+	auto, err := New(Config{BaseURL: front.URL, Kind: "auto", Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	triton, err := New(Config{BaseURL: front.URL, Kind: "triton", Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	calls := []struct {
+		name string
+		path string
+		call func() error
+	}{
+		{"kind", "/v2", func() error { _, err := auto.Kind(ctx); return err }},
+		{"metadata", "/v2/models/m", func() error { _, err := triton.Signature(ctx, model("m")); return err }},
+		{"versioned metadata", "/v2/models/m/versions/3", func() error { _, err := triton.Signature(ctx, versioned("m", 3)); return err }},
+		{"config", "/v2/models/half_plus_two/config", func() error { _, err := triton.Signature(ctx, model("half_plus_two")); return err }},
+		{"ready", "/v2/models/half_plus_two/ready", func() error { _, err := triton.ModelReady(ctx, model("half_plus_two")); return err }},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			e := apierr.As(c.call())
+			want := fmt.Sprintf("v2 inference server answered GET %s with a redirect (HTTP %d); tfsbridge does not follow redirects", c.path, redirect[c.path])
+			if e == nil || e.HTTPStatus() != http.StatusBadGateway || e.Msg != want {
+				t.Errorf("got %v; want 502 %q", e, want)
+			}
+		})
+	}
+	if err := triton.Health(ctx); err == nil || !strings.Contains(err.Error(), "redirect") {
+		t.Errorf("Health = %v; want a redirect error", err)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect target was fetched %d times", n)
+	}
+}
+
+// TestUnsafeModelNames: names that no v2 path can carry safely are unknown
+// servables, answered without a call to the server.
+func TestUnsafeModelNames(t *testing.T) {
+	srv := fakev2.New(t, "triton", halfPlusTwo)
+	c := newClient(t, srv, "triton")
+	for _, r := range []route.Route{model(".."), model("."), versioned("..", 3), model("../half_plus_two"), model(`a\..`)} {
+		_, err := c.Signature(context.Background(), r)
+		want := "Servable not found for request: " + r.Servable()
+		if e := apierr.As(err); e.Code != apierr.NotFound || e.Msg != want || !errors.Is(err, ErrModelNotFound) {
+			t.Errorf("Signature(%v) = %v; want NOT_FOUND %q wrapping ErrModelNotFound", r, err, want)
+		}
+		if _, err := c.ModelReady(context.Background(), r); apierr.As(err).Code != apierr.NotFound {
+			t.Errorf("ModelReady(%v) = %v; want NOT_FOUND", r, err)
+		}
+	}
+	if n := srv.Hits("/v2/models/half_plus_two"); n != 0 {
+		t.Errorf("the server was asked %d times", n)
 	}
 }

@@ -67,6 +67,9 @@ type Options struct {
 	MaxJSONDepth int
 	// MaxElements is the most tensor elements one body may carry.
 	MaxElements int64
+	// Passthrough is which requests outside TF Serving's API reach the v2
+	// server untouched, through either transport (see session.Passthrough).
+	Passthrough session.Passthrough
 	// ShutdownTimeout is how long in-flight requests and streams may take
 	// to finish once serving stops.
 	ShutdownTimeout time.Duration
@@ -106,6 +109,7 @@ func DefaultOptions() Options {
 		MaxBodyBytes:     DefaultMaxBodyBytes,
 		MaxJSONDepth:     tensor.DefaultLimits.MaxDepth,
 		MaxElements:      tensor.DefaultLimits.MaxElements,
+		Passthrough:      session.PassthroughInference,
 		ShutdownTimeout:  DefaultShutdownTimeout,
 		Proxy: ProxyOptions{
 			RequestTimeout:    httpproxy.DefaultRequestTimeout,
@@ -206,6 +210,7 @@ func New(o Options) (*Bridge, error) {
 		Backend:      be,
 		Limits:       tensor.Limits{MaxDepth: o.MaxJSONDepth, MaxElements: o.MaxElements},
 		MaxBodyBytes: o.MaxBodyBytes,
+		Passthrough:  o.Passthrough,
 		Metrics:      m,
 		Logger:       log,
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -117,12 +118,16 @@ func TestNewWiring(t *testing.T) {
 	o.MaxBodyBytes = 1000
 	o.MaxJSONDepth = 7
 	o.MaxElements = 99
+	o.Passthrough = session.PassthroughNone
 	b, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Session.MaxBodyBytes != 1000 || b.Session.Limits != (tensor.Limits{MaxDepth: 7, MaxElements: 99}) {
 		t.Errorf("session: body %d, limits %+v", b.Session.MaxBodyBytes, b.Session.Limits)
+	}
+	if b.Session.Passthrough != session.PassthroughNone {
+		t.Errorf("session: pass-through %v", b.Session.Passthrough)
 	}
 	if b.Session.Backend != b.Backend || b.Session.Metrics != b.Metrics || b.Session.Logger != b.Log || b.Log == nil {
 		t.Error("the session does not share the bridge's backend, metrics and logger")
@@ -174,7 +179,7 @@ type slowUpstream struct {
 }
 
 func (u *slowUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/slow" {
+	if r.URL.Path == "/v2/models/slow" {
 		close(u.started)
 		<-u.release
 		_, _ = io.WriteString(w, "done")
@@ -243,7 +248,7 @@ func TestServeAndDrain(t *testing.T) {
 		t.Errorf("ext_proc health = %v, %v", hc, err)
 	}
 
-	inflight := getAsync(proxy + "/slow") // passed through untouched
+	inflight := getAsync(proxy + "/v2/models/slow") // passed through untouched
 	<-up.started
 	cancel()
 	// Draining: not ready any more, the request still running.
@@ -274,7 +279,7 @@ func TestDrainDeadline(t *testing.T) {
 	up := &slowUpstream{started: make(chan struct{}), release: make(chan struct{})}
 	defer close(up.release)
 	_, l, cancel, done := startServing(t, up, 200*time.Millisecond)
-	inflight := getAsync("http://" + l.Proxy.Addr().String() + "/slow")
+	inflight := getAsync("http://" + l.Proxy.Addr().String() + "/v2/models/slow")
 	<-up.started
 	start := time.Now()
 	cancel()

@@ -85,7 +85,7 @@ func New(cfg Config) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, log: log}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
-		Transport:      cfg.Transport,
+		Transport:      connectionKeeper{cfg.Transport},
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -103,8 +103,18 @@ type exchange struct {
 	// path is the rewritten request target of a translated exchange, ""
 	// for a pass-through one.
 	path string
-	// body is the client's body under its read deadline (nil if none).
-	body *deadlineBody
+	// set is the session's header changes for the upstream request of a
+	// translated exchange. They are applied in rewrite, after
+	// ReverseProxy has removed the hop-by-hop headers: a client naming
+	// Content-Type or Inference-Header-Content-Length in its Connection
+	// header must not strip what tfsbridge sets.
+	set session.Action
+	// respHeader is the v2 response's header as the server sent it,
+	// before ReverseProxy removed the hop-by-hop ones; kept only when it
+	// has a Connection header (see connectionKeeper).
+	respHeader http.Header
+	// body is the client's body (nil if none).
+	body *clientBody
 }
 
 type exchangeKey struct{}
@@ -124,7 +134,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	noBody := r.Body == nil || r.Body == http.NoBody
 	if !noBody {
-		ex.body = limitBodyTime(w, r, p.cfg.ReadTimeout)
+		ex.body = watchBody(w, r, p.cfg.ReadTimeout)
 	}
 	a := sess.RequestHeaders(ctx, r.Method, requestTarget(r), r.Header, noBody)
 	switch a.Verdict {
@@ -149,9 +159,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			case ex.body.TimedOut():
 				// Too slow, but perhaps still listening.
 				msg = "Timed out reading the request body"
+			case ex.body.Truncated():
+				// The client ended its body early (a half-closed
+				// socket may still read the answer): never a success.
+				msg = incompleteBody(r.ContentLength, len(body))
 			case ctx.Err() != nil:
 				return // the client went away; Close counts it
 			}
+			w.Header().Set("Connection", "close")
 			writeResponse(w, sess.Fail(apierr.Wrap(apierr.InvalidArgument, err, msg)))
 			return
 		}
@@ -176,8 +191,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.Header.Del("Content-Length")
 	// The whole body is here: no 100-continue dance upstream.
 	out.Header.Del("Expect")
-	applyHeaders(out.Header, a)
+	ex.set = a
 	p.rp.ServeHTTP(w, out)
+}
+
+// incompleteBody describes a request body that ended before its end.
+func incompleteBody(declared int64, got int) string {
+	if declared > 0 {
+		return fmt.Sprintf("Incomplete request body: received %d of the %d bytes of its Content-Length", got, declared)
+	}
+	return "Incomplete request body: the chunked body ended early"
 }
 
 // requestTarget returns the request target as the client sent it (path
@@ -196,6 +219,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	if ex != nil && ex.path != "" {
 		pr.Out.URL = upstreamURL(p.cfg.Upstream, ex.path)
 		pr.Out.Host = ""
+		applyHeaders(pr.Out.Header, ex.set)
 	} else {
 		pr.SetURL(p.cfg.Upstream)
 	}
@@ -221,6 +245,27 @@ func upstreamURL(base *url.URL, target string) *url.URL {
 	return &u
 }
 
+// connectionKeeper keeps, for a translated exchange, the response header
+// as the v2 server sent it when it has a Connection header: ReverseProxy
+// removes the headers a Connection header names before ModifyResponse
+// runs, and a v2 server naming Inference-Header-Content-Length there would
+// otherwise have its binary body read as JSON. Envoy does not remove
+// them either.
+type connectionKeeper struct{ http.RoundTripper }
+
+func (c connectionKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.RoundTripper.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	if ex := exchangeFrom(req.Context()); ex != nil && ex.path != "" {
+		if _, ok := resp.Header["Connection"]; ok {
+			ex.respHeader = resp.Header.Clone()
+		}
+	}
+	return resp, nil
+}
+
 // modifyResponse translates the upstream response of a translated
 // exchange; pass-through responses are left to stream.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
@@ -229,7 +274,13 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	ctx := resp.Request.Context()
-	a := ex.sess.ResponseHeaders(ctx, resp.StatusCode, resp.Header, false)
+	h := resp.Header
+	if ex.respHeader != nil {
+		// The translated response is ours to read, as Envoy would
+		// hand it over: with the headers its Connection header named.
+		h = ex.respHeader
+	}
+	a := ex.sess.ResponseHeaders(ctx, resp.StatusCode, h, false)
 	switch a.Verdict {
 	case session.PassThrough:
 		return nil
@@ -283,7 +334,7 @@ func setBody(resp *http.Response, body []byte) {
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeFrom(r.Context())
 	timedOut := ex != nil && ex.body.TimedOut()
-	if ex != nil && ex.client.Err() != nil && !timedOut {
+	if ex != nil && ex.client.Err() != nil && !timedOut && !ex.body.Truncated() {
 		// The client hung up and the upstream call was cancelled with it.
 		return
 	}
@@ -291,9 +342,15 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	if ex == nil || ex.path == "" {
 		p.log.Debug("pass-through upstream error", "error", err)
 		status := e.HTTPStatus()
-		if timedOut {
+		switch {
+		case timedOut:
 			// The client did not send its body in time.
 			status = http.StatusRequestTimeout
+		case ex != nil && ex.body.Truncated():
+			// The client ended its body early: its fault, not the
+			// upstream's, and never a success.
+			status = http.StatusBadRequest
+			w.Header().Set("Connection", "close")
 		}
 		w.WriteHeader(status)
 		return

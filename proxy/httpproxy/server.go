@@ -36,45 +36,50 @@ func (p *Proxy) NewServer(errorLog *log.Logger) *http.Server {
 	}
 }
 
-// limitBodyTime gives a client until now+d to send the rest of r's body:
-// reads past that fail with a timeout, the translated exchange answers a
-// TF 400 and a pass-through one 408, and the connection is closed. The
-// deadline is lifted once the body has been read to its end. It returns
-// the wrapped body, or nil when deadlines are not supported.
+// watchBody wraps r's body so that the handler can tell why reading it
+// failed, and gives the client until now+d to send it: reads past that
+// fail with a timeout, the translated exchange answers a TF 400 and a
+// pass-through one 408, and the connection is closed. The deadline is
+// lifted once the body has been read to its end. Deadlines are skipped for
+// a ResponseWriter without them (tests).
 //
 // It is set here rather than as http.Server.ReadTimeout so that the
-// handler can tell a body that timed out from a client that went away: Go
-// cancels the request's context on any body read error, and a handler that
-// then returns without writing leaves the client an empty 200. It does
-// nothing for a ResponseWriter without deadlines (tests).
-func limitBodyTime(w http.ResponseWriter, r *http.Request, d time.Duration) *deadlineBody {
+// handler can tell a body that timed out, or ended early, from a client
+// that went away: Go cancels the request's context on any body read
+// error, and a handler that then returns without writing leaves the
+// client an empty 200.
+func watchBody(w http.ResponseWriter, r *http.Request, d time.Duration) *clientBody {
+	b := &clientBody{ReadCloser: r.Body}
 	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(d)) != nil {
-		return nil
+	if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+		b.rc = rc
 	}
-	b := &deadlineBody{ReadCloser: r.Body, rc: rc}
 	r.Body = b
 	return b
 }
 
-// deadlineBody lifts the connection's read deadline at the end of the
-// body, so that it does not outlive the upload, and remembers a timeout:
-// Go cancels the request's context on any read error, and the handler
-// must tell a client that was too slow (and may still listen) from one
-// that went away.
-type deadlineBody struct {
+// clientBody lifts the connection's read deadline at the end of the body,
+// so that it does not outlive the upload, and remembers how reading it
+// failed: a timeout (too slow, may still listen) or an early end (a
+// Content-Length or chunked body cut short, e.g. by a half-close).
+type clientBody struct {
 	io.ReadCloser
-	rc       *http.ResponseController
-	once     sync.Once
-	timedOut atomic.Bool
+	rc        *http.ResponseController // nil without deadlines
+	once      sync.Once
+	timedOut  atomic.Bool
+	truncated atomic.Bool
 }
 
-func (b *deadlineBody) Read(p []byte) (int, error) {
+func (b *clientBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	var ne net.Error
 	switch {
 	case err == io.EOF:
-		b.once.Do(func() { _ = b.rc.SetReadDeadline(time.Time{}) })
+		if b.rc != nil {
+			b.once.Do(func() { _ = b.rc.SetReadDeadline(time.Time{}) })
+		}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		b.truncated.Store(true)
 	case errors.As(err, &ne) && ne.Timeout():
 		b.timedOut.Store(true)
 	}
@@ -82,4 +87,8 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 }
 
 // TimedOut reports that the body's read deadline passed (false for nil).
-func (b *deadlineBody) TimedOut() bool { return b != nil && b.timedOut.Load() }
+func (b *clientBody) TimedOut() bool { return b != nil && b.timedOut.Load() }
+
+// Truncated reports that the body ended before its declared end (false
+// for nil).
+func (b *clientBody) Truncated() bool { return b != nil && b.truncated.Load() }

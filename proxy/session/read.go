@@ -44,7 +44,7 @@ const (
 func (s *Session) status(ctx context.Context) Action {
 	r := s.route
 	r.Label = ""
-	sig, err := s.cfg.Backend.Signature(ctx, r)
+	sig, err := s.signature(ctx, r)
 	if err != nil {
 		return s.fail(s.statusNotFound(err))
 	}
@@ -143,7 +143,7 @@ func (s *Session) metadata(ctx context.Context) Action {
 	if r.Label != "" {
 		return s.fail(apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label))
 	}
-	sig, err := s.cfg.Backend.Signature(ctx, r)
+	sig, err := s.signature(ctx, r)
 	if err != nil {
 		return s.fail(err)
 	}

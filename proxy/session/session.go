@@ -85,10 +85,18 @@ type Config struct {
 	// 413 (apierr.PayloadTooLarge), the status Envoy's own buffer limit
 	// answers, so "too large" looks the same whichever layer refused.
 	MaxBodyBytes int64
-	Metrics      *observe.Metrics
+	// Passthrough decides which requests outside TF Serving's API reach
+	// the v2 server; the others get a TF-style 404. The zero value is
+	// PassthroughInference.
+	Passthrough Passthrough
+	Metrics     *observe.Metrics
 	// Logger receives one line per exchange; nil discards.
 	Logger *slog.Logger
 }
+
+// verbRefused is the verb label of requests the pass-through policy
+// refused.
+const verbRefused = "refused"
 
 // state is where an exchange is.
 type state uint8
@@ -171,6 +179,10 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 	}
 	r, err := route.Parse(method, path)
 	if errors.Is(err, route.ErrNotTFServing) {
+		if !s.cfg.Passthrough.allows(method, path) {
+			s.verb = verbRefused
+			return s.fail(s.cfg.Passthrough.refused(method, path))
+		}
 		s.state = stPassThrough
 		s.cfg.Metrics.PassThrough()
 		return Action{Verdict: PassThrough}
@@ -220,7 +232,7 @@ func (s *Session) inferHeaders(ctx context.Context, h HeaderGetter, endOfStream 
 		// v2 has no version labels, so every label is unknown to us.
 		s.sigErr = apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label)
 	} else {
-		s.sig, s.sigErr = s.cfg.Backend.Signature(ctx, r)
+		s.sig, s.sigErr = s.signature(ctx, r)
 		if s.sigErr == nil {
 			s.confirmed = true
 			s.kind, s.sigErr = s.cfg.Backend.Kind(ctx)

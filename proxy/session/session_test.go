@@ -65,6 +65,12 @@ func newEnv(t *testing.T, kind string, models ...fakev2.Model) *env {
 
 func tfError(msg string) string { return string(tfresponse.Error(nil, msg)) }
 
+// notPassed is the body of a request the default pass-through policy
+// refuses.
+func notPassed(method, path string) string {
+	return tfError("Not found: " + method + " " + path + " is not a TF Serving REST call or a v2 inference call")
+}
+
 // checkRespond asserts a Respond action with a TF JSON body.
 func checkRespond(t *testing.T, a Action, status int, body string) {
 	t.Helper()
@@ -86,14 +92,39 @@ func TestRequestHeaders(t *testing.T) {
 		path    string
 		headers hdr
 		eos     bool
+		policy  Passthrough
 		verdict Verdict
 		status  int
 		body    string // Respond body
 		path2   string // Continue: the rewritten :path
 	}{
 		{name: "v2 path passes", method: "POST", path: "/v2/models/m/infer", verdict: PassThrough},
-		{name: "health passes", method: "GET", path: "/healthz", verdict: PassThrough},
-		{name: "options elsewhere passes", method: "OPTIONS", path: "/v2", verdict: PassThrough},
+		{name: "v2 health passes", method: "GET", path: "/v2/health/ready", verdict: PassThrough},
+		{name: "v2 model ready passes", method: "GET", path: "/v2/models/m/versions/1/ready", verdict: PassThrough},
+		{name: "other health refused", method: "GET", path: "/healthz", verdict: Respond, status: 404,
+			body: notPassed("GET", "/healthz")},
+		{name: "options elsewhere refused", method: "OPTIONS", path: "/v2", verdict: Respond, status: 404,
+			body: notPassed("OPTIONS", "/v2")},
+		{name: "triton unload refused", method: "POST", path: "/v2/repository/models/m/unload", verdict: Respond, status: 404,
+			body: notPassed("POST", "/v2/repository/models/m/unload")},
+		{name: "triton config refused", method: "GET", path: "/v2/models/m/config", verdict: Respond, status: 404,
+			body: notPassed("GET", "/v2/models/m/config")},
+		{name: "dot segments refused", method: "GET", path: "/v2/models/../repository/index", verdict: Respond, status: 404,
+			body: notPassed("GET", "/v2/models/../repository/index")},
+		{name: "policy none", method: "POST", path: "/v2/models/m/infer", policy: PassthroughNone, verdict: Respond, status: 404,
+			body: tfError("Not found: POST /v2/models/m/infer is not a TF Serving REST call")},
+		{name: "policy all", method: "POST", path: "/v2/repository/models/m/unload", policy: PassthroughAll, verdict: PassThrough},
+		{name: "policy all, options", method: "OPTIONS", path: "/metrics", policy: PassthroughAll, verdict: PassThrough},
+		{name: "policy none, still TF", method: "GET", path: "/v1/models", policy: PassthroughNone, verdict: Respond, status: 400,
+			body: tfError("Missing model name in request.")},
+		{name: "status of model ..", method: "GET", path: "/v1/models/..", verdict: Respond, status: 404,
+			body: tfError("Could not find any versions of model ..")},
+		{name: "status of model %2E%2E version", method: "GET", path: "/v1/models/%2E%2E/versions/3", verdict: Respond, status: 404,
+			body: tfError("Could not find version 3 of model ..")},
+		{name: "metadata of model %2e", method: "GET", path: "/v1/models/%2e/metadata", verdict: Respond, status: 404,
+			body: tfError("Servable not found for request: Latest(.)")},
+		{name: "predict model ..", method: "POST", path: "/v1/models/%2E%2E:predict", eos: true,
+			verdict: Respond, status: 400, body: tfError("JSON Parse error: The document is empty")},
 		{name: "malformed verb case", method: "POST", path: "/v1/models/m:PREDICT", verdict: Respond, status: 400,
 			body: tfError("Malformed request: POST /v1/models/m:PREDICT")},
 		{name: "query on predict", method: "POST", path: "/v1/models/m:predict?x=1", verdict: Respond, status: 400,
@@ -129,6 +160,7 @@ func TestRequestHeaders(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, "triton")
+			e.cfg.Passthrough = tt.policy
 			s := New(e.cfg)
 			defer s.Close()
 			h := tt.headers

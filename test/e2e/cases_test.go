@@ -978,7 +978,8 @@ var faultCases = []tcase{
 	},
 }
 
-// passThroughCases are requests that are not TF Serving REST calls.
+// passThroughCases are requests that are not TF Serving REST calls: the
+// v2 inference API passes through, the rest is refused.
 var passThroughCases = []tcase{
 	{
 		name: "native v2 infer",
@@ -997,10 +998,22 @@ var passThroughCases = []tcase{
 		req:         request{path: "/v2/health/ready"},
 		passThrough: true,
 	},
+	// Neither TF Serving REST calls nor v2 inference calls: under the
+	// default --passthrough inference they never reach the v2 server.
 	{
-		name:        "a path outside /v1, answered 404 by the v2 server",
-		req:         request{path: "/v1beta/models/half_plus_two:predict", body: readmeBody},
-		passThrough: true,
+		name: "a path outside /v1 and the v2 inference API",
+		req:  request{path: "/v1beta/models/half_plus_two:predict", body: readmeBody},
+		want: fail(404, "Not found: POST /v1beta/models/half_plus_two:predict is not a TF Serving REST call or a v2 inference call"),
+	},
+	{
+		name: "Triton's model control is refused",
+		req:  request{path: "/v2/repository/models/half_plus_two/unload", body: "{}"},
+		want: fail(404, "Not found: POST /v2/repository/models/half_plus_two/unload is not a TF Serving REST call or a v2 inference call"),
+	},
+	{
+		name: "a dot segment cannot reach another v2 path",
+		req:  request{method: "GET", path: "/v2/models/../repository/index"},
+		want: fail(404, "Not found: GET /v2/models/../repository/index is not a TF Serving REST call or a v2 inference call"),
 	},
 	{
 		name:        "a v2 error is not rewritten",

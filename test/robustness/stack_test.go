@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
 	"github.com/tfsbridge/tfsbridge/test/mockv2"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -29,6 +30,9 @@ var transports = []string{viaProxy, viaExtproc}
 // stackConfig sizes one deployment. The timeouts are short so that the
 // hostile cases end in a second or two; zero values take these defaults.
 type stackConfig struct {
+	// passthrough is the pass-through policy; zero is inference.
+	passthrough session.Passthrough
+
 	upstream       string // v2 root URL
 	kind           string // backend kind; "" means triton
 	maxBody        int64  // default 1 MiB
@@ -121,6 +125,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		o.MaxElements = cfg.limits.MaxElements
 	}
 	o.ShutdownTimeout = time.Second
+	o.Passthrough = cfg.passthrough
 	o.Proxy = bridge.ProxyOptions{
 		RequestTimeout:    cfg.requestTimeout,
 		ReadTimeout:       cfg.readTimeout,

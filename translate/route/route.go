@@ -71,18 +71,30 @@ type Route struct {
 
 // V2ModelPath returns "/v2/models/{m}[/versions/{v}]". The model name is
 // escaped as one path segment, so a decoded "/" or "?" cannot change the
-// shape of the v2 path. The version appears only when HasVersion; labels
-// have no v2 form and are left out.
+// shape of the v2 path, and a name "." or ".." is written "%2E" or
+// "%2E%2E" rather than as a dot segment. That is not enough on its own (a
+// normalising hop may decode the dots again): callers must not send the
+// paths of a route that is not V2Safe. The version appears only when
+// HasVersion; labels have no v2 form and are left out.
 func (r Route) V2ModelPath() string {
 	var b strings.Builder
 	b.Grow(len("/v2/models/") + 3*len(r.Model) + len("/versions/") + 20)
 	b.WriteString("/v2/models/")
-	b.WriteString(url.PathEscape(r.Model))
+	b.WriteString(escapeSegment(r.Model))
 	if r.HasVersion {
 		b.WriteString("/versions/")
 		b.WriteString(strconv.FormatInt(r.Version, 10))
 	}
 	return b.String()
+}
+
+// escapeSegment escapes name as one path segment that no URL resolver
+// takes for a dot segment.
+func escapeSegment(name string) string {
+	if name == "." || name == ".." {
+		return strings.Repeat("%2E", len(name))
+	}
+	return url.PathEscape(name)
 }
 
 // V2InferPath returns V2ModelPath()+"/infer".
