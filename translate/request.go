@@ -24,7 +24,7 @@ type RequestOptions struct {
 // signature), then batch adaptation, then v2.EncodeRequest. The Exchange
 // it returns is what TranslateResponse needs to answer in TF's format.
 //
-// Batch adaptation (open-inference-protocol.md §9): row format always
+// Batch adaptation (docs/open-inference-protocol.md §9): row format always
 // builds [len(instances)] + instance shape, as TF Serving does. A model
 // that does not batch declares its inputs without a batch dimension; when
 // such a model gets exactly one instance and every input's declared rank

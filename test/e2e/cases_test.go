@@ -58,7 +58,7 @@ func fail(status int, msg string) expect { return expect{status: status, body: t
 func lines(l ...string) string { return strings.Join(l, "\n") }
 
 // column renders a rank-1 tensor written whole with single-line mode off
-// (columnar format, spec §5.3): one element per line at depth+1, the
+// (columnar format, docs/tfserving-rest.md §5.3): one element per line at depth+1, the
 // closing bracket at depth. The opening bracket is the caller's.
 func column(depth int, values ...string) string {
 	in := strings.Repeat("    ", depth+1)
@@ -93,7 +93,7 @@ func gzipped(s string) string {
 	return b.String()
 }
 
-// The TF Serving README's example, byte for byte (spec §5.3).
+// The TF Serving README's example, byte for byte (docs/tfserving-rest.md §5.3).
 const (
 	readmeBody     = `{"instances": [1.0, 2.0, 5.0]}`
 	readmeResponse = "{\n    \"predictions\": [2.5, 3.0, 4.5\n    ]\n}"
@@ -103,7 +103,7 @@ const (
 const hdrRequestID = "X-Request-Id"
 
 // status1 is the GET status body of a model with one ready version v
-// (spec §2.1: protobuf JSON, 1-space indent, trailing newline).
+// (docs/tfserving-rest.md §2.1: protobuf JSON, 1-space indent, trailing newline).
 func status1(v string) string {
 	return lines(
 		`{`,
@@ -131,7 +131,7 @@ func modelSpec(name, version string) string {
 	return lines(append(l, ` "signature_name": ""`, `}`, `,`, ``)...)
 }
 
-// halfPlusTwoMetadata is GET /v1/models/half_plus_two/metadata (spec
+// halfPlusTwoMetadata is GET /v1/models/half_plus_two/metadata (docs/tfserving-rest.md
 // §2.2: model_spec glued to the SignatureDefMap, tensor names "<name>:0",
 // sizes as quoted int64s).
 func halfPlusTwoMetadata(version string) string {
@@ -426,7 +426,7 @@ var predictCases = []tcase{
 	{
 		name: "negative zero keeps its sign",
 		req:  request{path: "/v1/models/half_times_two:predict", body: `{"instances": [[-0.0, 0.0, -0, -1e-9]]}`},
-		// -0 is the integer 0 for rapidjson (spec §3), so +0.0; -1e-9
+		// -0 is the integer 0 for rapidjson (docs/tfserving-rest.md §3), so +0.0; -1e-9
 		// underflows FP16 to -0.
 		want: ok("{\n    \"predictions\": [[-0.0, 0.0, 0.0, -0.0]\n    ]\n}"),
 	},

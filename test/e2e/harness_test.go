@@ -380,9 +380,9 @@ func settledGoroutines(target int, timeout time.Duration) int {
 	return n
 }
 
-// tfError is TF Serving's error body for msg (spec §1.6: rapidjson's
+// tfError is TF Serving's error body for msg (docs/tfserving-rest.md §1.6: rapidjson's
 // pretty writer, 4-space indent, no trailing newline) with rapidjson's
-// escaping (§5.4). Written here from the spec, not taken from tfresponse,
+// escaping (docs/tfserving-rest.md §5.4). Written here from the doc, not taken from tfresponse,
 // so the test does not grade the code with its own answer.
 func tfError(msg string) string {
 	var b strings.Builder

@@ -8,7 +8,7 @@ import (
 )
 
 func TestHTTPStatus(t *testing.T) {
-	// TF Serving's http_server.cc mapping (spec §1.5), plus our own two.
+	// TF Serving's http_server.cc mapping (docs/tfserving-rest.md §1.5), plus our own two.
 	want := map[Code]int{
 		OK: 200, Cancelled: 499, Unknown: 500, InvalidArgument: 400, DeadlineExceeded: 504,
 		NotFound: 404, AlreadyExists: 409, PermissionDenied: 403, ResourceExhausted: 429,

@@ -8,7 +8,7 @@ import (
 
 // DumpLimit is the output size at which TF Serving's error-message writer
 // (JsonValueToDebugString over JsonWriterWithLimit, 2.18+) stops writing
-// tokens (spec §4.1).
+// tokens (docs/tfserving-rest.md §4.1).
 const DumpLimit = 256
 
 // AppendDump appends v rendered as TF Serving's JsonValueToString renders

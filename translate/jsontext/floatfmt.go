@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// TF Serving prints a float (json_tensor.cc WriteDecimal, spec §5.2) as:
+// TF Serving prints a float (json_tensor.cc WriteDecimal, docs/tfserving-rest.md §5.2) as:
 // NaN/Infinity/-Infinity as bare tokens; else printf "%.6g"; if that text
 // does not parse back to the same value, "%.9g" (float) or "%.17g"
 // (double) instead; finally ".0" when the text has neither '.' nor 'e'.
@@ -47,7 +47,7 @@ import (
 // implementation as the oracle and compares both on millions of values
 // and under fuzzing.
 
-// AppendFloat32 appends f as TF Serving prints a DT_FLOAT (spec §5.2):
+// AppendFloat32 appends f as TF Serving prints a DT_FLOAT (docs/tfserving-rest.md §5.2):
 // bare NaN/Infinity/-Infinity; else %.6g, or %.9g when the six-digit text
 // does not parse back to the same float32; ".0" appended when the text has
 // neither '.' nor an exponent.

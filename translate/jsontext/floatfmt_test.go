@@ -12,9 +12,9 @@ import (
 	"github.com/tfsbridge/tfsbridge/test/conformance"
 )
 
-// oracleFloat is TF Serving's WriteDecimal done literally (spec §5.2): the
+// oracleFloat is TF Serving's WriteDecimal done literally (docs/tfserving-rest.md §5.2): the
 // original implementation, kept as the reference the fast one must match
-// byte for byte. The spec measured it identical to glibc %.6g/%.9g/%.17g +
+// byte for byte. The doc records it as identical to glibc %.6g/%.9g/%.17g +
 // strtof/strtod on 600k values.
 func oracleFloat(dst []byte, v float64, bits, fallback int) []byte {
 	switch {
@@ -55,7 +55,7 @@ func check64(t *testing.T, d float64) {
 	}
 }
 
-// TestFloatExamples pins the spec's §5.2 examples and a few more by hand,
+// TestFloatExamples pins docs/tfserving-rest.md's §5.2 examples and a few more by hand,
 // so a bug shared by the oracle and the fast path still fails.
 func TestFloatExamples(t *testing.T) {
 	f32 := []struct {

@@ -9,7 +9,7 @@ import (
 
 // TestNormalPrecisionMatchesStrtodShort: rapidjson's normal-precision path
 // is correctly rounded for plain decimals of up to 15 significant digits
-// (spec §3), so it must agree with strconv there.
+// (docs/tfserving-rest.md §3), so it must agree with strconv there.
 func TestNormalPrecisionMatchesStrtodShort(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for i := 0; i < 200000; i++ {
@@ -35,7 +35,7 @@ func TestNormalPrecisionMatchesStrtodShort(t *testing.T) {
 }
 
 // TestNormalPrecisionIsNotCorrectlyRounded pins the known 1-ULP
-// differences of rapidjson's fast path (spec §3), which DT_DOUBLE inputs
+// differences of rapidjson's fast path (docs/tfserving-rest.md §3), which DT_DOUBLE inputs
 // observe.
 func TestNormalPrecisionIsNotCorrectlyRounded(t *testing.T) {
 	tests := []struct {
@@ -57,7 +57,7 @@ func TestNormalPrecisionIsNotCorrectlyRounded(t *testing.T) {
 }
 
 // TestFloat32OfSevenDigits: what a DT_FLOAT input stores for 7-digit
-// values equals float32(correct double) (spec §3: float32 results matched
+// values equals float32(correct double) (docs/tfserving-rest.md §3: float32 results matched
 // correct rounding in 400k samples).
 func TestFloat32OfSevenDigits(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))

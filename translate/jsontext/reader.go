@@ -244,7 +244,7 @@ func (v Value) Str() []byte {
 	return v.d.data[n.off+1 : n.end-1]
 }
 
-// IsNumber, IsInt, … classify a number as rapidjson does (spec §3): an
+// IsNumber, IsInt, … classify a number as rapidjson does (docs/tfserving-rest.md §3): an
 // integer token (no '.', 'e' or 'E') that fits int64 or uint64 is an
 // integer with the flags of every range it fits; anything else — decimals,
 // exponents, NaN/Inf, integers beyond uint64 — is a double.

@@ -17,7 +17,7 @@ type level struct {
 	count int
 }
 
-// Writer emits JSON with rapidjson PrettyWriter's layout (spec §5.3).
+// Writer emits JSON with rapidjson PrettyWriter's layout (docs/tfserving-rest.md §5.3).
 //
 // It is a small state machine: a stack of open containers and the
 // "single-line array" flag that TF Serving toggles while writing each row.

@@ -1,7 +1,7 @@
 // Package tfexample parses the body of TF Serving's :classify and :regress
 // requests ({"signature_name"?, "context"?, "examples": [...]}) with TF
 // Serving's rules, order of checks and error texts (json_tensor.cc
-// FillClassifyRegressRequestFromJson, spec tfserving-rest.md §6.1), straight
+// FillClassifyRegressRequestFromJson, docs/tfserving-rest.md §6.1), straight
 // into serialized tf.Example protos: the BYTES input a classification or
 // regression signature takes. It also says which v2 models can answer those
 // verbs (signature.go).

@@ -1,6 +1,6 @@
 package tfrequest
 
-// base64Unescape decodes s as abseil's absl::Base64Unescape does (spec
+// base64Unescape decodes s as abseil's absl::Base64Unescape does (docs/tfserving-rest.md
 // §4.6), appending to dst. Written by hand because encoding/base64 is
 // stricter: abseil skips ASCII whitespace anywhere, accepts no padding or
 // exactly the right amount, takes '.' as a pad character too, and does not

@@ -61,7 +61,7 @@ func (p *filler) lookup(name []byte) int {
 
 // rowKey is an instance object's key as TF reads it: rapidjson's
 // GetString() turned into a std::string, that is as a C string, so the key
-// ends at its first NUL ({"x\u0000junk": 1} names input "x"; spec §4.1).
+// ends at its first NUL ({"x\u0000junk": 1} names input "x"; docs/tfserving-rest.md §4.1).
 // Two keys that differ only after a NUL then name the same input, which
 // behaves as a duplicated key: both values are added. Columnar names and
 // "b64" are looked up with their full length (FindMember) and keep it.
@@ -111,7 +111,7 @@ func wrapElement(i int, key []byte, err error) error {
 func (p *filler) rows(list jsontext.Value) error {
 	first, _ := list.First()
 	// TF tests IsObject here, not IsElementObject: a leading b64 object
-	// slips past this check even with several inputs (spec §4.2).
+	// slips past this check even with several inputs (docs/tfserving-rest.md §4.2).
 	if first.Kind() != jsontext.Object && len(p.ins) > 1 {
 		return apierr.InvalidArgumentf("instances is a plain list, but expecting list of objects as multiple input tensors required as per tensorinfo_map")
 	}

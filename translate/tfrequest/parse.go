@@ -63,7 +63,7 @@ const (
 
 // Parse parses a TF Serving predict request body the way TF Serving's
 // FillPredictRequestFromJson does, check for check and in the same order
-// (spec §2.3, §3, §4): JSON syntax, top level is an object, signature_name
+// (docs/tfserving-rest.md §2.3, §3, §4): JSON syntax, top level is an object, signature_name
 // is a string; then resolve (its error is returned as is); then an input
 // map must exist, exactly one of "instances" / "inputs", and the values
 // are converted against the signature's input names and dtypes. Last

@@ -57,7 +57,7 @@ func render(ts []tensor.Tensor) string {
 	return strings.Join(parts, " ")
 }
 
-// TestParse runs each rule of spec §3–§4 once: either the exact tensors or
+// TestParse runs each rule of docs/tfserving-rest.md §3–§4 once: either the exact tensors or
 // the exact message.
 func TestParse(t *testing.T) {
 	one := sigOf("x:FP32")
@@ -126,7 +126,7 @@ func TestParse(t *testing.T) {
 			err: "JSON Value: {\n    \"b64\": 1\n} not formatted correctly for base64 data"},
 		{name: "col b64 invalid", sig: sigOf("s:BYTES"), body: `{"inputs": [{"b64": "a-b_"}]}`, err: "Unable to base64 decode"},
 
-		// Value conversion (§4.5) and the FP16/BF16/UINT16 departure.
+		// Value conversion (docs/tfserving-rest.md §4.5) and the FP16/BF16/UINT16 departure.
 		{name: "float specials", sig: one, body: `{"inputs": [NaN, -Infinity, 1e39, -2.22507e-308]}`, format: Columnar, want: "x:FP32[4]=NaN,-Inf,+Inf,-0"},
 		{name: "float from big int", sig: one, body: `{"inputs": [1435774380, 18446744073709551615]}`, format: Columnar, want: "x:FP32[2]=1.435774336e+09,1.8446744073709552e+19"},
 		{name: "double normal precision", sig: sigOf("d:FP64"), body: `{"inputs": [1234.5678901234567]}`, format: Columnar,
@@ -217,7 +217,7 @@ func runParse(t *testing.T, tests []parseCase) {
 }
 
 // TestLongDumps: every "JSON Value: <dump>" message carries TF's
-// token-limited dump (spec §4.1): the token that crosses 256 bytes is
+// token-limited dump (docs/tfserving-rest.md §4.1): the token that crosses 256 bytes is
 // written whole, then nothing — no closing bracket, no "...".
 func TestLongDumps(t *testing.T) {
 	x := strings.Repeat("x", 300)
@@ -245,7 +245,7 @@ func TestLongDumps(t *testing.T) {
 // TestRowKeysAreCStrings: TF reads an instance object's keys as C strings,
 // so a key ends at its first NUL; keys that collapse to one name behave as
 // a duplicated key (both values added, the tensor keeps the first ones).
-// Columnar names and "b64" keep their full length (spec §4.1).
+// Columnar names and "b64" keep their full length (docs/tfserving-rest.md §4.1).
 func TestRowKeysAreCStrings(t *testing.T) {
 	one := sigOf("x:FP32")
 	two := sigOf("a:FP32", "b:FP32")
@@ -339,7 +339,7 @@ func TestVerifyInputsSize(t *testing.T) {
 
 // TestCheckOrder: JSON and signature_name errors come before the model
 // lookup; everything else after it, and the lookup's error is returned as
-// is (spec §2.3).
+// is (docs/tfserving-rest.md §2.3).
 func TestCheckOrder(t *testing.T) {
 	notFound := apierr.New(apierr.NotFound, "Servable not found for request: Latest(m)")
 	failing := func(string) (*tensor.Signature, error) { return nil, notFound }

@@ -11,7 +11,7 @@ import (
 
 // verifyInputsSize is predict_util.cc's VerifyRequestInputsSize, which TF
 // Serving's predictor runs on every parsed request before the model: the
-// request must hold as many distinct inputs as the signature (spec §4.1).
+// request must hold as many distinct inputs as the signature (docs/tfserving-rest.md §4.1).
 // The JSON parser lets one request through with fewer: row instances that
 // are b64 objects all feed the first input, even when the signature has
 // several. Columnar objects ignore unknown names and require every

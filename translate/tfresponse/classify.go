@@ -14,7 +14,7 @@ import (
 // Classify appends TF Serving's classify response body to dst: the checks
 // of PostProcessClassificationResult on the "classes" and "scores" output
 // tensors (either may be nil: the signature lacks it), then
-// MakeJsonFromClassificationResult (spec §5.3, §6.2):
+// MakeJsonFromClassificationResult (docs/tfserving-rest.md §5.3, §6.2):
 // {"results": [[[label, score], …] per example]}, one single-line array
 // per example, label "" without classes, score 0.0 without scores.
 //

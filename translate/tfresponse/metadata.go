@@ -9,7 +9,7 @@ import (
 )
 
 // Metadata appends the body of TF Serving's model metadata answer
-// (GET /v1/models/{m}[/versions/{v}]/metadata, spec §2.2) for sig, the
+// (GET /v1/models/{m}[/versions/{v}]/metadata, docs/tfserving-rest.md §2.2) for sig, the
 // signature built from v2 model metadata, served as version.
 //
 // TF Serving hand-glues two protobuf-JSON documents

@@ -39,7 +39,7 @@ type scratch struct {
 var scratchPool = sync.Pool{New: func() any { return &scratch{w: jsontext.NewWriter(nil)} }}
 
 // Predict appends TF Serving's predict response body for outputs to dst
-// (json_tensor.cc MakeJsonFromTensors, spec §5): {"predictions": [...]}
+// (json_tensor.cc MakeJsonFromTensors, docs/tfserving-rest.md §5): {"predictions": [...]}
 // with one element per batch row for tfrequest.Row, {"outputs": ...} with
 // whole tensors for tfrequest.Columnar. A single output is written without
 // its name; several are objects keyed by name in sorted order (TF's order

@@ -11,7 +11,7 @@ import (
 
 // Regress appends TF Serving's regress response body to dst: the checks
 // of PostProcessRegressionResult on the "outputs" tensor, then
-// MakeJsonFromRegressionResult (spec §5.3, §6.2): {"results": [v, …]} on
+// MakeJsonFromRegressionResult (docs/tfserving-rest.md §5.3, §6.2): {"results": [v, …]} on
 // one line, values in TF's DT_FLOAT format.
 //
 // Errors are *apierr.Error with TF Serving's texts (400): a shape other

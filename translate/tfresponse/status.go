@@ -17,7 +17,7 @@ type VersionStatus struct {
 
 // Status appends the body of TF Serving's model status answer
 // (GetModelStatusResponse printed by protobuf's JSON printer with
-// whitespace and all fields, spec §2.1): versions in the order given (TF
+// whitespace and all fields, docs/tfserving-rest.md §2.1): versions in the order given (TF
 // lists them by descending version: the caller sorts), trailing newline.
 func Status(dst []byte, versions []VersionStatus) []byte {
 	p := protoWriter{buf: dst}

@@ -11,7 +11,7 @@ import (
 )
 
 // DecodeResponse decodes a v2 infer response into its output tensors, in
-// the response's order (spec §6.2). headerLength is the
+// the response's order (docs/open-inference-protocol.md §6.2). headerLength is the
 // Inference-Header-Content-Length value (see ParseHeaderLength), or -1
 // when the response had none and the whole body is JSON.
 //
@@ -23,7 +23,7 @@ import (
 //
 // sig may be nil. When it declares an output of rank 1 and the response
 // has shape [N,1], the shape is reported as [N]: MLServer reshapes 1-D
-// numpy outputs that way (spec §6.3). Element counts are checked against
+// numpy outputs that way (docs/open-inference-protocol.md §6.3). Element counts are checked against
 // lim.MaxElements, and sizes against the bytes that arrived, before
 // anything is allocated. Errors are *apierr.Error with code BadGateway.
 func DecodeResponse(body []byte, headerLength int, sig *tensor.Signature, lim tensor.Limits) ([]tensor.Tensor, error) {

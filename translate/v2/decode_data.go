@@ -12,7 +12,7 @@ import (
 	"github.com/x448/float16"
 )
 
-// decodeData reads an output's JSON "data" (spec §6.3) into t, which has n
+// decodeData reads an output's JSON "data" (docs/open-inference-protocol.md §6.3) into t, which has n
 // elements. The servers write a flat list; MLServer custom models may nest
 // it or write a bare scalar, so leaves are taken in document order
 // whatever the nesting (as Triton does for requests). Values:
@@ -25,7 +25,7 @@ import (
 //   - BYTES: strings, base64-decoded when content_type is "base64".
 //
 // The leaf count must equal n, with one exception: MLServer writes a
-// fixed-width numpy bytes array as one concatenated string (spec §6.3).
+// fixed-width numpy bytes array as one concatenated string (docs/open-inference-protocol.md §6.3).
 // When a BYTES output's strings do not number n but their total length
 // splits into n equal widths, they are split that way and each element's
 // trailing NUL padding is dropped, which is what numpy's fixed-width
@@ -136,7 +136,7 @@ func putNumber(t *tensor.Tensor, i int, v jsontext.Value) error {
 		if !ok {
 			return badValue(t, v)
 		}
-		// Truncation, as tritonclient encodes BF16 (spec §4).
+		// Truncation, as tritonclient encodes BF16 (docs/open-inference-protocol.md §4).
 		binary.LittleEndian.PutUint16(d[2*i:], tensor.BF16FromFloat32(float32(f)))
 	default:
 		return badValue(t, v)

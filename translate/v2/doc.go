@@ -3,7 +3,7 @@
 // back into tensors, and reads the v2 metadata, Triton config and error
 // bodies the proxy needs around them.
 //
-// The three v2 servers differ on the wire (spec open-inference-protocol.md
+// The three v2 servers differ on the wire (docs/open-inference-protocol.md
 // §12), and the differences live here and nowhere else:
 //   - Triton and KServe get the Binary Tensor Data Extension: a small JSON
 //     header followed by raw little-endian blocks, outputs requested binary

@@ -35,7 +35,7 @@ type EncodeOptions struct {
 //
 // Triton and KServe get the binary extension: a JSON header naming every
 // input with its binary_data_size and asking binary_data_output with no
-// "outputs" list (so every output comes back binary, spec §6.1), followed
+// "outputs" list (so every output comes back binary, docs/open-inference-protocol.md §6.1), followed
 // by each input's block in order. MLServer, which has no binary extension,
 // gets JSON "data" (see encodeJSON).
 //
@@ -119,7 +119,7 @@ func encodeBinary(dst []byte, inputs []tensor.Tensor, opt EncodeOptions) ([]byte
 
 // appendInputHead appends `{"name":…,"shape":[…],"datatype":"…"` (no
 // closing brace). A rank-0 tensor goes as shape [1] when oneForScalar:
-// Triton counts an empty shape as zero elements (spec §4).
+// Triton counts an empty shape as zero elements (docs/open-inference-protocol.md §4).
 func appendInputHead(dst []byte, t *tensor.Tensor, oneForScalar bool) []byte {
 	dst = append(dst, `{"name":`...)
 	dst = jsontext.AppendString(dst, t.Name)

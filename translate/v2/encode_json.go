@@ -14,7 +14,7 @@ import (
 )
 
 // encodeJSON writes a JSON-only request body for MLServer, which has no
-// binary extension (spec §1, §5.4):
+// binary extension (docs/open-inference-protocol.md §1, §5.4):
 //
 //   - numbers in a flat "data" list: integers exactly (64-bit included),
 //     floats in the shortest form that reads back as the same value at the

@@ -27,7 +27,7 @@ type refInput struct {
 }
 
 // refReadBinary is an independent reader of binary-extension request
-// bodies, written from the spec (§5.1) rather than from the encoder: JSON
+// bodies, written from docs/open-inference-protocol.md §5.1 rather than from the encoder: JSON
 // header via encoding/json, then blocks in input order.
 func refReadBinary(t *testing.T, body []byte, headerLength int) (id string, ins []refInput) {
 	t.Helper()

@@ -28,7 +28,7 @@ const maxErrorLen = 4096
 const maxErrorJSON = 1 << 20
 
 // DecodeError turns the body of a non-2xx v2 response into the message a
-// TF client gets (spec §7): the "error" string all three servers send, the
+// TF client gets (docs/open-inference-protocol.md §7): the "error" string all three servers send, the
 // "detail" of FastAPI (KServe, MLServer: a string, or a validation list
 // rendered "loc: msg; ..."), the text of a plain-text or HTML body, or the
 // HTTP status text for an empty body. The result is valid UTF-8 and at

@@ -62,7 +62,7 @@ func kindByName(s string) (ServerKind, bool) {
 
 // KindFromServerMetadata detects the server from the body of GET /v2,
 // whose "name" is "triton", "kserve" or "mlserver" on the three servers
-// (spec §2). Other servers cannot be assumed to speak any dialect, so an
+// (docs/open-inference-protocol.md §2). Other servers cannot be assumed to speak any dialect, so an
 // unknown name is an error asking for an explicit kind.
 func KindFromServerMetadata(body []byte) (ServerKind, error) {
 	var meta struct {

@@ -42,7 +42,7 @@ func TestKindFromServerMetadata(t *testing.T) {
 		want ServerKind
 		ok   bool
 	}{
-		// Bodies of GET /v2 as the three servers send them (spec §2).
+		// Bodies of GET /v2 as the three servers send them (docs/open-inference-protocol.md §2).
 		{`{"name":"triton","version":"2.50.0","extensions":["classification","sequence","model_repository","binary_tensor_data"]}`, Triton, true},
 		{`{"name":"kserve","version":"0.14.0","extensions":["model_repository_extension"]}`, KServe, true},
 		{`{"name":"mlserver","version":"1.6.1","extensions":[]}`, MLServer, true},

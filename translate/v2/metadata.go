@@ -29,7 +29,7 @@ type modelMetadata struct {
 }
 
 // ParseModelMetadata turns the body of GET /v2/models/{m}[/versions/{v}]
-// into a signature (spec §9). KServe's empty input/output lists and null
+// into a signature (docs/open-inference-protocol.md §9). KServe's empty input/output lists and null
 // versions are accepted. Batched is set when every input has a leading -1;
 // on Triton ApplyTritonConfig then settles it, because -1 also marks
 // variable non-batch dimensions.
