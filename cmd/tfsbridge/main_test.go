@@ -70,15 +70,19 @@ func TestProxyTimeoutFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.readTimeout != time.Minute || o.readHeaderTimeout != 10*time.Second || o.idleTimeout != 2*time.Minute {
-		t.Errorf("defaults: read %v, read-header %v, idle %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout)
+	if o.readTimeout != time.Minute || o.readHeaderTimeout != 10*time.Second || o.idleTimeout != 2*time.Minute || o.writeTimeout != time.Minute {
+		t.Errorf("defaults: read %v, read-header %v, idle %v, write %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout, o.writeTimeout)
 	}
-	o, err = parseProxy([]string{"--read-timeout=3s", "--read-header-timeout=2s"}, envOf(map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "4s"}), io.Discard)
+	o, err = parseProxy([]string{"--read-timeout=3s", "--read-header-timeout=2s"},
+		envOf(map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "4s", "TFSBRIDGE_WRITE_TIMEOUT": "5s"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.readTimeout != 3*time.Second || o.readHeaderTimeout != 2*time.Second || o.idleTimeout != 4*time.Second {
-		t.Errorf("set: read %v, read-header %v, idle %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout)
+	if o.readTimeout != 3*time.Second || o.readHeaderTimeout != 2*time.Second || o.idleTimeout != 4*time.Second || o.writeTimeout != 5*time.Second {
+		t.Errorf("set: read %v, read-header %v, idle %v, write %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout, o.writeTimeout)
+	}
+	if got := o.options(nil).Proxy.WriteTimeout; got != 5*time.Second {
+		t.Errorf("bridge write timeout %v, want 5s", got)
 	}
 }
 
@@ -99,6 +103,7 @@ func TestParseErrors(t *testing.T) {
 		{"zero timeout", "proxy", []string{"--request-timeout", "0"}, nil, "request-timeout"},
 		{"zero read timeout", "proxy", []string{"--read-timeout", "0s"}, nil, "read-timeout"},
 		{"negative idle timeout", "proxy", nil, map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "-1s"}, "idle-timeout"},
+		{"zero write timeout", "proxy", []string{"--write-timeout", "0s"}, nil, "--write-timeout must be positive"},
 		{"grpc recv below body", "extproc", []string{"--max-body-bytes", "8MiB", "--grpc-max-recv-bytes", "4MiB"}, nil, "--grpc-max-recv-bytes must be 0 (derived) or at least the body limit"},
 		{"grpc recv from env", "extproc", []string{"--max-body-bytes=8MiB"}, map[string]string{"TFSBRIDGE_GRPC_MAX_RECV_BYTES": "1MiB"}, "grpc-max-recv-bytes"},
 		{"unknown command", "serve", nil, nil, "unknown command"},

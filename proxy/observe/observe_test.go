@@ -25,11 +25,18 @@ func TestModelLabel(t *testing.T) {
 		{"probe", false, ModelUnknown},
 		{"resnet", true, "resnet"},
 		{"resnet", true, "resnet"},
+		// Regression: /v1/models/%FF%FE:predict made Prometheus panic on
+		// the label value, killing the ext_proc server.
+		{"\xff\xfe", true, "\ufffd"}, // a run of bad bytes is one U+FFFD
+		{"caf\xc3", true, "caf\ufffd"},
+		{"café", true, "café"},
 	}
 	for _, tt := range tests {
-		if got := m.ModelLabel(tt.model, tt.confirmed); got != tt.want {
+		got := m.ModelLabel(tt.model, tt.confirmed)
+		if got != tt.want {
 			t.Errorf("ModelLabel(%q, %v) = %q, want %q", tt.model, tt.confirmed, got, tt.want)
 		}
+		m.Request("predict", got, 200) // must not panic
 	}
 	for i := range MaxModelLabels * 2 {
 		m.ModelLabel("m"+strconv.Itoa(i), true)

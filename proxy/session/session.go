@@ -42,6 +42,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -79,7 +80,12 @@ type Config struct {
 	// 413 (apierr.PayloadTooLarge), the status Envoy's own buffer limit
 	// answers, so "too large" looks the same whichever layer refused.
 	MaxBodyBytes int64
-	Metrics      *observe.Metrics
+	// Admission is the in-flight memory budget all sessions share: each
+	// body reserves its size times its amplification factor (admission.
+	// RequestFactor, ResponseFactor) until the exchange ends, and over the
+	// budget the client gets TF's 503. nil admits everything.
+	Admission *admission.Budget
+	Metrics   *observe.Metrics
 	// Logger receives one line per exchange; nil discards.
 	Logger *slog.Logger
 }
@@ -122,6 +128,9 @@ type Session struct {
 	respIHCL     string
 	respType     string
 	respEncoding string
+
+	// reserved is what the exchange holds of cfg.Admission.
+	reserved int64
 }
 
 var discard = slog.New(slog.DiscardHandler)
@@ -255,9 +264,16 @@ func (s *Session) RequestBody(_ context.Context, body []byte) Action {
 	if err := s.checkSize("Request", int64(len(body))); err != nil {
 		return s.fail(err)
 	}
+	if err := s.admit(len(body), 0, admission.RequestFactor); err != nil {
+		return s.fail(err)
+	}
+	raw := len(body)
 	body, err := decodeRequestBody(s.reqEncoding, body, s.maxBody())
 	if err != nil {
 		return s.fail(s.tooLarge("Decompressed request"))
+	}
+	if err := s.admit(len(body), raw, admission.RequestFactor); err != nil {
+		return s.fail(err)
 	}
 	t0 := time.Now()
 	req, ex, err := translate.TranslateRequest(body, s.resolve, translate.RequestOptions{
@@ -339,12 +355,19 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 	if err := s.checkSize("Response", int64(len(body))); err != nil {
 		return s.fail(err)
 	}
+	if err := s.admit(len(body), 0, admission.ResponseFactor); err != nil {
+		return s.fail(err)
+	}
+	raw := len(body)
 	body, err := decodeResponseBody(s.respEncoding, body, s.maxBody())
 	if errors.Is(err, errTooLarge) {
 		return s.fail(s.tooLarge("Decompressed response"))
 	}
 	if err != nil {
 		return s.fail(apierr.Wrap(apierr.BadGateway, err, "Invalid response from the v2 inference server: "+err.Error()))
+	}
+	if err := s.admit(len(body), raw, admission.ResponseFactor); err != nil {
+		return s.fail(err)
 	}
 	if s.respStatus < 200 || s.respStatus > 299 {
 		return s.fail(s.upstreamError(body))
@@ -416,9 +439,12 @@ func (s *Session) MaxBodyBytes() int64 { return s.maxBody() }
 // trip); a non-*apierr.Error becomes a 500.
 func (s *Session) Fail(err error) Action { return s.fail(err) }
 
-// Close ends the exchange. An exchange that was routed as ours but never
-// answered (Envoy or the client went away) is counted with status 499.
+// Close ends the exchange and returns its memory reservation. An exchange
+// that was routed as ours but never answered (Envoy or the client went
+// away) is counted with status 499.
 func (s *Session) Close() {
+	s.cfg.Admission.Release(s.reserved)
+	s.reserved = 0
 	if s.state != stIdle && s.state != stPassThrough && !s.finished {
 		s.finish(apierr.Cancelled.HTTPStatus())
 		s.log.Debug("exchange abandoned", "route", s.route.String(), "elapsed", time.Since(s.start))
@@ -454,6 +480,23 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 	default:
 		s.log.Debug("tf request rejected", append(attrs, "error", e.Error())...)
 	}
+}
+
+// admit reserves factor bytes of the in-flight budget for each byte of a
+// body of n bytes beyond the already bytes reserved for it (a decompressed
+// body reserves its growth). Over the budget the client gets TF's 503:
+// the bridge is busy, not the request wrong, and a retry may pass.
+func (s *Session) admit(n, already int, factor int64) error {
+	if n <= already {
+		return nil
+	}
+	need := int64(n-already) * factor
+	if err := s.cfg.Admission.Reserve(need); err != nil {
+		return apierr.Wrap(apierr.Unavailable, err,
+			"tfsbridge is over its in-flight memory budget (--max-inflight-bytes); retry later: this body "+err.Error())
+	}
+	s.reserved += need
+	return nil
 }
 
 func (s *Session) checkSize(what string, n int64) error {

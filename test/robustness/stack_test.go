@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
 	"github.com/tfsbridge/tfsbridge/test/mockv2"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -38,7 +41,17 @@ type stackConfig struct {
 	readTimeout    time.Duration
 	readHeader     time.Duration
 	idleTimeout    time.Duration
+	writeTimeout   time.Duration // proxy; default a minute
 	limits         tensor.Limits
+	// maxInflight is --max-inflight-bytes; 0 keeps the bridge's default.
+	maxInflight int64
+	// logger receives tfsbridge's logs; nil discards them.
+	logger *slog.Logger
+	// wrapBackend and wrapTransport, when set, wrap the session's backend
+	// and the backend client's transport, to inject faults (panics) into
+	// both adapters.
+	wrapBackend   func(session.Backend) session.Backend
+	wrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 const defaultTestMaxBody = 1 << 20
@@ -67,6 +80,7 @@ type stack struct {
 	envoyURL string
 	env      *envoysim.Envoy
 	backend  *backend.Client
+	metrics  *observe.Metrics
 	client   *http.Client
 
 	transports []*http.Transport
@@ -115,14 +129,29 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		ReadTimeout:       cfg.readTimeout,
 		ReadHeaderTimeout: cfg.readHeader,
 		IdleTimeout:       cfg.idleTimeout,
+		WriteTimeout:      o.Proxy.WriteTimeout,
 	}
+	if cfg.writeTimeout > 0 {
+		o.Proxy.WriteTimeout = cfg.writeTimeout
+	}
+	if cfg.maxInflight > 0 {
+		o.MaxInflightBytes = cfg.maxInflight
+	}
+	o.Logger = cfg.logger
 	o.BackendTransport = backendTransport
+	if cfg.wrapTransport != nil {
+		o.BackendTransport = cfg.wrapTransport(backendTransport)
+	}
 	o.ProxyTransport = proxyTransport
 	b, err := bridge.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.wrapBackend != nil {
+		b.Session.Backend = cfg.wrapBackend(b.Session.Backend)
+	}
 	s.backend = b.Backend
+	s.metrics = b.Metrics
 	l, err := bridge.Listen(bridge.Addrs{Extproc: "127.0.0.1:0", Proxy: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
