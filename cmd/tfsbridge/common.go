@@ -60,7 +60,7 @@ func (o *bridgeOptions) registerServing(f *flagSet) {
 	o.maxBody = byteSize(d.MaxBodyBytes)
 	f.fs.Var(&o.maxBody, "max-body-bytes", "Largest request or response body translated, a `size` such as 64MiB or 1048576; larger ones get 413.")
 	o.maxInflight = byteSize(d.MaxInflightBytes)
-	f.fs.Var(&o.maxInflight, "max-inflight-bytes", "Memory budget of all translated exchanges together, a `size`: each body reserves its size times its amplification factor (8 for requests, 12 for responses) until the exchange ends; over it new TF requests get 503. The default is half of GOMEMLIMIT, or of the cgroup memory limit, else 2GiB.")
+	f.fs.Var(&o.maxInflight, "max-inflight-bytes", "Memory budget of all translated exchanges together, a `size`: each body reserves its size times its amplification factor (20 for requests, 32 for responses) until the exchange ends; over it new TF requests get 503. The default is half of GOMEMLIMIT, or of the cgroup memory limit, else 4GiB.")
 	f.fs.IntVar(&o.maxDepth, "max-json-depth", d.MaxJSONDepth, "Deepest JSON nesting accepted in a body.")
 	f.fs.Int64Var(&o.maxElements, "max-elements", d.MaxElements, "Most tensor elements one body may carry.")
 	f.fs.StringVar(&o.metricsAddr, "metrics-addr", bridge.DefaultMetricsAddr, "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.")

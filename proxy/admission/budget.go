@@ -18,17 +18,21 @@ import (
 )
 
 // Amplification factors: the bytes one exchange may hold at its peak per
-// byte of a body, measured in test/robustness (TestMemoryAmplification)
-// and rounded up.
+// byte of a body. test/robustness (TestMemoryAmplification) measures the
+// worst bodies against them: the translations peak at about 16× and 25×,
+// and the adapters hold a copy or two of the bodies besides (gRPC message
+// buffers, the proxy's read buffer).
 const (
 	// RequestFactor covers a TF request body while it is translated: the
-	// body itself, the decoded values and the v2 body built from them
-	// (JSON numbers to binary tensors or to JSON again).
-	RequestFactor = 8
+	// body, the parse tape (24 bytes per JSON value, so 12 per byte of
+	// "0,0,…") and the v2 body built from it (8 bytes per such value for
+	// INT64 or FP64).
+	RequestFactor = 20
 	// ResponseFactor covers a v2 response body while it is translated:
-	// the body, its decoded tensors and the TF JSON written from them,
-	// which the translators cap at 8× the body limit.
-	ResponseFactor = 12
+	// the body, the parse tape of a JSON one, the decoded tensors and the
+	// TF JSON written from them (started at half its size bound). An
+	// answer that expands further is held in full once written (Hold).
+	ResponseFactor = 32
 )
 
 // Budget is the shared reservation counter. A nil *Budget admits
@@ -84,6 +88,20 @@ func (b *Budget) Reserve(n int64) error {
 	b.mu.Unlock()
 	b.metrics.InflightBytes(used)
 	return nil
+}
+
+// Hold adds n bytes to the total even over the budget: for memory an
+// exchange already holds (a translated answer larger than its
+// reservation, waiting for a slow client), which new requests must see.
+func (b *Budget) Hold(n int64) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used += n
+	used := b.used
+	b.mu.Unlock()
+	b.metrics.InflightBytes(used)
 }
 
 // Release returns n reserved bytes.

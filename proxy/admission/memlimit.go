@@ -13,9 +13,9 @@ import (
 const CgroupMemoryMax = "/sys/fs/cgroup/memory.max"
 
 // FallbackLimit is the in-flight budget when no memory limit is known
-// (neither GOMEMLIMIT nor a cgroup limit): room for four requests at the
+// (neither GOMEMLIMIT nor a cgroup limit): room for three requests at the
 // default 64 MiB body limit.
-const FallbackLimit = 2 << 30
+const FallbackLimit = 4 << 30
 
 // softLimitShare is the part of the cgroup limit given to the Go runtime
 // as its soft memory limit: the rest is for what the runtime does not

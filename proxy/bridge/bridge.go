@@ -210,6 +210,8 @@ func New(o Options) (*Bridge, error) {
 		ErrorTTL:    errTTL,
 		Transport:   o.BackendTransport,
 		Metrics:     m,
+		// Metadata is a body too: never more than the body limit.
+		MaxMetadataBytes: min(backend.DefaultMaxMetadataBytes, o.MaxBodyBytes),
 	})
 	if err != nil {
 		return nil, err

@@ -379,10 +379,16 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 		}
 	}
 	t0 := time.Now()
-	out, err := translate.TranslateResponse(body, headerLength, s.exchange, s.cfg.Limits)
+	out, err := translate.TranslateResponse(body, headerLength, s.exchange, s.limits())
 	s.cfg.Metrics.Translation(observe.DirResponse, time.Since(t0))
 	if err != nil {
 		return s.fail(err)
+	}
+	if n := int64(len(out)); n > s.reserved {
+		// The answer stays in memory until the client has read it: new
+		// requests must see it even when it outgrew the reservation.
+		s.cfg.Admission.Hold(n - s.reserved)
+		s.reserved = n
 	}
 	s.cfg.Metrics.BodySize(observe.StageTFResponse, len(out))
 	s.finish(http.StatusOK)
@@ -429,6 +435,24 @@ func (s *Session) TooLarge() Action {
 		what = "Response"
 	}
 	return s.fail(s.tooLarge(what))
+}
+
+// OutputExpansion caps a translated TF answer, by its size bound, at this
+// multiple of the body limit (unless Config.Limits sets MaxOutputBytes):
+// a v2 answer may expand, but not without a bound the operator controls.
+// The bound assumes the longest text of every value: a JSON v2 answer of
+// one-digit numbers ("0,") or a binary BOOL one bounds at 20–27 bytes per
+// byte of body while it really prints 6–16, so 32 lets every real answer
+// at the body limit through.
+const OutputExpansion = 32
+
+// limits returns the translation limits with the output cap filled in.
+func (s *Session) limits() tensor.Limits {
+	l := s.cfg.Limits
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = OutputExpansion * s.maxBody()
+	}
+	return l
 }
 
 // MaxBodyBytes returns the body limit in force.
