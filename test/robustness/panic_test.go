@@ -1,12 +1,11 @@
 package robustness
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -59,22 +58,53 @@ func (p panickyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return p.RoundTripper.RoundTrip(r)
 }
 
-// syncBuffer is a log sink shared by the servers' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// logRecorder is a slog.Handler that keeps every record at Info and
+// above, with the attributes of the logger it came through (request_id).
+type logRecorder struct {
+	attrs []slog.Attr
+	log   *recordedLogs
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+type recordedLogs struct {
+	mu      sync.Mutex
+	records []map[string]string // attribute key → value, plus "level" and "msg"
 }
 
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func newLogRecorder() *logRecorder { return &logRecorder{log: &recordedLogs{}} }
+
+func (h *logRecorder) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	m := map[string]string{"level": r.Level.String(), "msg": r.Message}
+	for _, a := range h.attrs {
+		m[a.Key] = a.Value.String()
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		m[a.Key] = a.Value.String()
+		return true
+	})
+	h.log.mu.Lock()
+	defer h.log.mu.Unlock()
+	h.log.records = append(h.log.records, m)
+	return nil
+}
+
+func (h *logRecorder) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &logRecorder{attrs: append(slices.Clip(h.attrs), attrs...), log: h.log}
+}
+
+func (h *logRecorder) WithGroup(string) slog.Handler { return h }
+
+// find returns the record with request_id id, nil if none.
+func (h *logRecorder) find(id string) map[string]string {
+	h.log.mu.Lock()
+	defer h.log.mu.Unlock()
+	for _, r := range h.log.records {
+		if r["request_id"] == id {
+			return r
+		}
+	}
+	return nil
 }
 
 // TestPanicIsolated: a panic while handling one exchange — in the session's
@@ -85,10 +115,10 @@ func (s *syncBuffer) String() string {
 func TestPanicIsolated(t *testing.T) {
 	h := startHostile(t)
 	fb := &faultyBackend{held: make(chan struct{}, 64), release: make(chan struct{})}
-	logs := &syncBuffer{}
+	logs := newLogRecorder()
 	s := newStack(t, stackConfig{
 		upstream:      h.URL(),
-		logger:        slog.New(slog.NewJSONHandler(logs, nil)), // the default level, info
+		logger:        slog.New(logs), // the default level, info
 		wrapBackend:   func(b session.Backend) session.Backend { fb.Backend = b; return fb },
 		wrapTransport: func(rt http.RoundTripper) http.RoundTripper { return panickyTransport{rt} },
 	})
@@ -133,10 +163,10 @@ func TestPanicIsolated(t *testing.T) {
 			a := s.send(via, c.method, c.path, body, map[string]string{"X-Request-Id": id})
 			what := c.name + " via " + via
 			checkAnswer(t, what, a, 500, "Internal error in tfsbridge while handling this request (request id "+id+")")
-			if line := logLine(t, logs.String(), id); line == nil {
+			if line := logs.find(id); line == nil {
 				t.Errorf("%s: no log line for request id %s", what, id)
-			} else if line["level"] != "ERROR" || !strings.Contains(fmt.Sprint(line["stack"]), "robustness.") ||
-				!strings.Contains(fmt.Sprint(line["panic"]), "injected") && !strings.Contains(fmt.Sprint(line["panic"]), "nil map") {
+			} else if line["level"] != "ERROR" || !strings.Contains(line["stack"], "robustness.") ||
+				!strings.Contains(line["panic"], "injected") && !strings.Contains(line["panic"], "nil map") {
 				t.Errorf("%s: log line %v, want level ERROR, the panic and its stack", what, line)
 			}
 		}
@@ -181,22 +211,4 @@ func TestInvalidUTF8ModelName(t *testing.T) {
 	if got := s.metrics.Value("tfsbridge_requests_total", "model", "\ufffd", "verb", "status"); got != 2 {
 		t.Errorf("status requests labelled model=U+FFFD: %v, want 2", got)
 	}
-}
-
-// logLine returns the JSON log line carrying request_id id, nil if none.
-func logLine(t *testing.T, logs, id string) map[string]any {
-	t.Helper()
-	for _, l := range strings.Split(logs, "\n") {
-		if !strings.Contains(l, id) {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("log line %q: %v", l, err)
-		}
-		if m["request_id"] == id {
-			return m
-		}
-	}
-	return nil
 }
