@@ -12,7 +12,9 @@ package admission
 
 import (
 	"fmt"
+	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
@@ -43,12 +45,32 @@ type Budget struct {
 
 	mu   sync.Mutex
 	used int64
+	// peak is the highest total since the budget last drained; a drain
+	// after a large peak returns the burst's memory to the OS.
+	peak int64
+	// trim returns memory to the OS; lastTrim rate-limits it.
+	trim     func()
+	lastTrim time.Time
 }
+
+// Trimming: when the reserved total falls back to zero after a burst that
+// reserved at least 1/trimShare of the budget, and is still zero trimDelay
+// later (the exchanges' last buffers are unreferenced by then), the
+// burst's memory is returned to the OS (debug.FreeOSMemory, on a timer's
+// goroutine), at most once per trimInterval. Without it the heap stays at
+// the burst's size until the next collection, which an idle process runs
+// only every two minutes; with it an idle tfsbridge shrinks back within a
+// second. It never runs on a busy process nor after small exchanges.
+const (
+	trimShare    = 8
+	trimDelay    = 200 * time.Millisecond
+	trimInterval = 10 * time.Second
+)
 
 // New returns a budget of limit bytes (limit must be positive) that
 // reports its level and refusals to m.
 func New(limit int64, m *observe.Metrics) *Budget {
-	return &Budget{limit: limit, metrics: m}
+	return &Budget{limit: limit, metrics: m, trim: debug.FreeOSMemory}
 }
 
 // Limit returns the budget's size; 0 for a nil budget.
@@ -84,6 +106,7 @@ func (b *Budget) Reserve(n int64) error {
 		return &Exhausted{Need: n, InUse: used, Limit: b.limit}
 	}
 	b.used += n
+	b.peak = max(b.peak, b.used)
 	used := b.used
 	b.mu.Unlock()
 	b.metrics.InflightBytes(used)
@@ -99,6 +122,7 @@ func (b *Budget) Hold(n int64) {
 	}
 	b.mu.Lock()
 	b.used += n
+	b.peak = max(b.peak, b.used)
 	used := b.used
 	b.mu.Unlock()
 	b.metrics.InflightBytes(used)
@@ -112,8 +136,24 @@ func (b *Budget) Release(n int64) {
 	b.mu.Lock()
 	b.used -= n
 	used := b.used
+	trim := false
+	if used == 0 {
+		now := time.Now()
+		trim = b.peak >= b.limit/trimShare && now.Sub(b.lastTrim) >= trimInterval
+		if trim {
+			b.lastTrim = now
+		}
+		b.peak = 0
+	}
 	b.mu.Unlock()
 	b.metrics.InflightBytes(used)
+	if trim && b.trim != nil {
+		time.AfterFunc(trimDelay, func() {
+			if b.InUse() == 0 {
+				b.trim()
+			}
+		})
+	}
 }
 
 // Exhausted is a refused reservation.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
@@ -140,4 +141,63 @@ func TestSetSoftMemoryLimit(t *testing.T) {
 	if got, want := DefaultLimit(), int64(float64(int64(gib*softLimitShare))*budgetShare); got != want {
 		t.Errorf("DefaultLimit = %d, want half the soft limit %d", got, want)
 	}
+}
+
+// A drain after a burst of at least an eighth of the budget returns memory
+// to the OS once; small exchanges, a busy budget and a second burst within
+// the interval do not.
+func TestBudgetTrimsAfterBursts(t *testing.T) {
+	trims := make(chan struct{}, 8)
+	b := New(800, nil)
+	b.trim = func() { trims <- struct{}{} }
+	cycle := func(sizes ...int64) {
+		for _, n := range sizes {
+			if err := b.Reserve(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range sizes {
+			b.Release(n)
+		}
+	}
+	expect := func(what string, want int) {
+		t.Helper()
+		got := 0
+		for {
+			select {
+			case <-trims:
+				got++
+				continue
+			case <-time.After(trimDelay + 100*time.Millisecond):
+			}
+			break
+		}
+		if got != want {
+			t.Errorf("%s: %d trims, want %d", what, got, want)
+		}
+	}
+	cycle(10, 20, 30)
+	expect("small exchanges", 0)
+	if err := b.Reserve(150); err != nil { // a burst, still in progress
+		t.Fatal(err)
+	}
+	cycle(10)
+	expect("a busy budget", 0)
+	b.Release(150)
+	if err := b.Reserve(10); err != nil { // busy again before the delay passed
+		t.Fatal(err)
+	}
+	expect("busy again within the delay", 0)
+	b.Release(10)
+	b.lastTrim = time.Time{}
+	if err := b.Reserve(150); err != nil {
+		t.Fatal(err)
+	}
+	b.Release(150)
+	expect("the burst drained", 1)
+	cycle(400)
+	expect("a second burst within the interval", 0)
+	b.lastTrim = time.Now().Add(-trimInterval)
+	cycle(100, 100)
+	expect("a burst after the interval", 1)
 }

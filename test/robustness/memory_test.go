@@ -3,7 +3,10 @@ package robustness
 import (
 	"bytes"
 	"fmt"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,5 +151,59 @@ func TestAdmissionBudget(t *testing.T) {
 	}
 	if got := s.metrics.Value("tfsbridge_inflight_bytes"); got != 0 {
 		t.Errorf("tfsbridge_inflight_bytes = %v after every exchange ended, want 0", got)
+	}
+}
+
+// heldFromOS returns the heap memory the process holds from the OS:
+// objects, fragmentation and free spans not yet returned.
+func heldFromOS() uint64 {
+	s := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+	}
+	metrics.Read(s)
+	return s[0].Value.Uint64() + s[1].Value.Uint64() + s[2].Value.Uint64()
+}
+
+// TestMemoryReturnedAfterBurst: once a burst of large requests has drained
+// the in-flight budget, the heap it grew is returned to the OS within a
+// second, instead of staying until the next collection (which an idle
+// process runs every two minutes). The baseline is the same burst with a
+// budget so large that the burst does not count as one.
+func TestMemoryReturnedAfterBurst(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("heap measurement")
+	}
+	h := startHostile(t)
+	body := fill(`{"instances": [`, "1.0,", `]}`, 8<<20)
+	held := map[string]uint64{}
+	for _, c := range []struct {
+		name   string
+		budget int64
+	}{
+		{"baseline", 1 << 40},
+		{"budget", 1 << 30}, // the burst reserves 4 × 160 MiB, over an eighth
+	} {
+		s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 16 << 20, maxInflight: c.budget})
+		before := heapInUse()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				checkAnswer(t, c.name, s.post(viaProxy, "/v1/models/good:predict", body), 200, "")
+			}()
+		}
+		wg.Wait()
+		time.Sleep(time.Second)
+		held[c.name] = heldFromOS()
+		t.Logf("%s: heap held from the OS %d MiB a second after the burst (live heap before %d MiB)", c.name, held[c.name]>>20, before>>20)
+		s.close()
+		heapInUse()
+		debug.FreeOSMemory() // the next case starts from a returned heap
+	}
+	if held["budget"] > 64<<20 || held["budget"] > held["baseline"]/2 {
+		t.Errorf("held %d MiB after the burst, baseline %d MiB: want at most 64 MiB and half the baseline", held["budget"]>>20, held["baseline"]>>20)
 	}
 }

@@ -21,9 +21,9 @@ const bytesSuffix = "_bytes"
 // arrays. Real outputs never come close.
 var maxEmptyArrays = tensor.DefaultLimits.MaxElements
 
-// maxPooledBuffer is the largest scratch buffer kept for reuse, so one
-// huge response does not pin its memory forever.
-const maxPooledBuffer = 64 << 20
+// maxPooledBuffer is the largest scratch buffer kept for reuse, so that a
+// burst of large responses does not stay pinned in the pool after it.
+const maxPooledBuffer = 1 << 20
 
 // scratch is the per-call working state, pooled: the pretty writer, the
 // buffer it writes into (copied out once at the end, so the caller's
