@@ -32,17 +32,8 @@ var transports = []string{viaProxy, viaExtproc}
 // stackConfig sizes one deployment. The timeouts are short so that the
 // hostile cases end in a second or two; zero values take these defaults.
 type stackConfig struct {
-	upstream       string // v2 root URL
-	kind           string // backend kind; "" means triton
-	maxBody        int64  // default 1 MiB
-	requestTimeout time.Duration
-	routeTimeout   time.Duration // envoysim's route timeout
-	backendTimeout time.Duration
-	readTimeout    time.Duration
-	readHeader     time.Duration
-	idleTimeout    time.Duration
-	writeTimeout   time.Duration // proxy; default a minute
-	limits         tensor.Limits
+	// writeTimeout is the proxy's --write-timeout; 0 keeps a minute.
+	writeTimeout time.Duration
 	// maxInflight is --max-inflight-bytes; 0 keeps the bridge's default.
 	maxInflight int64
 	// logger receives tfsbridge's logs; nil discards them.
@@ -52,6 +43,17 @@ type stackConfig struct {
 	// both adapters.
 	wrapBackend   func(session.Backend) session.Backend
 	wrapTransport func(http.RoundTripper) http.RoundTripper
+
+	upstream       string // v2 root URL
+	kind           string // backend kind; "" means triton
+	maxBody        int64  // default 1 MiB
+	requestTimeout time.Duration
+	routeTimeout   time.Duration // envoysim's route timeout
+	backendTimeout time.Duration
+	readTimeout    time.Duration
+	readHeader     time.Duration
+	idleTimeout    time.Duration
+	limits         tensor.Limits
 }
 
 const defaultTestMaxBody = 1 << 20
