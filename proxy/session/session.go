@@ -355,10 +355,6 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 	if err := s.checkSize("Response", int64(len(body))); err != nil {
 		return s.fail(err)
 	}
-	if err := s.admit(len(body), 0, admission.ResponseFactor); err != nil {
-		return s.fail(err)
-	}
-	raw := len(body)
 	body, err := decodeResponseBody(s.respEncoding, body, s.maxBody())
 	if errors.Is(err, errTooLarge) {
 		return s.fail(s.tooLarge("Decompressed response"))
@@ -366,11 +362,13 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 	if err != nil {
 		return s.fail(apierr.Wrap(apierr.BadGateway, err, "Invalid response from the v2 inference server: "+err.Error()))
 	}
-	if err := s.admit(len(body), raw, admission.ResponseFactor); err != nil {
-		return s.fail(err)
-	}
 	if s.respStatus < 200 || s.respStatus > 299 {
 		return s.fail(s.upstreamError(body))
+	}
+	// Only a successful answer is translated, and amplified: a v2 error
+	// body just yields its message.
+	if err := s.admit(len(body), 0, admission.ResponseFactor); err != nil {
+		return s.fail(err)
 	}
 	headerLength := -1
 	if s.respIHCL != "" {
@@ -507,9 +505,10 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 }
 
 // admit reserves factor bytes of the in-flight budget for each byte of a
-// body of n bytes beyond the already bytes reserved for it (a decompressed
-// body reserves its growth). Over the budget the client gets TF's 503:
-// the bridge is busy, not the request wrong, and a retry may pass.
+// body of n bytes, less the first already bytes, which were reserved
+// before (a decompressed body reserves its growth over the compressed
+// one). Over the budget the client gets TF's 503: the bridge is busy, not
+// the request wrong, and a retry may pass.
 func (s *Session) admit(n, already int, factor int64) error {
 	if n <= already {
 		return nil
