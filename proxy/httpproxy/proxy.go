@@ -159,7 +159,6 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		p.respond(w, a)
 		return
 	case session.PassThrough:
-		w.noDeadline()
 		p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, exchangeKey{}, ex)))
 		return
 	}
@@ -260,7 +259,6 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	a := ex.sess.ResponseHeaders(ctx, resp.StatusCode, resp.Header, false)
 	switch a.Verdict {
 	case session.PassThrough:
-		ex.w.noDeadline()
 		return nil
 	case session.Respond:
 		_ = resp.Body.Close()

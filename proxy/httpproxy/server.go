@@ -127,13 +127,9 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 // deadline gives the client d from now to take in the answer. It is set
 // per exchange, when the answer is ready, so that the upstream's time does
 // not count; the server's final flush after the handler returns is under
-// it too. A writer without deadlines (tests) is left alone.
+// it too, and net/http lifts it before the connection's next request, so
+// pass-through answers stream without one. A writer without deadlines
+// (tests) is left alone.
 func (w *answerWriter) deadline(d time.Duration) {
 	_ = w.rc.SetWriteDeadline(time.Now().Add(d))
-}
-
-// noDeadline lifts a deadline a previous translated exchange on the same
-// keep-alive connection left, for a pass-through answer that may stream.
-func (w *answerWriter) noDeadline() {
-	_ = w.rc.SetWriteDeadline(time.Time{})
 }
