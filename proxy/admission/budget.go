@@ -12,6 +12,7 @@ package admission
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -70,7 +71,7 @@ const (
 // New returns a budget of limit bytes (limit must be positive) that
 // reports its level and refusals to m.
 func New(limit int64, m *observe.Metrics) *Budget {
-	return &Budget{limit: limit, metrics: m, trim: debug.FreeOSMemory}
+	return &Budget{limit: limit, metrics: m, trim: trim}
 }
 
 // Limit returns the budget's size; 0 for a nil budget.
@@ -126,6 +127,14 @@ func (b *Budget) Hold(n int64) {
 	used := b.used
 	b.mu.Unlock()
 	b.metrics.InflightBytes(used)
+}
+
+// trim returns the heap to the OS: two collections, since pooled buffers
+// (the translators keep parse tapes and output buffers of up to 64 MiB for
+// reuse) survive the first, then debug.FreeOSMemory.
+func trim() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 // Release returns n reserved bytes.

@@ -96,12 +96,6 @@ func MaxNodes(lim tensor.Limits) int64 {
 	return n
 }
 
-// Pool caps of Release.
-const (
-	maxPooledNodes = 1 << 16
-	maxPooledStrs  = 1 << 20
-)
-
 // Release returns the document's memory to a pool. Values and byte slices
 // obtained from it (except those aliasing the input) must not be used
 // afterwards.
@@ -110,13 +104,12 @@ func (d *Document) Release() {
 		return
 	}
 	d.data = nil
-	// Keep the buffers for reuse unless one grew large (a 64K-node tape is
-	// 1.5 MiB): pooled buffers survive two collections, and a burst of
-	// large bodies left hundreds of MiB pinned in the pool afterwards.
-	if cap(d.nodes) > maxPooledNodes {
+	// Keep the buffers for reuse unless one grew unusually large, so a
+	// single huge body does not pin its memory in the pool forever.
+	if cap(d.nodes) > 1<<22 {
 		d.nodes = nil
 	}
-	if cap(d.strs) > maxPooledStrs {
+	if cap(d.strs) > 1<<24 {
 		d.strs = nil
 	}
 	docPool.Put(d)

@@ -155,10 +155,8 @@ func formatError(v jsontext.Value, msg string) error {
 // bufPool holds tensor data buffers between requests.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// maxPooledBuf keeps a large request from pinning its buffer in the pool
-// (pooled buffers survive two collections, so a burst of large bodies
-// stayed in memory long after it).
-const maxPooledBuf = 1 << 20
+// maxPooledBuf keeps one huge request from pinning its buffer in the pool.
+const maxPooledBuf = 64 << 20
 
 func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
 

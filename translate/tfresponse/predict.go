@@ -21,9 +21,9 @@ const bytesSuffix = "_bytes"
 // arrays. Real outputs never come close.
 var maxEmptyArrays = tensor.DefaultLimits.MaxElements
 
-// maxPooledBuffer is the largest scratch buffer kept for reuse, so that a
-// burst of large responses does not stay pinned in the pool after it.
-const maxPooledBuffer = 1 << 20
+// maxPooledBuffer is the largest scratch buffer kept for reuse, so one
+// huge response does not pin its memory forever.
+const maxPooledBuffer = 64 << 20
 
 // scratch is the per-call working state, pooled: the pretty writer, the
 // buffer it writes into (copied out once at the end, so the caller's
@@ -161,9 +161,10 @@ func PredictWithin(dst []byte, outputs []tensor.Tensor, format tfrequest.Format,
 	}
 	w.EndObject()
 	sc.buf = w.Bytes()
-	if dst == nil && len(sc.buf) >= handOver {
-		// A large body is not kept in the pool: handed over when it fills
-		// two thirds of its buffer or more, else copied out so that the
+	if dst == nil && cap(sc.buf) > maxPooledBuffer {
+		// A buffer too large for the pool is handed over when the body
+		// fills two thirds of it or more, rather than copied (the copy
+		// would double the exchange's peak), else copied out so that the
 		// bound's slack is not held while the answer is sent.
 		out := sc.buf
 		sc.buf = nil
@@ -174,10 +175,6 @@ func PredictWithin(dst []byte, outputs []tensor.Tensor, format tfrequest.Format,
 	}
 	return append(dst, sc.buf...), nil
 }
-
-// handOver is the body size from which Predict may hand its buffer to a
-// caller that passed no dst instead of copying it out.
-const handOver = 1 << 20
 
 func (sc *scratch) release() {
 	if cap(sc.buf) > maxPooledBuffer {

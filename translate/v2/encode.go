@@ -57,7 +57,7 @@ var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return
 
 // maxPooledScratch bounds the buffers kept in scratchPool, so one huge
 // JSON body does not pin its memory.
-const maxPooledScratch = 1 << 20
+const maxPooledScratch = 8 << 20
 
 func getScratch() *[]byte { return scratchPool.Get().(*[]byte) }
 
