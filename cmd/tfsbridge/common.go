@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
@@ -128,5 +129,8 @@ func buildBridge(lo logOptions, stderr io.Writer, options func(*slog.Logger) bri
 		return nil, err
 	}
 	b, err := bridge.New(options(log))
+	if err == nil {
+		log.Info("tfsbridge memory bounds", "max_inflight_bytes", b.Session.Admission.Limit(), "go_memory_limit", admission.MemoryLimit())
+	}
 	return b, flagError(err)
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
 
@@ -51,7 +50,6 @@ func (o *extprocOptions) run(ctx context.Context, stderr io.Writer) error {
 		return err
 	}
 	b.Log.Info("tfsbridge extproc serving", "grpc_addr", l.Extproc.Addr().String(), "metrics_addr", fmt.Sprint(bridge.Addr(l.Admin)),
-		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody),
-		"max_inflight_bytes", int64(o.maxInflight), "go_memory_limit", admission.MemoryLimit())
+		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody))
 	return b.Serve(ctx, l)
 }

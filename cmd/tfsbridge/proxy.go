@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
 
@@ -80,7 +79,6 @@ func (o *proxyOptions) run(ctx context.Context, stderr io.Writer) error {
 		return err
 	}
 	b.Log.Info("tfsbridge proxy serving", "http_addr", l.Proxy.Addr().String(), "metrics_addr", fmt.Sprint(bridge.Addr(l.Admin)),
-		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody),
-		"max_inflight_bytes", int64(o.maxInflight), "go_memory_limit", admission.MemoryLimit())
+		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody))
 	return b.Serve(ctx, l)
 }

@@ -220,13 +220,16 @@ func New(o Options) (*Bridge, error) {
 		log.Warn("the in-flight memory budget is smaller than one exchange at the body limit may need: such exchanges will get 503",
 			"max_inflight_bytes", o.MaxInflightBytes, "max_body_bytes", o.MaxBodyBytes, "needed", need)
 	}
+	// A translated answer may expand, within a bound the body limit sets.
+	limits := tensor.Limits{MaxDepth: o.MaxJSONDepth, MaxElements: o.MaxElements,
+		MaxOutputBytes: session.OutputExpansion * o.MaxBodyBytes}
 	sess := &session.Config{
 		Backend:      be,
-		Limits:       tensor.Limits{MaxDepth: o.MaxJSONDepth, MaxElements: o.MaxElements},
+		Limits:       limits,
 		MaxBodyBytes: o.MaxBodyBytes,
-		Admission:    admission.New(o.MaxInflightBytes, m),
 		Metrics:      m,
 		Logger:       log,
+		Admission:    admission.New(o.MaxInflightBytes, m),
 	}
 	p, err := httpproxy.New(httpproxy.Config{
 		Session:           sess,

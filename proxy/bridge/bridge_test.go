@@ -126,7 +126,10 @@ func TestNewWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Session.MaxBodyBytes != 1000 || b.Session.Limits != (tensor.Limits{MaxDepth: 7, MaxElements: 99}) {
+	if got := b.Session.Admission.Limit(); got != o.MaxInflightBytes {
+		t.Errorf("in-flight budget %d, want %d", got, o.MaxInflightBytes)
+	}
+	if b.Session.MaxBodyBytes != 1000 || b.Session.Limits != (tensor.Limits{MaxDepth: 7, MaxElements: 99, MaxOutputBytes: 32000}) {
 		t.Errorf("session: body %d, limits %+v", b.Session.MaxBodyBytes, b.Session.Limits)
 	}
 	if b.Session.Backend != b.Backend || b.Session.Metrics != b.Metrics || b.Session.Logger != b.Log || b.Log == nil {

@@ -105,6 +105,8 @@ func New(cfg Config) (*Proxy, error) {
 // they serve; it travels in the request context.
 type exchange struct {
 	sess *session.Session
+	// w is the client's ResponseWriter, to set the write deadline on.
+	w *answerWriter
 	// client is the client request's own context, to tell a client that
 	// went away from an upstream timeout.
 	client context.Context
@@ -113,8 +115,6 @@ type exchange struct {
 	path string
 	// body is the client's body under its read deadline (nil if none).
 	body *deadlineBody
-	// w is the client's ResponseWriter, to set the write deadline on.
-	w *answerWriter
 }
 
 type exchangeKey struct{}
@@ -179,7 +179,7 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			case ctx.Err() != nil:
 				return // the client went away; Close counts it
 			}
-			p.respond(w, sess.Fail(apierr.Wrap(apierr.InvalidArgument, err, msg)))
+			writeResponse(w, sess.Fail(apierr.Wrap(apierr.InvalidArgument, err, msg)))
 			return
 		}
 		a = sess.RequestBody(ctx, body)

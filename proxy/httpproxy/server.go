@@ -6,12 +6,9 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
 
 // Defaults of the client-side timeouts. Without them a client that sends
@@ -24,8 +21,8 @@ const (
 	DefaultReadTimeout       = time.Minute
 	DefaultIdleTimeout       = 2 * time.Minute
 	// DefaultWriteTimeout is the write deadline of a translated answer:
-	// a client that stops reading one holds its buffer (up to 8×
-	// --max-body-bytes) and a goroutine until the deadline cuts it.
+	// a client that stops reading one holds its buffer (as large as 32×
+	// --max-body-bytes allows) and a goroutine until the deadline cuts it.
 	DefaultWriteTimeout = time.Minute
 )
 
@@ -90,46 +87,3 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 
 // TimedOut reports that the body's read deadline passed (false for nil).
 func (b *deadlineBody) TimedOut() bool { return b != nil && b.timedOut.Load() }
-
-// answerWriter is the client's ResponseWriter for one exchange. It knows
-// whether the answer has begun (a panic after that can only abort the
-// connection), sets and lifts the connection's write deadline, and counts
-// an answer the deadline cut (tfsbridge_response_write_timeouts_total).
-type answerWriter struct {
-	http.ResponseWriter
-	rc       *http.ResponseController
-	metrics  *observe.Metrics
-	started  bool
-	timedOut bool
-}
-
-// Unwrap lets http.ResponseController (ReverseProxy's flushes, the
-// deadlines) reach the server's writer.
-func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *answerWriter) WriteHeader(code int) {
-	if code >= 200 {
-		w.started = true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *answerWriter) Write(b []byte) (int, error) {
-	w.started = true
-	n, err := w.ResponseWriter.Write(b)
-	if err != nil && !w.timedOut && errors.Is(err, os.ErrDeadlineExceeded) {
-		w.timedOut = true
-		w.metrics.WriteTimeout()
-	}
-	return n, err
-}
-
-// deadline gives the client d from now to take in the answer. It is set
-// per exchange, when the answer is ready, so that the upstream's time does
-// not count; the server's final flush after the handler returns is under
-// it too, and net/http lifts it before the connection's next request, so
-// pass-through answers stream without one. A writer without deadlines
-// (tests) is left alone.
-func (w *answerWriter) deadline(d time.Duration) {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(d))
-}

@@ -80,14 +80,14 @@ type Config struct {
 	// 413 (apierr.PayloadTooLarge), the status Envoy's own buffer limit
 	// answers, so "too large" looks the same whichever layer refused.
 	MaxBodyBytes int64
+	Metrics      *observe.Metrics
+	// Logger receives one line per exchange; nil discards.
+	Logger *slog.Logger
 	// Admission is the in-flight memory budget all sessions share: each
 	// body reserves its size times its amplification factor (admission.
 	// RequestFactor, ResponseFactor) until the exchange ends, and over the
 	// budget the client gets TF's 503. nil admits everything.
 	Admission *admission.Budget
-	Metrics   *observe.Metrics
-	// Logger receives one line per exchange; nil discards.
-	Logger *slog.Logger
 }
 
 // state is where an exchange is.
@@ -377,7 +377,7 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 		}
 	}
 	t0 := time.Now()
-	out, err := translate.TranslateResponse(body, headerLength, s.exchange, s.limits())
+	out, err := translate.TranslateResponse(body, headerLength, s.exchange, s.cfg.Limits)
 	s.cfg.Metrics.Translation(observe.DirResponse, time.Since(t0))
 	if err != nil {
 		return s.fail(err)
@@ -435,23 +435,14 @@ func (s *Session) TooLarge() Action {
 	return s.fail(s.tooLarge(what))
 }
 
-// OutputExpansion caps a translated TF answer, by its size bound, at this
-// multiple of the body limit (unless Config.Limits sets MaxOutputBytes):
-// a v2 answer may expand, but not without a bound the operator controls.
-// The bound assumes the longest text of every value: a JSON v2 answer of
-// one-digit numbers ("0,") or a binary BOOL one bounds at 20–27 bytes per
-// byte of body while it really prints 6–16, so 32 lets every real answer
-// at the body limit through.
+// OutputExpansion is the multiple of the body limit at which the
+// binaries cap a translated TF answer, by its size bound
+// (tensor.Limits.MaxOutputBytes): a v2 answer may expand, but not without
+// a bound the operator controls. The bound assumes the longest text of
+// every value: a JSON v2 answer of one-digit numbers ("0,") or a binary
+// BOOL one bounds at 20–27 bytes per byte of body while it really prints
+// 6–16, so 32 lets every real answer at the body limit through.
 const OutputExpansion = 32
-
-// limits returns the translation limits with the output cap filled in.
-func (s *Session) limits() tensor.Limits {
-	l := s.cfg.Limits
-	if l.MaxOutputBytes <= 0 {
-		l.MaxOutputBytes = OutputExpansion * s.maxBody()
-	}
-	return l
-}
 
 // MaxBodyBytes returns the body limit in force.
 func (s *Session) MaxBodyBytes() int64 { return s.maxBody() }

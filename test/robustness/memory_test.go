@@ -19,6 +19,11 @@ import (
 	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
+// metricReader reads one counter or gauge: the stack's *observe.Metrics.
+type metricReader interface {
+	Value(name string, labelPairs ...string) float64
+}
+
 // memorySize is the body size of the amplification cases: large enough
 // that fixed costs vanish, small enough for a shared test machine.
 const memorySize = 16 << 20

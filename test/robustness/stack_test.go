@@ -14,7 +14,6 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
-	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
 	"github.com/tfsbridge/tfsbridge/test/mockv2"
@@ -32,18 +31,6 @@ var transports = []string{viaProxy, viaExtproc}
 // stackConfig sizes one deployment. The timeouts are short so that the
 // hostile cases end in a second or two; zero values take these defaults.
 type stackConfig struct {
-	// writeTimeout is the proxy's --write-timeout; 0 keeps a minute.
-	writeTimeout time.Duration
-	// maxInflight is --max-inflight-bytes; 0 keeps the bridge's default.
-	maxInflight int64
-	// logger receives tfsbridge's logs; nil discards them.
-	logger *slog.Logger
-	// wrapBackend and wrapTransport, when set, wrap the session's backend
-	// and the backend client's transport, to inject faults (panics) into
-	// both adapters.
-	wrapBackend   func(session.Backend) session.Backend
-	wrapTransport func(http.RoundTripper) http.RoundTripper
-
 	upstream       string // v2 root URL
 	kind           string // backend kind; "" means triton
 	maxBody        int64  // default 1 MiB
@@ -53,6 +40,11 @@ type stackConfig struct {
 	readTimeout    time.Duration
 	readHeader     time.Duration
 	idleTimeout    time.Duration
+	writeTimeout   time.Duration                             // the proxy's; 0 keeps a minute
+	maxInflight    int64                                     // --max-inflight-bytes; 0 keeps the bridge's default
+	logger         *slog.Logger                              // tfsbridge's logs; nil discards them
+	wrapBackend    func(session.Backend) session.Backend     // wraps the session's backend (fault injection)
+	wrapTransport  func(http.RoundTripper) http.RoundTripper // wraps the backend client's transport (faults)
 	limits         tensor.Limits
 }
 
@@ -82,7 +74,7 @@ type stack struct {
 	envoyURL string
 	env      *envoysim.Envoy
 	backend  *backend.Client
-	metrics  *observe.Metrics
+	metrics  metricReader
 	client   *http.Client
 
 	transports []*http.Transport
