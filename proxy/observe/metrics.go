@@ -123,8 +123,17 @@ func NewMetrics() *Metrics {
 	m.Registry.MustRegister(m.requests, m.passThrough, m.translateDur, m.bodyBytes, m.inflight,
 		m.cacheLookups, m.backendErrors, m.panics, m.admissionRej, m.inflightBytes, m.writeTimeouts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Both adapters' panic counters exist from the start, at 0, so that
+	// rate() and alerts see them before the first panic.
+	for _, adapter := range Adapters {
+		m.panics.WithLabelValues(adapter)
+	}
 	return m
 }
+
+// Adapters are the adapter label values: the ext_proc server's streams and
+// the reverse proxy's requests.
+var Adapters = []string{"extproc", "http"}
 
 // ModelLabel returns the label value for a model name: the name itself when
 // the backend confirmed the model and the cap is not reached, ModelOther

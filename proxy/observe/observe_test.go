@@ -57,6 +57,20 @@ func TestModelLabel(t *testing.T) {
 	if got := NewMetrics().ModelLabel(name, true); got != name || unsafe.StringData(got) == unsafe.StringData(name) {
 		t.Errorf("label %q shares the request line's memory", got)
 	}
+	// The panic counters exist, at 0, before the first panic.
+	fams, err := NewMetrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := 0
+	for _, f := range fams {
+		if f.GetName() == "tfsbridge_panics_total" {
+			series = len(f.GetMetric())
+		}
+	}
+	if series != len(Adapters) {
+		t.Errorf("tfsbridge_panics_total has %d series, want one per adapter", series)
+	}
 	var nilM *Metrics
 	if got := nilM.ModelLabel("x", true); got != "x" {
 		t.Errorf("nil metrics: %q", got)
