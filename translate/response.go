@@ -10,7 +10,8 @@ import (
 )
 
 // TranslateResponse turns a successful v2 infer response body into the TF
-// Serving predict body the client expects: v2.DecodeResponse (headerLength
+// Serving predict body the client expects, at most lim.MaxOutputBytes
+// when set: v2.DecodeResponse (headerLength
 // is the Inference-Header-Content-Length value, -1 when the body is JSON
 // only), then, when ex.Unbatched, a leading dimension of 1 put back on
 // every output (the request side dropped it for a model that does not
@@ -28,7 +29,7 @@ func TranslateResponse(v2Body []byte, headerLength int, ex Exchange, lim tensor.
 	if ex.Unbatched {
 		rebatch(outputs)
 	}
-	return tfresponse.Predict(nil, outputs, ex.Format)
+	return tfresponse.PredictWithin(nil, outputs, ex.Format, lim.MaxOutputBytes)
 }
 
 // rebatch prepends a dimension of 1 to every output's shape, with one

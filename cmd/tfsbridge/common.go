@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
@@ -36,6 +37,7 @@ type bridgeOptions struct {
 	metadataTTL      time.Duration
 	metadataErrorTTL time.Duration
 	maxBody          byteSize
+	maxInflight      byteSize
 	maxDepth         int
 	maxElements      int64
 	passthrough      session.Passthrough
@@ -60,6 +62,8 @@ func (o *bridgeOptions) registerServing(f *flagSet) {
 	f.fs.DurationVar(&o.metadataErrorTTL, "metadata-error-ttl", d.MetadataErrorTTL, "How long a failed metadata fetch (unknown model, backend down) is remembered; 0 disables.")
 	o.maxBody = byteSize(d.MaxBodyBytes)
 	f.fs.Var(&o.maxBody, "max-body-bytes", "Largest request or response body translated, a `size` such as 64MiB or 1048576; larger ones get 413.")
+	o.maxInflight = byteSize(d.MaxInflightBytes)
+	f.fs.Var(&o.maxInflight, "max-inflight-bytes", "Memory budget of all translated exchanges together, a `size`: each body reserves its size times its amplification factor (20 for requests, 32 for responses) until the exchange ends; over it new TF requests get 503. The default is half of GOMEMLIMIT, or of the cgroup memory limit, else 4GiB.")
 	f.fs.IntVar(&o.maxDepth, "max-json-depth", d.MaxJSONDepth, "Deepest JSON nesting accepted in a body.")
 	f.fs.Int64Var(&o.maxElements, "max-elements", d.MaxElements, "Most tensor elements one body may carry.")
 	f.fs.TextVar(&o.passthrough, "passthrough", d.Passthrough,
@@ -78,6 +82,7 @@ func (o *bridgeOptions) options(log *slog.Logger) bridge.Options {
 	b.MetadataTTL = o.metadataTTL
 	b.MetadataErrorTTL = o.metadataErrorTTL
 	b.MaxBodyBytes = int64(o.maxBody)
+	b.MaxInflightBytes = int64(o.maxInflight)
 	b.MaxJSONDepth = o.maxDepth
 	b.MaxElements = o.maxElements
 	b.Passthrough = o.passthrough
@@ -98,6 +103,7 @@ var flagNames = map[string]string{
 	"MetadataTTL":             "metadata-ttl",
 	"MetadataErrorTTL":        "metadata-error-ttl",
 	"MaxBodyBytes":            "max-body-bytes",
+	"MaxInflightBytes":        "max-inflight-bytes",
 	"GRPCMaxRecvBytes":        "grpc-max-recv-bytes",
 	"MaxJSONDepth":            "max-json-depth",
 	"MaxElements":             "max-elements",
@@ -106,6 +112,7 @@ var flagNames = map[string]string{
 	"Proxy.ReadTimeout":       "read-timeout",
 	"Proxy.ReadHeaderTimeout": "read-header-timeout",
 	"Proxy.IdleTimeout":       "idle-timeout",
+	"Proxy.WriteTimeout":      "write-timeout",
 }
 
 // flagError rewrites a *bridge.FieldError in terms of its flag.
@@ -127,5 +134,8 @@ func buildBridge(lo logOptions, stderr io.Writer, options func(*slog.Logger) bri
 		return nil, err
 	}
 	b, err := bridge.New(options(log))
+	if err == nil {
+		log.Info("tfsbridge memory bounds", "max_inflight_bytes", b.Session.Admission.Limit(), "go_memory_limit", admission.MemoryLimit())
+	}
 	return b, flagError(err)
 }

@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 )
 
 const mainUsage = `tfsbridge: TensorFlow Serving REST clients in front of Open Inference Protocol (v2) servers.
@@ -38,6 +40,10 @@ from the environment variable TFSBRIDGE_<FLAG> (e.g. TFSBRIDGE_GRPC_ADDR).
 `
 
 func main() {
+	// Before the flags, whose --max-inflight-bytes default derives from
+	// the memory limit: a GOMEMLIMIT-less process in a container gets a
+	// soft limit from the cgroup, so the heap shrinks back after bursts.
+	admission.SetSoftMemoryLimit(os.LookupEnv, admission.CgroupMemoryMax)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	stop()

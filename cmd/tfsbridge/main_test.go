@@ -72,15 +72,19 @@ func TestProxyTimeoutFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.readTimeout != time.Minute || o.readHeaderTimeout != 10*time.Second || o.idleTimeout != 2*time.Minute {
-		t.Errorf("defaults: read %v, read-header %v, idle %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout)
+	if o.readTimeout != time.Minute || o.readHeaderTimeout != 10*time.Second || o.idleTimeout != 2*time.Minute || o.writeTimeout != time.Minute {
+		t.Errorf("defaults: read %v, read-header %v, idle %v, write %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout, o.writeTimeout)
 	}
-	o, err = parseProxy([]string{"--read-timeout=3s", "--read-header-timeout=2s"}, envOf(map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "4s"}), io.Discard)
+	o, err = parseProxy([]string{"--read-timeout=3s", "--read-header-timeout=2s"},
+		envOf(map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "4s", "TFSBRIDGE_WRITE_TIMEOUT": "5s"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.readTimeout != 3*time.Second || o.readHeaderTimeout != 2*time.Second || o.idleTimeout != 4*time.Second {
-		t.Errorf("set: read %v, read-header %v, idle %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout)
+	if o.readTimeout != 3*time.Second || o.readHeaderTimeout != 2*time.Second || o.idleTimeout != 4*time.Second || o.writeTimeout != 5*time.Second {
+		t.Errorf("set: read %v, read-header %v, idle %v, write %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout, o.writeTimeout)
+	}
+	if got := o.options(nil).Proxy.WriteTimeout; got != 5*time.Second {
+		t.Errorf("bridge write timeout %v, want 5s", got)
 	}
 }
 
@@ -129,6 +133,7 @@ func TestParseErrors(t *testing.T) {
 		{"positional", "proxy", []string{"extra"}, nil, "unexpected argument"},
 		{"bad mock kind", "mock", []string{"--kind", "torchserve"}, nil, "torchserve"},
 		{"negative ttl", "extproc", []string{"--metadata-error-ttl", "-1s"}, nil, "metadata-error-ttl"},
+		{"zero write timeout", "proxy", []string{"--write-timeout", "0s"}, nil, "--write-timeout must be positive"},
 		{"zero timeout", "proxy", []string{"--request-timeout", "0"}, nil, "request-timeout"},
 		{"zero read timeout", "proxy", []string{"--read-timeout", "0s"}, nil, "read-timeout"},
 		{"negative idle timeout", "proxy", nil, map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "-1s"}, "idle-timeout"},

@@ -22,6 +22,7 @@ type proxyOptions struct {
 	readTimeout       time.Duration
 	readHeaderTimeout time.Duration
 	idleTimeout       time.Duration
+	writeTimeout      time.Duration
 }
 
 func parseProxy(args []string, env lookupEnv, out io.Writer) (*proxyOptions, error) {
@@ -46,6 +47,8 @@ func (o *proxyOptions) registerProxy(f *flagSet) {
 		"Longest a client may take to send a request's headers before the connection is closed.")
 	f.fs.DurationVar(&o.idleTimeout, "idle-timeout", d.IdleTimeout,
 		"How long an idle keep-alive client connection is kept open.")
+	f.fs.DurationVar(&o.writeTimeout, "write-timeout", d.WriteTimeout,
+		"Longest a client may take to read a translated answer, from the moment it is ready; a client that stops reading is cut and its buffer freed (pass-through answers are not bounded).")
 }
 
 func (o *proxyOptions) validateProxy() error {
@@ -61,6 +64,7 @@ func (o *proxyOptions) options(log *slog.Logger) bridge.Options {
 		ReadTimeout:       o.readTimeout,
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		IdleTimeout:       o.idleTimeout,
+		WriteTimeout:      o.writeTimeout,
 	}
 	return b
 }

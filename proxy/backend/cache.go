@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
 
 // cache is a small TTL cache in front of a slow fetch. Concurrent misses
@@ -26,6 +28,9 @@ type cacheEntry[V any] struct {
 	val     V
 	err     error
 	expires time.Time
+	// panicked is set when the fetch panicked; such entries are never
+	// stored.
+	panicked *observe.Panic
 }
 
 func newCache[V any](ttl, errTTL time.Duration, maxEntries int, now func() time.Time) *cache[V] {
@@ -41,7 +46,15 @@ func (c *cache[V]) get(ctx context.Context, key string, timeout time.Duration,
 	if e, ok := c.lookup(key); ok {
 		return e.val, true, e.err
 	}
-	ch := c.group.DoChan(key, func() (any, error) {
+	ch := c.group.DoChan(key, func() (r any, _ error) {
+		// singleflight re-raises a panic of DoChan's function on a fresh
+		// goroutine, where nothing can recover it: carry it to every
+		// waiter instead, whose exchange answers 500 (and is not cached).
+		defer func() {
+			if v := recover(); v != nil {
+				r = cacheEntry[V]{panicked: observe.CapturePanic(v)}
+			}
+		}()
 		// A flight that finished between our lookup and DoChan has
 		// already stored its result: use it instead of fetching again.
 		if e, ok := c.lookup(key); ok {
@@ -57,6 +70,9 @@ func (c *cache[V]) get(ctx context.Context, key string, timeout time.Duration,
 	select {
 	case r := <-ch:
 		e := r.Val.(cacheEntry[V])
+		if e.panicked != nil {
+			panic(e.panicked)
+		}
 		return e.val, false, e.err
 	case <-ctx.Done():
 		var zero V

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/extproc"
 	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
@@ -63,6 +64,10 @@ type Options struct {
 	// limit bounds what arrives). It may not be below MaxBodyBytes (see
 	// extproc.ServerOptions.MaxRecvMsgBytes).
 	GRPCMaxRecvBytes int64
+	// MaxInflightBytes bounds the memory all translated exchanges hold
+	// together (see package admission); over it new TF requests get 503.
+	// DefaultOptions derives it from the Go memory limit.
+	MaxInflightBytes int64
 	// MaxJSONDepth is the deepest JSON nesting accepted in a body.
 	MaxJSONDepth int
 	// MaxElements is the most tensor elements one body may carry.
@@ -95,6 +100,9 @@ type ProxyOptions struct {
 	ReadHeaderTimeout time.Duration
 	// IdleTimeout is how long an idle keep-alive connection is kept.
 	IdleTimeout time.Duration
+	// WriteTimeout bounds how long a client may take to read a translated
+	// answer.
+	WriteTimeout time.Duration
 }
 
 // DefaultOptions returns the options "tfsbridge extproc" and "tfsbridge
@@ -107,6 +115,7 @@ func DefaultOptions() Options {
 		MetadataTTL:      backend.DefaultMetadataTTL,
 		MetadataErrorTTL: backend.DefaultErrorTTL,
 		MaxBodyBytes:     DefaultMaxBodyBytes,
+		MaxInflightBytes: admission.DefaultLimit(),
 		MaxJSONDepth:     tensor.DefaultLimits.MaxDepth,
 		MaxElements:      tensor.DefaultLimits.MaxElements,
 		Passthrough:      session.PassthroughInference,
@@ -116,6 +125,7 @@ func DefaultOptions() Options {
 			ReadTimeout:       httpproxy.DefaultReadTimeout,
 			ReadHeaderTimeout: httpproxy.DefaultReadHeaderTimeout,
 			IdleTimeout:       httpproxy.DefaultIdleTimeout,
+			WriteTimeout:      httpproxy.DefaultWriteTimeout,
 		},
 	}
 }
@@ -143,6 +153,7 @@ func (o *Options) Validate() error {
 		{"Proxy.ReadTimeout", o.Proxy.ReadTimeout <= 0, "must be positive"},
 		{"Proxy.ReadHeaderTimeout", o.Proxy.ReadHeaderTimeout <= 0, "must be positive"},
 		{"Proxy.IdleTimeout", o.Proxy.IdleTimeout <= 0, "must be positive"},
+		{"Proxy.WriteTimeout", o.Proxy.WriteTimeout <= 0, "must be positive"},
 		{"BackendTimeout", o.BackendTimeout <= 0, "must be positive"},
 		{"MetadataTTL", o.MetadataTTL <= 0, "must be positive"},
 		{"MetadataErrorTTL", o.MetadataErrorTTL < 0, "must not be negative"},
@@ -150,6 +161,7 @@ func (o *Options) Validate() error {
 		{"MaxElements", o.MaxElements <= 0, "must be positive"},
 		{"ShutdownTimeout", o.ShutdownTimeout <= 0, "must be positive"},
 		{"MaxBodyBytes", o.MaxBodyBytes <= 0, "must be positive"},
+		{"MaxInflightBytes", o.MaxInflightBytes <= 0, "must be positive"},
 		{"GRPCMaxRecvBytes", o.GRPCMaxRecvBytes < 0 || (o.GRPCMaxRecvBytes > 0 && o.GRPCMaxRecvBytes < o.MaxBodyBytes),
 			"must be 0 (no limit of ours) or at least the body limit"},
 	} {
@@ -167,7 +179,8 @@ func (o *Options) Validate() error {
 type Bridge struct {
 	// Log, Metrics, Backend and Session are exported for callers that log
 	// alongside the servers or inspect the backend (tests ask it for
-	// signatures); they must not be replaced.
+	// signatures); they must not be replaced. Tests may wrap
+	// Session.Backend before Serve to inject faults into both adapters.
 	Log     *slog.Logger
 	Metrics *observe.Metrics
 	Backend *backend.Client
@@ -202,17 +215,27 @@ func New(o Options) (*Bridge, error) {
 		ErrorTTL:    errTTL,
 		Transport:   o.BackendTransport,
 		Metrics:     m,
+		// Metadata is a body too: never more than the body limit.
+		MaxMetadataBytes: min(backend.DefaultMaxMetadataBytes, o.MaxBodyBytes),
 	})
 	if err != nil {
 		return nil, err
 	}
+	if need := o.MaxBodyBytes * admission.ResponseFactor; need > o.MaxInflightBytes {
+		log.Warn("the in-flight memory budget is smaller than one exchange at the body limit may need: such exchanges will get 503",
+			"max_inflight_bytes", o.MaxInflightBytes, "max_body_bytes", o.MaxBodyBytes, "needed", need)
+	}
+	// A translated answer may expand, within a bound the body limit sets.
+	limits := tensor.Limits{MaxDepth: o.MaxJSONDepth, MaxElements: o.MaxElements,
+		MaxOutputBytes: session.OutputExpansion * o.MaxBodyBytes}
 	sess := &session.Config{
 		Backend:      be,
-		Limits:       tensor.Limits{MaxDepth: o.MaxJSONDepth, MaxElements: o.MaxElements},
+		Limits:       limits,
 		MaxBodyBytes: o.MaxBodyBytes,
 		Passthrough:  o.Passthrough,
 		Metrics:      m,
 		Logger:       log,
+		Admission:    admission.New(o.MaxInflightBytes, m),
 	}
 	p, err := httpproxy.New(httpproxy.Config{
 		Session:           sess,
@@ -222,6 +245,7 @@ func New(o Options) (*Bridge, error) {
 		ReadTimeout:       o.Proxy.ReadTimeout,
 		ReadHeaderTimeout: o.Proxy.ReadHeaderTimeout,
 		IdleTimeout:       o.Proxy.IdleTimeout,
+		WriteTimeout:      o.Proxy.WriteTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
@@ -32,6 +33,7 @@ func TestDefaultOptions(t *testing.T) {
 		MetadataTTL:      backend.DefaultMetadataTTL,
 		MetadataErrorTTL: backend.DefaultErrorTTL,
 		MaxBodyBytes:     64 << 20,
+		MaxInflightBytes: admission.DefaultLimit(),
 		MaxJSONDepth:     tensor.DefaultLimits.MaxDepth,
 		MaxElements:      tensor.DefaultLimits.MaxElements,
 		ShutdownTimeout:  15 * time.Second,
@@ -40,6 +42,7 @@ func TestDefaultOptions(t *testing.T) {
 			ReadTimeout:       httpproxy.DefaultReadTimeout,
 			ReadHeaderTimeout: httpproxy.DefaultReadHeaderTimeout,
 			IdleTimeout:       httpproxy.DefaultIdleTimeout,
+			WriteTimeout:      httpproxy.DefaultWriteTimeout,
 		},
 	}
 	if o != want {
@@ -63,6 +66,7 @@ func TestValidate(t *testing.T) {
 		{"zero metadata ttl", func(o *Options) { o.MetadataTTL = 0 }, "MetadataTTL"},
 		{"negative error ttl", func(o *Options) { o.MetadataErrorTTL = -time.Second }, "MetadataErrorTTL"},
 		{"zero body", func(o *Options) { o.MaxBodyBytes = 0 }, "MaxBodyBytes"},
+		{"zero in-flight budget", func(o *Options) { o.MaxInflightBytes = 0 }, "MaxInflightBytes"},
 		{"grpc recv raised", func(o *Options) { o.GRPCMaxRecvBytes = o.MaxBodyBytes * 2 }, ""},
 		{"grpc recv below body", func(o *Options) { o.GRPCMaxRecvBytes = o.MaxBodyBytes - 1 }, "GRPCMaxRecvBytes"},
 		{"grpc recv negative", func(o *Options) { o.GRPCMaxRecvBytes = -1 }, "GRPCMaxRecvBytes"},
@@ -73,6 +77,7 @@ func TestValidate(t *testing.T) {
 		{"zero read timeout", func(o *Options) { o.Proxy.ReadTimeout = 0 }, "Proxy.ReadTimeout"},
 		{"zero header timeout", func(o *Options) { o.Proxy.ReadHeaderTimeout = 0 }, "Proxy.ReadHeaderTimeout"},
 		{"negative idle timeout", func(o *Options) { o.Proxy.IdleTimeout = -1 }, "Proxy.IdleTimeout"},
+		{"zero write timeout", func(o *Options) { o.Proxy.WriteTimeout = 0 }, "Proxy.WriteTimeout"},
 		{"zero value", func(o *Options) { *o = Options{} }, "Proxy.RequestTimeout"},
 	}
 	for _, tt := range tests {
@@ -123,7 +128,10 @@ func TestNewWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Session.MaxBodyBytes != 1000 || b.Session.Limits != (tensor.Limits{MaxDepth: 7, MaxElements: 99}) {
+	if got := b.Session.Admission.Limit(); got != o.MaxInflightBytes {
+		t.Errorf("in-flight budget %d, want %d", got, o.MaxInflightBytes)
+	}
+	if b.Session.MaxBodyBytes != 1000 || b.Session.Limits != (tensor.Limits{MaxDepth: 7, MaxElements: 99, MaxOutputBytes: 32000}) {
 		t.Errorf("session: body %d, limits %+v", b.Session.MaxBodyBytes, b.Session.Limits)
 	}
 	if b.Session.Passthrough != session.PassthroughNone {

@@ -80,7 +80,7 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 			p.logger(sess).Debug("ext_proc stream receive failed", "error", err)
 			return err
 		}
-		resp := p.handle(stream, sess, req)
+		resp := p.handleSafely(stream, sess, req)
 		if resp == nil {
 			continue
 		}
@@ -96,6 +96,19 @@ func (p *Processor) logger(sess *session.Session) *slog.Logger {
 		return sess.Logger()
 	}
 	return p.log
+}
+
+// handleSafely is handle, except that a panic answers this stream's
+// exchange with TF's 500 (session.Recover logs and counts it) instead of
+// ending the process and every other stream with it.
+func (p *Processor) handleSafely(stream extprocv3.ExternalProcessor_ProcessServer, sess *session.Session,
+	req *extprocv3.ProcessingRequest) (resp *extprocv3.ProcessingResponse) {
+	defer func() {
+		if v := recover(); v != nil {
+			resp = immediate(sess.Recover("extproc", v))
+		}
+	}()
+	return p.handle(stream, sess, req)
 }
 
 // handle maps one ProcessingRequest to its reply; nil means no reply is

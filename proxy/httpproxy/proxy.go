@@ -49,6 +49,11 @@ type Config struct {
 	ReadTimeout       time.Duration
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
+	// WriteTimeout bounds how long the client may take to take in a
+	// translated answer (a TF response or error, a status or metadata
+	// body), from the moment it is ready; 0 means DefaultWriteTimeout.
+	// Pass-through answers are not bounded (they may stream).
+	WriteTimeout time.Duration
 }
 
 // Proxy is an http.Handler.
@@ -78,6 +83,9 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
 	log := cfg.Session.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -97,6 +105,8 @@ func New(cfg Config) (*Proxy, error) {
 // they serve; it travels in the request context.
 type exchange struct {
 	sess *session.Session
+	// w is the client's ResponseWriter, to set the write deadline on.
+	w *answerWriter
 	// client is the client request's own context, to tell a client that
 	// went away from an upstream timeout.
 	client context.Context
@@ -124,13 +134,30 @@ func exchangeFrom(ctx context.Context) *exchange {
 	return ex
 }
 
-// ServeHTTP runs one exchange.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP runs one exchange. A panic in it answers TF's 500 (or, when
+// the answer has already begun, aborts the connection) and is logged at
+// error level with the request id; net/http's own recovery would log it
+// at the server's error-log level only and leave the client without an
+// answer.
+func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	defer p.cfg.Session.Metrics.StreamStarted("http")()
 	sess := session.New(p.cfg.Session)
 	defer sess.Close()
+	w := &answerWriter{ResponseWriter: rw, rc: http.NewResponseController(rw), metrics: p.cfg.Session.Metrics}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v) // ReverseProxy's way to cut a failed copy
+			}
+			a := sess.Recover("http", v)
+			if w.started {
+				panic(http.ErrAbortHandler)
+			}
+			p.respond(w, a)
+		}
+	}()
 	ctx := r.Context()
-	ex := &exchange{sess: sess, client: ctx}
+	ex := &exchange{sess: sess, client: ctx, w: w}
 
 	noBody := r.Body == nil || r.Body == http.NoBody
 	if !noBody {
@@ -139,7 +166,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a := sess.RequestHeaders(ctx, r.Method, requestTarget(r), r.Header, noBody)
 	switch a.Verdict {
 	case session.Respond:
-		writeResponse(w, a)
+		p.respond(w, a)
 		return
 	case session.PassThrough:
 		p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, exchangeKey{}, ex)))
@@ -149,7 +176,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if !noBody {
 		if r.ContentLength > sess.MaxBodyBytes() {
-			writeResponse(w, sess.TooLarge())
+			p.respond(w, sess.TooLarge())
 			return
 		}
 		body, err := readBody(r.Body, sess.MaxBodyBytes(), r.ContentLength)
@@ -172,12 +199,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		a = sess.RequestBody(ctx, body)
 		if a.Verdict == session.Respond {
-			writeResponse(w, a)
+			p.respond(w, a)
 			return
 		}
 	}
 	if a.Verdict != session.Continue || !a.ReplaceBody {
-		writeResponse(w, sess.Fail(apierr.New(apierr.Internal, "request was not translated")))
+		p.respond(w, sess.Fail(apierr.New(apierr.Internal, "request was not translated")))
 		return
 	}
 
@@ -286,12 +313,12 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	case session.Respond:
 		_ = resp.Body.Close()
-		return replaceResponse(resp, a)
+		return p.replaceResponse(ex, resp, a)
 	}
 	limit := ex.sess.MaxBodyBytes()
 	if resp.ContentLength > limit {
 		_ = resp.Body.Close()
-		return replaceResponse(resp, ex.sess.TooLarge())
+		return p.replaceResponse(ex, resp, ex.sess.TooLarge())
 	}
 	body, err := readBody(resp.Body, limit, resp.ContentLength)
 	_ = resp.Body.Close()
@@ -299,6 +326,13 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return fmt.Errorf("read v2 response body: %w", err)
 	}
 	a = ex.sess.ResponseBody(ctx, body)
+	return p.replaceResponse(ex, resp, a)
+}
+
+// replaceResponse applies a translated answer to the upstream response
+// and starts its write deadline: ReverseProxy writes it next.
+func (p *Proxy) replaceResponse(ex *exchange, resp *http.Response, a session.Action) error {
+	ex.w.deadline(p.cfg.WriteTimeout)
 	return replaceResponse(resp, a)
 }
 
@@ -355,7 +389,13 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		w.WriteHeader(status)
 		return
 	}
-	writeResponse(w, ex.sess.Fail(e))
+	p.respond(ex.w, ex.sess.Fail(e))
+}
+
+// respond writes a translated answer under the write deadline.
+func (p *Proxy) respond(w *answerWriter, a session.Action) {
+	w.deadline(p.cfg.WriteTimeout)
+	writeResponse(w, a)
 }
 
 // writeResponse writes a Respond action.

@@ -20,13 +20,17 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultReadTimeout       = time.Minute
 	DefaultIdleTimeout       = 2 * time.Minute
+	// DefaultWriteTimeout is the write deadline of a translated answer:
+	// a client that stops reading one holds its buffer (as large as 32×
+	// --max-body-bytes allows) and a goroutine until the deadline cuts it.
+	DefaultWriteTimeout = time.Minute
 )
 
 // NewServer returns the http.Server that serves p: Config.ReadHeaderTimeout
-// and Config.IdleTimeout are the server's; Config.ReadTimeout is enforced by
-// the Proxy itself, per request (see ServeHTTP). It has no write timeout: a
-// large translated response may take a while to send, and pass-through
-// responses may stream.
+// and Config.IdleTimeout are the server's; Config.ReadTimeout and
+// Config.WriteTimeout are enforced by the Proxy itself, per exchange (see
+// ServeHTTP). The server has no write timeout of its own: pass-through
+// responses may stream for as long as they like.
 func (p *Proxy) NewServer(errorLog *log.Logger) *http.Server {
 	return &http.Server{
 		Handler:           p,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -58,6 +59,10 @@ type Metrics struct {
 	inflight      *prometheus.GaugeVec
 	cacheLookups  *prometheus.CounterVec
 	backendErrors *prometheus.CounterVec
+	panics        *prometheus.CounterVec
+	admissionRej  prometheus.Counter
+	inflightBytes prometheus.Gauge
+	writeTimeouts prometheus.Counter
 
 	mu     sync.Mutex
 	models map[string]struct{}
@@ -97,18 +102,45 @@ func NewMetrics() *Metrics {
 			Name: "tfsbridge_backend_errors_total",
 			Help: "Failed calls to the v2 server, by kind (unavailable, timeout, bad_gateway, not_found, status).",
 		}, []string{"kind"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tfsbridge_panics_total",
+			Help: "Panics recovered while handling one exchange, by adapter (extproc, http); the exchange got a 500 and the others went on.",
+		}, []string{"adapter"}),
+		admissionRej: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tfsbridge_admission_rejections_total",
+			Help: "TF requests answered 503 because the in-flight memory budget (--max-inflight-bytes) was spent.",
+		}),
+		inflightBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tfsbridge_inflight_bytes",
+			Help: "Bytes reserved by the exchanges in progress against --max-inflight-bytes (body sizes times their amplification factors).",
+		}),
+		writeTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tfsbridge_response_write_timeouts_total",
+			Help: "Translated answers the reverse proxy cut because the client did not read them within --write-timeout.",
+		}),
 		models: make(map[string]struct{}),
 	}
 	m.Registry.MustRegister(m.requests, m.passThrough, m.translateDur, m.bodyBytes, m.inflight,
-		m.cacheLookups, m.backendErrors,
+		m.cacheLookups, m.backendErrors, m.panics, m.admissionRej, m.inflightBytes, m.writeTimeouts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Both adapters' panic counters exist from the start, at 0, so that
+	// rate() and alerts see them before the first panic.
+	for _, adapter := range Adapters {
+		m.panics.WithLabelValues(adapter)
+	}
 	return m
 }
+
+// Adapters are the adapter label values: the ext_proc server's streams and
+// the reverse proxy's requests.
+var Adapters = []string{"extproc", "http"}
 
 // ModelLabel returns the label value for a model name: the name itself when
 // the backend confirmed the model and the cap is not reached, ModelOther
 // past the cap, ModelUnknown when not confirmed, "" when there is no model
-// (e.g. a malformed URL).
+// (e.g. a malformed URL). Invalid UTF-8 (a percent-encoded name such as
+// %FF%FE) is replaced by U+FFFD: Prometheus panics on a label value that
+// is not UTF-8.
 func (m *Metrics) ModelLabel(model string, confirmed bool) string {
 	switch {
 	case model == "":
@@ -117,7 +149,11 @@ func (m *Metrics) ModelLabel(model string, confirmed bool) string {
 		return ModelUnknown
 	case len(model) > MaxModelLabelLen:
 		return ModelOther
-	case m == nil:
+	}
+	if !utf8.ValidString(model) {
+		model = strings.ToValidUTF8(model, "\uFFFD")
+	}
+	if m == nil {
 		return model
 	}
 	m.mu.Lock()
@@ -198,4 +234,74 @@ func (m *Metrics) BackendError(kind string) {
 		return
 	}
 	m.backendErrors.WithLabelValues(kind).Inc()
+}
+
+// Panic counts one panic recovered while handling an exchange on adapter.
+func (m *Metrics) Panic(adapter string) {
+	if m == nil {
+		return
+	}
+	m.panics.WithLabelValues(adapter).Inc()
+}
+
+// AdmissionRejected counts one TF request refused for lack of in-flight
+// memory budget.
+func (m *Metrics) AdmissionRejected() {
+	if m == nil {
+		return
+	}
+	m.admissionRej.Inc()
+}
+
+// InflightBytes sets the bytes reserved by exchanges in progress.
+func (m *Metrics) InflightBytes(n int64) {
+	if m == nil {
+		return
+	}
+	m.inflightBytes.Set(float64(n))
+}
+
+// WriteTimeout counts one translated answer cut by the write deadline.
+func (m *Metrics) WriteTimeout() {
+	if m == nil {
+		return
+	}
+	m.writeTimeouts.Inc()
+}
+
+// Value returns the current value of the counter or gauge name whose
+// labels include the given name, value pairs (0 when there is none): for
+// tests and diagnostics, which would otherwise each walk Gather's output.
+func (m *Metrics) Value(name string, labelPairs ...string) float64 {
+	if m == nil {
+		return 0
+	}
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, metric := range mf.GetMetric() {
+			for i := 0; i+1 < len(labelPairs); i += 2 {
+				found := false
+				for _, lp := range metric.GetLabel() {
+					if lp.GetName() == labelPairs[i] && lp.GetValue() == labelPairs[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue next
+				}
+			}
+			if c := metric.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return metric.GetGauge().GetValue()
+		}
+	}
+	return 0
 }

@@ -25,11 +25,18 @@ func TestModelLabel(t *testing.T) {
 		{"probe", false, ModelUnknown},
 		{"resnet", true, "resnet"},
 		{"resnet", true, "resnet"},
+		// Regression: /v1/models/%FF%FE:predict made Prometheus panic on
+		// the label value, killing the ext_proc server.
+		{"\xff\xfe", true, "\ufffd"}, // a run of bad bytes is one U+FFFD
+		{"caf\xc3", true, "caf\ufffd"},
+		{"café", true, "café"},
 	}
 	for _, tt := range tests {
-		if got := m.ModelLabel(tt.model, tt.confirmed); got != tt.want {
+		got := m.ModelLabel(tt.model, tt.confirmed)
+		if got != tt.want {
 			t.Errorf("ModelLabel(%q, %v) = %q, want %q", tt.model, tt.confirmed, got, tt.want)
 		}
+		m.Request("predict", got, 200) // must not panic
 	}
 	for i := range MaxModelLabels * 2 {
 		m.ModelLabel("m"+strconv.Itoa(i), true)
@@ -49,6 +56,20 @@ func TestModelLabel(t *testing.T) {
 	name := line[len("/v1/models/") : len(line)-len(":predict")]
 	if got := NewMetrics().ModelLabel(name, true); got != name || unsafe.StringData(got) == unsafe.StringData(name) {
 		t.Errorf("label %q shares the request line's memory", got)
+	}
+	// The panic counters exist, at 0, before the first panic.
+	fams, err := NewMetrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := 0
+	for _, f := range fams {
+		if f.GetName() == "tfsbridge_panics_total" {
+			series = len(f.GetMetric())
+		}
+	}
+	if series != len(Adapters) {
+		t.Errorf("tfsbridge_panics_total has %d series, want one per adapter", series)
 	}
 	var nilM *Metrics
 	if got := nilM.ModelLabel("x", true); got != "x" {

@@ -102,14 +102,14 @@ func (s *Session) readiness(ctx context.Context, r route.Route, versions []strin
 		if n, err := strconv.ParseInt(versions[i], 10, 64); err == nil {
 			vr.Version, vr.HasVersion = n, true
 		}
-		g.Go(func() error {
+		goSafely(g, func() error {
 			ok, err := s.cfg.Backend.ModelReady(gctx, vr)
 			ready[i] = ok
 			return err
 		})
 	}
 	if checked < len(versions) {
-		g.Go(func() error {
+		goSafely(g, func() error {
 			ok, err := s.cfg.Backend.ModelReady(gctx, r)
 			for i := checked; i < len(versions); i++ {
 				ready[i] = ok
@@ -118,6 +118,7 @@ func (s *Session) readiness(ctx context.Context, r route.Route, versions []strin
 		})
 	}
 	if err := g.Wait(); err != nil {
+		repanic(err)
 		return nil, err
 	}
 	return ready, nil

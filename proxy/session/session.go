@@ -47,6 +47,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -92,6 +93,11 @@ type Config struct {
 	Metrics     *observe.Metrics
 	// Logger receives one line per exchange; nil discards.
 	Logger *slog.Logger
+	// Admission is the in-flight memory budget all sessions share: each
+	// body reserves its size times its amplification factor (admission.
+	// RequestFactor, ResponseFactor) until the exchange ends, and over the
+	// budget the client gets TF's 503. nil admits everything.
+	Admission *admission.Budget
 }
 
 // verbRefused is the verb label of requests the pass-through policy
@@ -136,6 +142,9 @@ type Session struct {
 	respIHCL     string
 	respType     string
 	respEncoding string
+
+	// reserved is what the exchange holds of cfg.Admission.
+	reserved int64
 }
 
 var discard = slog.New(slog.DiscardHandler)
@@ -290,9 +299,16 @@ func (s *Session) RequestBody(_ context.Context, body []byte) Action {
 	if err := s.checkSize("Request", int64(len(body))); err != nil {
 		return s.fail(err)
 	}
+	if err := s.admit(len(body), 0, admission.RequestFactor); err != nil {
+		return s.fail(err)
+	}
+	raw := len(body)
 	body, err := decodeRequestBody(s.reqEncoding, body, s.maxBody())
 	if err != nil {
 		return s.fail(s.tooLarge("Decompressed request"))
+	}
+	if err := s.admit(len(body), raw, admission.RequestFactor); err != nil {
+		return s.fail(err)
 	}
 	t0 := time.Now()
 	opt := translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits}
@@ -391,6 +407,11 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 	if s.respStatus < 200 || s.respStatus > 299 {
 		return s.fail(s.upstreamError(body))
 	}
+	// Only a successful answer is translated, and amplified: a v2 error
+	// body just yields its message.
+	if err := s.admit(len(body), 0, admission.ResponseFactor); err != nil {
+		return s.fail(err)
+	}
 	headerLength := -1
 	if s.respIHCL != "" {
 		if headerLength, err = v2.ParseHeaderLength(s.respIHCL, len(body)); err != nil {
@@ -407,6 +428,12 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 	s.cfg.Metrics.Translation(observe.DirResponse, time.Since(t0))
 	if err != nil {
 		return s.fail(err)
+	}
+	if n := int64(len(out)); n > s.reserved {
+		// The answer stays in memory until the client has read it: new
+		// requests must see it even when it outgrew the reservation.
+		s.cfg.Admission.Hold(n - s.reserved)
+		s.reserved = n
 	}
 	s.cfg.Metrics.BodySize(observe.StageTFResponse, len(out))
 	s.finish(http.StatusOK)
@@ -459,6 +486,15 @@ func (s *Session) TooLarge() Action {
 	return s.fail(s.tooLarge(what))
 }
 
+// OutputExpansion is the multiple of the body limit at which the
+// binaries cap a translated TF answer, by its size bound
+// (tensor.Limits.MaxOutputBytes): a v2 answer may expand, but not without
+// a bound the operator controls. The bound assumes the longest text of
+// every value: a JSON v2 answer of one-digit numbers ("0,") or a binary
+// BOOL one bounds at 20–27 bytes per byte of body while it really prints
+// 6–16, so 32 lets every real answer at the body limit through.
+const OutputExpansion = 32
+
 // MaxBodyBytes returns the body limit in force.
 func (s *Session) MaxBodyBytes() int64 { return s.maxBody() }
 
@@ -467,9 +503,12 @@ func (s *Session) MaxBodyBytes() int64 { return s.maxBody() }
 // trip); a non-*apierr.Error becomes a 500.
 func (s *Session) Fail(err error) Action { return s.fail(err) }
 
-// Close ends the exchange. An exchange that was routed as ours but never
-// answered (Envoy or the client went away) is counted with status 499.
+// Close ends the exchange and returns its memory reservation. An exchange
+// that was routed as ours but never answered (Envoy or the client went
+// away) is counted with status 499.
 func (s *Session) Close() {
+	s.cfg.Admission.Release(s.reserved)
+	s.reserved = 0
 	if s.state != stIdle && s.state != stPassThrough && !s.finished {
 		s.finish(apierr.Cancelled.HTTPStatus())
 		s.log.Debug("exchange abandoned", "route", s.route.String(), "elapsed", time.Since(s.start))
@@ -505,6 +544,24 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 	default:
 		s.log.Debug("tf request rejected", append(attrs, "error", e.Error())...)
 	}
+}
+
+// admit reserves factor bytes of the in-flight budget for each byte of a
+// body of n bytes, less the first already bytes, which were reserved
+// before (a decompressed body reserves its growth over the compressed
+// one). Over the budget the client gets TF's 503: the bridge is busy, not
+// the request wrong, and a retry may pass.
+func (s *Session) admit(n, already int, factor int64) error {
+	if n <= already {
+		return nil
+	}
+	need := int64(n-already) * factor
+	if err := s.cfg.Admission.Reserve(need); err != nil {
+		return apierr.Wrap(apierr.Unavailable, err,
+			"tfsbridge is over its in-flight memory budget (--max-inflight-bytes); retry later: this body "+err.Error())
+	}
+	s.reserved += need
+	return nil
 }
 
 func (s *Session) checkSize(what string, n int64) error {

@@ -705,11 +705,11 @@ func TestMetrics(t *testing.T) {
 		{"status", "half_plus_two", "200", 1},
 		{"predict", "half_plus_two", "499", 1},
 	} {
-		if got := counter(t, e.metrics, "tfsbridge_requests_total", "verb", c.verb, "model", c.model, "code", c.code); got != c.want {
+		if got := e.metrics.Value("tfsbridge_requests_total", "verb", c.verb, "model", c.model, "code", c.code); got != c.want {
 			t.Errorf("requests{%s,%s,%s} = %v, want %v", c.verb, c.model, c.code, got, c.want)
 		}
 	}
-	if got := counter(t, e.metrics, "tfsbridge_passthrough_total"); got != 1 {
+	if got := e.metrics.Value("tfsbridge_passthrough_total"); got != 1 {
 		t.Errorf("passthrough_total = %v, want 1", got)
 	}
 }
@@ -724,37 +724,6 @@ func series(t *testing.T, m *observe.Metrics, name string) int {
 	for _, mf := range mfs {
 		if mf.GetName() == name {
 			return len(mf.GetMetric())
-		}
-	}
-	return 0
-}
-
-// counter returns the value of the counter name with the given label
-// pairs in m's registry (0 when absent).
-func counter(t *testing.T, m *observe.Metrics, name string, labels ...string) float64 {
-	t.Helper()
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, metric := range mf.GetMetric() {
-			for i := 0; i < len(labels); i += 2 {
-				found := false
-				for _, lp := range metric.GetLabel() {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue next
-				}
-			}
-			return metric.GetCounter().GetValue()
 		}
 	}
 	return 0

@@ -20,8 +20,14 @@
 //     the heap stays flat across repeated bad requests.
 //   - concurrency_test.go, slowclient_test.go: many concurrent mixed
 //     requests (run with -race), one backend fetch per model under
-//     concurrent metadata misses, and clients that trickle or never finish
-//     their bodies.
+//     concurrent metadata misses, clients that trickle or never finish
+//     their bodies, and clients that never read their answers.
+//   - panic_test.go: a panic injected into one exchange (session, readiness
+//     check, shared metadata fetch) answers that exchange only, while
+//     others are in flight on the same servers.
+//   - memory_test.go: the heap high-water mark of the most amplifying
+//     bodies against the admission factors, and the in-flight budget's
+//     503 through both transports.
 //
 // testing.Short skips only the soak parts (the repeated-request heap
 // checks and the concurrency runs).

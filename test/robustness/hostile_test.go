@@ -246,6 +246,18 @@ func (a hostileAnswer) write(s *hostileServer, c net.Conn) bool {
 	return err == nil && !a.close
 }
 
+// uint8Answer writes a correct binary answer of n UINT8 zeros.
+func uint8Answer(n int) func(*hostileServer, net.Conn) bool {
+	return func(_ *hostileServer, c net.Conn) bool {
+		h := fmt.Sprintf(`{"outputs":[{"name":"y","datatype":"UINT8","shape":[%d],"parameters":{"binary_data_size":%d}}]}`, n, n)
+		if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nInference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n%s", len(h), len(h)+n, h); err != nil {
+			return false
+		}
+		_, err := c.Write(make([]byte, n))
+		return err == nil
+	}
+}
+
 // gzipBomb is 32 MiB of spaces, gzipped to a few tens of KiB.
 var gzipBomb = func() []byte {
 	var b bytes.Buffer
@@ -296,16 +308,11 @@ var hostileAnswers = map[string]hostileAnswer{
 		}
 		return true
 	}},
-	"huge": {fn: func(s *hostileServer, c net.Conn) bool {
-		// A well-formed answer far over the body limit, with its length.
-		const n = 8 << 20
-		h := fmt.Sprintf(`{"outputs":[{"name":"y","datatype":"UINT8","shape":[%d],"parameters":{"binary_data_size":%d}}]}`, n, n)
-		if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nInference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n%s", len(h), len(h)+n, h); err != nil {
-			return false
-		}
-		_, err := c.Write(make([]byte, n))
-		return err == nil
-	}},
+	// A well-formed answer far over the body limit, with its length.
+	"huge": {fn: uint8Answer(8 << 20)},
+	// A correct answer whose TF rendering is about 9 MiB: 3 MiB of UINT8
+	// zeros, each printed as "0, ".
+	"wide":           {fn: uint8Answer(3 << 20)},
 	"gzip_bomb":      {raw: fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", len(gzipBomb), gzipBomb)},
 	"close_mid_body": {raw: fmt.Sprintf("HTTP/1.1 200 OK\r\nInference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n%s", len(goodHeader), len(goodBody), goodHeader[:40]), close: true},
 	"short_length":   {raw: fmt.Sprintf("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n%s", goodHeader), close: true},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -110,4 +111,42 @@ func settledHeap(limit uint64, deadline time.Duration) uint64 {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// heapPeak runs f and returns the high-water mark of the heap's object
+// bytes (live and not yet swept) above what it was before f, sampled every
+// 50µs by another goroutine from runtime/metrics (which does not stop the
+// world). It is what a body costs at its worst moment, the figure the
+// admission factors must cover; allocated's TotalAlloc counts garbage that
+// the collector recycled long before the peak. Sampling can miss a spike
+// shorter than the period, so callers bound it with margin.
+func heapPeak(f func()) uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	runtime.GC()
+	runtime.GC()
+	base := read()
+	stop := make(chan struct{})
+	done := make(chan uint64)
+	go func() {
+		peak := base
+		t := time.NewTicker(50 * time.Microsecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, read())
+			select {
+			case <-stop:
+				done <- max(peak, read())
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	f()
+	close(stop)
+	peak := <-done
+	return peak - min(peak, base)
 }

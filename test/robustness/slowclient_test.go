@@ -144,3 +144,56 @@ func TestSlowClients(t *testing.T) {
 	mock.Close()
 	waitGoroutines(t, base+2, 10*time.Second)
 }
+
+// TestSlowReadersCut: clients that ask the proxy for a large translated
+// answer and never read it are cut at --write-timeout, each cut is counted,
+// and their buffers and goroutines are freed (issue 13: ten such clients
+// held 5.6 GiB for minutes). A client that reads gets the whole answer.
+func TestSlowReadersCut(t *testing.T) {
+	if raceEnabled {
+		t.Skip("heap measurement under -race")
+	}
+	base := runtime.NumGoroutine()
+	h := startHostile(t)
+	const writeTimeout = time.Second
+	s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 4 << 20, writeTimeout: writeTimeout})
+	predict := "POST /v1/models/wide:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 19\r\n\r\n{\"instances\":[1.0]}"
+
+	a := s.post(viaProxy, "/v1/models/wide:predict", []byte(`{"instances":[1.0]}`))
+	if a.err != nil || a.status != 200 || len(a.body) < 9<<20 || !strings.HasPrefix(a.body, "{\n    \"predictions\": [0, 0, ") {
+		t.Fatalf("a reading client: %d, %d bytes %.60q, %v; want 200 and the whole answer", a.status, len(a.body), a.body, a.err)
+	}
+	s.dropIdle()
+	before := heapInUse()
+
+	const readers = 4
+	clients := make([]*slowClient, readers)
+	for i := range clients {
+		// The answer is larger than the kernel buffers it may fill (4 MiB
+		// of send buffer, 128 KiB of receive window that grows only as
+		// the client reads), so the proxy's writes block.
+		clients[i] = dialSlow(t, s.proxyURL)
+		clients[i].trickle(predict, 0)
+	}
+	deadline := time.Now().Add(writeTimeout + answerDeadline)
+	for s.metrics.Value("tfsbridge_response_write_timeouts_total") < readers && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := s.metrics.Value("tfsbridge_response_write_timeouts_total"); got != readers {
+		t.Fatalf("%v answers cut after %v, want %d", got, writeTimeout+answerDeadline, readers)
+	}
+	for i, c := range clients {
+		// What the kernels buffered is readable; then the connection ends.
+		if !c.closedWithin(answerDeadline) {
+			t.Errorf("client %d: connection still open after its answer was cut", i)
+		}
+	}
+	after := settledHeap(before+8<<20, 3*time.Second)
+	t.Logf("live heap %d KiB before, %d KiB after %d cut readers", before>>10, after>>10, readers)
+	if after > before+8<<20 {
+		t.Errorf("live heap grew from %d to %d bytes: the cut answers are still held", before, after)
+	}
+	s.close()
+	h.close()
+	waitGoroutines(t, base+2, 10*time.Second)
+}

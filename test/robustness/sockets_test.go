@@ -75,7 +75,7 @@ var upstreamWants = map[string]upstreamWant{
 	"html_error":      {proxy: 503, extproc: 503, prefix: "503 overloaded"},
 	"meta_garbage":    {proxy: 502, extproc: 502, prefix: "invalid model metadata from inference server: "},
 	"meta_close":      {proxy: 502, extproc: 502, prefix: "Invalid response from the v2 inference server"},
-	"meta_endless":    {proxy: 502, extproc: 502, prefix: "v2 inference server answer to GET /v2/models/meta_endless exceeds 16777216 bytes"},
+	"meta_endless":    {proxy: 502, extproc: 502, prefix: "v2 inference server answer to GET /v2/models/meta_endless exceeds 1048576 bytes"}, // the body limit
 	"meta_slow":       {proxy: 504, extproc: 504, prefix: "Timed out waiting for the v2 inference server"},
 	"meta_500":        {proxy: 500, extproc: 500, prefix: "metadata exploded"},
 	"meta_404":        {proxy: 404, extproc: 404, prefix: "Servable not found for request: Latest(meta_404)"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -42,6 +43,11 @@ type stackConfig struct {
 	readTimeout    time.Duration
 	readHeader     time.Duration
 	idleTimeout    time.Duration
+	writeTimeout   time.Duration                             // the proxy's; 0 keeps a minute
+	maxInflight    int64                                     // --max-inflight-bytes; 0 keeps the bridge's default
+	logger         *slog.Logger                              // tfsbridge's logs; nil discards them
+	wrapBackend    func(session.Backend) session.Backend     // wraps the session's backend (fault injection)
+	wrapTransport  func(http.RoundTripper) http.RoundTripper // wraps the backend client's transport (faults)
 	limits         tensor.Limits
 	// Envoy (envoysim) settings: bufferLimit 0 means twice maxBody,
 	// messageTimeout 0 means 5 s.
@@ -76,6 +82,7 @@ type stack struct {
 	envoyURL string
 	env      *envoysim.Envoy
 	backend  *backend.Client
+	metrics  metricReader
 	client   *http.Client
 
 	transports []*http.Transport
@@ -131,14 +138,29 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		ReadTimeout:       cfg.readTimeout,
 		ReadHeaderTimeout: cfg.readHeader,
 		IdleTimeout:       cfg.idleTimeout,
+		WriteTimeout:      o.Proxy.WriteTimeout,
 	}
+	if cfg.writeTimeout > 0 {
+		o.Proxy.WriteTimeout = cfg.writeTimeout
+	}
+	if cfg.maxInflight > 0 {
+		o.MaxInflightBytes = cfg.maxInflight
+	}
+	o.Logger = cfg.logger
 	o.BackendTransport = backendTransport
+	if cfg.wrapTransport != nil {
+		o.BackendTransport = cfg.wrapTransport(backendTransport)
+	}
 	o.ProxyTransport = proxyTransport
 	b, err := bridge.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.wrapBackend != nil {
+		b.Session.Backend = cfg.wrapBackend(b.Session.Backend)
+	}
 	s.backend = b.Backend
+	s.metrics = b.Metrics
 	l, err := bridge.Listen(bridge.Addrs{Extproc: "127.0.0.1:0", Proxy: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,11 @@ type Limits struct {
 	MaxDepth int
 	// MaxElements is the most tensor elements one body may carry in all.
 	MaxElements int64
+	// MaxOutputBytes caps the TF body a response translation may write
+	// (its size bound, checked before writing), on top of the writer's own
+	// expansion budget; 0 means that budget alone. The session sets it in
+	// proportion to the body limit.
+	MaxOutputBytes int64
 }
 
 // DefaultLimits are the limits used when a caller sets none: deep enough

@@ -33,17 +33,22 @@ const (
 
 // checkBudget returns a BadGateway error when the body Predict would write
 // for outputs (already checked by sortedOutputs, and by the row checks when
-// batch >= 0) could exceed the budget. Predict is only ever given a v2
+// batch >= 0) could exceed the budget: maxExpansion times their bytes plus
+// minBudget, and at most maxBytes when that is positive (the operator's
+// cap, in proportion to the body limit). Predict is only ever given a v2
 // server's outputs, so an answer that cannot be written within bounded
 // memory is the inference server's fault: 502, as for any answer that
-// cannot be translated.
-func checkBudget(outputs []tensor.Tensor, format tfrequest.Format, batch int64) error {
+// cannot be translated. It returns the bound, which sizes Predict's buffer.
+func checkBudget(outputs []tensor.Tensor, format tfrequest.Format, batch, maxBytes int64) (int64, error) {
 	bound, footprint := sizeBound(outputs, format, batch)
 	budget := satAdd(satMul(maxExpansion, footprint), minBudget)
-	if bound <= budget {
-		return nil
+	if maxBytes > 0 && maxBytes < budget {
+		budget = maxBytes
 	}
-	return apierr.Errorf(apierr.BadGateway,
+	if bound <= budget {
+		return bound, nil
+	}
+	return 0, apierr.Errorf(apierr.BadGateway,
 		"invalid response from inference server: its outputs would expand to a JSON body of up to %d bytes from %d bytes of tensor data (limit %d)",
 		bound, footprint, budget)
 }

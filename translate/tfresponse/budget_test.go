@@ -142,3 +142,39 @@ func TestSizeBoundIsAnUpperBound(t *testing.T) {
 		}
 	}
 }
+
+// PredictWithin caps the body's size bound at the operator's limit, below
+// the expansion budget, and hands a large body over without a copy.
+func TestPredictWithin(t *testing.T) {
+	out := []tensor.Tensor{fixed("y", tensor.Uint8, []int64{1 << 18}, make([]uint64, 1<<18)...)} // bound ≈ 6 B/element
+	bound, _ := sizeBound(out, tfrequest.Columnar, -1)
+	for _, c := range []struct {
+		max int64
+		ok  bool
+	}{
+		{0, true},          // the expansion budget alone
+		{bound, true},      // exactly the bound
+		{bound - 1, false}, // one byte short
+		{1 << 10, false},
+	} {
+		got, err := PredictWithin(nil, out, tfrequest.Columnar, c.max)
+		var e *apierr.Error
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("max %d: %v", c.max, err)
+		case c.ok && int64(len(got)) > bound:
+			t.Errorf("max %d: %d bytes, over the bound %d", c.max, len(got), bound)
+		case !c.ok && (!errors.As(err, &e) || e.Code != apierr.BadGateway || !strings.Contains(e.Msg, "would expand")):
+			t.Errorf("max %d: error %v, want a BAD_GATEWAY expansion error", c.max, err)
+		}
+	}
+	want, _ := Predict([]byte{}, out, tfrequest.Columnar) // copied into dst
+	got, _ := Predict(nil, out, tfrequest.Columnar)       // possibly handed over
+	if string(got) != string(want) {
+		t.Error("a handed-over body differs from a copied one")
+	}
+	again, _ := Predict(nil, out, tfrequest.Columnar)
+	if len(got) > 0 && len(again) > 0 && &got[0] == &again[0] {
+		t.Error("two calls returned the same buffer")
+	}
+}

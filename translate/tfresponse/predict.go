@@ -56,13 +56,20 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{w: jsontext.NewWri
 // datatype. Tensors that are not well formed (data not matching the
 // shape, duplicate names, a zero-size shape that would print more than
 // tensor.DefaultLimits.MaxElements empty arrays) are Internal errors: the
-// decoder should never hand them over. Outputs whose body could exceed 64
+// decoder should never hand them over. Outputs whose body could exceed 128
 // times their own bytes plus 1 MiB (empty dimensions after large ones,
 // extreme ranks, long names repeated per row: see budget.go) are a
 // BadGateway error, checked before anything is written, so that no v2
 // answer can make Predict allocate without bound. On error dst is
 // returned unchanged.
 func Predict(dst []byte, outputs []tensor.Tensor, format tfrequest.Format) ([]byte, error) {
+	return PredictWithin(dst, outputs, format, 0)
+}
+
+// PredictWithin is Predict with the body's size bound also capped at
+// maxBytes (when positive): over it, a BadGateway error before anything
+// is written.
+func PredictWithin(dst []byte, outputs []tensor.Tensor, format tfrequest.Format, maxBytes int64) ([]byte, error) {
 	if len(outputs) == 0 {
 		return dst, apierr.InvalidArgumentf("Cannot convert empty tensor map to JSON")
 	}
@@ -96,10 +103,19 @@ func Predict(dst []byte, outputs []tensor.Tensor, format tfrequest.Format) ([]by
 			return dst, apierr.InvalidArgumentf("Failed to write JSON value for tensor type: %s", t.DataType.TFShortName())
 		}
 	}
-	if err := checkBudget(outputs, format, batch); err != nil {
+	bound, err := checkBudget(outputs, format, batch, maxBytes)
+	if err != nil {
 		return dst, err
 	}
 
+	// Start from half the bound: growing by append from a small buffer
+	// allocates about five times the final size of a large body (Go grows
+	// large slices by 1.25×), all of it live until the next collection,
+	// while real bodies take a third to a half of the bound (it assumes the
+	// longest value text and full escaping everywhere).
+	if hint := bound / 2; int64(cap(sc.buf)) < hint {
+		sc.buf = make([]byte, 0, hint)
+	}
 	w := sc.w
 	w.Reset(sc.buf[:0])
 	w.StartObject()
@@ -145,6 +161,18 @@ func Predict(dst []byte, outputs []tensor.Tensor, format tfrequest.Format) ([]by
 	}
 	w.EndObject()
 	sc.buf = w.Bytes()
+	if dst == nil && cap(sc.buf) > maxPooledBuffer {
+		// A buffer too large for the pool is handed over when the body
+		// fills two thirds of it or more, rather than copied (the copy
+		// would double the exchange's peak), else copied out so that the
+		// bound's slack is not held while the answer is sent.
+		out := sc.buf
+		sc.buf = nil
+		if cap(out)-len(out) > len(out)/2 {
+			out = append([]byte(nil), out...)
+		}
+		return out, nil
+	}
 	return append(dst, sc.buf...), nil
 }
 

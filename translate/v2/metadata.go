@@ -38,6 +38,9 @@ func ParseModelMetadata(body []byte) (*tensor.Signature, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, badMetadata(err, "%s", err.Error())
 	}
+	if len(m.Versions) > maxVersions {
+		return nil, badMetadata(nil, "%d versions, more than the limit of %d", len(m.Versions), maxVersions)
+	}
 	sig := &tensor.Signature{Model: m.Name, Versions: m.Versions, Platform: m.Platform}
 	var err error
 	if sig.Inputs, err = metaSpecs("input", m.Inputs); err != nil {
@@ -45,6 +48,15 @@ func ParseModelMetadata(body []byte) (*tensor.Signature, error) {
 	}
 	if sig.Outputs, err = metaSpecs("output", m.Outputs); err != nil {
 		return nil, err
+	}
+	dims := 0
+	for _, specs := range [][]tensor.Spec{sig.Inputs, sig.Outputs} {
+		for _, sp := range specs {
+			dims += len(sp.Shape)
+		}
+	}
+	if dims > maxSignatureDims {
+		return nil, badMetadata(nil, "%d dimensions in all, more than the limit of %d", dims, maxSignatureDims)
 	}
 	sig.Batched = leadingBatchDim(sig.Inputs)
 	return sig, nil
@@ -57,6 +69,18 @@ func ParseModelMetadata(body []byte) (*tensor.Signature, error) {
 // each 20-byte request allocate 11 MB. Real models declare a handful, a
 // few hundred for wide feature models.
 const maxSignatureTensors = 4096
+
+// maxSignatureDims bounds the dimensions of all inputs and outputs
+// together, and maxVersions the versions a model may list. TF's metadata
+// answer prints about 100 bytes per dimension and its status answer about
+// 150 per version: 15 MiB of metadata listing five million dimensions
+// became a 464 MB metadata answer and a 1.8 GiB peak. Real models have a
+// few dimensions per tensor (TF's own limit is a rank of 254) and a few
+// versions.
+const (
+	maxSignatureDims = 1 << 16
+	maxVersions      = 4096
+)
 
 func metaSpecs(what string, ts []metaTensor) ([]tensor.Spec, error) {
 	if len(ts) == 0 {

@@ -101,6 +101,12 @@ func TestParseModelMetadataErrors(t *testing.T) {
 		// Regression: 100 000 inputs made every request allocate 11 MB.
 		{`{"name":"m","inputs":[` + strings.Repeat(`{"name":"a","datatype":"FP32","shape":[1]},`, maxSignatureTensors) + `{"name":"b","datatype":"FP32","shape":[1]}]}`,
 			"4097 inputs, more than the limit of 4096"},
+		// Regression (issue 13): 15 MiB of metadata listing millions of
+		// dimensions or versions became answers of hundreds of MB.
+		{`{"name":"m","inputs":[{"name":"a","datatype":"FP32","shape":[` + strings.Repeat("-1,", maxSignatureDims/2) +
+			`-1]}],"outputs":[{"name":"b","datatype":"FP32","shape":[` + strings.Repeat("-1,", maxSignatureDims/2) + `-1]}]}`,
+			"65538 dimensions in all, more than the limit of 65536"},
+		{`{"name":"m","versions":[` + strings.Repeat(`"1",`, maxVersions) + `"2"]}`, "4097 versions, more than the limit of 4096"},
 	}
 	for _, tc := range cases {
 		_, err := ParseModelMetadata([]byte(tc.body))

@@ -1,0 +1,84 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
+)
+
+// Each body reserves its size times its factor until Close; a successful
+// answer that outgrows the reservation is held at its size; over the
+// budget the exchange gets TF's 503.
+func TestAdmission(t *testing.T) {
+	const (
+		request = `{"instances": [1.0, 2.0, 5.0]}`
+		answer  = `{"model_name":"half_plus_two","outputs":[{"name":"y","datatype":"FP32","shape":[3],"data":[2.5,3.0,4.5]}]}`
+		// No data, yet a thousand "[]" lines: the TF body outgrows 32×.
+		empties = `{"model_name":"half_plus_two","outputs":[{"name":"y","datatype":"FP32","shape":[1000,0],"data":[]}]}`
+	)
+	reqCost := int64(len(request)) * admission.RequestFactor
+	respCost := int64(len(answer)) * admission.ResponseFactor
+	cases := []struct {
+		name     string
+		budget   int64
+		answer   string
+		status   int   // 0: translated (200)
+		inUse    int64 // after the answer, before Close; -1: the TF body's size
+		rejected float64
+	}{
+		{"within the budget", reqCost + respCost, answer, 0, reqCost + respCost, 0},
+		{"the answer over the budget", reqCost + respCost - 1, answer, 503, reqCost, 1},
+		{"an answer held at its size", 1 << 20, empties, 0, -1, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, "triton")
+			e.cfg.Admission = admission.New(c.budget, e.metrics)
+			s := predictSession(t, e, request)
+			if got := e.cfg.Admission.InUse(); got != reqCost {
+				t.Fatalf("after the request: %d reserved, want %d", got, reqCost)
+			}
+			ctx := context.Background()
+			s.ResponseHeaders(ctx, 200, hdr{}, false)
+			a := s.ResponseBody(ctx, []byte(c.answer))
+			switch {
+			case c.status != 0:
+				checkRespond(t, a, c.status, tfError(fmt.Sprintf("tfsbridge is over its in-flight memory budget (--max-inflight-bytes); "+
+					"retry later: this body needs %d bytes of working memory and %d of the in-flight budget of %d bytes are in use", respCost, reqCost, c.budget)))
+			case a.Verdict != Continue || !a.ReplaceBody:
+				t.Fatalf("answer: %v %d %.200s", a.Verdict, a.Status, a.Body)
+			}
+			want := c.inUse
+			if want < 0 {
+				want = int64(len(a.Body))
+				if want <= reqCost+int64(len(c.answer))*admission.ResponseFactor {
+					t.Fatalf("a %d-byte answer fits its reservation: the case tests nothing", want)
+				}
+			}
+			if got := e.cfg.Admission.InUse(); got != want {
+				t.Errorf("after the answer: %d reserved, want %d", got, want)
+			}
+			s.Close()
+			if got := e.cfg.Admission.InUse(); got != 0 {
+				t.Errorf("after Close: %d reserved, want 0", got)
+			}
+			if got := e.metrics.Value("tfsbridge_admission_rejections_total"); got != c.rejected {
+				t.Errorf("rejections = %v, want %v", got, c.rejected)
+			}
+		})
+	}
+	// A request over the budget never reaches the v2 server.
+	e := newEnv(t, "triton")
+	e.cfg.Admission = admission.New(reqCost-1, e.metrics)
+	s := New(e.cfg)
+	defer s.Close()
+	ctx := context.Background()
+	s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{}, false)
+	a := s.RequestBody(ctx, []byte(request))
+	if a.Verdict != Respond || a.Status != 503 || !strings.Contains(string(a.Body), "tfsbridge is over its in-flight memory budget") {
+		t.Errorf("request over the budget: %v %d %s", a.Verdict, a.Status, a.Body)
+	}
+}

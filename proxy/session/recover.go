@@ -1,0 +1,74 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+)
+
+// Recover answers an exchange whose handling panicked: the adapters call
+// it from the deferred function that recovered v, so that one exchange's
+// bug costs that exchange only, never the process (ext_proc) or an
+// answerless connection (proxy). It logs the panic at error level with the
+// request id and the stack, counts it in tfsbridge_panics_total{adapter},
+// and returns TF's 500. The session is done afterwards: later events are
+// ignored and Close counts nothing more.
+func (s *Session) Recover(adapter string, v any) Action {
+	p := observe.CapturePanic(v)
+	if s.requestID == "" {
+		s.requestID = observe.NewRequestID()
+	}
+	log := s.log
+	if log == discard && s.cfg.Logger != nil {
+		log = s.cfg.Logger.With("request_id", s.requestID)
+	}
+	log.Error("panic while handling an exchange; answered 500", "adapter", adapter,
+		"route", s.route.String(), "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
+	s.cfg.Metrics.Panic(adapter)
+	s.state = stDone
+	if !s.finished {
+		s.finishSafely(apierr.Internal.HTTPStatus())
+	}
+	return errorResponse(apierr.Errorf(apierr.Internal,
+		"Internal error in tfsbridge while handling this request (request id %s)", s.requestID))
+}
+
+// finishSafely is finish for an exchange that already panicked once: if
+// counting it panics too (the metrics were the culprit), the count is
+// lost but the answer is not.
+func (s *Session) finishSafely(status int) {
+	s.finished = true
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("panic while counting a failed exchange", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
+	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.route.Model, s.confirmed), status)
+}
+
+// repanic re-raises, on the exchange's goroutine, a panic that a helper
+// goroutine recovered and returned as an error.
+func repanic(err error) {
+	var p *observe.Panic
+	if errors.As(err, &p) {
+		panic(p)
+	}
+}
+
+// goSafely runs f on g, turning a panic into an *observe.Panic error that
+// the exchange's goroutine re-raises with repanic after g.Wait.
+func goSafely(g *errgroup.Group, f func() error) {
+	g.Go(func() (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = observe.CapturePanic(v)
+			}
+		}()
+		return f()
+	})
+}
