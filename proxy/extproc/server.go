@@ -15,13 +15,9 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
 
-// Message size margins. Replies can be larger than the request: TF JSON
-// spends up to ~7 bytes of text per byte of a binary v2 tensor (a BOOL
-// "false, ").
-const (
-	frameMargin    = 1 << 20
-	replyExpansion = 8
-)
+// frameMargin is the room left for a message's own framing beyond the
+// body it carries.
+const frameMargin = 1 << 20
 
 // DefaultMaxRecvMsgBytes is the gRPC receive limit when none is set: in
 // effect none of ours (grpc-go's ceiling). A buffered body reaches us as
@@ -73,7 +69,11 @@ func NewServer(p *Processor, opt ServerOptions) *Server {
 	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(clampInt(maxRecv)),
-		grpc.MaxSendMsgSize(clampInt(maxBody*replyExpansion + frameMargin)),
+		// A reply carries at most one translated answer, which the session
+		// caps at OutputExpansion × the body limit; a lower send limit
+		// would turn an answer the session accepted into a failed stream
+		// (Envoy's bare 500) instead of the answer.
+		grpc.MaxSendMsgSize(clampInt(maxBody*session.OutputExpansion + frameMargin)),
 		// Envoy clusters often enable HTTP/2 keepalive pings; grpc-go's
 		// default enforcement (one ping per 5 min) answers faster pings
 		// with GOAWAY "too_many_pings", failing in-flight requests.
