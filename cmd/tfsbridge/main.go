@@ -5,6 +5,7 @@
 //	tfsbridge proxy     standalone HTTP reverse proxy
 //	tfsbridge mock      built-in v2 mock server with sample models
 //	tfsbridge demo      mock + proxy + ext_proc in one process
+//	tfsbridge validate-map FILE   check a model map file
 //
 // Every flag can also be set from the environment: --grpc-addr is
 // TFSBRIDGE_GRPC_ADDR. "tfsbridge <command> --help" lists them all.
@@ -30,6 +31,7 @@ Commands:
   proxy     standalone HTTP reverse proxy
   mock      built-in v2 mock server with sample models
   demo      mock + proxy + ext_proc in one process, with curl examples
+  validate-map FILE   check a model map file (exit 0 valid, 2 invalid)
 
 "tfsbridge <command> --help" lists a command's flags; each flag can also be set
 from the environment variable TFSBRIDGE_<FLAG> (e.g. TFSBRIDGE_GRPC_ADDR).
@@ -86,10 +88,12 @@ func parseCommand(name string, args []string, env lookupEnv, out io.Writer) (com
 		return ignoreStdout{o}, err
 	case "demo":
 		return parseDemo(args, env, out)
+	case "validate-map":
+		return parseValidateMap(args, env, out)
 	case "help", "-h", "-help", "--help":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("unknown command %q (want extproc, proxy, mock or demo; see tfsbridge help)", name)
+	return nil, fmt.Errorf("unknown command %q (want extproc, proxy, mock, demo or validate-map; see tfsbridge help)", name)
 }
 
 // ignoreStdout adapts the commands that only log (to stderr).

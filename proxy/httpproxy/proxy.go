@@ -103,6 +103,9 @@ type exchange struct {
 	// path is the rewritten request target of a translated exchange, ""
 	// for a pass-through one.
 	path string
+	// upstream is the v2 server of a model on a model map server, nil
+	// for the default upstream.
+	upstream *url.URL
 	// body is the client's body under its read deadline (nil if none).
 	body *deadlineBody
 }
@@ -136,6 +139,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex.path, _ = a.Get(":path")
+	ex.upstream = sess.UpstreamURL() // the model map's server, nil for the default
+	routing := a // its header changes (the model map's) apply upstream too
 
 	if !noBody {
 		if r.ContentLength > sess.MaxBodyBytes() {
@@ -160,6 +165,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeResponse(w, a)
 			return
 		}
+		if p, ok := a.Get(":path"); ok {
+			ex.path = p // signature_name chose another v2 model
+		}
 	}
 	if a.Verdict != session.Continue || !a.ReplaceBody {
 		writeResponse(w, sess.Fail(apierr.New(apierr.Internal, "request was not translated")))
@@ -176,6 +184,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.Header.Del("Content-Length")
 	// The whole body is here: no 100-continue dance upstream.
 	out.Header.Del("Expect")
+	if !noBody {
+		applyHeaders(out.Header, routing)
+	}
 	applyHeaders(out.Header, a)
 	p.rp.ServeHTTP(w, out)
 }
@@ -194,7 +205,11 @@ func requestTarget(r *http.Request) string {
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	ex := exchangeFrom(pr.In.Context())
 	if ex != nil && ex.path != "" {
-		pr.Out.URL = upstreamURL(p.cfg.Upstream, ex.path)
+		base := p.cfg.Upstream
+		if ex.upstream != nil {
+			base = ex.upstream
+		}
+		pr.Out.URL = upstreamURL(base, ex.path)
 		pr.Out.Host = ""
 	} else {
 		pr.SetURL(p.cfg.Upstream)

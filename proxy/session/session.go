@@ -82,6 +82,10 @@ type Config struct {
 	Metrics      *observe.Metrics
 	// Logger receives one line per exchange; nil discards.
 	Logger *slog.Logger
+	// Mapping, when set, returns the model map in force with its
+	// servers' backends (nil: no map). Each exchange keeps the one it
+	// started with, so a reload never changes a request in flight.
+	Mapping func() *Mapping
 }
 
 // state is where an exchange is.
@@ -109,6 +113,8 @@ type Session struct {
 	route     route.Route
 	confirmed bool // the backend knows the model (metric label)
 	finished  bool
+	m         mapped // the model map's part
+	inferPath string // the v2 infer path set at request-headers time
 
 	// predict
 	sig         *tensor.Signature
@@ -178,6 +184,9 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 		return s.fail(err)
 	}
 	s.route, s.verb = r, r.Verb.String()
+	if err := s.applyMap(h); err != nil {
+		return s.fail(err)
+	}
 	switch r.Verb {
 	case route.Predict:
 		return s.predictHeaders(ctx, h, endOfStream)
@@ -212,14 +221,15 @@ func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStrea
 		// v2 has no version labels, so every label is unknown to us.
 		s.sigErr = apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label)
 	} else {
-		s.sig, s.sigErr = s.cfg.Backend.Signature(ctx, r)
+		s.sig, s.sigErr = s.signature(ctx)
 		if s.sigErr == nil {
 			s.confirmed = true
-			s.kind, s.sigErr = s.cfg.Backend.Kind(ctx)
+			s.kind, s.sigErr = s.be().Kind(ctx)
 		}
 	}
 	s.state = stRequestBody
-	rewrite := Header{hdrPath, r.V2InferPath()}
+	s.inferPath = s.wireRoute().V2InferPath()
+	rewrite := Header{hdrPath, s.inferPath}
 	if endOfStream {
 		// No body will ever come: translate the empty one now (TF says
 		// "JSON Parse error: The document is empty").
@@ -227,15 +237,18 @@ func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStrea
 		if a.Verdict == Continue {
 			a.Set = append(a.Set, rewrite)
 		}
-		return a
+		return s.routed(a)
 	}
-	return Action{Verdict: Continue, Set: []Header{rewrite}}
+	return s.routed(Action{Verdict: Continue, Set: []Header{rewrite}})
 }
 
 // resolve is the tfrequest.Resolver of a predict exchange: it reports the
 // signature lookup's outcome only when the request parser asks, after the
 // JSON syntax checks, which is TF Serving's order.
-func (s *Session) resolve(signatureName string) (*tensor.Signature, error) {
+func (s *Session) resolve(ctx context.Context, signatureName string) (*tensor.Signature, error) {
+	if s.m.model != nil && s.route.Label == "" {
+		return s.resolveMapped(ctx, signatureName)
+	}
 	if s.sigErr != nil {
 		return nil, s.sigErr
 	}
@@ -247,7 +260,7 @@ func (s *Session) resolve(signatureName string) (*tensor.Signature, error) {
 }
 
 // RequestBody handles the whole (buffered) request body.
-func (s *Session) RequestBody(_ context.Context, body []byte) Action {
+func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
 	if s.state != stRequestBody {
 		return Action{Verdict: Continue}
 	}
@@ -260,7 +273,8 @@ func (s *Session) RequestBody(_ context.Context, body []byte) Action {
 		return s.fail(s.tooLarge("Decompressed request"))
 	}
 	t0 := time.Now()
-	req, ex, err := translate.TranslateRequest(body, s.resolve, translate.RequestOptions{
+	resolve := func(name string) (*tensor.Signature, error) { return s.resolve(ctx, name) }
+	req, ex, err := translate.TranslateRequest(body, resolve, translate.RequestOptions{
 		Kind:   s.kind,
 		ID:     s.requestID,
 		Limits: s.cfg.Limits,
@@ -290,6 +304,10 @@ func (s *Session) RequestBody(_ context.Context, body []byte) Action {
 	}
 	if s.reqEncoding != "" {
 		a.Remove = append(a.Remove, hdrContentEnc)
+	}
+	if p := s.wireRoute().V2InferPath(); p != s.inferPath {
+		// The request's signature_name reached another v2 model.
+		a.Set = append(a.Set, Header{hdrPath, p})
 	}
 	s.state = stUpstream
 	return a
