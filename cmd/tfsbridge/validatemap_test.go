@@ -22,10 +22,10 @@ func TestValidateMap(t *testing.T) {
 	good := writeMap(t, "models:\n  mnist:\n    model: mnist_onnx\n    labels: {stable: 3}\n")
 	bad := writeMap(t, "models:\n  mnist:\n    modle: mnist_onnx\n")
 	for _, tc := range []struct {
-		name       string
-		args       []string
-		env        map[string]string
-		code       int
+		name        string
+		args        []string
+		env         map[string]string
+		code        int
 		out, errOut string
 	}{
 		{"valid", []string{"validate-map", good}, nil, 0, "valid model map (1 models", ""},

@@ -140,7 +140,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ex.path, _ = a.Get(":path")
 	ex.upstream = sess.UpstreamURL() // the model map's server, nil for the default
-	routing := a // its header changes (the model map's) apply upstream too
+	routing := a                     // its header changes (the model map's) apply upstream too
 
 	if !noBody {
 		if r.ContentLength > sess.MaxBodyBytes() {
