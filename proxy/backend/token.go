@@ -12,6 +12,9 @@ import (
 // token is about 1 KiB).
 const maxTokenBytes = 64 << 10
 
+// tokenRecheck is how often the token file is looked at (a var for tests).
+var tokenRecheck = time.Second
+
 // tokenFile is a bearer token kept in a file that rotates (a projected
 // service account token, a mounted Secret). It is re-read when the file's
 // size or modification time changes, checked at most once a second. The
@@ -33,7 +36,7 @@ func (t *tokenFile) get() (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
-	if t.token != "" && now.Sub(t.checked) < time.Second {
+	if t.token != "" && now.Sub(t.checked) < tokenRecheck {
 		return t.token, nil
 	}
 	fi, err := os.Stat(t.path)
