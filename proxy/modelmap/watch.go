@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -25,9 +23,9 @@ const (
 // It polls instead of using inotify: a Kubernetes ConfigMap volume
 // updates by swapping a "..data" symlink, so the watched path itself
 // never sees a write event, and polling also covers network and overlay
-// filesystems. Each poll stats the path (following symlinks) and the
-// resolved target; a change of either's identity, size or modification
-// time, or a content hash that differs, triggers a parse. A bad new file
+// filesystems. Each poll reads the file through its symlinks (a map is a
+// few KiB, at most MaxFileBytes) and compares a content hash, which no
+// coarse modification time or same-size rewrite can fool. A bad new file
 // leaves the old map in force; the same bad content is reported once,
 // not every poll.
 type Watcher struct {
@@ -41,18 +39,9 @@ type Watcher struct {
 	count func(result string)
 
 	mu      sync.Mutex
-	stamp   stamp
 	sum     [sha256.Size]byte
 	badSum  [sha256.Size]byte
 	loadErr error
-}
-
-// stamp is what a cheap poll compares.
-type stamp struct {
-	target  string
-	size    int64
-	modTime time.Time
-	ok      bool
 }
 
 // WatcherConfig configures NewWatcher.
@@ -83,7 +72,6 @@ func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 	if w.count == nil {
 		w.count = func(string) {}
 	}
-	st := w.statFile()
 	data, err := readFile(w.path)
 	if err != nil {
 		return nil, err
@@ -95,7 +83,7 @@ func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 	if err := w.apply(m); err != nil {
 		return nil, errorIn(w.path, err)
 	}
-	w.stamp, w.sum = st, sha256.Sum256(data)
+	w.sum = sha256.Sum256(data)
 	return w, nil
 }
 
@@ -130,37 +118,31 @@ func (w *Watcher) Run(ctx context.Context) {
 func (w *Watcher) Poll() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	st := w.statFile()
-	if st == w.stamp && st.ok {
-		return false
-	}
 	data, err := readFile(w.path)
 	if err != nil {
 		// A ConfigMap swap can leave the path missing for an instant:
 		// keep the old map and look again at the next poll.
-		w.stamp = stamp{}
 		w.fail(err, [sha256.Size]byte{})
 		return false
 	}
 	sum := sha256.Sum256(data)
 	if sum == w.sum {
-		w.stamp = st // touched, not changed
+		// The file is the map in force (perhaps back after a bad version).
+		w.badSum, w.loadErr = [sha256.Size]byte{}, nil
 		return false
 	}
 	if sum == w.badSum {
-		w.stamp = st
-		return false // already reported
+		return false // a bad file already reported
 	}
 	m, err := Parse(data)
 	if err == nil {
 		err = w.apply(m)
 	}
 	if err != nil {
-		w.stamp = st
 		w.fail(errorIn(w.path, err), sum)
 		return false
 	}
-	w.stamp, w.sum, w.badSum, w.loadErr = st, sum, [sha256.Size]byte{}, nil
+	w.sum, w.badSum, w.loadErr = sum, [sha256.Size]byte{}, nil
 	w.count(ReloadSuccess)
 	w.log.Info("model map reloaded", "file", w.path, "models", len(m.Models), "servers", len(m.Servers))
 	return true
@@ -184,18 +166,4 @@ func (w *Watcher) LastError() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.loadErr
-}
-
-// statFile stamps the path and its resolved target (a ConfigMap's
-// "..data/map.yaml" through two symlinks).
-func (w *Watcher) statFile() stamp {
-	target, err := filepath.EvalSymlinks(w.path)
-	if err != nil {
-		return stamp{}
-	}
-	fi, err := os.Stat(target)
-	if err != nil {
-		return stamp{}
-	}
-	return stamp{target: target, size: fi.Size(), modTime: fi.ModTime(), ok: true}
 }
