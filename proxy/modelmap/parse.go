@@ -88,6 +88,9 @@ func Parse(data []byte) (*Map, error) {
 		return m, nil // an empty file maps nothing
 	}
 	root := doc.Content[0]
+	if err := noAliases(root); err != nil {
+		return nil, err
+	}
 	if isNull(root) {
 		return m, nil
 	}
@@ -137,25 +140,30 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }
 
-// resolveAlias follows YAML aliases so "*anchor" values read like the
-// node they name.
-func resolveAlias(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode {
-		n = n.Alias
+// noAliases refuses YAML aliases anywhere in the document: the format
+// has inheritance for what anchors would share, and an alias graph lets a
+// small file expand into an enormous map.
+func noAliases(n *yaml.Node) error {
+	if n.Kind == yaml.AliasNode {
+		return errAt(n, "YAML aliases (*%s) are not supported in a model map", n.Value)
 	}
-	return n
+	for _, c := range n.Content {
+		if err := noAliases(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fields walks a mapping node, refusing duplicate keys and non-string
 // keys; what names the mapping in messages.
 func fields(n *yaml.Node, what string, each func(key string, k, v *yaml.Node) error) error {
-	n = resolveAlias(n)
 	if n.Kind != yaml.MappingNode {
 		return errAt(n, "%s must be a mapping, not %s", what, describe(n))
 	}
 	seen := make(map[string]bool, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], resolveAlias(n.Content[i+1])
+		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
 			return errAt(k, "%s: keys must be plain strings", what)
 		}
@@ -475,7 +483,6 @@ func parseSpecs(n *yaml.Node, what string) ([]tensor.Spec, error) {
 	specs := make([]tensor.Spec, 0, len(n.Content))
 	seen := map[string]bool{}
 	for _, item := range n.Content {
-		item = resolveAlias(item)
 		var sp tensor.Spec
 		var haveType, haveShape bool
 		err := fields(item, what+" entry", func(key string, k, v *yaml.Node) error {
@@ -526,7 +533,7 @@ func parseShape(n *yaml.Node, what string) ([]int64, error) {
 	}
 	shape := make([]int64, 0, len(n.Content))
 	for _, d := range n.Content {
-		v, err := integer(resolveAlias(d), what+" dimension")
+		v, err := integer(d, what+" dimension")
 		if err != nil {
 			return nil, err
 		}

@@ -135,6 +135,7 @@ func TestParseErrors(t *testing.T) {
 		{"rename not in metadata", "models:\n  m:\n    inputs: {a: x}\n    metadata: {inputs: [{name: y, datatype: FP32, shape: [1]}]}\n", 3, `renames input "a" to "x", which its metadata does not declare`},
 		{"empty model name", "models:\n  m: {model: \"\"}\n", 2, `must not be empty`},
 		{"model is a list", "models:\n  m: [a]\n", 2, `model "m" must be a mapping`},
+		{"alias", "x: &a {url: \"http://a:1\"}\nservers:\n  s: *a\n", 3, `YAML aliases (*a) are not supported`},
 		{"rename to mapping", "models:\n  m:\n    outputs: {a: {b: c}}\n", 3, `must be a string`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
