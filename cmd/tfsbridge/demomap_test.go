@@ -10,15 +10,32 @@ import (
 	"time"
 )
 
-// TestDemoMap runs the demo and pastes each of its model map's curl
-// commands.
-func TestDemoMap(t *testing.T) {
+// startDemo runs the demo on free ports (metrics on metricsAddr, "" for
+// none) and returns its output once it is serving, the cancel that stops
+// it like Ctrl-C, and the channel its exit code arrives on.
+func startDemo(t *testing.T, metricsAddr string) (string, context.CancelFunc, chan int) {
+	t.Helper()
 	var stdout syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	args := []string{"demo", "--mock-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-		"--grpc-addr", "127.0.0.1:0", "--metrics-addr", "", "--log-level", "error"}
+		"--grpc-addr", "127.0.0.1:0", "--metrics-addr", metricsAddr, "--log-level", "error"}
 	go func() { done <- run(ctx, args, envOf(nil), &stdout, io.Discard) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("demo did not start; output:\n%s", stdout.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return stdout.String(), cancel, done
+}
+
+// TestDemoMap runs the demo and pastes each of its model map's curl
+// commands.
+func TestDemoMap(t *testing.T) {
+	out, cancel, done := startDemo(t, "")
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -27,14 +44,6 @@ func TestDemoMap(t *testing.T) {
 			t.Error("demo did not stop")
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
-		if time.Now().After(deadline) {
-			t.Fatalf("demo did not start; output:\n%s", stdout.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	out := stdout.String()
 	_, section, ok := strings.Cut(out, "The model map")
 	if !ok {
 		t.Fatalf("no model map section in:\n%s", out)

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // TFSignature returns the signature a TF client sees for s: wire (what
@@ -22,7 +23,7 @@ func (s *Signature) TFSignature(wire *tensor.Signature, tfModel string) *tensor.
 		v2sig.Inputs = s.Metadata.Inputs
 		v2sig.Outputs = s.Metadata.Outputs
 		if wire.MaxBatchSize == 0 {
-			v2sig.Batched = leadingBatch(v2sig.Inputs)
+			v2sig.Batched = v2.LeadingBatchDim(v2sig.Inputs)
 		}
 	}
 	if v2sig.Model == "" && s != nil {
@@ -66,18 +67,4 @@ func toTF(specs []tensor.Spec, renames map[string]string) ([]tensor.Spec, bool) 
 		return specs, false
 	}
 	return out, true
-}
-
-// leadingBatch reports whether every input's first dimension is -1 (the
-// rule v2 metadata uses when no Triton config says otherwise).
-func leadingBatch(inputs []tensor.Spec) bool {
-	if len(inputs) == 0 {
-		return false
-	}
-	for _, in := range inputs {
-		if len(in.Shape) == 0 || in.Shape[0] != -1 {
-			return false
-		}
-	}
-	return true
 }

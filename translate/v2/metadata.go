@@ -46,7 +46,7 @@ func ParseModelMetadata(body []byte) (*tensor.Signature, error) {
 	if sig.Outputs, err = metaSpecs("output", m.Outputs); err != nil {
 		return nil, err
 	}
-	sig.Batched = leadingBatchDim(sig.Inputs)
+	sig.Batched = LeadingBatchDim(sig.Inputs)
 	return sig, nil
 }
 
@@ -101,8 +101,9 @@ func metaSpecs(what string, ts []metaTensor) ([]tensor.Spec, error) {
 	return specs, nil
 }
 
-// leadingBatchDim reports whether every input's first dimension is -1.
-func leadingBatchDim(inputs []tensor.Spec) bool {
+// LeadingBatchDim reports whether every input's first dimension is -1,
+// which is how v2 metadata without a Triton config marks a batching model.
+func LeadingBatchDim(inputs []tensor.Spec) bool {
 	if len(inputs) == 0 {
 		return false
 	}
