@@ -22,6 +22,10 @@ import (
 type mapServer struct {
 	srv    *httptest.Server
 	infers atomic.Int64
+	// token is the bearer token file the map names for this server;
+	// badAuth counts calls that did not carry its token.
+	token   string
+	badAuth atomic.Int64
 }
 
 // startSecond starts the second mock when the stack asks for one.
@@ -33,10 +37,16 @@ func (s *stack) startSecond(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := &mapServer{}
+	ms := &mapServer{token: filepath.Join(t.TempDir(), "token")}
+	if err := os.WriteFile(ms.token, []byte("e2e-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ms.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/infer") {
 			ms.infers.Add(1)
+		}
+		if r.Header.Get("Authorization") != "Bearer e2e-token" {
+			ms.badAuth.Add(1)
 		}
 		mock.ServeHTTP(w, r)
 	}))
@@ -48,6 +58,7 @@ func (s *stack) startSecond(t testing.TB) {
 func (s *stack) expandMap(doc string) string {
 	if s.second != nil {
 		doc = strings.ReplaceAll(doc, "{{second}}", s.second.srv.URL)
+		doc = strings.ReplaceAll(doc, "{{token}}", s.second.token)
 	}
 	return doc
 }
@@ -89,7 +100,7 @@ func (s *stack) headerRoutes() []envoysim.HeaderRoute {
 // testMap exercises every part of the map against the mock's models.
 const testMap = `
 servers:
-  second: {url: "{{second}}", kind: mlserver}
+  second: {url: "{{second}}", kind: mlserver, bearer_token_file: "{{token}}"}
 models:
   hpt:                            # labels, and a signature on another v2 model
     model: half_plus_two
@@ -220,6 +231,9 @@ func checkModelMap(t *testing.T, s *stack, kind, via string) {
 	}
 	if r := s.do(t, via, request{path: "/v1/models/remote/metadata"}); r.status != 200 || !strings.Contains(string(r.body), `"name": "remote"`) {
 		t.Errorf("remote metadata: %d %s", r.status, r.body)
+	}
+	if n := s.second.badAuth.Load(); n != 0 {
+		t.Errorf("%d calls reached the second server without its bearer token", n)
 	}
 	s.checkEnvoy(t)
 }
