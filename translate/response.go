@@ -21,15 +21,14 @@ import (
 // *apierr.Error: BadGateway for a v2 body that cannot be decoded, TF
 // Serving's own texts for what TF Serving would reject after inference.
 func TranslateResponse(v2Body []byte, headerLength int, ex Exchange, lim tensor.Limits) ([]byte, error) {
-	outputs, err := v2.DecodeResponse(v2Body, headerLength, ex.Signature.OnWire(), lim)
+	outputs, err := v2.DecodeResponse(v2Body, headerLength, ex.Signature, lim)
 	if err != nil {
 		var e *apierr.Error
 		if errors.As(err, &e) {
-			return nil, errorFromWire(ex.Signature, err)
+			return nil, err
 		}
-		return nil, errorFromWire(ex.Signature, apierr.Wrap(apierr.BadGateway, err, err.Error()))
+		return nil, apierr.Wrap(apierr.BadGateway, err, err.Error())
 	}
-	outputsFromWire(ex.Signature, outputs)
 	if ex.Unbatched {
 		rebatch(outputs)
 	}

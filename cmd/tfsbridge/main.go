@@ -4,8 +4,8 @@
 //	tfsbridge extproc   Envoy ext_proc gRPC service (the main form)
 //	tfsbridge proxy     standalone HTTP reverse proxy
 //	tfsbridge mock      built-in v2 mock server with sample models
-//	tfsbridge demo      mock + proxy + ext_proc in one process
 //	tfsbridge validate-map FILE   check a model map file
+//	tfsbridge demo      mock + proxy + ext_proc in one process
 //
 // Every flag can also be set from the environment: --grpc-addr is
 // TFSBRIDGE_GRPC_ADDR. "tfsbridge <command> --help" lists them all.
@@ -30,8 +30,8 @@ Commands:
   extproc   Envoy ext_proc gRPC service (the main form)
   proxy     standalone HTTP reverse proxy
   mock      built-in v2 mock server with sample models
-  demo      mock + proxy + ext_proc in one process, with curl examples
   validate-map FILE   check a model map file (exit 0 valid, 2 invalid)
+  demo      mock + proxy + ext_proc in one process, with curl examples
 
 "tfsbridge <command> --help" lists a command's flags; each flag can also be set
 from the environment variable TFSBRIDGE_<FLAG> (e.g. TFSBRIDGE_GRPC_ADDR).
@@ -86,10 +86,10 @@ func parseCommand(name string, args []string, env lookupEnv, out io.Writer) (com
 	case "mock":
 		o, err := parseMock(args, env, out)
 		return ignoreStdout{o}, err
-	case "demo":
-		return parseDemo(args, env, out)
 	case "validate-map":
 		return parseValidateMap(args, env, out)
+	case "demo":
+		return parseDemo(args, env, out)
 	case "help", "-h", "-help", "--help":
 		return nil, nil
 	}

@@ -100,12 +100,12 @@ type exchange struct {
 	// client is the client request's own context, to tell a client that
 	// went away from an upstream timeout.
 	client context.Context
+	// upstream is the v2 server of a model the model map puts on another
+	// server, nil for the default upstream.
+	upstream *url.URL
 	// path is the rewritten request target of a translated exchange, ""
 	// for a pass-through one.
 	path string
-	// upstream is the v2 server of a model on a model map server, nil
-	// for the default upstream.
-	upstream *url.URL
 	// body is the client's body under its read deadline (nil if none).
 	body *deadlineBody
 }
@@ -139,8 +139,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex.path, _ = a.Get(":path")
-	ex.upstream = sess.UpstreamURL() // the model map's server, nil for the default
-	routing := a                     // its header changes (the model map's) apply upstream too
+	ex.upstream = sess.UpstreamURL()
 
 	if !noBody {
 		if r.ContentLength > sess.MaxBodyBytes() {
@@ -184,9 +183,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.Header.Del("Content-Length")
 	// The whole body is here: no 100-continue dance upstream.
 	out.Header.Del("Expect")
-	if !noBody {
-		applyHeaders(out.Header, routing)
-	}
 	applyHeaders(out.Header, a)
 	p.rp.ServeHTTP(w, out)
 }
@@ -205,11 +201,7 @@ func requestTarget(r *http.Request) string {
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	ex := exchangeFrom(pr.In.Context())
 	if ex != nil && ex.path != "" {
-		base := p.cfg.Upstream
-		if ex.upstream != nil {
-			base = ex.upstream
-		}
-		pr.Out.URL = upstreamURL(base, ex.path)
+		pr.Out.URL = upstreamURL(ex.upstreamOr(p.cfg.Upstream), ex.path)
 		pr.Out.Host = ""
 	} else {
 		pr.SetURL(p.cfg.Upstream)
@@ -219,6 +211,14 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		// Let the v2 server's logs be correlated with ours.
 		pr.Out.Header.Set("X-Request-Id", ex.sess.RequestID())
 	}
+}
+
+// upstreamOr returns the model map's server for this exchange, or def.
+func (ex *exchange) upstreamOr(def *url.URL) *url.URL {
+	if ex.upstream != nil {
+		return ex.upstream
+	}
+	return def
 }
 
 // upstreamURL joins the upstream root and an escaped request target.

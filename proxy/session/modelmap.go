@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"strconv"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
+	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // HeaderServer is the request header that names the v2 server a mapped
@@ -41,8 +43,12 @@ type tokenSource interface {
 type mapped struct {
 	mapping *Mapping
 	model   *modelmap.Model // nil: the model is not mapped
-	backend Backend         // nil: Config.Backend
-	label   string          // the label a version came from
+	// server is the backend of the model's v2 server, as it publishes
+	// (v2 names); the session's Config.Backend is a mappedBackend over it.
+	server Backend
+	// ctx is RequestBody's, for the signature lookups the request
+	// parser asks for (the resolver has no context of its own).
+	ctx context.Context
 	// wire is the v2 route of the signature the exchange uses: the v2
 	// model name and the version a label resolved to.
 	wire route.Route
@@ -50,14 +56,6 @@ type mapped struct {
 	set        []Header
 	remove     []string
 	clearRoute bool
-}
-
-// be returns the backend of the exchange's server.
-func (s *Session) be() Backend {
-	if s.m.backend != nil {
-		return s.m.backend
-	}
-	return s.cfg.Backend
 }
 
 // wireRoute is s.route with the v2 model of the signature the exchange
@@ -78,12 +76,13 @@ func (s *Session) UpstreamURL() *url.URL {
 	return s.m.mapping.URLs[s.m.model.Server]
 }
 
-// applyMap looks the request's model up in the model map: it picks the
-// backend of the model's server, resolves a known label to its version
-// (status keeps TF's rule of ignoring labels), and prepares the header
-// changes that route the request upstream (HeaderServer, a bearer
-// token). An unknown label is left in s.route for the verbs to report as
-// TF does.
+// applyMap looks the request's model up in the model map: it resolves a
+// known label to its version (status keeps TF's rule of ignoring labels),
+// gives the exchange its own copy of the Config whose Backend is the
+// model's server seen through the map (mappedBackend: TF names in, TF
+// names out), and prepares the header changes that route the request
+// upstream (HeaderServer, a bearer token). An unknown label is left in
+// s.route for the verbs to report as TF does.
 func (s *Session) applyMap(h HeaderGetter) error {
 	if h.Get(HeaderServer) != "" {
 		// Only tfsbridge decides which server a model is on.
@@ -104,20 +103,26 @@ func (s *Session) applyMap(h HeaderGetter) error {
 	s.m.model = mm
 	if s.route.Label != "" && s.route.Verb != route.Status {
 		if v, ok := mm.Version(s.route.Label); ok {
-			s.m.label = s.route.Label
 			s.route.Label, s.route.Version, s.route.HasVersion = "", v, true
 		}
 	}
 	s.m.wire = s.route
 	s.m.wire.Model = mm.Default.Model
+	s.m.server = s.cfg.Backend
+	if mm.Server != modelmap.DefaultServer {
+		be, ok := mp.Backends[mm.Server]
+		if !ok {
+			return apierr.Errorf(apierr.Internal, "model map server %q has no backend", mm.Server)
+		}
+		s.m.server = be
+	}
+	cfg := *s.cfg
+	cfg.Backend = mappedBackend{s: s}
+	s.cfg = &cfg
 	if mm.Server == modelmap.DefaultServer {
 		return nil
 	}
-	be, ok := mp.Backends[mm.Server]
-	if !ok {
-		return apierr.Errorf(apierr.Internal, "model map server %q has no backend", mm.Server)
-	}
-	s.m.backend = be
+	be := s.m.server
 	s.m.remove = nil
 	s.m.set, s.m.clearRoute = []Header{{HeaderServer, mm.Server}}, true
 	if ts, ok := be.(tokenSource); ok {
@@ -144,21 +149,47 @@ func (s *Session) routed(a Action) Action {
 	return a
 }
 
-// signature fetches the serving_default signature at request-headers
-// time, through the model map when the model is mapped.
-func (s *Session) signature(ctx context.Context) (*tensor.Signature, error) {
-	if s.m.model == nil {
-		return s.cfg.Backend.Signature(ctx, s.route)
-	}
-	sig, wr, err := s.mappedSignature(ctx, "", false)
-	s.m.wire = wr
+// mappedBackend is the Backend a mapped exchange sees: the model's v2
+// server in TF names. It takes TF routes (a label already resolved to its
+// version) and answers for the model's serving_default signature, so the
+// session's verbs work unchanged on mapped models.
+type mappedBackend struct{ s *Session }
+
+func (b mappedBackend) Kind(ctx context.Context) (v2.ServerKind, error) {
+	return b.s.m.server.Kind(ctx)
+}
+
+func (b mappedBackend) Signature(ctx context.Context, _ route.Route) (*tensor.Signature, error) {
+	sig, _, err := b.s.mappedSignature(ctx, "")
 	return sig, err
+}
+
+func (b mappedBackend) ModelReady(ctx context.Context, r route.Route) (bool, error) {
+	r.Model = b.s.m.model.Default.Model
+	ok, err := b.s.m.server.ModelReady(ctx, r)
+	return ok, b.s.tfNotFound(err)
+}
+
+// tfNotFound gives a not-found error TF's text for the TF route: the
+// server's names the v2 model, which the client never used.
+func (s *Session) tfNotFound(err error) error {
+	if err == nil {
+		return nil
+	}
+	if e := apierr.As(err); e.Code == apierr.NotFound {
+		return apierr.Wrap(apierr.NotFound, e, "Servable not found for request: "+s.route.Servable())
+	}
+	return err
 }
 
 // resolveMapped is resolve for a mapped model: serving_default was
 // fetched at request-headers time; another mapped signature is fetched
 // now, from its own v2 model.
-func (s *Session) resolveMapped(ctx context.Context, name string) (*tensor.Signature, error) {
+func (s *Session) resolveMapped(name string) (*tensor.Signature, error) {
+	ctx := s.m.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	ms, ok := s.m.model.Signature(name)
 	switch {
 	case !ok && s.sigErr != nil:
@@ -168,11 +199,11 @@ func (s *Session) resolveMapped(ctx context.Context, name string) (*tensor.Signa
 	case ms == s.m.model.Default:
 		return s.sig, s.sigErr
 	}
-	sig, wr, err := s.mappedSignature(ctx, name, false)
+	sig, wr, err := s.mappedSignature(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if s.kind, err = s.be().Kind(ctx); err != nil {
+	if s.kind, err = s.m.server.Kind(ctx); err != nil {
 		return nil, err
 	}
 	s.confirmed = true
@@ -182,44 +213,38 @@ func (s *Session) resolveMapped(ctx context.Context, name string) (*tensor.Signa
 
 // mappedSignature returns the TF view of the named signature of a mapped
 // model and the v2 route it reaches. An unknown signature_name is TF's
-// 400. fetch says whether the v2 server's metadata must be read even when
-// the map declares the tensors (a metadata GET wants the versions).
-func (s *Session) mappedSignature(ctx context.Context, name string, fetch bool) (*tensor.Signature, route.Route, error) {
+// 400. The server's metadata is always read (it says whether the model
+// exists and which versions it has); when the map declares the tensors,
+// a server that cannot describe them (KServe's built-in predictors
+// publish none, some answer with an error) does not matter.
+func (s *Session) mappedSignature(ctx context.Context, name string) (*tensor.Signature, route.Route, error) {
 	ms, ok := s.m.model.Signature(name)
 	if !ok {
 		return nil, route.Route{}, apierr.InvalidArgumentf("Serving signature name: \"%s\" not found in signature def", name)
 	}
 	wr := s.m.wire
 	wr.Model = ms.Model
-	var wire *tensor.Signature
-	if ms.Metadata == nil || fetch {
-		var err error
-		wire, err = s.be().Signature(ctx, wr)
-		if err != nil {
-			e := apierr.As(err)
-			if e.Code == apierr.NotFound {
-				// TF's text names the TF model, not the v2 one.
-				return nil, wr, apierr.Wrap(apierr.NotFound, e, "Servable not found for request: "+s.route.Servable())
-			}
-			if ms.Metadata == nil {
-				return nil, wr, e
-			}
-			wire = nil // the map's metadata stands in for what the server cannot say
+	wr.Label = ""
+	wire, err := s.m.server.Signature(ctx, wr)
+	if err != nil {
+		if e := apierr.As(err); e.Code == apierr.NotFound || ms.Metadata == nil {
+			return nil, wr, s.tfNotFound(err)
 		}
+		wire = nil // the map's metadata stands in for what the server cannot say
 	}
 	return ms.TFSignature(wire, s.route.Model), wr, nil
 }
 
 // mappedMetadata answers GET …/metadata for a mapped model: one
 // signature_def per mapped signature, in TF names.
-func (s *Session) mappedMetadata(ctx context.Context) ([]byte, error) {
+func (s *Session) mappedMetadata(ctx context.Context) Action {
 	names := s.m.model.SignatureNames()
 	defs := make([]tfresponse.SignatureDef, 0, len(names))
 	var versions []string
 	for i, name := range names {
-		sig, _, err := s.mappedSignature(ctx, name, true)
+		sig, _, err := s.mappedSignature(ctx, name)
 		if err != nil {
-			return nil, err
+			return s.fail(err)
 		}
 		if i == 0 {
 			s.confirmed = true
@@ -233,5 +258,8 @@ func (s *Session) mappedMetadata(ctx context.Context) ([]byte, error) {
 	} else if vs := sortVersionsDesc(versions); len(vs) > 0 {
 		version = vs[0]
 	}
-	return tfresponse.MetadataDefs(nil, s.route.Model, version, defs), nil
+	s.state = stDone
+	s.finish(http.StatusOK)
+	s.logDone(http.StatusOK, nil)
+	return jsonResponse(http.StatusOK, tfresponse.MetadataDefs(nil, s.route.Model, version, defs), "tfsbridge_metadata")
 }

@@ -42,9 +42,9 @@ const (
 // metadata (its version list) and readiness. Labels are ignored, as TF's
 // status implementation ignores them.
 func (s *Session) status(ctx context.Context) Action {
-	r := s.wireRoute()
+	r := s.route
 	r.Label = ""
-	sig, err := s.be().Signature(ctx, r)
+	sig, err := s.cfg.Backend.Signature(ctx, r)
 	if err != nil {
 		return s.fail(s.statusNotFound(err))
 	}
@@ -83,9 +83,9 @@ func (s *Session) status(ctx context.Context) Action {
 // versioned request); otherwise each version is asked, a few at a time.
 func (s *Session) readiness(ctx context.Context, r route.Route, versions []string) ([]bool, error) {
 	ready := make([]bool, len(versions))
-	kind, kindErr := s.be().Kind(ctx)
+	kind, kindErr := s.cfg.Backend.Kind(ctx)
 	if r.HasVersion || len(versions) == 1 || (kindErr == nil && kind == v2.KServe) {
-		ok, err := s.be().ModelReady(ctx, r)
+		ok, err := s.cfg.Backend.ModelReady(ctx, r)
 		if err != nil {
 			return nil, err
 		}
@@ -103,14 +103,14 @@ func (s *Session) readiness(ctx context.Context, r route.Route, versions []strin
 			vr.Version, vr.HasVersion = n, true
 		}
 		g.Go(func() error {
-			ok, err := s.be().ModelReady(gctx, vr)
+			ok, err := s.cfg.Backend.ModelReady(gctx, vr)
 			ready[i] = ok
 			return err
 		})
 	}
 	if checked < len(versions) {
 		g.Go(func() error {
-			ok, err := s.be().ModelReady(gctx, r)
+			ok, err := s.cfg.Backend.ModelReady(gctx, r)
 			for i := checked; i < len(versions); i++ {
 				ready[i] = ok
 			}
@@ -140,18 +140,11 @@ func (s *Session) statusNotFound(err error) error {
 // from the v2 signature. A label is unknown to v2, as in predict.
 func (s *Session) metadata(ctx context.Context) Action {
 	r := s.route
+	if s.m.model != nil && r.Label == "" {
+		return s.mappedMetadata(ctx)
+	}
 	if r.Label != "" {
 		return s.fail(apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label))
-	}
-	if s.m.model != nil {
-		body, err := s.mappedMetadata(ctx)
-		if err != nil {
-			return s.fail(err)
-		}
-		s.state = stDone
-		s.finish(http.StatusOK)
-		s.logDone(http.StatusOK, nil)
-		return jsonResponse(http.StatusOK, body, "tfsbridge_metadata")
 	}
 	sig, err := s.cfg.Backend.Signature(ctx, r)
 	if err != nil {

@@ -221,10 +221,10 @@ func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStrea
 		// v2 has no version labels, so every label is unknown to us.
 		s.sigErr = apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label)
 	} else {
-		s.sig, s.sigErr = s.signature(ctx)
+		s.sig, s.sigErr = s.cfg.Backend.Signature(ctx, r)
 		if s.sigErr == nil {
 			s.confirmed = true
-			s.kind, s.sigErr = s.be().Kind(ctx)
+			s.kind, s.sigErr = s.cfg.Backend.Kind(ctx)
 		}
 	}
 	s.state = stRequestBody
@@ -245,9 +245,9 @@ func (s *Session) predictHeaders(ctx context.Context, h HeaderGetter, endOfStrea
 // resolve is the tfrequest.Resolver of a predict exchange: it reports the
 // signature lookup's outcome only when the request parser asks, after the
 // JSON syntax checks, which is TF Serving's order.
-func (s *Session) resolve(ctx context.Context, signatureName string) (*tensor.Signature, error) {
+func (s *Session) resolve(signatureName string) (*tensor.Signature, error) {
 	if s.m.model != nil && s.route.Label == "" {
-		return s.resolveMapped(ctx, signatureName)
+		return s.resolveMapped(signatureName)
 	}
 	if s.sigErr != nil {
 		return nil, s.sigErr
@@ -261,6 +261,7 @@ func (s *Session) resolve(ctx context.Context, signatureName string) (*tensor.Si
 
 // RequestBody handles the whole (buffered) request body.
 func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
+	s.m.ctx = ctx // for resolveMapped, which runs inside the translation
 	if s.state != stRequestBody {
 		return Action{Verdict: Continue}
 	}
@@ -273,8 +274,7 @@ func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
 		return s.fail(s.tooLarge("Decompressed request"))
 	}
 	t0 := time.Now()
-	resolve := func(name string) (*tensor.Signature, error) { return s.resolve(ctx, name) }
-	req, ex, err := translate.TranslateRequest(body, resolve, translate.RequestOptions{
+	req, ex, err := translate.TranslateRequest(body, s.resolve, translate.RequestOptions{
 		Kind:   s.kind,
 		ID:     s.requestID,
 		Limits: s.cfg.Limits,
@@ -309,6 +309,10 @@ func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
 		// The request's signature_name reached another v2 model.
 		a.Set = append(a.Set, Header{hdrPath, p})
 	}
+	// The model map's routing again, for the reverse proxy, which applies
+	// the body action's headers to the upstream request.
+	a.Set = append(a.Set, s.m.set...)
+	a.Remove = append(a.Remove, s.m.remove...)
 	s.state = stUpstream
 	return a
 }

@@ -32,6 +32,15 @@ func parseRoutes(rs []HeaderRoute) ([]route, error) {
 	return out, nil
 }
 
+// routed returns the cluster the route cache holds, def when none was
+// picked (a stream that never saw request headers).
+func (f *filter) routed(def *url.URL) *url.URL {
+	if f.upstream == nil {
+		return def
+	}
+	return f.upstream
+}
+
 // pickRoute is Envoy's route match: the first header route whose header
 // matches, else the default upstream. Envoy evaluates it once from the
 // request headers and again only when a processor clears the route cache.

@@ -45,17 +45,14 @@ func (x *exchange) forward(h *headerMap, body bodySource) (*upstreamResponse, *l
 		ctx, cancel = context.WithTimeout(ctx, e.cfg.UpstreamTimeout)
 		x.upstreamDone = append(x.upstreamDone, cancel)
 	}
-	up := x.f.upstream
-	if up == nil {
-		up = e.upstream
-	}
-	req, err := http.NewRequestWithContext(ctx, method, up.String(), body.reader())
+	req, err := http.NewRequestWithContext(ctx, method, e.upstream.String(), body.reader())
 	if err != nil {
 		x.violation("the :method %q cannot be sent upstream: %v", method, err)
 		x.f.finish()
 		return nil, &localReply{status: 500, details: "envoysim_invalid_method"}, nil
 	}
 	// Opaque carries the request target verbatim, query included, as Envoy forwards it.
+	up := x.f.routed(e.upstream) // the route cache's cluster
 	req.URL = &url.URL{Scheme: up.Scheme, Host: up.Host, Opaque: path}
 	req.Host = authority
 	req.Header = h.httpHeader()
