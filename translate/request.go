@@ -50,6 +50,7 @@ func TranslateRequest(tfBody []byte, resolve tfrequest.Resolver, opt RequestOpti
 		}
 		ex.Unbatched = true
 	}
+	inputsToWire(req.Signature, inputs)
 	body, hl, ct, err := v2.EncodeRequest(nil, inputs, v2.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
 	if err != nil {
 		return V2Request{}, Exchange{}, err

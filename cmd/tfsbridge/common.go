@@ -43,6 +43,7 @@ type bridgeOptions struct {
 	passthrough      session.Passthrough
 	metricsAddr      string
 	shutdownTimeout  time.Duration
+	modelMap         string
 }
 
 func (o *bridgeOptions) register(f *flagSet) {
@@ -70,6 +71,7 @@ func (o *bridgeOptions) registerServing(f *flagSet) {
 		"Which requests other than TF Serving's reach the v2 server, a `policy`: none, inference (the v2 inference endpoints: health, server and model metadata, model readiness, infer) or all; the rest get a TF-style 404.")
 	f.fs.StringVar(&o.metricsAddr, "metrics-addr", bridge.DefaultMetricsAddr, "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.")
 	f.fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "On SIGTERM, how long in-flight requests may take to finish.")
+	f.fs.StringVar(&o.modelMap, "model-map", "", "YAML model map: labels, signatures, renamed models and tensors, several v2 servers (re-read when it changes); empty maps nothing.")
 }
 
 // options returns the bridge options the flags set; the proxy's timeouts
@@ -87,13 +89,17 @@ func (o *bridgeOptions) options(log *slog.Logger) bridge.Options {
 	b.MaxElements = o.maxElements
 	b.Passthrough = o.passthrough
 	b.ShutdownTimeout = o.shutdownTimeout
+	b.ModelMapFile = o.modelMap
 	b.Logger = log
 	return b
 }
 
 func (o *bridgeOptions) validate() error {
 	b := o.options(nil)
-	return flagError(b.Validate())
+	if err := flagError(b.Validate()); err != nil {
+		return err
+	}
+	return checkModelMap(o.modelMap)
 }
 
 // flagNames maps bridge.Options fields to the flags that set them, so that

@@ -54,6 +54,15 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	o.backendURL = "http://" + mockAddr.String()
 	o.backendKind = o.kind
+	ownMap := o.modelMap == ""
+	if ownMap {
+		file, cleanup, err := writeDemoMap()
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		o.modelMap = file
+	}
 	b, err := buildBridge(o.log, stderr, o.options)
 	if err != nil {
 		return err
@@ -64,13 +73,18 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	// Printed before serving starts: the listeners are bound, so a curl
 	// pasted at once waits in the backlog rather than failing.
-	printDemo(stdout, o.kind, mockAddr, l.Proxy.Addr(), l.Extproc.Addr(), bridge.Addr(l.Admin))
+	demoMapFile := ""
+	if ownMap {
+		demoMapFile = o.modelMap
+	}
+	printDemo(stdout, o.kind, mockAddr, l.Proxy.Addr(), l.Extproc.Addr(), bridge.Addr(l.Admin), demoMapFile)
 	g.Go(func() error { return b.Serve(ctx, l) })
 	return g.Wait()
 }
 
 // printDemo tells the user what runs where and what to paste.
-func printDemo(w io.Writer, kind string, mock, proxy, grpc, admin net.Addr) {
+// demoMapFile is the demo's own model map, "" when the user gave one.
+func printDemo(w io.Writer, kind string, mock, proxy, grpc, admin net.Addr, demoMapFile string) {
 	p := clientAddr(proxy)
 	fmt.Fprintf(w, "tfsbridge demo is running:\n")
 	fmt.Fprintf(w, "  %-24s http://%s\n", "mock v2 server ("+kind+")", clientAddr(mock))
@@ -92,6 +106,9 @@ func printDemo(w io.Writer, kind string, mock, proxy, grpc, admin net.Addr) {
 		`curl http://%s/v2/models/half_plus_two`,
 	} {
 		fmt.Fprintf(w, "  "+c+"\n", p)
+	}
+	if demoMapFile != "" {
+		printDemoMap(w, p, demoMapFile)
 	}
 	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
 }

@@ -30,7 +30,10 @@ func parseExtproc(args []string, env lookupEnv, out io.Writer) (*extprocOptions,
 		return nil, err
 	}
 	opts := o.options(nil)
-	return o, flagError(opts.Validate())
+	if err := flagError(opts.Validate()); err != nil {
+		return o, err
+	}
+	return o, checkModelMap(o.modelMap)
 }
 
 // options adds the extproc-only options to the shared ones.

@@ -4,6 +4,7 @@
 //	tfsbridge extproc   Envoy ext_proc gRPC service (the main form)
 //	tfsbridge proxy     standalone HTTP reverse proxy
 //	tfsbridge mock      built-in v2 mock server with sample models
+//	tfsbridge validate-map FILE   check a model map file
 //	tfsbridge demo      mock + proxy + ext_proc in one process
 //	tfsbridge version   version and VCS revision (also --version)
 //
@@ -32,6 +33,7 @@ Commands:
   extproc   Envoy ext_proc gRPC service (the main form)
   proxy     standalone HTTP reverse proxy
   mock      built-in v2 mock server with sample models
+  validate-map FILE   check a model map file (exit 0 valid, 2 invalid)
   demo      mock + proxy + ext_proc in one process, with curl examples
   version   print the version and VCS revision (also --version)
 
@@ -92,6 +94,8 @@ func parseCommand(name string, args []string, env lookupEnv, out io.Writer) (com
 	case "mock":
 		o, err := parseMock(args, env, out)
 		return ignoreStdout{o}, err
+	case "validate-map":
+		return parseValidateMap(args, env, out)
 	case "demo":
 		return parseDemo(args, env, out)
 	case "version", "-version", "--version":
@@ -99,7 +103,7 @@ func parseCommand(name string, args []string, env lookupEnv, out io.Writer) (com
 	case "help", "-h", "-help", "--help":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("unknown command %q (want extproc, proxy, mock or demo; see tfsbridge help)", name)
+	return nil, fmt.Errorf("unknown command %q (want extproc, proxy, mock, demo or validate-map; see tfsbridge help)", name)
 }
 
 // ignoreStdout adapts the commands that only log (to stderr).

@@ -235,21 +235,7 @@ func (b *syncBuffer) String() string {
 // TestDemo runs the demo on free ports, pastes its first curl command
 // (as an HTTP request) and stops it like Ctrl-C would.
 func TestDemo(t *testing.T) {
-	var stdout syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	args := []string{"demo", "--mock-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-		"--grpc-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-level", "error"}
-	go func() { done <- run(ctx, args, envOf(nil), &stdout, io.Discard) }()
-
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
-		if time.Now().After(deadline) {
-			t.Fatalf("demo did not start; output:\n%s", stdout.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	out := stdout.String()
+	out, cancel, done := startDemo(t, "127.0.0.1:0")
 	m := regexp.MustCompile(`curl -d '([^']*)' -X POST (http://\S+:predict)`).FindStringSubmatch(out)
 	if m == nil || !strings.Contains(m[2], "/v1/models/half_plus_two:predict") {
 		t.Fatalf("no half_plus_two curl command first in:\n%s", out)

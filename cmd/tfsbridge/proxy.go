@@ -53,7 +53,10 @@ func (o *proxyOptions) registerProxy(f *flagSet) {
 
 func (o *proxyOptions) validateProxy() error {
 	b := o.options(nil)
-	return flagError(b.Validate())
+	if err := flagError(b.Validate()); err != nil {
+		return err
+	}
+	return checkModelMap(o.modelMap)
 }
 
 // options adds the proxy's timeouts to the shared flags' options.

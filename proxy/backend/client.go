@@ -74,6 +74,9 @@ type Config struct {
 	Transport http.RoundTripper
 	// Metrics, when set, counts cache lookups and backend errors.
 	Metrics *observe.Metrics
+	// BearerTokenFile, when set, holds the token every call to this
+	// server carries as "Authorization: Bearer …" (re-read on change).
+	BearerTokenFile string
 }
 
 // Client talks to one v2 server. It is safe for concurrent use.
@@ -86,6 +89,7 @@ type Client struct {
 	kind      v2.ServerKind
 	sigs      *cache[*tensor.Signature]
 	kinds     *cache[v2.ServerKind]
+	token     *tokenFile // nil without BearerTokenFile
 }
 
 // New validates cfg and returns a Client.
@@ -128,6 +132,9 @@ func New(cfg Config) (*Client, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		sigs:  newCache[*tensor.Signature](cfg.MetadataTTL, cfg.ErrorTTL, cfg.MaxCacheEntries, time.Now),
 		kinds: newCache[v2.ServerKind](kindTTL, cfg.ErrorTTL, 1, time.Now),
+	}
+	if cfg.BearerTokenFile != "" {
+		c.token = newTokenFile(cfg.BearerTokenFile)
 	}
 	if cfg.Kind != "" && cfg.Kind != KindAuto {
 		k, err := v2.ParseServerKind(cfg.Kind)
@@ -335,6 +342,12 @@ func (c *Client) get(ctx context.Context, path string) (*response, error) {
 		return nil, apierr.Wrap(apierr.Internal, err, "Invalid v2 request path")
 	}
 	req.Header.Set("Accept", "application/json")
+	if tok, err := c.BearerToken(); err != nil {
+		c.cfg.Metrics.BackendError(kindStatus)
+		return nil, apierr.Wrap(apierr.Unavailable, err, "The v2 inference server's bearer token is unavailable")
+	} else if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		e, kind := classify(err)

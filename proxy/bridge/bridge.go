@@ -82,6 +82,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Proxy holds the HTTP reverse proxy's timeouts.
 	Proxy ProxyOptions
+	// ModelMapFile is the model map (YAML); empty maps nothing. It is
+	// re-read every ModelMapPollInterval (0: modelmap.DefaultPollInterval)
+	// while the bridge serves.
+	ModelMapFile         string
+	ModelMapPollInterval time.Duration
 
 	// BackendTransport and ProxyTransport, when set, replace the HTTP
 	// transports towards the v2 server of the backend client and of the
@@ -188,6 +193,7 @@ type Bridge struct {
 
 	opts  Options
 	proxy *httpproxy.Proxy
+	maps  *mapState // nil without a model map
 	// serving is set while a main listener (ext_proc or proxy) serves;
 	// /readyz reports not ready outside that window (startup, draining).
 	serving atomic.Bool
@@ -207,17 +213,24 @@ func New(o Options) (*Bridge, error) {
 	if errTTL == 0 {
 		errTTL = -1 // backend.Config: negative means "do not cache failures"
 	}
-	be, err := backend.New(backend.Config{
-		BaseURL:     o.BackendURL,
-		Kind:        o.BackendKind,
-		Timeout:     o.BackendTimeout,
-		MetadataTTL: o.MetadataTTL,
-		ErrorTTL:    errTTL,
-		Transport:   o.BackendTransport,
-		Metrics:     m,
-		// Metadata is a body too: never more than the body limit.
-		MaxMetadataBytes: min(backend.DefaultMaxMetadataBytes, o.MaxBodyBytes),
-	})
+	clientConfig := func() backend.Config {
+		return backend.Config{
+			BaseURL:     o.BackendURL,
+			Kind:        o.BackendKind,
+			Timeout:     o.BackendTimeout,
+			MetadataTTL: o.MetadataTTL,
+			ErrorTTL:    errTTL,
+			Transport:   o.BackendTransport,
+			Metrics:     m,
+			// Metadata is a body too: never more than the body limit.
+			MaxMetadataBytes: min(backend.DefaultMaxMetadataBytes, o.MaxBodyBytes),
+		}
+	}
+	be, err := backend.New(clientConfig())
+	if err != nil {
+		return nil, err
+	}
+	maps, err := newMapState(o, clientConfig, m.ModelMapReloads())
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +250,9 @@ func New(o Options) (*Bridge, error) {
 		Logger:       log,
 		Admission:    admission.New(o.MaxInflightBytes, m),
 	}
+	if maps != nil {
+		sess.Mapping = maps.mapping
+	}
 	p, err := httpproxy.New(httpproxy.Config{
 		Session:           sess,
 		Upstream:          be.BaseURL(),
@@ -250,7 +266,7 @@ func New(o Options) (*Bridge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p}, nil
+	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p, maps: maps}, nil
 }
 
 // Ready backs /readyz: a main listener serves and the v2 server is ready.
@@ -337,6 +353,9 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 			b.serving.Store(false)
 			return nil
 		})
+	}
+	if b.maps != nil {
+		g.Go(func() error { b.maps.watcher.Run(ctx); return nil })
 	}
 	drain := b.opts.ShutdownTimeout
 	errorLog := slog.NewLogLogger(b.Log.Handler(), slog.LevelDebug)

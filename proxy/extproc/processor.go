@@ -213,6 +213,9 @@ func common(a session.Action) *extprocv3.CommonResponse {
 		return nil
 	}
 	cr := &extprocv3.CommonResponse{HeaderMutation: mutation(a.Set, a.Remove)}
+	// Envoy re-picks the route (the model map's x-tfsbridge-server) only
+	// when asked, and only with a header mutation in the same reply.
+	cr.ClearRouteCache = a.ClearRouteCache && cr.HeaderMutation != nil
 	if a.ReplaceBody {
 		cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: a.Body}}
 	}

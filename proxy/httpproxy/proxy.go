@@ -110,6 +110,9 @@ type exchange struct {
 	// client is the client request's own context, to tell a client that
 	// went away from an upstream timeout.
 	client context.Context
+	// upstream is the v2 server of a model the model map puts on another
+	// server, nil for the default upstream.
+	upstream *url.URL
 	// path is the rewritten request target of a translated exchange, ""
 	// for a pass-through one.
 	path string
@@ -173,6 +176,7 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex.path, _ = a.Get(":path")
+	ex.upstream = sess.UpstreamURL()
 
 	if !noBody {
 		if r.ContentLength > sess.MaxBodyBytes() {
@@ -201,6 +205,9 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		if a.Verdict == session.Respond {
 			p.respond(w, a)
 			return
+		}
+		if p, ok := a.Get(":path"); ok {
+			ex.path = p // signature_name chose another v2 model
 		}
 	}
 	if a.Verdict != session.Continue || !a.ReplaceBody {
@@ -244,7 +251,7 @@ func requestTarget(r *http.Request) string {
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	ex := exchangeFrom(pr.In.Context())
 	if ex != nil && ex.path != "" {
-		pr.Out.URL = upstreamURL(p.cfg.Upstream, ex.path)
+		pr.Out.URL = upstreamURL(ex.upstreamOr(p.cfg.Upstream), ex.path)
 		pr.Out.Host = ""
 		applyHeaders(pr.Out.Header, ex.set)
 	} else {
@@ -255,6 +262,14 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		// Let the v2 server's logs be correlated with ours.
 		pr.Out.Header.Set("X-Request-Id", ex.sess.RequestID())
 	}
+}
+
+// upstreamOr returns the model map's server for this exchange, or def.
+func (ex *exchange) upstreamOr(def *url.URL) *url.URL {
+	if ex.upstream != nil {
+		return ex.upstream
+	}
+	return def
 }
 
 // upstreamURL joins the upstream root and an escaped request target.

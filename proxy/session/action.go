@@ -58,6 +58,9 @@ type Action struct {
 	Body []byte
 	// ReplaceBody reports that Body replaces the current message body.
 	ReplaceBody bool
+	// ClearRouteCache asks the proxy to pick the route again after the
+	// header changes (the model map sent the request to another server).
+	ClearRouteCache bool
 	// Reason is a short token for proxy access logs (Envoy's
 	// %RESPONSE_CODE_DETAILS%), e.g. "tfsbridge_INVALID_ARGUMENT".
 	Reason string

@@ -141,6 +141,9 @@ func (s *Session) statusNotFound(err error) error {
 // from the v2 signature. A label is unknown to v2, as in predict.
 func (s *Session) metadata(ctx context.Context) Action {
 	r := s.route
+	if s.m.model != nil && r.Label == "" {
+		return s.mappedMetadata(ctx)
+	}
 	if r.Label != "" {
 		return s.fail(apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label))
 	}

@@ -98,6 +98,10 @@ type Config struct {
 	// RequestFactor, ResponseFactor) until the exchange ends, and over the
 	// budget the client gets TF's 503. nil admits everything.
 	Admission *admission.Budget
+	// Mapping, when set, returns the model map in force with its
+	// servers' backends (nil: no map). Each exchange keeps the one it
+	// started with, so a reload never changes a request in flight.
+	Mapping func() *Mapping
 }
 
 // verbRefused is the verb label of requests the pass-through policy
@@ -129,6 +133,8 @@ type Session struct {
 	route     route.Route
 	confirmed bool // the backend knows the model (metric label)
 	finished  bool
+	m         mapped // the model map's part
+	inferPath string // the v2 infer path set at request-headers time
 
 	// inference (predict, classify, regress)
 	sig         *tensor.Signature
@@ -205,6 +211,9 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 		return s.fail(err)
 	}
 	s.route, s.verb = r, r.Verb.String()
+	if err := s.applyMap(h); err != nil {
+		return s.fail(err)
+	}
 	switch r.Verb {
 	case route.Predict, route.Classify, route.Regress:
 		return s.inferHeaders(ctx, h, endOfStream)
@@ -248,7 +257,8 @@ func (s *Session) inferHeaders(ctx context.Context, h HeaderGetter, endOfStream 
 		}
 	}
 	s.state = stRequestBody
-	rewrite := Header{hdrPath, r.V2InferPath()}
+	s.inferPath = s.wireRoute().V2InferPath()
+	rewrite := Header{hdrPath, s.inferPath}
 	if endOfStream {
 		// No body will ever come: translate the empty one now (TF says
 		// "JSON Parse error: The document is empty").
@@ -256,15 +266,18 @@ func (s *Session) inferHeaders(ctx context.Context, h HeaderGetter, endOfStream 
 		if a.Verdict == Continue {
 			a.Set = append(a.Set, rewrite)
 		}
-		return a
+		return s.routed(a)
 	}
-	return Action{Verdict: Continue, Set: []Header{rewrite}}
+	return s.routed(Action{Verdict: Continue, Set: []Header{rewrite}})
 }
 
 // resolve is the tfrequest.Resolver of an inference exchange: it reports
 // the signature lookup's outcome only when the request parser asks, after
 // the JSON syntax checks, which is TF Serving's order.
 func (s *Session) resolve(signatureName string) (*tensor.Signature, error) {
+	if s.m.model != nil && s.route.Label == "" {
+		return s.resolveMapped(signatureName)
+	}
 	if s.sigErr != nil {
 		return nil, s.sigErr
 	}
@@ -291,7 +304,8 @@ func (s *Session) examplesMethod() tfexample.Method {
 }
 
 // RequestBody handles the whole (buffered) request body.
-func (s *Session) RequestBody(_ context.Context, body []byte) Action {
+func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
+	s.m.ctx = ctx // for resolveMapped, which runs inside the translation
 	if s.state != stRequestBody {
 		return Action{Verdict: Continue}
 	}
@@ -346,6 +360,14 @@ func (s *Session) RequestBody(_ context.Context, body []byte) Action {
 	if s.reqEncoding != "" {
 		a.Remove = append(a.Remove, hdrContentEnc)
 	}
+	if p := s.wireRoute().V2InferPath(); p != s.inferPath {
+		// The request's signature_name reached another v2 model.
+		a.Set = append(a.Set, Header{hdrPath, p})
+	}
+	// The model map's routing again, for the reverse proxy, which applies
+	// the body action's headers to the upstream request.
+	a.Set = append(a.Set, s.m.set...)
+	a.Remove = append(a.Remove, s.m.remove...)
 	s.state = stUpstream
 	return a
 }

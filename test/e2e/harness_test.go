@@ -64,6 +64,12 @@ type stackConfig struct {
 	// BufferFilterMaxBytes > 0 puts Envoy's buffer filter, with this
 	// max_request_bytes, in front of ext_proc.
 	BufferFilterMaxBytes int
+	// ModelMap is a --model-map document ("" for none); "{{second}}" in
+	// it stands for the second mock's URL (see modelmap_test.go).
+	ModelMap string
+	// SecondKind, when set, starts a second mock v2 server of this kind,
+	// which Envoy reaches by x-tfsbridge-server: second.
+	SecondKind string
 }
 
 // Settings of the stack that are not cmd/tfsbridge's flag defaults.
@@ -82,6 +88,8 @@ type stack struct {
 	cfg      stackConfig
 	kind     string
 	mock     *httptest.Server // nil when BackendURL replaces it
+	second   *mapServer       // the second mock (SecondKind), nil without
+	mapFile  string           // the --model-map file, "" without
 	upstream *faultInjector
 	v2URL    string
 	bridge   *bridge.Bridge
@@ -116,6 +124,7 @@ func newStack(t testing.TB, cfg stackConfig) *stack {
 		t.Cleanup(s.mock.Close)
 		s.v2URL = s.mock.URL
 	}
+	s.startSecond(t)
 	s.startBridge(t)
 	s.startEnvoy(t)
 	s.client = newClient()
@@ -152,6 +161,7 @@ func (s *stack) startBridge(t testing.TB) {
 	}
 	o.ShutdownTimeout = drainTimeout
 	o.Logger = log
+	s.mapOptions(t, &o)
 	s.bridge, err = bridge.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +202,7 @@ func (s *stack) startEnvoy(t testing.TB) {
 		BufferLimit:          limit,
 		BufferFilterMaxBytes: s.cfg.BufferFilterMaxBytes,
 		UpstreamTimeout:      s.cfg.RouteTimeout,
+		HeaderRoutes:         s.headerRoutes(),
 	})
 	if err != nil {
 		t.Fatal(err)

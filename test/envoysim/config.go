@@ -58,6 +58,9 @@ type Config struct {
 	// headers), adds a content-length when missing and raises the request buffer limit
 	// of the filters after it to this value.
 	BufferFilterMaxBytes int
+	// HeaderRoutes are routes matched before the default one (to Upstream); clear_route_cache
+	// with a request header mutation re-runs the match, as in Envoy.
+	HeaderRoutes []HeaderRoute
 	// UpstreamTimeout is the route timeout (504 "upstream request timeout"); zero means
 	// DefaultUpstreamTimeout, negative disables it.
 	UpstreamTimeout time.Duration

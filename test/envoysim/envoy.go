@@ -24,6 +24,7 @@ import (
 type Envoy struct {
 	cfg      Config
 	upstream *url.URL
+	routes   []route
 	ln       net.Listener
 	srv      *http.Server
 	serving  chan struct{}
@@ -61,6 +62,11 @@ func Start(cfg Config) (*Envoy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("envoysim: processor client: %w", err)
 	}
+	routes, err := parseRoutes(cfg.HeaderRoutes)
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = conn.Close()
@@ -76,6 +82,7 @@ func Start(cfg Config) (*Envoy, error) {
 	e := &Envoy{
 		cfg:        cfg,
 		upstream:   &url.URL{Scheme: up.Scheme, Host: up.Host},
+		routes:     routes,
 		ln:         ln,
 		serving:    make(chan struct{}),
 		conn:       conn,

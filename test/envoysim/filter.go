@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -90,7 +91,9 @@ type filter struct {
 	// and the request continues with whatever was already applied.
 	complete           bool
 	protocolConfigSent bool
-	dec, enc           direction
+	// upstream is the cluster the route cache holds (Envoy.pickRoute).
+	upstream *url.URL
+	dec, enc direction
 }
 
 func newFilter(e *Envoy, ctx context.Context, rec *Exchange) *filter {
@@ -388,7 +391,7 @@ func (f *filter) onHeadersReply(p phase, cr *extprocv3.CommonResponse, h *header
 			return lr
 		}
 	}
-	f.routeCache(p, cr)
+	f.routeCache(p, cr, h)
 	if cr.GetTrailers() != nil {
 		f.note(p, "CommonResponse.trailers is not implemented by Envoy: ignored")
 	}
@@ -440,7 +443,7 @@ func (f *filter) onBodyReply(p phase, cr *extprocv3.CommonResponse, body *[]byte
 		}
 		*body = applyBodyMutation(*body, bm)
 	}
-	f.routeCache(p, cr)
+	f.routeCache(p, cr, d.held)
 	d.held = nil
 	return nil
 }
@@ -465,15 +468,19 @@ func (f *filter) mutateHeaders(p phase, h *headerMap, m *extprocv3.HeaderMutatio
 	return nil
 }
 
-// routeCache accounts for clear_route_cache. The stand-in has a single route, so clearing
-// the cache never changes where a request goes; only Envoy's counters are kept.
-func (f *filter) routeCache(p phase, cr *extprocv3.CommonResponse) {
+// routeCache accounts for clear_route_cache: in a request-direction reply with a header
+// mutation, the route is matched again on the mutated headers h (Config.HeaderRoutes).
+func (f *filter) routeCache(p phase, cr *extprocv3.CommonResponse, h *headerMap) {
 	if !cr.GetClearRouteCache() {
 		return
 	}
 	if !p.isRequest() || cr.GetHeaderMutation() == nil {
 		f.e.stats.clearRouteCacheIgnored.Add(1)
 		f.note(p, "clear_route_cache ignored (response direction, or no header mutation in the same reply)")
+		return
+	}
+	if h != nil {
+		f.upstream = f.e.pickRoute(h)
 	}
 }
 

@@ -53,7 +53,8 @@ func (x *exchange) forward(h *headerMap, body bodySource) (*upstreamResponse, *l
 		return nil, &localReply{status: 500, details: "envoysim_invalid_method"}, nil
 	}
 	// Opaque carries the request target verbatim, query included, as Envoy forwards it.
-	req.URL = &url.URL{Scheme: e.upstream.Scheme, Host: e.upstream.Host, Opaque: path}
+	up := x.f.routed(e.upstream) // the route cache's cluster
+	req.URL = &url.URL{Scheme: up.Scheme, Host: up.Host, Opaque: path}
 	req.Host = authority
 	req.Header = h.httpHeader()
 	if _, ok := req.Header["User-Agent"]; !ok {

@@ -116,6 +116,9 @@ func (s *Server) modelMetadata(ref modelRef) (*reply, *httpError) {
 		return nil, herr
 	}
 	in, out := s.metaTensors(m, m.inputs), s.metaTensors(m, m.outputs)
+	if m.opaque {
+		in, out = []metaTensor{}, []metaTensor{}
+	}
 	switch s.kind {
 	case kindKServe:
 		// A KServe custom model that declares its tensors; KServe has no

@@ -31,6 +31,9 @@ type model struct {
 	slow bool
 	// garbage models answer a malformed 200 response (a test hook).
 	garbage bool
+	// opaque models publish no tensors in their metadata, as KServe's
+	// built-in predictors (sklearn, xgboost) do; they still check them.
+	opaque bool
 }
 
 // metaShape is the shape metadata reports for config dims.
@@ -186,6 +189,14 @@ func sampleModels() map[string]*model {
 			inputs:  []tensor.Spec{spec("x", tensor.FP32, -1)},
 			outputs: []tensor.Spec{spec("y", tensor.FP32, -1)},
 			run:     runIdentity, slow: true,
+		},
+		{
+			// y = 0.5·x + 2 again, publishing no tensors (model map tests
+			// give its metadata explicitly).
+			name: "opaque_half_plus_two", platform: "python",
+			inputs:  []tensor.Spec{spec("input-0", tensor.FP32, -1)},
+			outputs: []tensor.Spec{spec("y", tensor.FP32, -1)},
+			run:     runHalfPlusTwo, opaque: true,
 		},
 		{
 			// Test hook: answers 200 with a malformed body.

@@ -197,7 +197,12 @@ func TestMemoryReturnedAfterBurst(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				checkAnswer(t, c.name, s.post(viaProxy, "/v1/models/good:predict", body), 200, "")
+				// No time bound here (checkAnswer's is for hangs): four
+				// 8 MiB translations at once may take seconds on a busy
+				// machine, and this test is about memory.
+				if a := s.post(viaProxy, "/v1/models/good:predict", body); a.err != nil || a.status != 200 {
+					t.Errorf("%s: %d %v %.200q", c.name, a.status, a.err, a.body)
+				}
 			}()
 		}
 		wg.Wait()

@@ -24,6 +24,20 @@ type Signature struct {
 	Batched bool
 	// MaxBatchSize is Triton's max_batch_size when known, else 0.
 	MaxBatchSize int64
+	// Wire, when set, is this signature in the v2 server's tensor names
+	// (the model map renamed some): Inputs[i] and Outputs[i] here are
+	// Wire.Inputs[i] and Wire.Outputs[i] there. The TF parser and writers
+	// see only this signature; the v2 encoder and decoder see Wire.
+	Wire *Signature
+}
+
+// OnWire returns the signature in the v2 server's names: Wire, or s
+// itself when nothing is renamed.
+func (s *Signature) OnWire() *Signature {
+	if s == nil || s.Wire == nil {
+		return s
+	}
+	return s.Wire
 }
 
 // Input returns the input spec named name.

@@ -34,11 +34,24 @@ func Metadata(dst []byte, sig *tensor.Signature, version string) []byte {
 	if sig == nil {
 		sig = &tensor.Signature{}
 	}
+	return MetadataDefs(dst, sig.Model, version, []SignatureDef{{Name: "serving_default", Signature: sig}})
+}
+
+// SignatureDef is one entry of a metadata answer's signature_def map.
+type SignatureDef struct {
+	Name      string
+	Signature *tensor.Signature
+}
+
+// MetadataDefs is Metadata for a model with several signatures (the model
+// map's signature_name entries), written in the order given (callers sort
+// them; TF's map order is unspecified).
+func MetadataDefs(dst []byte, model, version string, defs []SignatureDef) []byte {
 	dst = append(dst, "{\n\"model_spec\":"...)
 	p := protoWriter{buf: dst}
 	p.open('{')
 	p.key("name")
-	p.str(sig.Model)
+	p.str(model)
 	if version != "" {
 		p.key("version")
 		p.str(version)
@@ -53,18 +66,24 @@ func Metadata(dst []byte, sig *tensor.Signature, version string) []byte {
 	p.open('{')
 	p.key("signature_def")
 	p.open('{')
-	p.key("serving_default")
-	p.open('{')
-	p.key("inputs")
-	writeTensorInfoMap(&p, sig.Inputs)
-	p.key("outputs")
-	writeTensorInfoMap(&p, sig.Outputs)
-	p.key("method_name")
-	p.str("tensorflow/serving/predict")
-	p.key("defaults")
-	p.open('{')
-	p.close('}')
-	p.close('}')
+	for _, d := range defs {
+		sig := d.Signature
+		if sig == nil {
+			sig = &tensor.Signature{}
+		}
+		p.key(d.Name)
+		p.open('{')
+		p.key("inputs")
+		writeTensorInfoMap(&p, sig.Inputs)
+		p.key("outputs")
+		writeTensorInfoMap(&p, sig.Outputs)
+		p.key("method_name")
+		p.str("tensorflow/serving/predict")
+		p.key("defaults")
+		p.open('{')
+		p.close('}')
+		p.close('}')
+	}
 	p.close('}')
 	p.close('}')
 	dst = p.end()

@@ -133,12 +133,16 @@ func (d *decoder) output(t *tensor.Tensor, i int, o jsontext.Value) error {
 }
 
 // outputSpec returns the signature's spec for the output named name.
+// When the model map renamed tensors (sig.Wire), name is looked up among
+// the v2 names and the spec returned carries the TF name, so the output,
+// and every error that names it, speaks the client's names.
 func (d *decoder) outputSpec(name []byte) *tensor.Spec {
 	if d.sig == nil {
 		return nil
 	}
-	for i := range d.sig.Outputs {
-		if d.sig.Outputs[i].Name == string(name) {
+	wire := d.sig.OnWire()
+	for i := range wire.Outputs {
+		if wire.Outputs[i].Name == string(name) && i < len(d.sig.Outputs) {
 			return &d.sig.Outputs[i]
 		}
 	}

@@ -58,7 +58,7 @@ func ParseModelMetadata(body []byte) (*tensor.Signature, error) {
 	if dims > maxSignatureDims {
 		return nil, badMetadata(nil, "%d dimensions in all, more than the limit of %d", dims, maxSignatureDims)
 	}
-	sig.Batched = leadingBatchDim(sig.Inputs)
+	sig.Batched = LeadingBatchDim(sig.Inputs)
 	return sig, nil
 }
 
@@ -125,8 +125,9 @@ func metaSpecs(what string, ts []metaTensor) ([]tensor.Spec, error) {
 	return specs, nil
 }
 
-// leadingBatchDim reports whether every input's first dimension is -1.
-func leadingBatchDim(inputs []tensor.Spec) bool {
+// LeadingBatchDim reports whether every input's first dimension is -1,
+// which is how v2 metadata without a Triton config marks a batching model.
+func LeadingBatchDim(inputs []tensor.Spec) bool {
 	if len(inputs) == 0 {
 		return false
 	}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startDemo runs the demo on free ports (metrics on metricsAddr, "" for
+// none) and returns its output once it is serving, the cancel that stops
+// it like Ctrl-C, and the channel its exit code arrives on.
+func startDemo(t *testing.T, metricsAddr string) (string, context.CancelFunc, chan int) {
+	t.Helper()
+	var stdout syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	args := []string{"demo", "--mock-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--grpc-addr", "127.0.0.1:0", "--metrics-addr", metricsAddr, "--log-level", "error"}
+	go func() { done <- run(ctx, args, envOf(nil), &stdout, io.Discard) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("demo did not start; output:\n%s", stdout.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return stdout.String(), cancel, done
+}
+
+// TestDemoMap runs the demo and pastes each of its model map's curl
+// commands.
+func TestDemoMap(t *testing.T) {
+	out, cancel, done := startDemo(t, "")
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("demo did not stop")
+		}
+	})
+	_, section, ok := strings.Cut(out, "The model map")
+	if !ok {
+		t.Fatalf("no model map section in:\n%s", out)
+	}
+	post := regexp.MustCompile(`curl -d '([^']*)' -X POST (http://\S+)`).FindAllStringSubmatch(section, -1)
+	get := regexp.MustCompile(`curl (http://\S+/metadata)`).FindAllStringSubmatch(section, -1)
+	if len(post) != 2 || len(get) != 1 {
+		t.Fatalf("want 2 POST and 1 GET curl commands in:\n%s", section)
+	}
+	for i, want := range []string{
+		"{\n    \"predictions\": [2.5, 3.0, 4.5\n    ]\n}",
+		`"total": 3.0`,
+	} {
+		resp, err := http.Post(post[i][2], "application/x-www-form-urlencoded", strings.NewReader(post[i][1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("%s → %d %s, want %q", post[i][2], resp.StatusCode, body, want)
+		}
+	}
+	resp, err := http.Get(get[0][1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"pair": {`) || !strings.Contains(string(body), `"total": {`) {
+		t.Errorf("metadata → %d %s", resp.StatusCode, body)
+	}
+}

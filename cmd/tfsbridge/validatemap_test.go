@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeMap(t *testing.T, doc string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "map.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestValidateMap(t *testing.T) {
+	good := writeMap(t, "models:\n  mnist:\n    model: mnist_onnx\n    labels: {stable: 3}\n")
+	bad := writeMap(t, "models:\n  mnist:\n    modle: mnist_onnx\n")
+	for _, tc := range []struct {
+		name        string
+		args        []string
+		env         map[string]string
+		code        int
+		out, errOut string
+	}{
+		{"valid", []string{"validate-map", good}, nil, 0, "valid model map (1 models", ""},
+		{"invalid", []string{"validate-map", bad}, nil, 2, "", bad + `: line 3: unknown key "modle" in model "mnist"`},
+		{"missing file", []string{"validate-map", bad + ".nope"}, nil, 2, "", "no such file"},
+		{"no argument", []string{"validate-map"}, nil, 2, "", "want exactly one FILE"},
+		{"proxy with a bad map", []string{"proxy", "--model-map", bad}, nil, 2, "", "--model-map " + bad + ": line 3"},
+		{"extproc with a bad map from the environment", []string{"extproc"}, map[string]string{"TFSBRIDGE_MODEL_MAP": bad}, 2, "", "line 3: unknown key"},
+		{"demo with a bad map", []string{"demo", "--model-map", bad}, nil, 2, "", "line 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, envOf(tc.env), &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stdout.String(), tc.out) || !strings.Contains(stderr.String(), tc.errOut) {
+				t.Errorf("code %d stdout %q stderr %q; want %d, %q, %q", code, stdout.String(), stderr.String(), tc.code, tc.out, tc.errOut)
+			}
+		})
+	}
+}

@@ -1,0 +1,89 @@
+package bridge
+
+import (
+	"fmt"
+	"net/url"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tfsbridge/tfsbridge/proxy/backend"
+	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
+	"github.com/tfsbridge/tfsbridge/proxy/session"
+)
+
+// mapState is the model map in force and the backend clients of its
+// servers. A reload builds the new servers' clients first and then
+// publishes map and clients as one session.Mapping, so an exchange never
+// sees a server it cannot reach; exchanges in flight keep the Mapping
+// they started with.
+type mapState struct {
+	opts    Options
+	metrics func() backend.Config
+
+	mu      sync.Mutex // serializes apply
+	clients map[string]serverClient
+	current atomic.Pointer[session.Mapping]
+	watcher *modelmap.Watcher
+}
+
+// serverClient is one server's client and the map entry it was built
+// from: a reload keeps the client (and its metadata cache) while the
+// entry is unchanged, and starts a fresh one when the URL, kind or token
+// file changed, which is what makes that server's cached metadata stale.
+// The cache holds only what a server publishes, keyed by v2 model name:
+// renames, labels and explicit metadata are applied per request, so a
+// new map never makes an unchanged server's entries wrong.
+type serverClient struct {
+	server modelmap.Server
+	client *backend.Client
+}
+
+// apply installs m.
+func (s *mapState) apply(m *modelmap.Map) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clients := make(map[string]serverClient, len(m.Servers))
+	mp := &session.Mapping{Map: m, Backends: map[string]session.Backend{}, URLs: map[string]*url.URL{}}
+	for name, srv := range m.Servers {
+		sc, ok := s.clients[name]
+		if !ok || sc.server != *srv {
+			cfg := s.metrics()
+			cfg.BaseURL, cfg.Kind, cfg.BearerTokenFile = srv.URL, srv.Kind, srv.BearerTokenFile
+			c, err := backend.New(cfg)
+			if err != nil {
+				return fmt.Errorf("server %q: %w", name, err)
+			}
+			sc = serverClient{server: *srv, client: c}
+		}
+		clients[name] = sc
+		mp.Backends[name] = sc.client
+		mp.URLs[name] = sc.client.BaseURL()
+	}
+	s.clients = clients
+	s.current.Store(mp)
+	return nil
+}
+
+// mapping returns the Mapping in force (nil before the first apply).
+func (s *mapState) mapping() *session.Mapping { return s.current.Load() }
+
+// newMapState loads o.ModelMapFile (nil state without one); a bad file
+// is the error.
+func newMapState(o Options, clientConfig func() backend.Config, count func(string)) (*mapState, error) {
+	if o.ModelMapFile == "" {
+		return nil, nil
+	}
+	s := &mapState{opts: o, metrics: clientConfig}
+	w, err := modelmap.NewWatcher(modelmap.WatcherConfig{
+		Path:     o.ModelMapFile,
+		Interval: o.ModelMapPollInterval,
+		Logger:   o.Logger,
+		Apply:    s.apply,
+		Count:    count,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("model map: %w", err)
+	}
+	s.watcher = w
+	return s, nil
+}

@@ -1,0 +1,33 @@
+package modelmap
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzParse: any document either parses or fails with an *Error; a
+// parsed map is internally consistent (every model's server exists).
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(fullMap))
+	f.Add([]byte("models:\n  m:\n    labels: {a: 1}\n"))
+	f.Add([]byte("a: &x [*x]\n"))
+	f.Add([]byte("models: {m: {metadata: {inputs: [{name: a, datatype: FP32, shape: [-1]}]}}}\n"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		m, err := Parse(doc)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %T %v is not an *Error", err, err)
+			}
+			return
+		}
+		for name, mm := range m.Models {
+			if mm.Server != DefaultServer && m.Server(mm.Server) == nil {
+				t.Fatalf("model %q on undefined server %q", name, mm.Server)
+			}
+			if mm.Default == nil || mm.Default.Model == "" {
+				t.Fatalf("model %q has no v2 model", name)
+			}
+		}
+	})
+}
