@@ -38,6 +38,7 @@ func TranslateExamplesRequest(tfBody []byte, m tfexample.Method, resolve tfreque
 		Shape:    tfexample.InputShape(sig, n),
 		Strings:  req.Examples,
 	}}
+	inputsToWire(sig, inputs)
 	body, hl, ct, err := v2.EncodeRequest(nil, inputs, v2.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
 	if err != nil {
 		return V2Request{}, Exchange{}, err

@@ -141,3 +141,28 @@ func TestTranslateExamplesResponse(t *testing.T) {
 func fixedSig(sig *tensor.Signature) func(string) (*tensor.Signature, error) {
 	return func(string) (*tensor.Signature, error) { return sig, nil }
 }
+
+// TestTranslateExamplesRequestRenamed: a model map that renames the
+// examples input ("inputs" in TF, another name on the v2 model) sends the
+// serialized examples under the v2 name.
+func TestTranslateExamplesRequestRenamed(t *testing.T) {
+	wire := *classifier
+	wire.Inputs = []tensor.Spec{{Name: "serialized_examples", DataType: tensor.Bytes, Shape: []int64{-1}}}
+	sig := *classifier
+	sig.Wire = &wire
+	for _, c := range []struct {
+		sig  *tensor.Signature
+		want string
+	}{
+		{&sig, "serialized_examples"},
+		{classifier, "inputs"},
+	} {
+		req, _, err := TranslateExamplesRequest([]byte(`{"examples": [{"x": 1.0}]}`), tfexample.Classify, fixedSig(c.sig), RequestOptions{Kind: v2.Triton})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, _ := decodeHeader(t, req); len(h.Inputs) != 1 || h.Inputs[0].Name != c.want {
+			t.Errorf("inputs %+v, want one named %q", h.Inputs, c.want)
+		}
+	}
+}

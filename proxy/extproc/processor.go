@@ -172,6 +172,7 @@ func headersReply(a session.Action, request bool) *extprocv3.ProcessingResponse 
 	if a.Verdict == session.PassThrough {
 		if request {
 			resp.ModeOverride = passThroughMode
+			hr.Response = common(a) // nil unless a header must go
 		} else {
 			resp.ModeOverride = localReplyMode
 		}

@@ -172,6 +172,9 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		p.respond(w, a)
 		return
 	case session.PassThrough:
+		for _, k := range a.Remove {
+			r.Header.Del(k)
+		}
 		p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, exchangeKey{}, ex)))
 		return
 	}

@@ -195,7 +195,7 @@ func (s *Session) resolveMapped(name string) (*tensor.Signature, error) {
 	case !ok && s.sigErr != nil:
 		return nil, s.sigErr // TF finds the servable before the signature
 	case !ok:
-		return nil, apierr.InvalidArgumentf("Serving signature name: \"%s\" not found in signature def", name)
+		return nil, s.unknownSignature(name)
 	case ms == s.m.model.Default:
 		return s.sig, s.sigErr
 	}

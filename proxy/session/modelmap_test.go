@@ -136,6 +136,10 @@ func TestModelMapSignatures(t *testing.T) {
 			v2path: "/v2/models/other_model/infer", want: `"name":"x"`},
 		{name: "unknown signature", path: "/v1/models/hpt:predict", body: `{"signature_name": "nope", "inputs": {"value": [1.0]}}`, status: 400,
 			want: `Serving signature name: \"nope\" not found in signature def`},
+		{name: "unknown signature on classify", path: "/v1/models/hpt:classify", body: `{"signature_name": "nope", "examples": [{"x": 1}]}`, status: 400,
+			want: `No signature was found with the name: nope`},
+		{name: "unknown signature on regress", path: "/v1/models/hpt:regress", body: `{"signature_name": "nope", "examples": [{"x": 1}]}`, status: 400,
+			want: `No signature was found with the name: nope`},
 		{name: "unknown label before the signature", path: "/v1/models/hpt/labels/nope:predict", body: `{"signature_name": "other", "inputs": {"x": [1.0]}}`,
 			status: 400, want: "Unrecognized servable version label: nope"},
 	} {

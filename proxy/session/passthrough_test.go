@@ -28,3 +28,27 @@ func TestPassthroughText(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 }
+
+// TestPassthroughDropsServerHeader: a pass-through request carrying the
+// model map's routing header loses it (and Envoy re-picks the route), so a
+// client cannot steer a native v2 call to another server's cluster.
+func TestPassthroughDropsServerHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    hdr
+		want bool
+	}{
+		{"client header", hdr{"x-tfsbridge-server": "onnx"}, true},
+		{"no header", hdr{}, false},
+	} {
+		s := New(&Config{})
+		a := s.RequestHeaders(t.Context(), "GET", "/v2/models/m", tc.h, true)
+		if a.Verdict != PassThrough {
+			t.Fatalf("%s: verdict %v", tc.name, a.Verdict)
+		}
+		removed := len(a.Remove) == 1 && a.Remove[0] == HeaderServer
+		if removed != tc.want || a.ClearRouteCache != tc.want {
+			t.Errorf("%s: remove %v, clear_route_cache %v; want both %v", tc.name, a.Remove, a.ClearRouteCache, tc.want)
+		}
+	}
+}

@@ -200,7 +200,13 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 		}
 		s.state = stPassThrough
 		s.cfg.Metrics.PassThrough()
-		return Action{Verdict: PassThrough}
+		a := Action{Verdict: PassThrough}
+		if h.Get(HeaderServer) != "" {
+			// Only tfsbridge picks a model's server: a client's own
+			// header would steer a native v2 call to another cluster.
+			a.Remove, a.ClearRouteCache = []string{HeaderServer}, true
+		}
+		return a
 	}
 	if method == http.MethodOptions {
 		s.verb = "options"
@@ -283,12 +289,18 @@ func (s *Session) resolve(signatureName string) (*tensor.Signature, error) {
 	}
 	if signatureName != "" && signatureName != "serving_default" {
 		// v2 models have exactly one signature; TF's default is its name.
-		if s.route.Verb != route.Predict {
-			return nil, apierr.InvalidArgumentf("No signature was found with the name: %s", signatureName)
-		}
-		return nil, apierr.InvalidArgumentf("Serving signature name: \"%s\" not found in signature def", signatureName)
+		return nil, s.unknownSignature(signatureName)
 	}
 	return s.sig, nil
+}
+
+// unknownSignature is TF Serving's error for a signature_name the model
+// does not have: predict and the example verbs word it differently.
+func (s *Session) unknownSignature(name string) error {
+	if s.route.Verb != route.Predict {
+		return apierr.InvalidArgumentf("No signature was found with the name: %s", name)
+	}
+	return apierr.InvalidArgumentf("Serving signature name: \"%s\" not found in signature def", name)
 }
 
 // examplesMethod is the tfexample.Method of a classify or regress

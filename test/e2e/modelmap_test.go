@@ -209,6 +209,9 @@ func checkModelMap(t *testing.T, s *stack, kind, via string) {
 			}},
 		{name: "a client cannot pick the server", rq: request{path: "/v1/models/hpt:predict", body: hpt, header: map[string]string{"x-tfsbridge-server": "second"}},
 			ok: func(r response) bool { return r.status == 200 && string(r.body) == want }},
+		{name: "a client cannot steer a native v2 call either", rq: request{method: "POST", path: "/v2/models/half_plus_two/infer",
+			body: `{"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1.0]}]}`, header: map[string]string{"x-tfsbridge-server": "second"}},
+			ok: func(r response) bool { return r.status == 200 && strings.Contains(string(r.body), "2.5") }},
 		{name: "unmapped models pass unchanged", rq: request{path: "/v1/models/nope:predict", body: hpt}, ok: notFound("Latest(nope)")},
 	}
 	before := s.second.infers.Load()
