@@ -143,3 +143,21 @@ func TestParseDecimal(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseDecimal: wherever ParseDecimal answers, ParseNumber agrees on
+// the end and on every bit of the value.
+func FuzzParseDecimal(f *testing.F) {
+	for _, s := range []string{"0.1234567,", "-0.30000000000000004]", "12.5e-3 ", "0.000000001234567890123e2,", "7,"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, end, ok := ParseDecimal(data, 0)
+		if !ok {
+			return
+		}
+		n, wantEnd, wantOK := ParseNumber(data, 0)
+		if !wantOK || end != wantEnd || end >= len(data) || math.Float64bits(v) != math.Float64bits(n.Float64()) {
+			t.Fatalf("%q: ParseDecimal %v (end %d), ParseNumber %v (end %d, ok %v)", data, v, end, n.Float64(), wantEnd, wantOK)
+		}
+	})
+}
