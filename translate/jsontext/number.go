@@ -192,30 +192,11 @@ func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *Sy
 			if !use64 {
 				i64 = uint64(i)
 			}
-			for p < n && isDigit(data[p]) {
-				if i64 > 0x1FFFFFFFFFFFFF {
-					break
-				}
-				i64 = i64*10 + uint64(data[p]-'0')
-				p++
-				expFrac--
-				if i64 != 0 {
-					sig++
-				}
-			}
+			i64, p, sig, expFrac = fracDigits(data, p, i64, sig, expFrac)
 			d = float64(i64)
 			useDouble = true
 		}
-		for p < n && isDigit(data[p]) {
-			if sig < 17 {
-				d = float64(d*10) + float64(data[p]-'0')
-				expFrac--
-				if d > 0 {
-					sig++
-				}
-			}
-			p++
-		}
+		d, p, sig, expFrac = fracTail(data, p, d, sig, expFrac)
 	}
 
 	exp := 0
@@ -445,48 +426,8 @@ func ParseDecimal(data []byte, p int) (f float64, end int, ok bool) {
 		if p >= n || !isDigit(data[p]) {
 			return 0, 0, false
 		}
-		// Up to eight digits at a time while no digit of the run can meet
-		// the 2^53 cut-off; the same m, sig and expFrac as one by one.
-		for m < 0x1FFFFFFFFFFFFF/100000000 {
-			v, k, lead := digitRun(data, p)
-			if k == 0 {
-				break
-			}
-			switch {
-			case m != 0:
-				sig += k
-			case v != 0:
-				sig += k - lead
-			}
-			m = m*pow10u[k] + v
-			p += k
-			expFrac -= k
-			if k < 8 {
-				break
-			}
-		}
-		for p < n && isDigit(data[p]) {
-			if m > 0x1FFFFFFFFFFFFF {
-				break
-			}
-			m = m*10 + uint64(data[p]-'0')
-			p++
-			expFrac--
-			if m != 0 {
-				sig++
-			}
-		}
-		d = float64(m)
-		for p < n && isDigit(data[p]) {
-			if sig < 17 {
-				d = float64(d*10) + float64(data[p]-'0')
-				expFrac--
-				if d > 0 {
-					sig++
-				}
-			}
-			p++
-		}
+		m, p, sig, expFrac = fracDigits(data, p, m, sig, expFrac)
+		d, p, sig, expFrac = fracTail(data, p, float64(m), sig, expFrac)
 		if p >= n {
 			return 0, 0, false
 		}
@@ -530,6 +471,61 @@ func ParseDecimal(data []byte, p int) (f float64, end int, ok bool) {
 		f = -f
 	}
 	return f, p, true
+}
+
+// fracDigits is rapidjson's fraction loop while the significand m is an
+// integer: digits are added while m <= 2^53-1, each one lowering expFrac
+// and, from the first non-zero one, counting in sig. Runs of up to eight
+// digits are added at once while no digit of the run can meet the 2^53
+// cut-off, which gives the same m, sig and expFrac as one by one.
+func fracDigits(data []byte, p int, m uint64, sig, expFrac int) (uint64, int, int, int) {
+	for m < 0x1FFFFFFFFFFFFF/100000000 {
+		v, k, lead := digitRun(data, p)
+		if k == 0 {
+			break
+		}
+		switch {
+		case m != 0:
+			sig += k
+		case v != 0:
+			sig += k - lead
+		}
+		m = m*pow10u[k] + v
+		p += k
+		expFrac -= k
+		if k < 8 {
+			break
+		}
+	}
+	for p < len(data) && isDigit(data[p]) {
+		if m > 0x1FFFFFFFFFFFFF {
+			break
+		}
+		m = m*10 + uint64(data[p]-'0')
+		p++
+		expFrac--
+		if m != 0 {
+			sig++
+		}
+	}
+	return m, p, sig, expFrac
+}
+
+// fracTail is rapidjson's fraction loop once the significand is a double:
+// digits count up to 17 significant ones; the rest are read and dropped.
+func fracTail(data []byte, p int, d float64, sig, expFrac int) (float64, int, int, int) {
+	for p < len(data) && isDigit(data[p]) {
+		if sig < 17 {
+			// The explicit conversion forbids a fused multiply-add.
+			d = float64(d*10) + float64(data[p]-'0')
+			expFrac--
+			if d > 0 {
+				sig++
+			}
+		}
+		p++
+	}
+	return d, p, sig, expFrac
 }
 
 // pow10u holds 10^0 … 10^8.

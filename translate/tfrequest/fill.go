@@ -377,41 +377,48 @@ func (p *filler) add(in *input, v jsontext.Value) error {
 }
 
 // finish turns the accumulated values into tensors, in signature order.
-// Row format prepends the batch dimension. A duplicated key in an instance
-// object leaves more values than the shape holds; TF's Tensor::FromProto
-// keeps the first ones, and so does this.
 func (p *filler) finish() error {
-	r := p.req
+	buildTensors(p.req, len(p.ins), func(i int) *input { return &p.ins[i] }, p.batch, p.ensureBuf)
+	return nil
+}
+
+// buildTensors is the last step of both parsers (the tape filler and the
+// one-pass decoder): the n inputs' accumulated values become r.Inputs, in
+// signature order, skipping inputs the body did not fill. Row format
+// prepends the batch dimension. A duplicated key in an instance object
+// leaves more values than the shape holds; TF's Tensor::FromProto keeps
+// the first ones, and so does this. ensureBuf gives a numeric input that
+// received no value its (empty) buffer.
+func buildTensors(r *Request, n int, at func(int) *input, batch int64, ensureBuf func(*input)) {
 	nShape := 0
-	for i := range p.ins {
-		if p.ins[i].used {
-			nShape += len(p.ins[i].shape) + 1
+	for i := range n {
+		if at(i).used {
+			nShape += len(at(i).shape) + 1
 		}
 	}
 	r.shape = make([]int64, 0, nShape)
-	r.Inputs = make([]tensor.Tensor, 0, len(p.ins))
-	for i := range p.ins {
-		in := &p.ins[i]
+	r.Inputs = make([]tensor.Tensor, 0, n)
+	for i := range n {
+		in := at(i)
 		if !in.used {
 			continue
 		}
 		start := len(r.shape)
 		n := in.size
 		if r.Format == Row {
-			r.shape = append(r.shape, p.batch)
-			n *= p.batch
+			r.shape = append(r.shape, batch)
+			n *= batch
 		}
 		r.shape = append(r.shape, in.shape...)
 		t := tensor.Tensor{Name: in.spec.Name, DataType: in.spec.DataType, Shape: r.shape[start:len(r.shape):len(r.shape)]}
 		if t.DataType == tensor.Bytes {
 			t.Strings = in.strs[:n:n]
 		} else {
-			p.ensureBuf(in)
+			ensureBuf(in)
 			*in.buf = in.data
 			sz := int64(t.DataType.Size())
 			t.Data = in.data[: n*sz : n*sz]
 		}
 		r.Inputs = append(r.Inputs, t)
 	}
-	return nil
 }

@@ -98,20 +98,12 @@ type Decoder struct {
 	failed bool
 }
 
-// opInput accumulates one signature input's tensor.
+// opInput accumulates one signature input's tensor: what the tape filler
+// keeps, plus the item being read — its shape as inferred so far (-1 for
+// a level whose first list is still open), its rank once known (-1
+// before) and its value count.
 type opInput struct {
-	spec  *tensor.Spec
-	buf   *[]byte
-	data  []byte
-	strs  [][]byte
-	used  bool    // a tensor exists for it
-	seen  bool    // row format: the first item's shape is recorded
-	size  int64   // values per item (row) or in the tensor (columnar)
-	shape []int64 // item shape (row) or tensor shape (columnar)
-	inObj bool    // named in the current instance object
-	// The item being read: its shape as inferred so far (-1 for a level
-	// whose first list is still open), its rank once known (-1 before)
-	// and its value count.
+	input
 	cur      []int64
 	curRank  int
 	curCount int64
@@ -322,9 +314,9 @@ func (d *Decoder) countLeaf(i int) bool {
 	return true
 }
 
-// ensureBuf gives input i a pooled data buffer, sized by the hint when
+// ensureBuf gives an input a pooled data buffer, sized by the hint when
 // the body has a single input.
-func (d *Decoder) ensureBuf(in *opInput) {
+func (d *Decoder) ensureBuf(in *input) {
 	if in.buf != nil {
 		return
 	}
@@ -337,47 +329,30 @@ func (d *Decoder) ensureBuf(in *opInput) {
 	}
 }
 
-// finish builds the Request's tensors, as filler.finish does.
+// finish builds the Request's tensors, as the tape filler does, after
+// checking that every used input holds exactly the values its shape says
+// (the rules above guarantee it; a broken invariant must not become a
+// panic or a wrong tensor).
 func (d *Decoder) finish() error {
-	r := d.req
-	nShape := 0
-	for i := range d.ins {
-		if d.ins[i].used {
-			nShape += len(d.ins[i].shape) + 1
-		}
-	}
-	r.shape = make([]int64, 0, nShape)
-	r.Inputs = make([]tensor.Tensor, 0, len(d.ins))
 	for i := range d.ins {
 		in := &d.ins[i]
 		if !in.used {
 			continue
 		}
-		start := len(r.shape)
-		n := in.size
-		if r.Format == Row {
-			r.shape = append(r.shape, d.batch)
-			n *= d.batch
+		want := in.size
+		if d.req.Format == Row {
+			want *= d.batch
 		}
-		r.shape = append(r.shape, in.shape...)
-		t := tensor.Tensor{Name: in.spec.Name, DataType: in.spec.DataType, Shape: r.shape[start:len(r.shape):len(r.shape)]}
-		if t.DataType == tensor.Bytes {
-			if int64(len(in.strs)) != n {
-				return d.fail()
-			}
-			t.Strings = in.strs[:n:n]
-		} else {
-			d.ensureBuf(in)
-			*in.buf = in.data
-			sz := int64(t.DataType.Size())
-			if int64(len(in.data)) != n*sz {
-				return d.fail()
-			}
-			t.Data = in.data[: n*sz : n*sz]
+		got := int64(len(in.strs))
+		if in.spec.DataType != tensor.Bytes {
+			got = int64(len(in.data) / in.spec.DataType.Size())
 		}
-		r.Inputs = append(r.Inputs, t)
+		if got != want {
+			return d.fail()
+		}
 	}
-	if err := verifyInputsSize(d.sig, r.Inputs); err != nil {
+	buildTensors(d.req, len(d.ins), func(i int) *input { return &d.ins[i].input }, d.batch, d.ensureBuf)
+	if err := verifyInputsSize(d.sig, d.req.Inputs); err != nil {
 		return d.fail()
 	}
 	return nil

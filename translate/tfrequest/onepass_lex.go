@@ -619,7 +619,7 @@ func (d *Decoder) atomDone(tok []byte) {
 		d.fail()
 		return
 	}
-	d.ensureBuf(in)
+	d.ensureBuf(&in.input)
 	var res leafResult
 	in.data, res = appendLeaf(in.data, in.spec.DataType, k, num)
 	if res != leafOK || (v.level == 0 && !d.endItem(i)) {
@@ -636,7 +636,7 @@ func (d *Decoder) atomDone(tok []byte) {
 func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 	in := &d.ins[f.input]
 	dt := in.spec.DataType
-	d.ensureBuf(in)
+	d.ensureBuf(&in.input)
 	data := in.data
 	n := len(buf)
 	elemBudget := d.lim.MaxElements - d.total
