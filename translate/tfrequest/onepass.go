@@ -329,6 +329,15 @@ func (d *Decoder) ensureBuf(in *input) {
 	}
 }
 
+// ensureStrs sizes a BYTES input's string list by the hint when the body
+// has a single input, so a million strings are not appended by doubling
+// (the tape filler knows the batch and reserves the same way).
+func (d *Decoder) ensureStrs(in *input) {
+	if in.strs == nil && len(d.ins) == 1 && d.hint > 0 {
+		in.strs = make([][]byte, 0, min(d.hint, d.lim.MaxElements))
+	}
+}
+
 // finish builds the Request's tensors, as the tape filler does, after
 // checking that every used input holds exactly the values its shape says
 // (the rules above guarantee it; a broken invariant must not become a

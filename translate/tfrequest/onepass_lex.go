@@ -523,6 +523,7 @@ func (d *Decoder) strDone(s []byte, inChunk bool) {
 			d.fail()
 			return
 		}
+		d.ensureStrs(&d.ins[i].input)
 		d.ins[i].strs = append(d.ins[i].strs, out)
 	case slotTensor:
 		i := int(v.input)
@@ -534,6 +535,7 @@ func (d *Decoder) strDone(s []byte, inChunk bool) {
 		if !(inChunk && d.alias) {
 			s = d.arena.copy(s)
 		}
+		d.ensureStrs(&in.input)
 		in.strs = append(in.strs, s)
 		if v.level == 0 && !d.endItem(i) {
 			d.fail()
