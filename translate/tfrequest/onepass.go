@@ -87,7 +87,6 @@ type Decoder struct {
 
 	st     lexState
 	stack  []opFrame
-	pos    int64  // bytes written so far (the byte-order mark is at 0…2)
 	bom    int    // byte-order-mark bytes tested so far (0…3)
 	pend   []byte // a string's or an atom's bytes so far, across chunks
 	strKey bool   // the pending string is a key

@@ -103,7 +103,6 @@ func (d *Decoder) Write(buf []byte) error {
 			p = n
 		}
 	}
-	d.pos += int64(n)
 	if d.failed {
 		return ErrFallback
 	}
