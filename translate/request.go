@@ -34,10 +34,45 @@ type RequestOptions struct {
 //
 // Errors are *apierr.Error with TF Serving's text and status.
 func TranslateRequest(tfBody []byte, resolve tfrequest.Resolver, opt RequestOptions) (V2Request, Exchange, error) {
-	req, err := tfrequest.Parse(tfBody, resolve, opt.Limits)
+	// One pass straight into the tensors; the exact tape parser takes
+	// over for what it does not decide, errors included.
+	req, err := tfrequest.ParseOnePass(tfBody, resolve, opt.Limits)
 	if err != nil {
 		return V2Request{}, Exchange{}, err
 	}
+	return encodeRequest(req, opt)
+}
+
+// RequestStream translates a predict body written in chunks of any size,
+// never holding its text: Write each chunk, then Close. It is
+// TranslateRequest for the streamed path, with one gap for now: it does
+// not produce TF Serving's error texts. Every body it does not decide
+// (all invalid ones among them) ends in tfrequest.ErrFallback; a caller
+// that kept the text then calls TranslateRequest on it.
+type RequestStream struct {
+	dec *tfrequest.Decoder
+	opt RequestOptions
+}
+
+// NewRequestStream starts translating one streamed predict body.
+func NewRequestStream(resolve tfrequest.Resolver, opt RequestOptions) *RequestStream {
+	return &RequestStream{dec: tfrequest.NewDecoder(resolve, opt.Limits), opt: opt}
+}
+
+// Write feeds the next chunk; the caller may reuse it afterwards.
+func (s *RequestStream) Write(chunk []byte) error { return s.dec.Write(chunk) }
+
+// Close ends the body and returns what TranslateRequest would.
+func (s *RequestStream) Close() (V2Request, Exchange, error) {
+	req, err := s.dec.Close()
+	if err != nil {
+		return V2Request{}, Exchange{}, err
+	}
+	return encodeRequest(req, s.opt)
+}
+
+// encodeRequest is the step after parsing: batch adaptation and the v2 body.
+func encodeRequest(req *tfrequest.Request, opt RequestOptions) (V2Request, Exchange, error) {
 	// The tensors alias pooled memory; EncodeRequest copies them into the
 	// body, after which the pool can have it back.
 	defer req.Release()

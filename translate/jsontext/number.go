@@ -1,7 +1,9 @@
 package jsontext
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 )
 
@@ -190,30 +192,11 @@ func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *Sy
 			if !use64 {
 				i64 = uint64(i)
 			}
-			for p < n && isDigit(data[p]) {
-				if i64 > 0x1FFFFFFFFFFFFF {
-					break
-				}
-				i64 = i64*10 + uint64(data[p]-'0')
-				p++
-				expFrac--
-				if i64 != 0 {
-					sig++
-				}
-			}
+			i64, p, sig, expFrac = fracDigits(data, p, i64, sig, expFrac)
 			d = float64(i64)
 			useDouble = true
 		}
-		for p < n && isDigit(data[p]) {
-			if sig < 17 {
-				d = float64(d*10) + float64(data[p]-'0')
-				expFrac--
-				if d > 0 {
-					sig++
-				}
-			}
-			p++
-		}
+		d, p, sig, expFrac = fracTail(data, p, d, sig, expFrac)
 	}
 
 	exp := 0
@@ -331,7 +314,67 @@ func fastPath(significand float64, exp int) float64 {
 }
 
 // float64 returns a number node's value as rapidjson's GetDouble does.
-func (n *node) float64() float64 {
+func (n *node) float64() float64 { return Num{n.flags, n.bits}.Float64() }
+
+// Num is one parsed number token as rapidjson holds it: the range
+// flags of the token and its payload. It lets a parser that builds no
+// tape (the one-pass request decoder) convert numbers bit for bit as
+// Parse does.
+type Num struct {
+	flags uint8
+	bits  uint64
+}
+
+// ParseNumber parses the number token starting at data[p] exactly as Parse
+// does (NaN/Inf included) and returns it with the offset just after it.
+// ok is false where Parse reports a syntax error. Past the end of data the
+// input reads as NUL, so a caller streaming chunks must hand it a token
+// that is known to be complete.
+func ParseNumber(data []byte, p int) (n Num, end int, ok bool) {
+	end, flags, bits, err := parseNumber(data, p)
+	return Num{flags, bits}, end, err == nil
+}
+
+// Num returns v's number (the zero Number, which is no integer and
+// converts to 0, for other kinds).
+func (v Value) Num() Num {
+	n := &v.d.nodes[v.i]
+	if n.kind != Number {
+		return Num{}
+	}
+	return Num{n.flags, n.bits}
+}
+
+// IsInt reports an integer in int32 range (rapidjson IsInt).
+func (n Num) IsInt() bool { return n.flags&flagInt != 0 }
+
+// IsUint reports an integer in uint32 range (rapidjson IsUint).
+func (n Num) IsUint() bool { return n.flags&flagUint != 0 }
+
+// IsInt64 reports an integer in int64 range (rapidjson IsInt64).
+func (n Num) IsInt64() bool { return n.flags&flagInt64 != 0 }
+
+// IsUint64 reports an integer in uint64 range (rapidjson IsUint64).
+func (n Num) IsUint64() bool { return n.flags&flagUint64 != 0 }
+
+// Int64 returns an IsInt64 number exactly (0 for others).
+func (n Num) Int64() int64 {
+	if !n.IsInt64() {
+		return 0
+	}
+	return int64(n.bits)
+}
+
+// Uint64 returns an IsUint64 number exactly (0 for others).
+func (n Num) Uint64() uint64 {
+	if !n.IsUint64() {
+		return 0
+	}
+	return n.bits
+}
+
+// Float64 returns the number as rapidjson's GetDouble does.
+func (n Num) Float64() float64 {
 	switch {
 	case n.flags&flagDouble != 0:
 		return math.Float64frombits(n.bits)
@@ -341,3 +384,159 @@ func (n *node) float64() float64 {
 		return float64(n.bits)
 	}
 }
+
+// ParseDecimal is the common case of ParseNumber, for hot loops: a token
+// -?int[.frac][e±exp] with at most 15 integer digits and at most 3
+// exponent digits, returned as Num.Float64 would return it. It follows
+// parseNumber's arithmetic step for step for that grammar (an integer
+// part that short never leaves the integer accumulators; the fraction
+// goes on in 64 bits up to 2^53, then in a double up to 17 significant
+// digits; one normalPrecision scaling), so the bits are the same; it only
+// drops the branches that grammar cannot reach. ok is false for every
+// other token, and for one that reaches the end of data (it may go on in a
+// later chunk); the caller then uses ParseNumber, which decides it.
+func ParseDecimal(data []byte, p int) (f float64, end int, ok bool) {
+	n := len(data)
+	neg := p < n && data[p] == '-'
+	if neg {
+		p++
+	}
+	start := p
+	var m uint64
+	sig := 0
+	if p < n && data[p] == '0' {
+		p++
+	} else {
+		for p < n && isDigit(data[p]) {
+			m = m*10 + uint64(data[p]-'0')
+			p++
+		}
+		sig = p - start - 1
+	}
+	digits := p - start
+	if digits == 0 || digits > 15 || p >= n {
+		return 0, 0, false
+	}
+	isInt := true
+	expFrac := 0
+	d := 0.0
+	if data[p] == '.' {
+		isInt = false
+		p++
+		if p >= n || !isDigit(data[p]) {
+			return 0, 0, false
+		}
+		m, p, sig, expFrac = fracDigits(data, p, m, sig, expFrac)
+		d, p, sig, expFrac = fracTail(data, p, float64(m), sig, expFrac)
+		if p >= n {
+			return 0, 0, false
+		}
+	} else {
+		d = float64(m)
+	}
+	exp := 0
+	if data[p]|0x20 == 'e' {
+		isInt = false
+		p++
+		expNeg := false
+		if p < n && (data[p] == '+' || data[p] == '-') {
+			expNeg = data[p] == '-'
+			p++
+		}
+		es := p
+		for p < n && isDigit(data[p]) && p-es < 3 {
+			exp = exp*10 + int(data[p]-'0')
+			p++
+		}
+		if p == es || p >= n || isDigit(data[p]) {
+			return 0, 0, false
+		}
+		if expNeg {
+			exp = -exp
+		} else if exp > 308-expFrac {
+			return 0, 0, false // "Number too big": parseNumber says it
+		}
+	}
+	if isDigit(data[p]) {
+		return 0, 0, false // "01": not this grammar
+	}
+	if isInt {
+		if neg {
+			return float64(-int64(m)), p, true
+		}
+		return float64(m), p, true
+	}
+	f = normalPrecision(d, exp+expFrac)
+	if neg {
+		f = -f
+	}
+	return f, p, true
+}
+
+// fracDigits is rapidjson's fraction loop while the significand m is an
+// integer: digits are added while m <= 2^53-1, each one lowering expFrac
+// and, from the first non-zero one, counting in sig. Runs of up to eight
+// digits are added at once while no digit of the run can meet the 2^53
+// cut-off, which gives the same m, sig and expFrac as one by one.
+func fracDigits(data []byte, p int, m uint64, sig, expFrac int) (uint64, int, int, int) {
+	// digitRun written out here: a call per run showed in profiles.
+	for m < 0x1FFFFFFFFFFFFF/100000000 && p+8 <= len(data) {
+		x := binary.LittleEndian.Uint64(data[p:])
+		// A digit byte is 0x30…0x39: its high nibble is 3, and adding 6
+		// keeps it 3. A carry out of a non-digit byte only reaches later
+		// bytes.
+		t := x&0xF0F0F0F0F0F0F0F0 | (x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0>>4
+		k := bits.TrailingZeros64(t^0x3333333333333333) >> 3
+		if k == 0 {
+			break
+		}
+		x &= 0x0F0F0F0F0F0F0F0F // digit values, the first in the low byte
+		x <<= 8 * (8 - k) & 63  // keep the run, zero digits in front
+		if m != 0 {
+			sig += k
+		} else if x != 0 {
+			sig += k - (bits.TrailingZeros64(x)>>3 - (8 - k)) // less the run's leading zeros
+		}
+		x = x * (1 + 10<<8) >> 8 // pairs of digits
+		x = (x & 0x00FF00FF00FF00FF) * (1 + 100<<16) >> 16
+		x = (x & 0x0000FFFF0000FFFF) * (1 + 10000<<32) >> 32
+		m = m*pow10u[k] + x
+		p += k
+		expFrac -= k
+		if k < 8 {
+			break
+		}
+	}
+	for p < len(data) && isDigit(data[p]) {
+		if m > 0x1FFFFFFFFFFFFF {
+			break
+		}
+		m = m*10 + uint64(data[p]-'0')
+		p++
+		expFrac--
+		if m != 0 {
+			sig++
+		}
+	}
+	return m, p, sig, expFrac
+}
+
+// fracTail is rapidjson's fraction loop once the significand is a double:
+// digits count up to 17 significant ones; the rest are read and dropped.
+func fracTail(data []byte, p int, d float64, sig, expFrac int) (float64, int, int, int) {
+	for p < len(data) && isDigit(data[p]) {
+		if sig < 17 {
+			// The explicit conversion forbids a fused multiply-add.
+			d = float64(d*10) + float64(data[p]-'0')
+			expFrac--
+			if d > 0 {
+				sig++
+			}
+		}
+		p++
+	}
+	return d, p, sig, expFrac
+}
+
+// pow10u holds 10^0 … 10^8.
+var pow10u = [9]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -82,4 +83,81 @@ func TestPow10Table(t *testing.T) {
 			t.Fatalf("pow10[%d] = %v, want %v", i, p, want)
 		}
 	}
+}
+
+// TestParseDecimal: wherever ParseDecimal answers, it answers exactly as
+// ParseNumber (bits and end), over tokens around its limits.
+func TestParseDecimal(t *testing.T) {
+	toks := []string{"0", "-0", "1", "-1", "0.5", "-0.0", "0.1234567", "123456789012345", "1234567890123456",
+		"12345678901234.5", "1234567890123.45", "1e5", "1E+5", "1e-5", "-2.5e-3", "1.5e308", "1e309", "9.99e307",
+		"1e-308", "1e-309", "1.5e-300", "0.000001e-303", "1e999", "1e", "1.", "01", "-", "1.5.3", "1e5e", "4e-7", "0.12345678901234567", "0.1234567890123456789012", "9007199254740993.5",
+		"0.9007199254740993", "1.7976931348623157e308", "0.00000000000000000000001234567890123456789e-300",
+		"0.30000000000000004", "123.456e-2", "5e0", "7E-0", "100e-2"}
+	for _, tok := range toks {
+		for _, tail := range []string{",", "]", " ", ""} {
+			data := []byte(tok + tail)
+			f, end, ok := ParseDecimal(data, 0)
+			n, wantEnd, wantOK := ParseNumber(data, 0)
+			if !ok {
+				continue
+			}
+			if end >= len(data) {
+				t.Errorf("%q: answered at the end of data", tok)
+			}
+			if !wantOK || end != wantEnd || math.Float64bits(f) != math.Float64bits(n.Float64()) {
+				t.Errorf("%q: ParseDecimal %v (end %d), ParseNumber %v (end %d, ok %v)", data, f, end, n.Float64(), wantEnd, wantOK)
+			}
+		}
+	}
+	// Random tokens of the grammar, digits counts around the limits.
+	r := rand.New(rand.NewPCG(5, 6))
+	digits := func(k int) string {
+		b := make([]byte, k)
+		for i := range b {
+			b[i] = byte('0' + r.IntN(10))
+		}
+		return string(b)
+	}
+	for range 200000 {
+		tok := digits(1 + r.IntN(17))
+		if r.IntN(2) == 0 {
+			tok += "." + strings.Repeat("0", r.IntN(3)*r.IntN(200)) + digits(1+r.IntN(25))
+		}
+		if r.IntN(3) == 0 {
+			tok += []string{"e", "E", "e-", "e+"}[r.IntN(4)] + digits(1+r.IntN(3))
+		}
+		if r.IntN(2) == 0 {
+			tok = "-" + tok
+		}
+		data := []byte(tok + ",")
+		if f, end, ok := ParseDecimal(data, 0); ok {
+			n, wantEnd, wantOK := ParseNumber(data, 0)
+			if !wantOK || end != wantEnd || math.Float64bits(f) != math.Float64bits(n.Float64()) {
+				t.Fatalf("%q: ParseDecimal %v (end %d), ParseNumber %v (end %d, ok %v)", data, f, end, n.Float64(), wantEnd, wantOK)
+			}
+		}
+	}
+	for _, tok := range []string{"0.5", "1e5", "-0.0", "123456789012345", "4e-7"} {
+		if _, _, ok := ParseDecimal([]byte(tok+","), 0); !ok {
+			t.Errorf("%q: not answered", tok)
+		}
+	}
+}
+
+// FuzzParseDecimal: wherever ParseDecimal answers, ParseNumber agrees on
+// the end and on every bit of the value.
+func FuzzParseDecimal(f *testing.F) {
+	for _, s := range []string{"0.1234567,", "-0.30000000000000004]", "12.5e-3 ", "0.000000001234567890123e2,", "7,"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, end, ok := ParseDecimal(data, 0)
+		if !ok {
+			return
+		}
+		n, wantEnd, wantOK := ParseNumber(data, 0)
+		if !wantOK || end != wantEnd || end >= len(data) || math.Float64bits(v) != math.Float64bits(n.Float64()) {
+			t.Fatalf("%q: ParseDecimal %v (end %d), ParseNumber %v (end %d, ok %v)", data, v, end, n.Float64(), wantEnd, wantOK)
+		}
+	})
 }

@@ -9,6 +9,11 @@
 // shortest form without ".0".
 package jsontext
 
+import (
+	"encoding/binary"
+	"math"
+)
+
 // indentUnit is rapidjson PrettyWriter's default indent (4 spaces).
 const indentUnit = 4
 
@@ -48,10 +53,18 @@ func (w *Writer) SetSingleLine(on bool) { w.singleLine = on }
 func (w *Writer) Depth() int { return len(w.stack) }
 
 func (w *Writer) indent(depth int) {
-	for i := 0; i < depth*indentUnit; i++ {
-		w.buf = append(w.buf, ' ')
+	// One copy from a run of spaces: a pretty-printed tensor writes an
+	// indent before every value, so a byte-at-a-time loop showed up.
+	n := depth * indentUnit
+	for n > len(spaces) {
+		w.buf = append(w.buf, spaces...)
+		n -= len(spaces)
 	}
+	w.buf = append(w.buf, spaces[:n]...)
 }
+
+// spaces is the run indent copies from.
+const spaces = "                                                                "
 
 // prefix is rapidjson PrettyWriter::PrettyPrefix: what goes before a value
 // or a key, depending on the enclosing container.
@@ -179,6 +192,45 @@ func (w *Writer) Uint64(v uint64) {
 func (w *Writer) Float32(f float32) {
 	w.prefix()
 	w.buf = AppendFloat32(w.buf, f)
+}
+
+// Float32s writes the little-endian float32s in le as consecutive values
+// (each as Float32 writes it): the same bytes as one Float32 call per
+// value, with the separator between values of the innermost array worked
+// out once. This is the inner loop of an FP32 response.
+func (w *Writer) Float32s(le []byte) {
+	n := len(le) / 4
+	if n == 0 {
+		return
+	}
+	w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le)))
+	depth := len(w.stack)
+	if depth == 0 || !w.stack[depth-1].array {
+		for i := 1; i < n; i++ {
+			w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
+		}
+		return
+	}
+	var sepBuf [64]byte
+	sep := append(sepBuf[:0], ',')
+	if w.singleLine {
+		sep = append(sep, ' ')
+	} else if depth*indentUnit < len(sepBuf)-2 {
+		sep = append(sep, '\n')
+		sep = append(sep, spaces[:depth*indentUnit]...)
+	} else {
+		for i := 1; i < n; i++ {
+			w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
+		}
+		return
+	}
+	buf := w.buf
+	for i := 1; i < n; i++ {
+		buf = append(buf, sep...)
+		buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
+	}
+	w.buf = buf
+	w.stack[depth-1].count += n - 1
 }
 
 // Float64 writes a double in TF Serving's DT_DOUBLE format.

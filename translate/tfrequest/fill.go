@@ -2,13 +2,9 @@ package tfrequest
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/x448/float16"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
@@ -368,70 +364,11 @@ func (p *filler) add(in *input, v jsontext.Value) error {
 		return typeError(v, dt)
 	}
 	p.ensureBuf(in)
-	d := in.data
-	switch dt {
-	case tensor.FP32, tensor.FP64, tensor.FP16, tensor.BF16:
-		if !v.IsNumber() {
-			return typeError(v, dt)
-		}
-		f := v.Float64()
-		switch dt {
-		case tensor.FP32:
-			d = binary.LittleEndian.AppendUint32(d, math.Float32bits(float32(f)))
-		case tensor.FP64:
-			d = binary.LittleEndian.AppendUint64(d, math.Float64bits(f))
-		case tensor.FP16:
-			// Deliberate departure (DESIGN): TF Serving cannot fill a
-			// DT_HALF from JSON; v2 models declare FP16 inputs.
-			d = binary.LittleEndian.AppendUint16(d, float16.Fromfloat32(float32(f)).Bits())
-		default:
-			d = binary.LittleEndian.AppendUint16(d, tensor.BF16FromFloat32(float32(f)))
-		}
-	case tensor.Int32, tensor.Int16, tensor.Int8, tensor.Uint8:
-		// TF only requires an int32 and narrows with a C++ cast (wraps).
-		if !v.IsInt() {
-			return typeError(v, dt)
-		}
-		x := int32(v.Int64())
-		switch dt {
-		case tensor.Int32:
-			d = binary.LittleEndian.AppendUint32(d, uint32(x))
-		case tensor.Int16:
-			d = binary.LittleEndian.AppendUint16(d, uint16(x))
-		default:
-			d = append(d, byte(x))
-		}
-	case tensor.Int64:
-		if !v.IsInt64() {
-			return typeError(v, dt)
-		}
-		d = binary.LittleEndian.AppendUint64(d, uint64(v.Int64()))
-	case tensor.Uint32, tensor.Uint16:
-		// UINT16 is tfsbridge's extension, range-checked like uint32 and
-		// narrowed like TF narrows uint8.
-		if !v.IsUint() {
-			return typeError(v, dt)
-		}
-		if dt == tensor.Uint32 {
-			d = binary.LittleEndian.AppendUint32(d, uint32(v.Uint64()))
-		} else {
-			d = binary.LittleEndian.AppendUint16(d, uint16(v.Uint64()))
-		}
-	case tensor.Uint64:
-		if !v.IsUint64() {
-			return typeError(v, dt)
-		}
-		d = binary.LittleEndian.AppendUint64(d, v.Uint64())
-	case tensor.Bool:
-		switch v.Kind() {
-		case jsontext.True:
-			d = append(d, 1)
-		case jsontext.False:
-			d = append(d, 0)
-		default:
-			return typeError(v, dt)
-		}
-	default:
+	d, res := appendLeaf(in.data, dt, v.Kind(), v.Num())
+	switch res {
+	case leafTypeError:
+		return typeError(v, dt)
+	case leafUnimplemented:
 		return apierr.Errorf(apierr.Unimplemented, "Conversion of JSON Value: %s to type: %s", jsontext.Dump(v), dt.TFShortName())
 	}
 	in.data = d
@@ -440,41 +377,48 @@ func (p *filler) add(in *input, v jsontext.Value) error {
 }
 
 // finish turns the accumulated values into tensors, in signature order.
-// Row format prepends the batch dimension. A duplicated key in an instance
-// object leaves more values than the shape holds; TF's Tensor::FromProto
-// keeps the first ones, and so does this.
 func (p *filler) finish() error {
-	r := p.req
+	buildTensors(p.req, len(p.ins), func(i int) *input { return &p.ins[i] }, p.batch, p.ensureBuf)
+	return nil
+}
+
+// buildTensors is the last step of both parsers (the tape filler and the
+// one-pass decoder): the n inputs' accumulated values become r.Inputs, in
+// signature order, skipping inputs the body did not fill. Row format
+// prepends the batch dimension. A duplicated key in an instance object
+// leaves more values than the shape holds; TF's Tensor::FromProto keeps
+// the first ones, and so does this. ensureBuf gives a numeric input that
+// received no value its (empty) buffer.
+func buildTensors(r *Request, n int, at func(int) *input, batch int64, ensureBuf func(*input)) {
 	nShape := 0
-	for i := range p.ins {
-		if p.ins[i].used {
-			nShape += len(p.ins[i].shape) + 1
+	for i := range n {
+		if at(i).used {
+			nShape += len(at(i).shape) + 1
 		}
 	}
 	r.shape = make([]int64, 0, nShape)
-	r.Inputs = make([]tensor.Tensor, 0, len(p.ins))
-	for i := range p.ins {
-		in := &p.ins[i]
+	r.Inputs = make([]tensor.Tensor, 0, n)
+	for i := range n {
+		in := at(i)
 		if !in.used {
 			continue
 		}
 		start := len(r.shape)
 		n := in.size
 		if r.Format == Row {
-			r.shape = append(r.shape, p.batch)
-			n *= p.batch
+			r.shape = append(r.shape, batch)
+			n *= batch
 		}
 		r.shape = append(r.shape, in.shape...)
 		t := tensor.Tensor{Name: in.spec.Name, DataType: in.spec.DataType, Shape: r.shape[start:len(r.shape):len(r.shape)]}
 		if t.DataType == tensor.Bytes {
 			t.Strings = in.strs[:n:n]
 		} else {
-			p.ensureBuf(in)
+			ensureBuf(in)
 			*in.buf = in.data
 			sz := int64(t.DataType.Size())
 			t.Data = in.data[: n*sz : n*sz]
 		}
 		r.Inputs = append(r.Inputs, t)
 	}
-	return nil
 }

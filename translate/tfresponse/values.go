@@ -41,9 +41,7 @@ func (sc *scratch) writeValues(t *tensor.Tensor, off, n int, b64 bool) {
 	d := t.Data
 	switch t.DataType {
 	case tensor.FP32:
-		for i := off; i < off+n; i++ {
-			w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(d[4*i:])))
-		}
+		w.Float32s(d[4*off : 4*(off+n)])
 	case tensor.FP64:
 		for i := off; i < off+n; i++ {
 			w.Float64(math.Float64frombits(binary.LittleEndian.Uint64(d[8*i:])))

@@ -1,0 +1,67 @@
+package translate
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/v2"
+)
+
+// TestOnePassBodies: TranslateRequest (one pass) and RequestStream (the
+// body in small chunks) send the very bytes the exact tape parser's
+// tensors encode to, for every server kind, batch adaptation included.
+func TestOnePassBodies(t *testing.T) {
+	batched := &tensor.Signature{Batched: true, Inputs: []tensor.Spec{
+		{Name: "img", DataType: tensor.FP32, Shape: []int64{-1, 2, 2}},
+		{Name: "tag", DataType: tensor.Bytes, Shape: []int64{-1}},
+	}}
+	single := &tensor.Signature{Inputs: []tensor.Spec{{Name: "x", DataType: tensor.FP64, Shape: []int64{3}}}}
+	cases := []struct {
+		sig  *tensor.Signature
+		body string
+	}{
+		{batched, `{"instances": [{"img": [[0.1, 0.2], [0.3, 4e-7]], "tag": "a"}, {"tag": {"b64": "aGk="}, "img": [[1, 2], [3, 4]]}]}`},
+		{batched, `{"signature_name": "", "inputs": {"tag": ["x", "y"], "img": [[[1, 2], [3, 4]], [[5, 6], [7, 8]]]}}`},
+		{single, `{"instances": [[0.30000000000000004, -1e-300, 12345678901234567890]]}`}, // unbatched: one instance, declared rank 1
+		{single, `{"inputs": [1, 2, 3]}`},
+	}
+	for _, kind := range []v2.ServerKind{v2.Triton, v2.KServe, v2.MLServer} {
+		opt := RequestOptions{Kind: kind, ID: "r1"}
+		for _, c := range cases {
+			resolve := func(string) (*tensor.Signature, error) { return c.sig, nil }
+			exact, err := tfrequest.Parse([]byte(c.body), resolve, tensor.Limits{})
+			if err != nil {
+				t.Fatalf("%s: %v", c.body, err)
+			}
+			want, wantEx, err := encodeRequest(exact, opt)
+			exact.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gotEx, err := TranslateRequest([]byte(c.body), resolve, opt)
+			if err != nil || !bytes.Equal(got.Body, want.Body) || got.HeaderLength != want.HeaderLength || gotEx != wantEx {
+				t.Errorf("%v %s: TranslateRequest differs (%v)\n got %q\nwant %q", kind, c.body, err, got.Body, want.Body)
+			}
+			s := NewRequestStream(resolve, opt)
+			for i := 0; i < len(c.body); i += 3 {
+				if err := s.Write([]byte(c.body[i:min(i+3, len(c.body))])); err != nil {
+					t.Fatalf("%s: Write: %v", c.body, err)
+				}
+			}
+			got, gotEx, err = s.Close()
+			if err != nil || !bytes.Equal(got.Body, want.Body) || gotEx != wantEx {
+				t.Errorf("%v %s: RequestStream differs (%v)", kind, c.body, err)
+			}
+		}
+	}
+	// A body the stream cannot decide alone says so; TranslateRequest
+	// over the same text gives TF's error.
+	s := NewRequestStream(func(string) (*tensor.Signature, error) { return single, nil }, RequestOptions{})
+	s.Write([]byte(`{"instances": [[1, 2], [3]]}`))
+	if _, _, err := s.Close(); !errors.Is(err, tfrequest.ErrFallback) {
+		t.Errorf("ragged body: Close = %v, want ErrFallback", err)
+	}
+}

@@ -1,0 +1,385 @@
+package tfrequest
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// The one-pass decoder turns a predict body into the same Request as Parse
+// without building a tape: the signature gives every input's dtype, so the
+// JSON numbers go straight into the tensor buffers as they are read. It is
+// a resumable state machine (an explicit container stack, no goroutine),
+// fed with Write in chunks of any size and finished with Close; a chunk may
+// end anywhere, inside a number, a literal, a string or a key.
+//
+// It decides only what it can decide alone: a well-formed body in one of
+// the common shapes (row "instances" of nested arrays or of named-input
+// objects, columnar "inputs" as one value or as named tensors, strings
+// and {"b64": …} objects for BYTES). Anything else — every error included,
+// and rarer constructs such as string escapes, duplicated instance keys or
+// a "b64" key where an instance object could also be meant — stops it
+// with ErrFallback, and the caller runs the exact parser (Parse) over the
+// whole text. That keeps TF Serving's error texts and precedence (syntax
+// errors anywhere in the body before any semantic error, dumps of the
+// offending value) in one place.
+//
+// Open problem for true streaming, where the text is not held and cannot
+// be re-read: the exact message must then be produced by the decoder
+// itself. The plan: at the first semantic error record its kind and the
+// ≤256-byte token dump jsontext.AppendDump would print (the dump is
+// bounded, so it can be captured from the bytes at hand, with the
+// partial-token buffer for a value split across chunks), switch to a
+// syntax-only scan of the rest of the body, and at Close report a syntax
+// error if one came later (TF checks syntax first), else the recorded
+// semantic error. Errors whose text depends on the whole document (a
+// dump of a whole instance object, "keys must be equal to") need a bounded
+// copy of that object's first 256 dump bytes kept while it is open.
+
+// ErrFallback reports a body the one-pass decoder does not decide: valid
+// or not, the exact parser must be run over the whole text.
+var ErrFallback = errors.New("tfrequest: body needs the exact parser")
+
+// ParseOnePass is Parse through the one-pass decoder: the same Request or
+// the same error, in one pass over body for the common shapes, falling
+// back to Parse for the rest. Strings in the Request alias body.
+func ParseOnePass(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
+	d := newDecoder(resolve, lim, true)
+	// Every number of a single numeric input is followed by a comma but
+	// the last of each list, so the comma count sizes its buffer in one
+	// go (bytes.Count is vectorized; the tape parser's count did the same).
+	d.hint = int64(bytes.Count(body, []byte{','})) + 1
+	err := d.Write(body)
+	var r *Request
+	if err == nil {
+		r, err = d.Close()
+	}
+	if err == nil {
+		return r, nil
+	}
+	d.abort()
+	return Parse(body, resolve, lim)
+}
+
+// Decoder is the streaming form of ParseOnePass: Write the body in chunks,
+// then Close. Any error is ErrFallback (sticky): the decoder cannot tell
+// which of TF Serving's errors the body deserves, or does not handle its
+// shape; a caller that kept the text runs Parse over it, others answer
+// with a generic 400 until the exact streaming errors exist (see above).
+// Chunks are copied where needed; the caller may reuse them after Write.
+type Decoder struct {
+	resolve  Resolver
+	lim      tensor.Limits
+	alias    bool  // strings may alias the written chunk (whole-body mode)
+	hint     int64 // expected number of values (whole-body mode), 0 if unknown
+	maxNodes int64
+	nodes    int64 // values and keys so far, as the tape parser counts them
+	total    int64 // tensor elements so far, all inputs
+
+	req   *Request
+	sig   *tensor.Signature
+	ins   []opInput
+	mode  instMode
+	batch int64
+
+	st     lexState
+	stack  []opFrame
+	bom    int    // byte-order-mark bytes tested so far (0…3)
+	pend   []byte // a string's or an atom's bytes so far, across chunks
+	strKey bool   // the pending string is a key
+	vslot  slot   // what the pending scalar value is for
+	sigKey bool   // "signature_name" met (the first one counts)
+	specul bool   // the signature was resolved before "signature_name" could be seen
+	arena  arena  // string bytes copied out of chunks
+	failed bool
+}
+
+// opInput accumulates one signature input's tensor: what the tape filler
+// keeps, plus the item being read — its shape as inferred so far (-1 for
+// a level whose first list is still open), its rank once known (-1
+// before) and its value count.
+type opInput struct {
+	input
+	cur      []int64
+	curRank  int
+	curCount int64
+}
+
+// instMode is how the "instances" list is read, decided by its first
+// element as TF decides it.
+type instMode uint8
+
+const (
+	instUndecided instMode = iota
+	instPlain              // every element is one value of the first input
+	instObjects            // every element is an object of named inputs
+)
+
+// lexState is where the lexer is between two bytes.
+type lexState uint8
+
+const (
+	lxStart   lexState = iota // before the root value (byte-order mark, spaces)
+	lxValue                   // a value is expected
+	lxAfter                   // after a value: ',' or the closing bracket
+	lxKey                     // after '{': a key or '}'
+	lxNextKey                 // after ',' in an object: a key
+	lxColon                   // after a key
+	lxString                  // inside a string (pend holds its bytes so far)
+	lxAtom                    // inside a number or literal (pend holds it)
+	lxDone                    // the root value is complete; the rest is ignored
+)
+
+// role is what an open container is for.
+type role uint8
+
+const (
+	roleTop       role = iota // the root object
+	roleInstances             // the "instances" list
+	roleFirstInst             // the first instance when it is an object: b64 value or named inputs
+	roleInstance              // an instance object of named inputs
+	roleInputs                // the columnar "inputs" object of named tensors
+	roleTensor                // a list inside one input's item
+	roleB64                   // a {"b64": …} value of a BYTES input
+	roleSkip                  // a value nobody reads (syntax is still checked)
+)
+
+// slotKind is what the next value is for.
+type slotKind uint8
+
+const (
+	slotSkip      slotKind = iota
+	slotRoot               // the document
+	slotSignature          // "signature_name"'s value
+	slotInstances          // "instances"'s value
+	slotInputs             // "inputs"'s value
+	slotInstance           // an element of "instances"
+	slotItem               // the whole value of one input's item
+	slotTensor             // an element of a list inside an item
+	slotB64                // the string of a {"b64": …} value
+)
+
+// opFrame is one open container.
+type opFrame struct {
+	role  role
+	obj   bool
+	input int32 // roleTensor, roleB64: the input
+	level int32 // roleTensor, roleB64: nesting level inside the item
+	n     int64 // elements (lists) or members (objects) so far
+	// Objects: what the value of the member whose key was just read is
+	// for, and for which input.
+	next      slotKind
+	nextInput int32
+}
+
+func newDecoder(resolve Resolver, lim tensor.Limits, alias bool) *Decoder {
+	lim = lim.OrDefault()
+	return &Decoder{resolve: resolve, lim: lim, alias: alias, maxNodes: jsontext.MaxNodes(lim), req: &Request{}}
+}
+
+// NewDecoder returns a one-pass decoder for one request body.
+func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
+	return newDecoder(resolve, lim, false)
+}
+
+// fail makes the decoder give up: the exact parser decides the body.
+func (d *Decoder) fail() error {
+	d.failed = true
+	return ErrFallback
+}
+
+// abort releases what a failed decode holds.
+func (d *Decoder) abort() {
+	d.req.Release()
+	d.pend = nil
+}
+
+// Close finishes the body and returns the Request, as Parse would.
+func (d *Decoder) Close() (*Request, error) {
+	if d.failed || d.st != lxDone {
+		d.abort()
+		return nil, d.fail()
+	}
+	if err := d.finish(); err != nil {
+		d.abort()
+		return nil, err
+	}
+	return d.req, nil
+}
+
+// resolveSig resolves the signature when the input map is first needed.
+// TF resolves it after reading "signature_name"; a body that names it
+// after "instances" or "inputs" is resolved with the default name, and
+// finding a different name later falls back.
+func (d *Decoder) resolveSig() bool {
+	if d.sig != nil {
+		return true
+	}
+	d.specul = !d.sigKey
+	sig, err := d.resolve(d.req.SignatureName)
+	if err != nil || sig == nil || len(sig.Inputs) == 0 {
+		return false
+	}
+	d.sig = sig
+	d.req.Signature = sig
+	d.ins = make([]opInput, len(sig.Inputs))
+	for i := range d.ins {
+		d.ins[i].spec = &sig.Inputs[i]
+	}
+	return true
+}
+
+// lookup returns the index of the signature input named name, or -1.
+func (d *Decoder) lookup(name []byte) int {
+	for i := range d.ins {
+		if d.ins[i].spec.Name == string(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// beginItem starts one item (row) or the whole tensor (columnar) of input i.
+func (d *Decoder) beginItem(i int) {
+	in := &d.ins[i]
+	in.used = true
+	in.cur = in.cur[:0]
+	in.curRank = -1
+	in.curCount = 0
+}
+
+// endItem is AddInstanceItem's comparison with the first item (row) or
+// the recording of the tensor's shape (columnar).
+func (d *Decoder) endItem(i int) bool {
+	in := &d.ins[i]
+	if d.req.Format == Columnar || !in.seen {
+		in.seen = true
+		in.size = in.curCount
+		in.shape = append(in.shape[:0], in.cur...)
+		return true
+	}
+	return in.size == in.curCount && slices.Equal(in.shape, in.cur)
+}
+
+// openList checks a list at level of input i's item against the shape
+// inferred so far (GetDenseTensorShape and FillTensorProto in one pass).
+func (d *Decoder) openList(i int, level int) bool {
+	in := &d.ins[i]
+	if in.curRank < 0 {
+		// Still on the path of first elements: a new dimension.
+		in.cur = append(in.cur, -1)
+		return true
+	}
+	return level < in.curRank
+}
+
+// closeList checks a closed list's length against its level's size; the
+// first list of a level sets it. An empty first list ends the shape.
+func (d *Decoder) closeList(i int, level int, n int64) bool {
+	in := &d.ins[i]
+	switch {
+	case in.cur[level] < 0:
+		in.cur[level] = n
+		if in.curRank < 0 {
+			in.curRank = level + 1 // n == 0: denseShape stops here
+		}
+		return true
+	default:
+		return in.cur[level] == n
+	}
+}
+
+// leafLevel checks a value that is not a list at level: the first one
+// fixes the rank, the others must sit at it.
+func (d *Decoder) leafLevel(i int, level int) bool {
+	in := &d.ins[i]
+	if in.curRank < 0 {
+		in.curRank = level
+		return true
+	}
+	return level == in.curRank
+}
+
+// countLeaf counts one tensor element against the element limit.
+func (d *Decoder) countLeaf(i int) bool {
+	if d.total >= d.lim.MaxElements {
+		return false
+	}
+	d.total++
+	d.ins[i].curCount++
+	return true
+}
+
+// ensureBuf gives an input a pooled data buffer, sized by the hint when
+// the body has a single input.
+func (d *Decoder) ensureBuf(in *input) {
+	if in.buf != nil {
+		return
+	}
+	in.buf = getBuf()
+	in.data = (*in.buf)[:0]
+	d.req.bufs = append(d.req.bufs, in.buf)
+	if len(d.ins) == 1 && d.hint > 0 {
+		n := min(d.hint, d.lim.MaxElements)
+		in.data = slices.Grow(in.data, int(n)*in.spec.DataType.Size())
+	}
+}
+
+// ensureStrs sizes a BYTES input's string list by the hint when the body
+// has a single input, so a million strings are not appended by doubling
+// (the tape filler knows the batch and reserves the same way).
+func (d *Decoder) ensureStrs(in *input) {
+	if in.strs == nil && len(d.ins) == 1 && d.hint > 0 {
+		in.strs = make([][]byte, 0, min(d.hint, d.lim.MaxElements))
+	}
+}
+
+// finish builds the Request's tensors, as the tape filler does, after
+// checking that every used input holds exactly the values its shape says
+// (the rules above guarantee it; a broken invariant must not become a
+// panic or a wrong tensor).
+func (d *Decoder) finish() error {
+	for i := range d.ins {
+		in := &d.ins[i]
+		if !in.used {
+			continue
+		}
+		want := in.size
+		if d.req.Format == Row {
+			want *= d.batch
+		}
+		got := int64(len(in.strs))
+		if in.spec.DataType != tensor.Bytes {
+			got = int64(len(in.data) / in.spec.DataType.Size())
+		}
+		if got != want {
+			return d.fail()
+		}
+	}
+	buildTensors(d.req, len(d.ins), func(i int) *input { return &d.ins[i].input }, d.batch, d.ensureBuf)
+	if err := verifyInputsSize(d.sig, d.req.Inputs); err != nil {
+		return d.fail()
+	}
+	return nil
+}
+
+// arena holds string bytes copied out of chunks in blocks that never
+// move, so the slices handed out stay valid.
+type arena struct{ block []byte }
+
+const arenaBlock = 64 << 10
+
+func (a *arena) copy(s []byte) []byte {
+	if len(s) > arenaBlock/4 {
+		return slices.Clone(s)
+	}
+	if cap(a.block)-len(a.block) < len(s) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	start := len(a.block)
+	a.block = append(a.block, s...)
+	return a.block[start:len(a.block):len(a.block)]
+}
