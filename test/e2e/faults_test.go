@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -28,15 +28,23 @@ func runCases(t *testing.T, s *stack, cases []tcase) {
 // deadAddress returns a loopback URL where nothing listens.
 func deadAddress(t *testing.T) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	// A socket bound but never listening: connections to its port are
+	// refused, and the port stays ours until the test ends, so no server
+	// started meanwhile (this stack's own mock among them) can take it, as
+	// it could a port merely closed again.
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := lis.Addr().String()
-	if err := lis.Close(); err != nil {
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
-	return "http://" + addr
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
 
 // envoyConnectRefused is Envoy's local reply when the upstream refuses
