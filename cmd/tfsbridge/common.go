@@ -39,6 +39,7 @@ type bridgeOptions struct {
 	maxElements      int64
 	metricsAddr      string
 	shutdownTimeout  time.Duration
+	ops              opsOptions
 }
 
 func (o *bridgeOptions) register(f *flagSet) {
@@ -62,6 +63,7 @@ func (o *bridgeOptions) registerServing(f *flagSet) {
 	f.fs.Int64Var(&o.maxElements, "max-elements", d.MaxElements, "Most tensor elements one body may carry.")
 	f.fs.StringVar(&o.metricsAddr, "metrics-addr", bridge.DefaultMetricsAddr, "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.")
 	f.fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "On SIGTERM, how long in-flight requests may take to finish.")
+	o.ops.register(f)
 }
 
 // options returns the bridge options the flags set; the proxy's timeouts
@@ -78,6 +80,7 @@ func (o *bridgeOptions) options(log *slog.Logger) bridge.Options {
 	b.MaxElements = o.maxElements
 	b.ShutdownTimeout = o.shutdownTimeout
 	b.Logger = log
+	o.ops.apply(&b)
 	return b
 }
 
@@ -97,6 +100,8 @@ var flagNames = map[string]string{
 	"MaxJSONDepth":            "max-json-depth",
 	"MaxElements":             "max-elements",
 	"ShutdownTimeout":         "shutdown-timeout",
+	"DrainDelay":              "drain-delay",
+	"Readiness":               "readiness",
 	"Proxy.RequestTimeout":    "request-timeout",
 	"Proxy.ReadTimeout":       "read-timeout",
 	"Proxy.ReadHeaderTimeout": "read-header-timeout",
