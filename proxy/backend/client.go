@@ -312,6 +312,7 @@ func (c *Client) get(ctx context.Context, path string) (*response, error) {
 		return nil, apierr.Wrap(apierr.Internal, err, "Invalid v2 request path")
 	}
 	req.Header.Set("Accept", "application/json")
+	defer c.observeCall(path, time.Now())
 	resp, err := c.http.Do(req)
 	if err != nil {
 		e, kind := classify(err)

@@ -335,7 +335,7 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 	}
 	var prx *http.Server
 	if l.Proxy != nil {
-		prx = b.proxy.NewServer(slog.NewLogLogger(b.Log.Handler(), slog.LevelDebug))
+		prx = b.newProxyServer()
 	}
 	if l.Extproc != nil || l.Proxy != nil {
 		b.serving.Store(true)

@@ -44,17 +44,6 @@ func (b *Bridge) Ready(ctx context.Context) error {
 	return nil
 }
 
-// newExtprocServer builds the ext_proc gRPC server, its health service
-// answering from Ready.
-func (b *Bridge) newExtprocServer() *extproc.Server {
-	return extproc.NewServer(extproc.NewProcessor(b.Session), extproc.ServerOptions{
-		MaxBodyBytes:    b.Session.MaxBodyBytes,
-		MaxRecvMsgBytes: b.opts.GRPCMaxRecvBytes,
-		Ready:           b.Ready,
-		GRPCOptions:     grpcTLS(b.extprocTLS),
-	})
-}
-
 // drain is the first step of a shutdown: readiness fails (gRPC health
 // watchers are told at once), the proxy stops keeping connections alive,
 // and, when the shutdown was asked for (ctx done) rather than caused by

@@ -111,19 +111,19 @@ func (p *Processor) handle(stream extprocv3.ExternalProcessor_ProcessServer, ses
 	case *extprocv3.ProcessingRequest_RequestHeaders:
 		h := headersOf(m.RequestHeaders)
 		a := sess.RequestHeaders(ctx, h.Get(":method"), h.Get(":path"), h, m.RequestHeaders.GetEndOfStream())
-		return headersReply(a, true)
+		return headersReply(withRequestID(a, sess, false), true)
 
 	case *extprocv3.ProcessingRequest_RequestBody:
-		return bodyReply(bodyAction(ctx, sess, m.RequestBody, sess.RequestBody), true)
+		return bodyReply(withRequestID(bodyAction(ctx, sess, m.RequestBody, sess.RequestBody), sess, false), true)
 
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		h := headersOf(m.ResponseHeaders)
 		code, _ := strconv.Atoi(h.Get(":status"))
 		a := sess.ResponseHeaders(ctx, code, h, m.ResponseHeaders.GetEndOfStream())
-		return headersReply(a, false)
+		return headersReply(withRequestID(a, sess, true), false)
 
 	case *extprocv3.ProcessingRequest_ResponseBody:
-		return bodyReply(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseBody), false)
+		return bodyReply(withRequestID(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseBody), sess, false), false)
 
 	case *extprocv3.ProcessingRequest_RequestTrailers:
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{

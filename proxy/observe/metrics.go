@@ -58,6 +58,7 @@ type Metrics struct {
 	inflight      *prometheus.GaugeVec
 	cacheLookups  *prometheus.CounterVec
 	backendErrors *prometheus.CounterVec
+	ops           opsMetrics // opsmetrics.go
 
 	mu     sync.Mutex
 	models map[string]struct{}
@@ -102,6 +103,7 @@ func NewMetrics() *Metrics {
 	m.Registry.MustRegister(m.requests, m.passThrough, m.translateDur, m.bodyBytes, m.inflight,
 		m.cacheLookups, m.backendErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.ops = newOpsMetrics(m.Registry)
 	return m
 }
 

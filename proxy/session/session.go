@@ -457,6 +457,7 @@ func (s *Session) finish(status int) {
 	}
 	s.finished = true
 	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.route.Model, s.confirmed), status)
+	s.cfg.Metrics.RequestDuration(s.verb, status, time.Since(s.start))
 }
 
 func (s *Session) logDone(status int, e *apierr.Error) {
@@ -467,7 +468,8 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 	case status >= 500:
 		s.log.Warn("tf request failed", append(attrs, "error", e.Error())...)
 	default:
-		s.log.Debug("tf request rejected", append(attrs, "error", e.Error())...)
+		// Info, not debug: a client's 4xx is what its owner asks about.
+		s.log.Info("tf request rejected", append(attrs, "error", e.Error())...)
 	}
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,18 @@ func TestMetrics(t *testing.T) {
 
 				`tfsbridge_inflight_streams{adapter="` + adapter[via] + `"}`: 0,
 				`tfsbridge_backend_errors_total{kind="not_found"}`:           1,
+
+				// Every answered TF request is timed, by verb and code.
+				`tfsbridge_request_duration_seconds_count{code="200",verb="predict"}`: 2,
+				`tfsbridge_request_duration_seconds_count{code="404",verb="predict"}`: 1,
+				`tfsbridge_request_duration_seconds_count{code="200",verb="status"}`:  1,
+				`tfsbridge_request_duration_seconds_count{code="400",verb="invalid"}`: 1,
+				// Two metadata fetches (half_plus_two, nope), Triton's config
+				// for the one that exists.
+				`tfsbridge_backend_request_duration_seconds_count{call="metadata"}`: 2,
+				`tfsbridge_backend_request_duration_seconds_count{call="config"}`:   1,
+				// go test binaries carry no module version or VCS stamp.
+				`tfsbridge_build_info{go_version="` + runtime.Version() + `",revision="unknown",version="unknown"}`: 1,
 			}
 			for series, v := range want {
 				got, present := m[series]
