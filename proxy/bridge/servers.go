@@ -19,10 +19,10 @@ func (b *Bridge) newExtprocServer() *extproc.Server {
 	})
 }
 
-// newProxyServer builds the reverse proxy's HTTP server; every answer
-// carries X-Request-Id.
+// newProxyServer builds the reverse proxy's HTTP server: every exchange
+// is traced and every answer carries X-Request-Id.
 func (b *Bridge) newProxyServer() *http.Server {
 	srv := b.proxy.NewServer(slog.NewLogLogger(b.Log.Handler(), slog.LevelDebug))
-	srv.Handler = httpproxy.WithRequestID(srv.Handler)
+	srv.Handler = httpproxy.WithRequestID(httpproxy.WithTracing(srv.Handler))
 	return srv
 }

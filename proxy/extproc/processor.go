@@ -71,6 +71,8 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 	defer p.metrics.StreamStarted("extproc")()
 	sess := session.New(p.cfg)
 	defer sess.Close()
+	st := &streamTrace{ctx: stream.Context()}
+	defer st.end()
 	for {
 		req, err := stream.Recv()
 		if err != nil {
@@ -80,7 +82,7 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 			p.logger(sess).Debug("ext_proc stream receive failed", "error", err)
 			return err
 		}
-		resp := p.handle(stream, sess, req)
+		resp := p.handle(st, sess, req)
 		if resp == nil {
 			continue
 		}
@@ -100,16 +102,17 @@ func (p *Processor) logger(sess *session.Session) *slog.Logger {
 
 // handle maps one ProcessingRequest to its reply; nil means no reply is
 // due (observability mode, flow-control-only messages).
-func (p *Processor) handle(stream extprocv3.ExternalProcessor_ProcessServer, sess *session.Session,
+func (p *Processor) handle(st *streamTrace, sess *session.Session,
 	req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
 	if req.GetObservabilityMode() {
 		// Envoy ignores replies in observability mode and asks for none.
 		return nil
 	}
-	ctx := stream.Context()
+	ctx := st.ctx
 	switch m := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
 		h := headersOf(m.RequestHeaders)
+		ctx = st.begin(h)
 		a := sess.RequestHeaders(ctx, h.Get(":method"), h.Get(":path"), h, m.RequestHeaders.GetEndOfStream())
 		return headersReply(withRequestID(a, sess, false), true)
 

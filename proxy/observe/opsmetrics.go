@@ -46,18 +46,18 @@ func newOpsMetrics(reg prometheus.Registerer) opsMetrics {
 			Help: "Always 1; labelled with the running binary's version, VCS revision and Go version.",
 		}, []string{"version", "revision", "go_version"}),
 	}
-	v, rev := buildVersion()
+	v, rev := BuildVersion()
 	o.buildInfo.WithLabelValues(v, rev, runtime.Version()).Set(1)
 	reg.MustRegister(o.requestDur, o.backendDur, o.buildInfo)
 	return o
 }
 
-// buildVersion returns the main module's version and VCS revision from
+// BuildVersion returns the main module's version and VCS revision from
 // the build info ("unknown" when absent, e.g. under go test).
 //
 // TODO(merge): internal/buildinfo (Version, Revision) is being added in
 // parallel for --version; use it here once both are merged.
-func buildVersion() (version, revision string) {
+func BuildVersion() (version, revision string) {
 	version, revision = "unknown", "unknown"
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {

@@ -45,7 +45,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/tracing"
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/route"
@@ -112,6 +115,7 @@ type Session struct {
 	route     route.Route
 	confirmed bool // the backend knows the model (metric label)
 	finished  bool
+	span      trace.Span // the exchange's, from the RequestHeaders context
 
 	// predict
 	sig         *tensor.Signature
@@ -163,6 +167,7 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 		return Action{Verdict: Continue}
 	}
 	s.requestID = observe.RequestID(h.Get(hdrRequestID))
+	s.span = trace.SpanFromContext(ctx)
 	if s.cfg.Logger != nil {
 		s.log = s.cfg.Logger.With("request_id", s.requestID)
 	}
@@ -255,7 +260,7 @@ func (s *Session) resolve(signatureName string) (*tensor.Signature, error) {
 }
 
 // RequestBody handles the whole (buffered) request body.
-func (s *Session) RequestBody(_ context.Context, body []byte) Action {
+func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
 	if s.state != stRequestBody {
 		return Action{Verdict: Continue}
 	}
@@ -268,11 +273,13 @@ func (s *Session) RequestBody(_ context.Context, body []byte) Action {
 		return s.fail(s.tooLarge("Decompressed request"))
 	}
 	t0 := time.Now()
+	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
 	req, ex, err := translate.TranslateRequest(body, s.resolve, translate.RequestOptions{
 		Kind:   s.kind,
 		ID:     s.requestID,
 		Limits: s.cfg.Limits,
 	})
+	span.End()
 	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
 	if err != nil {
 		return s.fail(err)
@@ -342,7 +349,7 @@ func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGette
 }
 
 // ResponseBody handles the whole (buffered) upstream response body.
-func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
+func (s *Session) ResponseBody(ctx context.Context, body []byte) Action {
 	if s.state != stResponseBody {
 		return Action{Verdict: Continue}
 	}
@@ -367,7 +374,9 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 		}
 	}
 	t0 := time.Now()
+	_, span := tracing.Start(ctx, tracing.SpanTranslateResponse)
 	out, err := translate.TranslateResponse(body, headerLength, s.exchange, s.cfg.Limits)
+	span.End()
 	s.cfg.Metrics.Translation(observe.DirResponse, time.Since(t0))
 	if err != nil {
 		return s.fail(err)
@@ -458,6 +467,9 @@ func (s *Session) finish(status int) {
 	s.finished = true
 	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.route.Model, s.confirmed), status)
 	s.cfg.Metrics.RequestDuration(s.verb, status, time.Since(s.start))
+	if s.span != nil {
+		tracing.Answered(s.span, s.verb, s.route.Model, status)
+	}
 }
 
 func (s *Session) logDone(status int, e *apierr.Error) {
