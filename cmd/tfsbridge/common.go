@@ -101,6 +101,7 @@ var flagNames = map[string]string{
 	"MaxElements":             "max-elements",
 	"ShutdownTimeout":         "shutdown-timeout",
 	"DrainDelay":              "drain-delay",
+	"DrainEnvoyAdmin":         "drain-envoy",
 	"Readiness":               "readiness",
 	"Proxy.RequestTimeout":    "request-timeout",
 	"Proxy.ReadTimeout":       "read-timeout",

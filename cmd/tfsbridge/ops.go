@@ -12,6 +12,7 @@ import (
 type opsOptions struct {
 	readiness  string
 	drainDelay time.Duration
+	drainEnvoy string
 	backendTLS tlsconfig.ClientFiles
 }
 
@@ -19,6 +20,7 @@ func (o *opsOptions) register(f *flagSet) {
 	d := bridge.DefaultOptions()
 	f.fs.StringVar(&o.readiness, "readiness", d.Readiness, "What /readyz and gRPC health follow: tfsbridge (tfsbridge can serve; a down v2 server is answered per request with TF's 503) or backend (also the v2 server's readiness: the sidecar layout).")
 	f.fs.DurationVar(&o.drainDelay, "drain-delay", d.DrainDelay, "On SIGTERM, how long tfsbridge keeps serving while reporting not ready, so that load balancers stop sending, before the graceful stop (--shutdown-timeout).")
+	f.fs.StringVar(&o.drainEnvoy, "drain-envoy", "", "Admin URL of a sidecar Envoy (e.g. http://127.0.0.1:9901) that tfsbridge tells, on SIGTERM, to drain its listeners gracefully (POST /drain_listeners?graceful); empty: none.")
 	f.fs.StringVar(&o.backendTLS.CAFile, "backend-ca-file", "", "PEM CA bundle that verifies an https:// v2 server (default: the system roots).")
 	f.fs.StringVar(&o.backendTLS.CertFile, "backend-cert-file", "", "PEM client certificate for mTLS to the v2 server (with --backend-key-file).")
 	f.fs.StringVar(&o.backendTLS.KeyFile, "backend-key-file", "", "PEM key of --backend-cert-file.")
@@ -27,6 +29,7 @@ func (o *opsOptions) register(f *flagSet) {
 func (o *opsOptions) apply(b *bridge.Options) {
 	b.Readiness = o.readiness
 	b.DrainDelay = o.drainDelay
+	b.DrainEnvoyAdmin = o.drainEnvoy
 	b.TLS.Backend = o.backendTLS
 }
 

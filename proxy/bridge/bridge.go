@@ -81,6 +81,10 @@ type Options struct {
 	// ready, between the shutdown signal and the graceful stop: the time
 	// load balancers need to stop sending new requests. 0 stops at once.
 	DrainDelay time.Duration
+	// DrainEnvoyAdmin, when set, is the admin URL of a sidecar Envoy
+	// (http://127.0.0.1:9901) asked to drain its listeners gracefully
+	// when the shutdown starts.
+	DrainEnvoyAdmin string
 	// TLS configures the ext_proc server's and the backend client's TLS.
 	TLS TLSOptions
 	// Logger receives the servers' logs; nil discards them.
@@ -162,6 +166,7 @@ func (o *Options) Validate() error {
 		{"ShutdownTimeout", o.ShutdownTimeout <= 0, "must be positive"},
 		{"DrainDelay", o.DrainDelay < 0, "must not be negative"},
 		{"Readiness", !validReadiness(o.Readiness), "must be tfsbridge or backend"},
+		{"DrainEnvoyAdmin", !validAdminURL(o.DrainEnvoyAdmin), "must be empty or an http:// URL"},
 		{"TLS", o.TLS.invalid(), "must name both a certificate and its key file"},
 		{"MaxBodyBytes", o.MaxBodyBytes <= 0, "must be positive"},
 		{"GRPCMaxRecvBytes", o.GRPCMaxRecvBytes < 0 || (o.GRPCMaxRecvBytes > 0 && o.GRPCMaxRecvBytes < o.MaxBodyBytes),

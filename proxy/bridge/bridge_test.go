@@ -72,6 +72,8 @@ func TestValidate(t *testing.T) {
 		{"zero shutdown", func(o *Options) { o.ShutdownTimeout = 0 }, "ShutdownTimeout"},
 		{"zero drain delay", func(o *Options) { o.DrainDelay = 0 }, ""},
 		{"negative drain delay", func(o *Options) { o.DrainDelay = -time.Second }, "DrainDelay"},
+		{"envoy admin", func(o *Options) { o.DrainEnvoyAdmin = "http://127.0.0.1:9901" }, ""},
+		{"envoy admin not a URL", func(o *Options) { o.DrainEnvoyAdmin = "127.0.0.1:9901" }, "DrainEnvoyAdmin"},
 		{"backend readiness", func(o *Options) { o.Readiness = ReadinessBackend }, ""},
 		{"unknown readiness", func(o *Options) { o.Readiness = "model" }, "Readiness"},
 		{"cert without key", func(o *Options) { o.TLS.Extproc.CertFile = "tls.crt" }, "TLS"},

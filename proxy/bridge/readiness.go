@@ -47,7 +47,8 @@ func (b *Bridge) Ready(ctx context.Context) error {
 // drain is the first step of a shutdown: readiness fails (gRPC health
 // watchers are told at once), the proxy stops keeping connections alive,
 // and, when the shutdown was asked for (ctx done) rather than caused by
-// a failed server, the servers keep serving for DrainDelay.
+// a failed server, a sidecar Envoy is told to drain (DrainEnvoyAdmin) and
+// the servers keep serving for DrainDelay.
 func (b *Bridge) drain(ctx context.Context, ext *extproc.Server, prx *http.Server) {
 	b.serving.Store(false)
 	if ext != nil {
@@ -58,7 +59,17 @@ func (b *Bridge) drain(ctx context.Context, ext *extproc.Server, prx *http.Serve
 		// through their load balancer, to a pod that stays.
 		prx.SetKeepAlivesEnabled(false)
 	}
-	if ctx.Err() == nil || b.opts.DrainDelay <= 0 {
+	if ctx.Err() == nil {
+		return
+	}
+	if b.opts.DrainEnvoyAdmin != "" {
+		if err := drainEnvoy(context.WithoutCancel(ctx), http.DefaultClient, b.opts.DrainEnvoyAdmin); err != nil {
+			b.Log.Warn("could not drain the sidecar Envoy", "admin", b.opts.DrainEnvoyAdmin, "error", err)
+		} else {
+			b.Log.Info("sidecar Envoy draining its listeners", "admin", b.opts.DrainEnvoyAdmin)
+		}
+	}
+	if b.opts.DrainDelay <= 0 {
 		return
 	}
 	b.Log.Info("draining: not ready, still serving", "drain_delay", b.opts.DrainDelay)

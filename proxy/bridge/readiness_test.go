@@ -125,7 +125,12 @@ func TestDrainDelay(t *testing.T) {
 	const delay = 3 * time.Second
 	up := &toggledV2{}
 	up.ready.Store(true)
-	b, l, cancel, done := startServingWith(t, up, func(o *Options) { o.DrainDelay = delay })
+	envoyDrained := make(chan string, 1)
+	envoy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		envoyDrained <- r.Method + " " + r.URL.RequestURI()
+	}))
+	t.Cleanup(envoy.Close)
+	b, l, cancel, done := startServingWith(t, up, func(o *Options) { o.DrainDelay = delay; o.DrainEnvoyAdmin = envoy.URL })
 	admin := "http://" + l.Admin.Addr().String()
 	proxy := "http://" + l.Proxy.Addr().String()
 	hc := healthClient(t, l.Extproc.Addr().String(), nil)
@@ -152,6 +157,14 @@ func TestDrainDelay(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !resp.Close {
 		t.Errorf("new request while draining = %d, close %v; want 200 and Connection: close", resp.StatusCode, resp.Close)
+	}
+	select {
+	case got := <-envoyDrained:
+		if got != "POST /drain_listeners?graceful" {
+			t.Errorf("sidecar Envoy admin got %q, want POST /drain_listeners?graceful", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the sidecar Envoy was not told to drain")
 	}
 	if time.Since(start) < delay {
 		select {
