@@ -35,8 +35,17 @@ const (
 // tfsbridgeFlags lists the flags of the subcommands the manifests run (all
 // written --name=value); each is also read from TFSBRIDGE_<NAME_IN_SNAKE>.
 var tfsbridgeFlags = map[string][]string{
-	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format"},
+	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format",
+		"readiness", "drain-delay", "shutdown-timeout", "drain-envoy"},
 }
+
+// Defaults of the shutdown flags (bridge.DefaultOptions).
+const (
+	defaultDrainDelay      = 5 * time.Second
+	defaultShutdownTimeout = 15 * time.Second
+	// defaultGracePeriod is Kubernetes' terminationGracePeriodSeconds.
+	defaultGracePeriod = 30 * time.Second
+)
 
 // backendKinds are the values --backend-kind accepts.
 var backendKinds = []string{"auto", "triton", "kserve", "mlserver"}
