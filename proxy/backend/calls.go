@@ -10,17 +10,26 @@ import (
 )
 
 // callKind names a control call by its path, for the call label of
-// tfsbridge_backend_request_duration_seconds and the call's span.
+// tfsbridge_backend_request_duration_seconds and the call's span. Model
+// paths are /v2/models/{name}[/versions/{v}][/ready|/config] with the name
+// path-escaped, so an even segment count means a trailing ready or config
+// (a model may well be named "ready").
 func callKind(path string) string {
-	switch {
-	case path == "/v2":
-		return observe.CallServer
-	case strings.HasSuffix(path, "/ready"):
-		return observe.CallReady
-	case strings.HasSuffix(path, "/config"):
+	rest, ok := strings.CutPrefix(path, "/v2/models/")
+	if !ok {
+		if path == "/v2" {
+			return observe.CallServer
+		}
+		return observe.CallReady // /v2/health/ready
+	}
+	segs := strings.Split(rest, "/")
+	if len(segs)%2 == 1 {
+		return observe.CallMetadata
+	}
+	if segs[len(segs)-1] == "config" {
 		return observe.CallConfig
 	}
-	return observe.CallMetadata
+	return observe.CallReady
 }
 
 // startCall starts timing and tracing the control call to path; done
