@@ -121,6 +121,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		o.MaxElements = cfg.limits.MaxElements
 	}
 	o.ShutdownTimeout = time.Second
+	o.DrainDelay = 0 // no load balancer to drain from
 	o.Proxy = bridge.ProxyOptions{
 		RequestTimeout:    cfg.requestTimeout,
 		ReadTimeout:       cfg.readTimeout,
