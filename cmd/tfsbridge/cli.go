@@ -68,7 +68,7 @@ func newTree(env lookupEnv) (*cobra.Command, map[string]subcommand) {
 }
 
 // serveCommand wraps a subcommand: flags, then environment, then checks
-// (usage errors), then the run (failures).
+// and tracing set-up (usage errors), then the run (failures).
 func serveCommand(name, short, long string, s subcommand, env lookupEnv) *cobra.Command {
 	c := &cobra.Command{
 		Use:   name + " [flags]",
@@ -79,6 +79,12 @@ func serveCommand(name, short, long string, s subcommand, env lookupEnv) *cobra.
 			if err := prepare(c.Flags(), s, env); err != nil {
 				return err
 			}
+			// OTEL_* variables are read here; a bad one is a usage error.
+			stopTracing, err := startTracing(c.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			if err := s.run(c.Context(), c.OutOrStdout(), c.ErrOrStderr()); err != nil {
 				return &runtimeError{err}
 			}

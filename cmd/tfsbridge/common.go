@@ -46,6 +46,7 @@ type bridgeOptions struct {
 	metricsAddr      string
 	shutdownTimeout  time.Duration
 	modelMap         string
+	ops              opsOptions
 }
 
 func (o *bridgeOptions) register(fs *pflag.FlagSet) {
@@ -74,6 +75,7 @@ func (o *bridgeOptions) registerServing(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", bridge.DefaultMetricsAddr, "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "On SIGTERM, how long in-flight requests may take to finish.")
 	fs.StringVar(&o.modelMap, "model-map", "", "YAML model map: labels, signatures, renamed models and tensors, several v2 servers (re-read when it changes); empty maps nothing.")
+	o.ops.register(fs)
 }
 
 // options returns the bridge options the flags set; the proxy's timeouts
@@ -93,6 +95,7 @@ func (o *bridgeOptions) options(log *slog.Logger) bridge.Options {
 	b.ShutdownTimeout = o.shutdownTimeout
 	b.ModelMapFile = o.modelMap
 	b.Logger = log
+	o.ops.apply(&b)
 	return b
 }
 
@@ -116,6 +119,9 @@ var flagNames = map[string]string{
 	"MaxJSONDepth":            "max-json-depth",
 	"MaxElements":             "max-elements",
 	"ShutdownTimeout":         "shutdown-timeout",
+	"DrainDelay":              "drain-delay",
+	"DrainEnvoyAdmin":         "drain-envoy",
+	"Readiness":               "readiness",
 	"Proxy.RequestTimeout":    "request-timeout",
 	"Proxy.ReadTimeout":       "read-timeout",
 	"Proxy.ReadHeaderTimeout": "read-header-timeout",

@@ -35,9 +35,11 @@ func (o *demoOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:9002", "Address of the ext_proc gRPC server.")
 	o.registerServing(fs) // the backend is the demo's own mock (--mock-addr, --kind)
 	setDefault(fs, "metrics-addr", "127.0.0.1:9090")
+	// A demo is local and has no load balancer to drain from.
+	setDefault(fs, "drain-delay", "0s")
 	// Meanings or defaults of their own: a TFSBRIDGE_HTTP_ADDR meant for
 	// "proxy" must not move the demo.
-	commandEnv(fs, "demo", "http-addr", "grpc-addr", "metrics-addr")
+	commandEnv(fs, "demo", "http-addr", "grpc-addr", "metrics-addr", "drain-delay")
 }
 
 func (o *demoOptions) validate() error {

@@ -63,6 +63,7 @@ type Metrics struct {
 	admissionRej  prometheus.Counter
 	inflightBytes prometheus.Gauge
 	writeTimeouts prometheus.Counter
+	ops           opsMetrics // opsmetrics.go
 
 	mu     sync.Mutex
 	models map[string]struct{}
@@ -128,6 +129,7 @@ func NewMetrics() *Metrics {
 	for _, adapter := range Adapters {
 		m.panics.WithLabelValues(adapter)
 	}
+	m.ops = newOpsMetrics(m.Registry)
 	return m
 }
 
