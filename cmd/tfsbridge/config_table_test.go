@@ -153,4 +153,3 @@ func TestReadmeConfiguration(t *testing.T) {
 // derivedDefaults are flags whose default is computed at start; README
 // describes it in words.
 var derivedDefaults = map[string]bool{"max-inflight-bytes": true}
-
