@@ -25,6 +25,18 @@ func (o *logOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.format, "log-format", "text", "Log format: text or json.")
 }
 
+// validate refuses a bad --log-level or --log-format before anything
+// runs, as the usage error it is.
+func (o *logOptions) validate() error {
+	if _, err := observe.NewLogger(io.Discard, o.level, "text"); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	if _, err := observe.NewLogger(io.Discard, "info", o.format); err != nil {
+		return fmt.Errorf("--log-format: %w", err)
+	}
+	return nil
+}
+
 func (o *logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	return observe.NewLogger(w, o.level, o.format)
 }
@@ -100,7 +112,15 @@ func (o *bridgeOptions) options(log *slog.Logger) bridge.Options {
 }
 
 func (o *bridgeOptions) validate() error {
-	b := o.options(nil)
+	return o.check(o.options(nil))
+}
+
+// check validates a command's bridge options as its flags set them: a
+// problem is a usage error naming the flag.
+func (o *bridgeOptions) check(b bridge.Options) error {
+	if err := o.log.validate(); err != nil {
+		return err
+	}
 	if err := flagError(b.Validate()); err != nil {
 		return err
 	}

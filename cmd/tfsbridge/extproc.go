@@ -31,13 +31,7 @@ func (o *extprocOptions) register(fs *pflag.FlagSet) {
 	registerServerTLS(fs, &o.tls)
 }
 
-func (o *extprocOptions) validate() error {
-	opts := o.options(nil)
-	if err := flagError(opts.Validate()); err != nil {
-		return err
-	}
-	return checkModelMap(o.modelMap)
-}
+func (o *extprocOptions) validate() error { return o.check(o.options(nil)) }
 
 // options adds the extproc-only options to the shared ones.
 func (o *extprocOptions) options(log *slog.Logger) bridge.Options {

@@ -34,7 +34,12 @@ func (o *mockOptions) register(fs *pflag.FlagSet) {
 	commandEnv(fs, "mock", "http-addr") // not the proxy's listen address
 }
 
-func (o *mockOptions) validate() error { return validKind(o.kind) }
+func (o *mockOptions) validate() error {
+	if err := o.log.validate(); err != nil {
+		return err
+	}
+	return validKind(o.kind)
+}
 
 // registerKind registers --kind, which means the same on mock and demo.
 func registerKind(fs *pflag.FlagSet, kind *string) {

@@ -43,13 +43,7 @@ func (o *proxyOptions) register(fs *pflag.FlagSet) {
 	o.bridgeOptions.register(fs)
 }
 
-func (o *proxyOptions) validate() error {
-	b := o.options(nil)
-	if err := flagError(b.Validate()); err != nil {
-		return err
-	}
-	return checkModelMap(o.modelMap)
-}
+func (o *proxyOptions) validate() error { return o.check(o.options(nil)) }
 
 // options adds the proxy's timeouts to the shared flags' options.
 func (o *proxyOptions) options(log *slog.Logger) bridge.Options {
