@@ -77,7 +77,7 @@ func (o *bridgeOptions) registerServing(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.metadataTTL, "metadata-ttl", d.MetadataTTL, "How long a model's fetched signature is reused.")
 	fs.DurationVar(&o.metadataErrorTTL, "metadata-error-ttl", d.MetadataErrorTTL, "How long a failed metadata fetch (unknown model, backend down) is remembered; 0 disables.")
 	o.maxBody = byteSize(d.MaxBodyBytes)
-	fs.Var(&o.maxBody, "max-body-bytes", "Largest request or response body translated, a `size` such as 64MiB or 1048576; larger ones get 413.")
+	fs.Var(&o.maxBody, "max-body-bytes", "Largest request or response body translated, a `size` such as 64Mi, 64MiB or 67108864; larger ones get 413.")
 	o.maxInflight = byteSize(d.MaxInflightBytes)
 	fs.Var(&o.maxInflight, "max-inflight-bytes", "Memory budget of all translated exchanges together, a `size`: each body reserves its size times its amplification factor (20 for requests, 32 for responses) until the exchange ends; over it new TF requests get 503. The default is half of GOMEMLIMIT, or of the cgroup memory limit, else 4GiB.")
 	fs.IntVar(&o.maxDepth, "max-json-depth", d.MaxJSONDepth, "Deepest JSON nesting accepted in a body.")
