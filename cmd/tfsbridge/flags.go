@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math/big"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // envPrefix prefixes every flag's environment variable.
@@ -104,64 +104,57 @@ func longDashArgs(fs *pflag.FlagSet, args []string) []string {
 	return out
 }
 
-// byteSize is a flag value for sizes: a byte count, or a number with a
-// Kubernetes quantity suffix (Ki, Mi, Gi, Ti, Pi, Ei; k, M, G, T, P, E)
-// or a byte unit (KiB, MiB, GiB, ...; KB, MB, GB, ...), e.g. 64Mi, 64MiB or
-// 67108864. Whether 0 is allowed is the option's business, not the parser's.
+// byteSize is a flag value for sizes, parsed as a Kubernetes quantity
+// (resource.ParseQuantity: 67108864, 64Mi, 64M, 1.5Gi), so the numbers our
+// deploy files write for Kubernetes mean the same here. Byte-unit
+// spellings are accepted too, in any case (64MiB, 64mib, 5MB, 100B): the
+// unit of our earlier releases and of most tools. Whether 0 is allowed is
+// the option's business, not the parser's.
 type byteSize int64
 
 // maxSize bounds a size well below int64's overflow once multiplied by the
 // admission's amplification factors.
 const maxSize = 1 << 52
 
-var sizeSuffixes = []struct {
-	suffix string
-	mult   int64
-}{
-	{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"Pi", 1 << 50}, {"Ei", 1 << 60},
-	{"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"E", 1e18},
+// byteUnits maps a byte unit, lower case, to its quantity suffix.
+var byteUnits = []struct{ unit, suffix string }{
+	{"kib", "Ki"}, {"mib", "Mi"}, {"gib", "Gi"}, {"tib", "Ti"}, {"pib", "Pi"}, {"eib", "Ei"},
+	{"kb", "k"}, {"mb", "M"}, {"gb", "G"}, {"tb", "T"}, {"pb", "P"}, {"eb", "E"},
+	{"b", ""},
 }
 
-// parseSize parses a size as a Kubernetes quantity would, plus the
-// "B"-suffixed spellings; any letter case is accepted but for a lone m,
-// which a quantity reads as milli.
+// quantityShape is a non-negative quantity with a short exponent.
+var quantityShape = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,2})?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$`)
+
+// parseSize parses a size: a quantity, or a number with a byte unit
+// rewritten as the quantity suffix it means (64MiB → 64Mi). A quantity
+// that is not a whole number of bytes (1m is a milli-byte, 0.5) is refused.
 func parseSize(s string) (int64, error) {
-	bad := fmt.Errorf("invalid size %q: want a byte count such as 67108864, 64Mi or 64MiB", s)
 	t := strings.TrimSpace(s)
-	num, mult := t, int64(1)
-	if u := strings.TrimSuffix(strings.TrimSuffix(t, "B"), "b"); u != t {
-		num = u // a trailing B: bytes, or the byte unit of a suffix
-	}
-	for _, sf := range sizeSuffixes {
-		n, ok := cutSuffixFold(num, sf.suffix)
-		if ok && !(sf.suffix == "M" && strings.HasSuffix(num, "m") && num == t) {
-			num, mult = n, sf.mult
+	lower := strings.ToLower(t)
+	for _, u := range byteUnits {
+		num, ok := strings.CutSuffix(lower, u.unit)
+		if ok && num != "" && strings.IndexByte("0123456789.", num[len(num)-1]) >= 0 {
+			t = t[:len(num)] + u.suffix
 			break
 		}
 	}
-	if !sizeNumber.MatchString(num) {
-		return 0, bad
+	// The shape check first: ParseQuantity takes any exponent, and one like
+	// 1e1000000000 keeps its decimal arithmetic busy for minutes.
+	if !quantityShape.MatchString(t) {
+		return 0, fmt.Errorf("invalid size %q: want a byte count such as 67108864, 64Mi or 64MiB", s)
 	}
-	r, ok := new(big.Rat).SetString(num)
-	if !ok {
-		return 0, bad
+	q, err := resource.ParseQuantity(t)
+	if err != nil {
+		return 0, fmt.Errorf("invalid size %q: want a byte count such as 67108864, 64Mi or 64MiB", s)
 	}
-	r.Mul(r, new(big.Rat).SetInt64(mult))
-	if !r.IsInt() || r.Sign() < 0 || r.Cmp(new(big.Rat).SetInt64(maxSize)) > 0 {
+	// Value rounds up, so it equals the quantity only for a whole number
+	// of bytes; ParseQuantity caps what overflows, hence the bound.
+	n := q.Value()
+	if n < 0 || n > maxSize || q.Cmp(*resource.NewQuantity(n, resource.BinarySI)) != 0 {
 		return 0, fmt.Errorf("invalid size %q: want a whole number of bytes from 0 to %d", s, int64(maxSize))
 	}
-	return r.Num().Int64(), nil
-}
-
-// sizeNumber is a quantity's number: decimal, with an optional fraction
-// and a short exponent (a long one would make big.Rat compute for ages).
-var sizeNumber = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]{1,2})?$`)
-
-func cutSuffixFold(s, suffix string) (string, bool) {
-	if len(s) > len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix) {
-		return s[:len(s)-len(suffix)], true
-	}
-	return s, false
+	return n, nil
 }
 
 // Set implements pflag.Value.
