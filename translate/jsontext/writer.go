@@ -287,3 +287,42 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// SingleLineFloat32s writes the little-endian float32s in le as one value:
+// nested arrays of the given shape (product of shape = len(le)/4), laid
+// out as the single-line array mode lays them out ("[[a, b], [c, d]]").
+// It is the same text as StartArray/Float32s/EndArray calls in that mode,
+// without the per-array bookkeeping that dominates tensors with a small
+// innermost dimension (an image's 3 channels). w must be in single-line
+// mode (SetSingleLine(true)).
+func (w *Writer) SingleLineFloat32s(le []byte, shape []int64) {
+	w.prefix()
+	w.buf = appendNestedFloat32s(w.buf, le, shape)
+}
+
+func appendNestedFloat32s(buf, le []byte, shape []int64) []byte {
+	buf = append(buf, '[')
+	if len(shape) == 1 {
+		for i := 0; i+4 <= len(le); i += 4 {
+			if i > 0 {
+				buf = append(buf, ',', ' ')
+			}
+			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le[i:])))
+		}
+		return append(buf, ']')
+	}
+	n := int(shape[0])
+	if n > 0 {
+		step := len(le) / n
+		for i := range n {
+			if i > 0 {
+				buf = append(buf, ',', ' ')
+			}
+			buf = appendNestedFloat32s(buf, le[i*step:(i+1)*step], shape[1:])
+		}
+	}
+	return append(buf, ']')
+}
+
+// SingleLine reports whether single-line array mode is on.
+func (w *Writer) SingleLine() bool { return w.singleLine }

@@ -46,3 +46,56 @@ func TestFloat32s(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleLineFloat32s: the one-pass nested writer gives the bytes of
+// StartArray/Float32/EndArray calls in single-line mode, for shapes with
+// empty dimensions and values before and after.
+func TestSingleLineFloat32s(t *testing.T) {
+	vals := []float32{0.1, 1, -2.5e-7, float32(math.NaN()), 3e38, 0, 123456.79, 5, -1, 0.25, 7, 8}
+	le := make([]byte, 0, 4*len(vals))
+	for _, v := range vals {
+		le = binary.LittleEndian.AppendUint32(le, math.Float32bits(v))
+	}
+	var nested func(w *Writer, data []byte, shape []int64)
+	nested = func(w *Writer, data []byte, shape []int64) {
+		w.StartArray()
+		if len(shape) == 1 {
+			for i := 0; i < len(data); i += 4 {
+				w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(data[i:])))
+			}
+		} else if shape[0] > 0 {
+			step := len(data) / int(shape[0])
+			for i := range int(shape[0]) {
+				nested(w, data[i*step:(i+1)*step], shape[1:])
+			}
+		}
+		w.EndArray()
+	}
+	for _, shape := range [][]int64{{0}, {1}, {12}, {3, 4}, {2, 3, 2}, {2, 0}, {3, 0, 5}, {1, 2, 2, 3}} {
+		n := 1
+		for _, d := range shape {
+			n *= int(d)
+		}
+		write := func(oneCall bool) string {
+			w := NewWriter(nil)
+			w.StartObject()
+			w.Key("predictions")
+			w.StartArray()
+			w.SetSingleLine(true)
+			w.Float32(9)
+			if oneCall {
+				w.SingleLineFloat32s(le[:4*n], shape)
+			} else {
+				nested(w, le[:4*n], shape)
+			}
+			w.Float32(10)
+			w.SetSingleLine(false)
+			w.EndArray()
+			w.EndObject()
+			return string(w.Bytes())
+		}
+		if got, want := write(true), write(false); got != want {
+			t.Errorf("shape %v:\n got %q\nwant %q", shape, got, want)
+		}
+	}
+}

@@ -19,6 +19,14 @@ func (sc *scratch) writeTensor(t *tensor.Tensor, shape []int64, off int, b64 boo
 		return off + 1
 	}
 	w := sc.w
+	if t.DataType == tensor.FP32 && w.SingleLine() {
+		n := 1
+		for _, d := range shape {
+			n *= int(d)
+		}
+		w.SingleLineFloat32s(t.Data[4*off:4*(off+n)], shape)
+		return off + n
+	}
 	w.StartArray()
 	if len(shape) == 1 {
 		n := int(shape[0])
