@@ -225,9 +225,18 @@ func (w *Writer) Float32s(le []byte) {
 		return
 	}
 	buf := w.buf
-	for i := 1; i < n; i++ {
-		buf = append(buf, sep...)
-		buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
+	if w.singleLine {
+		// Row format's rows: a fixed two-byte separator, appended without
+		// the variable-length copy.
+		for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
+			buf = append(buf, ',', ' ')
+			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
+		}
+	} else {
+		for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
+			buf = append(buf, sep...)
+			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
+		}
 	}
 	w.buf = buf
 	w.stack[depth-1].count += n - 1
