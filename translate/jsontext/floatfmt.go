@@ -108,15 +108,47 @@ func appendChoice(dst []byte, v float64, neg bool, d uint64, exp, bits, prec int
 	if d6 == 1_000_000 {
 		d6, exp6 = 100_000, exp6+1
 	}
-	// Exponent form for ParseFloat; 32 bytes is appendDecimal's room, so
-	// nothing is allocated.
-	var buf [32]byte
-	text := appendDecimal(buf[:0], neg, d6, 6, exp6, true)
-	if back, err := strconv.ParseFloat(string(text), bits); err == nil && back == v {
+	if sixDigitsRoundTrip(math.Abs(v), d6, exp6-5, bits) {
 		return appendDecimal(dst, neg, d6, 6, exp6, false)
 	}
 	return appendDecimal(dst, neg, d, prec, exp, false)
 }
+
+// sixDigitsRoundTrip reports whether the decimal d6*10^e (d6 < 10^6)
+// parses back, as TF Serving's strtof/strtod would, to a (positive,
+// finite). When 10^|e| is exact in the target type (|e| <= 10 for
+// float32, 22 for float64; d6 is exact in both), that parse is one
+// correctly rounded multiplication or division of two exact operands,
+// which is what the hardware does, as strconv's own fast path; only the
+// rest goes through strconv.ParseFloat. Most values that reach step 3
+// are near 1, so this keeps the parse out of the inner loop.
+func sixDigitsRoundTrip(a float64, d6 uint64, e, bits int) bool {
+	switch {
+	case bits == 32 && -10 <= e && e <= 10:
+		f, p := float32(d6), float32(pow10f64[max(e, -e)])
+		if e < 0 {
+			return float64(float32(f/p)) == a
+		}
+		return float64(float32(f*p)) == a
+	case bits == 64 && -22 <= e && e <= 22:
+		f, p := float64(d6), pow10f64[max(e, -e)]
+		if e < 0 {
+			return float64(f/p) == a
+		}
+		return float64(f*p) == a
+	}
+	// Exponent form for ParseFloat; 32 bytes is appendDecimal's room, so
+	// nothing is allocated.
+	var buf [32]byte
+	text := appendDecimal(buf[:0], false, d6, 6, e+5, true)
+	back, err := strconv.ParseFloat(string(text), bits)
+	return err == nil && back == a
+}
+
+// pow10f64 holds 10^0 .. 10^22, the powers of ten a float64 holds exactly
+// (up to 10^10 a float32 does too).
+var pow10f64 = [23]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // appendLiteral is TF Serving's algorithm done literally: format %.6g,
 // parse it back, reformat with the fallback precision when it differs.

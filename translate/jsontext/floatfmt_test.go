@@ -316,3 +316,32 @@ func BenchmarkAppendFloat32(b *testing.B) {
 		}
 	})
 }
+
+// sixDigitsRoundTrip's float-arithmetic path agrees with strconv.ParseFloat
+// for every exponent it covers, on the parsed value itself and on its
+// neighbours (which must not round-trip).
+func TestSixDigitsRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for _, c := range []struct{ bits, maxE int }{{32, 12}, {64, 24}} {
+		for e := -c.maxE; e <= c.maxE; e++ {
+			for range 2000 {
+				d6 := 100_000 + r.Uint64N(900_000)
+				text := strconv.FormatUint(d6, 10) + "e" + strconv.Itoa(e)
+				exact, err := strconv.ParseFloat(text, c.bits)
+				if err != nil {
+					t.Fatal(err)
+				}
+				near := []float64{exact, math.Nextafter(exact, 0), math.Nextafter(exact, math.Inf(1))}
+				if c.bits == 32 {
+					x := float32(exact)
+					near[1], near[2] = float64(math.Nextafter32(x, 0)), float64(math.Nextafter32(x, float32(math.Inf(1))))
+				}
+				for i, a := range near {
+					if got := sixDigitsRoundTrip(a, d6, e, c.bits); got != (i == 0) {
+						t.Fatalf("bits %d: sixDigitsRoundTrip(%v, %s) = %v, want %v", c.bits, a, text, got, i == 0)
+					}
+				}
+			}
+		}
+	}
+}

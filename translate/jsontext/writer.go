@@ -211,23 +211,27 @@ func (w *Writer) Float32s(le []byte) {
 		}
 		return
 	}
-	var sepBuf [64]byte
-	sep := append(sepBuf[:0], ',')
-	if w.singleLine {
-		sep = append(sep, ' ')
-	} else if depth*indentUnit < len(sepBuf)-2 {
-		sep = append(sep, '\n')
-		sep = append(sep, spaces[:depth*indentUnit]...)
-	} else {
-		for i := 1; i < n; i++ {
-			w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
-		}
-		return
-	}
 	buf := w.buf
-	for i := 1; i < n; i++ {
-		buf = append(buf, sep...)
-		buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
+	if w.singleLine {
+		// Row format's rows: a fixed two-byte separator, appended without
+		// building a separator or copying one of variable length.
+		for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
+			buf = append(buf, ',', ' ')
+			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
+		}
+	} else {
+		if depth*indentUnit >= len(spaces) {
+			for i := 1; i < n; i++ {
+				w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
+			}
+			return
+		}
+		var sepBuf [2 + len(spaces)]byte
+		sep := append(append(sepBuf[:0], ',', '\n'), spaces[:depth*indentUnit]...)
+		for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
+			buf = append(buf, sep...)
+			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
+		}
 	}
 	w.buf = buf
 	w.stack[depth-1].count += n - 1
