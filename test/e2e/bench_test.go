@@ -3,11 +3,16 @@ package e2e
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 
@@ -104,17 +109,17 @@ func withV2(b *testing.B, p pathPayload, model, input string, shape []int64, x [
 	return p
 }
 
-// BenchmarkPath measures the whole path of one request over loopback:
-//
-//   - extproc: TF client → envoysim → tfsbridge ext_proc → mock (Triton)
-//   - direct: the same request as a v2 client sends it, pre-encoded,
-//     through a second envoysim with the ext_proc filter off, to the same
-//     mock.
-//
-// Besides ns/op it reports req/s (sequential, one connection) and, on the
-// extproc run, hop-ns/op: what the ext_proc hop and the translation add
-// to the direct run measured just before.
-func BenchmarkPath(b *testing.B) {
+// pathRig is BenchmarkPath's deployment: the stack (tfsbridge behind
+// envoysim, and its reverse proxy, before the mock), a second envoysim
+// with every ext_proc phase off (direct) and a third before a no-op
+// ext_proc processor (noop), all to the same mock.
+type pathRig struct {
+	s      *stack
+	direct *envoysim.Envoy
+	noop   *envoysim.Envoy
+}
+
+func newPathRig(b *testing.B) *pathRig {
 	s := newStack(b, stackConfig{})
 	direct, err := envoysim.Start(envoysim.Config{
 		ProcessorAddr: s.grpcAddr, // never called: every phase is off
@@ -133,67 +138,190 @@ func BenchmarkPath(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = direct.Close() })
+	return &pathRig{s: s, direct: direct, noop: startNoop(b, s)}
+}
 
+// pathRow is one way of sending a payload.
+type pathRow struct {
+	name string
+	url  string
+	body []byte
+	hdr  map[string]string
+	// v2 rows send the pre-encoded v2 request and get Triton's binary
+	// answer; the others are TF Serving clients.
+	v2 bool
+}
+
+// rows lists, for p: direct (v2 client → envoysim without ext_proc →
+// mock), noop (v2 client → envoysim → no-op ext_proc → mock), extproc
+// (TF client → envoysim → tfsbridge → mock), mock (v2 client → mock) and
+// proxy (TF client → tfsbridge's reverse proxy → mock).
+func (r *pathRig) rows(p pathPayload) []pathRow {
+	return []pathRow{
+		{name: "direct", url: r.direct.URL() + p.v2Path, body: p.v2Body, hdr: p.v2Hdr, v2: true},
+		{name: "noop", url: r.noop.URL() + p.v2Path, body: p.v2Body, hdr: p.v2Hdr, v2: true},
+		{name: "extproc", url: r.s.env.URL() + p.tfPath, body: p.tfBody},
+		{name: "mock", url: r.s.v2URL + p.v2Path, body: p.v2Body, hdr: p.v2Hdr, v2: true},
+		{name: "proxy", url: r.s.proxyURL + p.tfPath, body: p.tfBody},
+	}
+}
+
+// check validates the first answer of row.
+func (row pathRow) check(p pathPayload) func(*testing.B, *http.Response, []byte) {
+	if row.v2 {
+		return func(b *testing.B, resp *http.Response, body []byte) {
+			if resp.Header.Get("Inference-Header-Content-Length") == "" {
+				b.Fatalf("v2 answer without binary outputs: %.200q", body)
+			}
+		}
+	}
+	return func(b *testing.B, _ *http.Response, body []byte) { p.check(b, body) }
+}
+
+// BenchmarkPath measures the whole path of one request over loopback,
+// one request at a time, for every row of pathRig.rows. Each row reports
+// req/s and its p50 and p99 latency; extproc also reports hop-ns/op (what
+// the ext_proc hop and the translation add to direct) and
+// p50-vs-noop (its p50 over the no-op processor's, issue 9's bound is
+// 1.5), proxy reports added-p50-µs (its p50 minus mock's; the bound is
+// 150 µs). The rows run in the order listed, in the same run, so the
+// ratios compare like with like on a noisy machine.
+func BenchmarkPath(b *testing.B) {
+	rig := newPathRig(b)
 	for _, p := range benchPayloads(b) {
 		b.Run(p.name, func(b *testing.B) {
-			directNs := 0.0
-			b.Run("direct", func(b *testing.B) {
-				directNs = runPath(b, s.client, direct.URL()+p.v2Path, p.v2Body, p.v2Hdr, func(b *testing.B, resp *http.Response, body []byte) {
-					if resp.Header.Get("Inference-Header-Content-Length") == "" {
-						b.Fatalf("v2 answer without binary outputs: %.200q", body)
-					}
+			got := map[string]pathStats{}
+			for _, row := range rig.rows(p) {
+				b.Run(row.name, func(b *testing.B) {
+					st := runPath(b, rig.s.client, row.url, row.body, row.hdr, 1, row.check(p))
+					got[row.name] = st
+					reportRelative(b, row.name, st, got)
 				})
-			})
-			b.Run("extproc", func(b *testing.B) {
-				ns := runPath(b, s.client, s.env.URL()+p.tfPath, p.tfBody, nil, func(b *testing.B, _ *http.Response, body []byte) {
-					p.check(b, body)
-				})
-				if directNs > 0 {
-					b.ReportMetric(ns-directNs, "hop-ns/op")
-				}
-			})
+			}
 		})
 	}
 	// newStack's cleanup checks that envoysim saw no protocol violation.
 }
 
-// runPath POSTs body to url b.N times, one request at a time, checks the
-// first answer with check and every status, reports req/s and returns
-// ns/op.
-func runPath(b *testing.B, c *http.Client, url string, body []byte, hdr map[string]string,
-	check func(*testing.B, *http.Response, []byte)) float64 {
+// BenchmarkPathConcurrent is BenchmarkPath's small payload with four
+// clients sending at once (each one request at a time): req/s is the
+// throughput of the four; extproc also reports rps-vs-noop (its req/s
+// over the no-op processor's; issue 9's bound is at least 0.7).
+func BenchmarkPathConcurrent(b *testing.B) {
+	const clients = 4
+	rig := newPathRig(b)
+	p := benchPayloads(b)[0]
+	got := map[string]pathStats{}
+	for _, row := range rig.rows(p) {
+		b.Run(row.name, func(b *testing.B) {
+			st := runPath(b, rig.s.client, row.url, row.body, row.hdr, clients, row.check(p))
+			got[row.name] = st
+			reportRelative(b, row.name, st, got)
+		})
+	}
+}
+
+// reportRelative reports row's figures against the rows measured before
+// it in the same run.
+func reportRelative(b *testing.B, row string, st pathStats, got map[string]pathStats) {
+	switch row {
+	case "extproc":
+		if d, ok := got["direct"]; ok {
+			b.ReportMetric(st.ns-d.ns, "hop-ns/op")
+		}
+		if n, ok := got["noop"]; ok {
+			b.ReportMetric(float64(st.p50)/float64(n.p50), "p50-vs-noop")
+			b.ReportMetric(st.rps/n.rps, "rps-vs-noop")
+		}
+	case "proxy":
+		if m, ok := got["mock"]; ok {
+			b.ReportMetric(float64(st.p50-m.p50)/float64(time.Microsecond), "added-p50-µs")
+		}
+	}
+}
+
+// pathStats are one row's figures.
+type pathStats struct {
+	ns       float64 // wall time per request (over all clients)
+	rps      float64
+	p50, p99 time.Duration // latency of one request
+}
+
+// runPath POSTs body to url b.N times from clients goroutines, each one
+// request at a time, checks the first answer with check and every status,
+// reports req/s, p50-µs and p99-µs and returns them.
+func runPath(b *testing.B, c *http.Client, url string, body []byte, hdr map[string]string, clients int,
+	check func(*testing.B, *http.Response, []byte)) pathStats {
 	b.Helper()
-	do := func() (*http.Response, []byte) {
+	do := func() (*http.Response, []byte, error) {
 		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
-			b.Fatal(err)
+			return nil, nil, err
 		}
 		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}
 		resp, err := c.Do(req)
 		if err != nil {
-			b.Fatal(err)
+			return nil, nil, err
 		}
 		out, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			b.Fatal(err)
+			return nil, nil, err
 		}
 		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("%s: %d %.300q", url, resp.StatusCode, out)
+			return nil, nil, fmt.Errorf("%s: %d %.300q", url, resp.StatusCode, out)
 		}
-		return resp, out
+		return resp, out, nil
 	}
-	resp, out := do() // warm the connections and the metadata cache
+	// Warm the connections (one per client) and the metadata cache.
+	var warm sync.WaitGroup
+	for range clients {
+		warm.Go(func() { _, _, _ = do() })
+	}
+	warm.Wait()
+	resp, out, err := do()
+	if err != nil {
+		b.Fatal(err)
+	}
 	check(b, resp, out)
 	b.SetBytes(int64(len(body)))
-	n := 0
-	for b.Loop() {
-		do()
-		n++
+	lat := make([]time.Duration, b.N)
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				t0 := time.Now()
+				if _, _, err := do(); err != nil {
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
 	}
-	ns := float64(b.Elapsed().Nanoseconds()) / float64(n)
-	b.ReportMetric(1e9/ns, "req/s")
-	return ns
+	wg.Wait()
+	b.StopTimer()
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	slices.Sort(lat)
+	st := pathStats{
+		ns:  float64(b.Elapsed().Nanoseconds()) / float64(b.N),
+		p50: lat[len(lat)/2],
+		p99: lat[len(lat)*99/100],
+	}
+	st.rps = 1e9 / st.ns
+	b.ReportMetric(st.rps, "req/s")
+	b.ReportMetric(float64(st.p50)/float64(time.Microsecond), "p50-µs")
+	b.ReportMetric(float64(st.p99)/float64(time.Microsecond), "p99-µs")
+	return st
 }
