@@ -42,6 +42,7 @@ type bridgeOptions struct {
 	maxElements      int64
 	passthrough      session.Passthrough
 	metricsAddr      string
+	pprof            bool
 	shutdownTimeout  time.Duration
 	modelMap         string
 }
@@ -70,6 +71,7 @@ func (o *bridgeOptions) registerServing(f *flagSet) {
 	f.fs.TextVar(&o.passthrough, "passthrough", d.Passthrough,
 		"Which requests other than TF Serving's reach the v2 server, a `policy`: none, inference (the v2 inference endpoints: health, server and model metadata, model readiness, infer) or all; the rest get a TF-style 404.")
 	f.fs.StringVar(&o.metricsAddr, "metrics-addr", bridge.DefaultMetricsAddr, "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.")
+	f.fs.BoolVar(&o.pprof, "pprof", false, "Serve Go's runtime profiles (CPU, heap, goroutine, block, mutex, trace) under /debug/pprof/ on the admin server, and sample blocking and mutex contention for them.")
 	f.fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "On SIGTERM, how long in-flight requests may take to finish.")
 	f.fs.StringVar(&o.modelMap, "model-map", "", "YAML model map: labels, signatures, renamed models and tensors, several v2 servers (re-read when it changes); empty maps nothing.")
 }
@@ -90,6 +92,7 @@ func (o *bridgeOptions) options(log *slog.Logger) bridge.Options {
 	b.Passthrough = o.passthrough
 	b.ShutdownTimeout = o.shutdownTimeout
 	b.ModelMapFile = o.modelMap
+	b.Pprof = o.pprof
 	b.Logger = log
 	return b
 }

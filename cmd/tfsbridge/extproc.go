@@ -23,7 +23,7 @@ type extprocOptions struct {
 func parseExtproc(args []string, env lookupEnv, out io.Writer) (*extprocOptions, error) {
 	o := &extprocOptions{}
 	f := newFlagSet("extproc", extprocSummary, out)
-	f.fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address the ext_proc gRPC server listens on.")
+	f.fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address the ext_proc gRPC server listens on: host:port, or unix:///path/to.sock for a Unix domain socket (an Envoy sidecar sharing a volume).")
 	f.fs.Var(&o.grpcMaxRecv, "grpc-max-recv-bytes", "gRPC MaxRecvMsgSize of the ext_proc server, a `size`; 0 sets none of ours (Envoy's buffer limit bounds the one message a buffered body travels in, and a body over --max-body-bytes then gets TF's 413, not Envoy's bare 500). Set it (at least Envoy's buffer limit + 1MiB, never below --max-body-bytes) only when peers other than Envoy reach the port.")
 	o.register(f)
 	if err := f.parse(args, env); err != nil {
@@ -32,6 +32,9 @@ func parseExtproc(args []string, env lookupEnv, out io.Writer) (*extprocOptions,
 	opts := o.options(nil)
 	if err := flagError(opts.Validate()); err != nil {
 		return o, err
+	}
+	if _, _, err := bridge.SplitAddr(o.grpcAddr); err != nil {
+		return o, fmt.Errorf("--grpc-addr: %w", err)
 	}
 	return o, checkModelMap(o.modelMap)
 }

@@ -119,6 +119,37 @@ func TestPassthroughFlag(t *testing.T) {
 	}
 }
 
+// --pprof reaches the bridge options of both serving commands, off by
+// default; --grpc-addr takes a Unix domain socket.
+func TestPprofAndSocketFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{nil, nil, false},
+		{[]string{"--pprof"}, nil, true},
+		{nil, map[string]string{"TFSBRIDGE_PPROF": "true"}, true},
+		{[]string{"--pprof=false"}, map[string]string{"TFSBRIDGE_PPROF": "true"}, false},
+	} {
+		p, err := parseProxy(tt.args, envOf(tt.env), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := parseExtproc(tt.args, envOf(tt.env), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.options(nil).Pprof != tt.want || e.options(nil).Pprof != tt.want {
+			t.Errorf("%v %v: proxy %v, extproc %v; want %v", tt.args, tt.env, p.options(nil).Pprof, e.options(nil).Pprof, tt.want)
+		}
+	}
+	e, err := parseExtproc([]string{"--grpc-addr", "unix:///var/run/tfsbridge/extproc.sock"}, envOf(nil), io.Discard)
+	if err != nil || e.grpcAddr != "unix:///var/run/tfsbridge/extproc.sock" {
+		t.Errorf("--grpc-addr unix:///... = %+v, %v", e, err)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -141,6 +172,8 @@ func TestParseErrors(t *testing.T) {
 		{"grpc recv from env", "extproc", []string{"--max-body-bytes=8MiB"}, map[string]string{"TFSBRIDGE_GRPC_MAX_RECV_BYTES": "1MiB"}, "grpc-max-recv-bytes"},
 		{"bad passthrough", "proxy", []string{"--passthrough", "some"}, nil, "invalid pass-through policy \"some\""},
 		{"bad passthrough env", "extproc", nil, map[string]string{"TFSBRIDGE_PASSTHROUGH": "ALL"}, "TFSBRIDGE_PASSTHROUGH"},
+		{"empty socket path", "extproc", []string{"--grpc-addr", "unix://"}, nil, "--grpc-addr: address \"unix://\""},
+		{"socket with a host", "extproc", nil, map[string]string{"TFSBRIDGE_GRPC_ADDR": "unix://envoy/x.sock"}, "unix:///absolute/path"},
 		{"unknown command", "serve", nil, nil, "unknown command"},
 	}
 	for _, tt := range tests {
