@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
 
@@ -102,21 +103,29 @@ func TestPassthroughFlag(t *testing.T) {
 		{[]string{"--passthrough", "inference"}, map[string]string{"TFSBRIDGE_PASSTHROUGH": "all"}, session.PassthroughInference},
 	}
 	for _, tt := range tests {
-		p, err := parseProxy(tt.args, envOf(tt.env), io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := parseExtproc(tt.args, envOf(tt.env), io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := p.options(nil).Passthrough; got != tt.want {
+		p, e := servingOptions(t, tt.args, tt.env)
+		if got := p.Passthrough; got != tt.want {
 			t.Errorf("proxy %v %v: %v; want %v", tt.args, tt.env, got, tt.want)
 		}
-		if got := e.options(nil).Passthrough; got != tt.want {
+		if got := e.Passthrough; got != tt.want {
 			t.Errorf("extproc %v %v: %v; want %v", tt.args, tt.env, got, tt.want)
 		}
 	}
+}
+
+// servingOptions parses args and env as "proxy" and as "extproc" and
+// returns the bridge options of each.
+func servingOptions(t *testing.T, args []string, env map[string]string) (proxy, extproc bridge.Options) {
+	t.Helper()
+	p, err := parseProxy(args, envOf(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := parseExtproc(args, envOf(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.options(nil), e.options(nil)
 }
 
 // --pprof reaches the bridge options of both serving commands, off by
@@ -132,16 +141,9 @@ func TestPprofAndSocketFlags(t *testing.T) {
 		{nil, map[string]string{"TFSBRIDGE_PPROF": "true"}, true},
 		{[]string{"--pprof=false"}, map[string]string{"TFSBRIDGE_PPROF": "true"}, false},
 	} {
-		p, err := parseProxy(tt.args, envOf(tt.env), io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := parseExtproc(tt.args, envOf(tt.env), io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.options(nil).Pprof != tt.want || e.options(nil).Pprof != tt.want {
-			t.Errorf("%v %v: proxy %v, extproc %v; want %v", tt.args, tt.env, p.options(nil).Pprof, e.options(nil).Pprof, tt.want)
+		p, e := servingOptions(t, tt.args, tt.env)
+		if p.Pprof != tt.want || e.Pprof != tt.want {
+			t.Errorf("%v %v: proxy %v, extproc %v; want %v", tt.args, tt.env, p.Pprof, e.Pprof, tt.want)
 		}
 	}
 	e, err := parseExtproc([]string{"--grpc-addr", "unix:///var/run/tfsbridge/extproc.sock"}, envOf(nil), io.Discard)
