@@ -193,7 +193,7 @@ func BenchmarkPath(b *testing.B) {
 			got := map[string]pathStats{}
 			for _, row := range rig.rows(p) {
 				b.Run(row.name, func(b *testing.B) {
-					st := runPath(b, rig.s.client, row.url, row.body, row.hdr, 1, row.check(p))
+					st := runPath(b, rig.s.client, row, 1, row.check(p))
 					got[row.name] = st
 					reportRelative(b, row.name, st, got)
 				})
@@ -214,7 +214,7 @@ func BenchmarkPathConcurrent(b *testing.B) {
 	got := map[string]pathStats{}
 	for _, row := range rig.rows(p) {
 		b.Run(row.name, func(b *testing.B) {
-			st := runPath(b, rig.s.client, row.url, row.body, row.hdr, clients, row.check(p))
+			st := runPath(b, rig.s.client, row, clients, row.check(p))
 			got[row.name] = st
 			reportRelative(b, row.name, st, got)
 		})
@@ -247,18 +247,79 @@ type pathStats struct {
 	p50, p99 time.Duration // latency of one request
 }
 
-// runPath POSTs body to url b.N times from clients goroutines, each one
+// runPath POSTs row's body b.N times from clients goroutines, each one
 // request at a time, checks the first answer with check and every status,
 // reports req/s, p50-µs and p99-µs and returns them.
-func runPath(b *testing.B, c *http.Client, url string, body []byte, hdr map[string]string, clients int,
+func runPath(b *testing.B, c *http.Client, row pathRow, clients int,
 	check func(*testing.B, *http.Response, []byte)) pathStats {
 	b.Helper()
+	do := warmRow(b, c, row, clients, check)
+	b.SetBytes(int64(len(row.body)))
+	b.ResetTimer()
+	lat := drive(b, do, clients, b.N)
+	b.StopTimer()
+	st := statsOf(lat, b.Elapsed())
+	reportStats(b, "", st)
+	return st
+}
+
+// BenchmarkPathAlternating compares tfsbridge with its baselines on a
+// machine whose load changes by the second: the small payload through
+// noop and extproc (and mock and proxy) in turns of 50 exchanges, sharing
+// the same moments, sequentially (clients=1) and with 4 clients. Each
+// row's latencies and wall time are pooled over its turns; extproc's
+// p50-vs-noop and rps-vs-noop and proxy's added-p50-µs are the issue 9
+// ratios README quotes.
+func BenchmarkPathAlternating(b *testing.B) {
+	const turn = 50
+	rig := newPathRig(b)
+	p := benchPayloads(b)[0]
+	rows := map[string]pathRow{}
+	for _, row := range rig.rows(p) {
+		rows[row.name] = row
+	}
+	for _, clients := range []int{1, 4} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			order := []string{"noop", "extproc", "mock", "proxy"}
+			dos := map[string]func() (*http.Response, []byte, error){}
+			for _, name := range order {
+				dos[name] = warmRow(b, rig.s.client, rows[name], clients, rows[name].check(p))
+			}
+			lat := map[string][]time.Duration{}
+			wall := map[string]time.Duration{}
+			b.ResetTimer()
+			for done := 0; done < b.N; done += turn {
+				for _, name := range order {
+					t0 := time.Now()
+					lat[name] = append(lat[name], drive(b, dos[name], clients, turn)...)
+					wall[name] += time.Since(t0)
+				}
+			}
+			b.StopTimer()
+			got := map[string]pathStats{}
+			for _, name := range order {
+				got[name] = statsOf(lat[name], wall[name])
+				reportStats(b, name+"-", got[name])
+			}
+			b.ReportMetric(float64(got["extproc"].p50)/float64(got["noop"].p50), "p50-vs-noop")
+			b.ReportMetric(got["extproc"].rps/got["noop"].rps, "rps-vs-noop")
+			b.ReportMetric(float64(got["proxy"].p50-got["mock"].p50)/float64(time.Microsecond), "added-p50-µs")
+		})
+	}
+}
+
+// warmRow returns the request of row, after sending it once per client
+// (to open the connections and fill the metadata cache) and checking one
+// answer with check.
+func warmRow(b *testing.B, c *http.Client, row pathRow, clients int,
+	check func(*testing.B, *http.Response, []byte)) func() (*http.Response, []byte, error) {
+	b.Helper()
 	do := func() (*http.Response, []byte, error) {
-		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, row.url, bytes.NewReader(row.body))
 		if err != nil {
 			return nil, nil, err
 		}
-		for k, v := range hdr {
+		for k, v := range row.hdr {
 			req.Header.Set(k, v)
 		}
 		resp, err := c.Do(req)
@@ -271,11 +332,10 @@ func runPath(b *testing.B, c *http.Client, url string, body []byte, hdr map[stri
 			return nil, nil, err
 		}
 		if resp.StatusCode != http.StatusOK {
-			return nil, nil, fmt.Errorf("%s: %d %.300q", url, resp.StatusCode, out)
+			return nil, nil, fmt.Errorf("%s: %d %.300q", row.url, resp.StatusCode, out)
 		}
 		return resp, out, nil
 	}
-	// Warm the connections (one per client) and the metadata cache.
 	var warm sync.WaitGroup
 	for range clients {
 		warm.Go(func() { _, _, _ = do() })
@@ -286,17 +346,21 @@ func runPath(b *testing.B, c *http.Client, url string, body []byte, hdr map[stri
 		b.Fatal(err)
 	}
 	check(b, resp, out)
-	b.SetBytes(int64(len(body)))
-	lat := make([]time.Duration, b.N)
+	return do
+}
+
+// drive sends n requests with do from clients goroutines, each one at a
+// time, and returns every request's latency.
+func drive(b *testing.B, do func() (*http.Response, []byte, error), clients, n int) []time.Duration {
+	lat := make([]time.Duration, n)
 	var next atomic.Int64
 	var failed atomic.Pointer[error]
-	b.ResetTimer()
 	var wg sync.WaitGroup
 	for range clients {
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
-				if i >= int64(b.N) {
+				if i >= int64(n) {
 					return
 				}
 				t0 := time.Now()
@@ -309,19 +373,27 @@ func runPath(b *testing.B, c *http.Client, url string, body []byte, hdr map[stri
 		})
 	}
 	wg.Wait()
-	b.StopTimer()
 	if err := failed.Load(); err != nil {
 		b.Fatal(*err)
 	}
+	return lat
+}
+
+// statsOf summarises the latencies of requests that took wall in all.
+func statsOf(lat []time.Duration, wall time.Duration) pathStats {
 	slices.Sort(lat)
 	st := pathStats{
-		ns:  float64(b.Elapsed().Nanoseconds()) / float64(b.N),
+		ns:  float64(wall.Nanoseconds()) / float64(len(lat)),
 		p50: lat[len(lat)/2],
 		p99: lat[len(lat)*99/100],
 	}
 	st.rps = 1e9 / st.ns
-	b.ReportMetric(st.rps, "req/s")
-	b.ReportMetric(float64(st.p50)/float64(time.Microsecond), "p50-µs")
-	b.ReportMetric(float64(st.p99)/float64(time.Microsecond), "p99-µs")
 	return st
+}
+
+// reportStats reports st's req/s, p50 and p99, their units prefixed.
+func reportStats(b *testing.B, prefix string, st pathStats) {
+	b.ReportMetric(st.rps, prefix+"req/s")
+	b.ReportMetric(float64(st.p50)/float64(time.Microsecond), prefix+"p50-µs")
+	b.ReportMetric(float64(st.p99)/float64(time.Microsecond), prefix+"p99-µs")
 }
