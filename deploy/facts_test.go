@@ -39,10 +39,17 @@ const (
 // written --name=value); each is also read from TFSBRIDGE_<NAME_IN_SNAKE>.
 var tfsbridgeFlags = map[string][]string{
 	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format", "log-level",
-		// Landing in parallel work; the Helm chart passes them only when
-		// its values enable the model map or TLS.
-		"model-map", "tls-cert-file", "tls-key-file", "tls-client-ca-file"},
+		"model-map", "tls-cert-file", "tls-key-file", "tls-client-ca-file",
+		"readiness", "drain-delay", "shutdown-timeout", "drain-envoy"},
 }
+
+// Defaults of the shutdown flags (bridge.DefaultOptions).
+const (
+	defaultDrainDelay      = 5 * time.Second
+	defaultShutdownTimeout = 15 * time.Second
+	// defaultGracePeriod is Kubernetes' terminationGracePeriodSeconds.
+	defaultGracePeriod = 30 * time.Second
+)
 
 // backendKinds are the values --backend-kind accepts.
 var backendKinds = []string{"auto", "triton", "kserve", "mlserver"}

@@ -70,6 +70,8 @@ func collectKnownMetrics(t *testing.T) knownMetrics {
 	m.StreamStarted("extproc")
 	m.CacheLookup(true)
 	m.BackendError("timeout")
+	m.RequestDuration("predict", 200, time.Millisecond)
+	m.BackendCall(observe.CallMetadata, time.Millisecond)
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,7 @@ type bridgeOptions struct {
 	pprof            bool
 	shutdownTimeout  time.Duration
 	modelMap         string
+	ops              opsOptions
 }
 
 func (o *bridgeOptions) register(f *flagSet) {
@@ -74,6 +75,7 @@ func (o *bridgeOptions) registerServing(f *flagSet) {
 	f.fs.BoolVar(&o.pprof, "pprof", false, "Serve Go's runtime profiles (CPU, heap, goroutine, block, mutex, trace) under /debug/pprof/ on the admin server, and sample blocking and mutex contention for them.")
 	f.fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "On SIGTERM, how long in-flight requests may take to finish.")
 	f.fs.StringVar(&o.modelMap, "model-map", "", "YAML model map: labels, signatures, renamed models and tensors, several v2 servers (re-read when it changes); empty maps nothing.")
+	o.ops.register(f)
 }
 
 // options returns the bridge options the flags set; the proxy's timeouts
@@ -94,6 +96,7 @@ func (o *bridgeOptions) options(log *slog.Logger) bridge.Options {
 	b.ModelMapFile = o.modelMap
 	b.Pprof = o.pprof
 	b.Logger = log
+	o.ops.apply(&b)
 	return b
 }
 
@@ -117,6 +120,9 @@ var flagNames = map[string]string{
 	"MaxJSONDepth":            "max-json-depth",
 	"MaxElements":             "max-elements",
 	"ShutdownTimeout":         "shutdown-timeout",
+	"DrainDelay":              "drain-delay",
+	"DrainEnvoyAdmin":         "drain-envoy",
+	"Readiness":               "readiness",
 	"Proxy.RequestTimeout":    "request-timeout",
 	"Proxy.ReadTimeout":       "read-timeout",
 	"Proxy.ReadHeaderTimeout": "read-header-timeout",

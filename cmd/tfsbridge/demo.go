@@ -31,8 +31,11 @@ func parseDemo(args []string, env lookupEnv, out io.Writer) (*demoOptions, error
 	f.fs.StringVar(&o.mockAddr, "mock-addr", "127.0.0.1:8000", "Address of the mock v2 server.")
 	f.fs.StringVar(&o.kind, "kind", "triton", "Server the mock imitates: triton, kserve or mlserver.")
 	f.fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8501", "Address of the HTTP proxy.")
-	f.fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address of the ext_proc gRPC server.")
+	f.fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:9002", "Address of the ext_proc gRPC server.")
 	o.registerServing(f) // the backend is the demo's own mock (--mock-addr, --kind)
+	// A demo is local and has no load balancer to drain from.
+	setDefault(f, "metrics-addr", "127.0.0.1:9090")
+	setDefault(f, "drain-delay", "0s")
 	if err := f.parse(args, env); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
+	"github.com/tfsbridge/tfsbridge/proxy/tlsconfig"
 )
 
 const extprocSummary = `Runs the Envoy ext_proc gRPC service: TF Serving REST requests arriving at Envoy are
@@ -18,6 +19,7 @@ type extprocOptions struct {
 	bridgeOptions
 	grpcAddr    string
 	grpcMaxRecv byteSize
+	tls         tlsconfig.ServerFiles
 }
 
 func parseExtproc(args []string, env lookupEnv, out io.Writer) (*extprocOptions, error) {
@@ -26,6 +28,7 @@ func parseExtproc(args []string, env lookupEnv, out io.Writer) (*extprocOptions,
 	f.fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address the ext_proc gRPC server listens on: host:port, or unix:///path/to.sock for a Unix domain socket (an Envoy sidecar sharing a volume).")
 	f.fs.Var(&o.grpcMaxRecv, "grpc-max-recv-bytes", "gRPC MaxRecvMsgSize of the ext_proc server, a `size`; 0 sets none of ours (Envoy's buffer limit bounds the one message a buffered body travels in, and a body over --max-body-bytes then gets TF's 413, not Envoy's bare 500). Set it (at least Envoy's buffer limit + 1MiB, never below --max-body-bytes) only when peers other than Envoy reach the port.")
 	o.register(f)
+	registerServerTLS(f, &o.tls)
 	if err := f.parse(args, env); err != nil {
 		return nil, err
 	}
@@ -43,6 +46,7 @@ func parseExtproc(args []string, env lookupEnv, out io.Writer) (*extprocOptions,
 func (o *extprocOptions) options(log *slog.Logger) bridge.Options {
 	b := o.bridgeOptions.options(log)
 	b.GRPCMaxRecvBytes = int64(o.grpcMaxRecv)
+	b.TLS.Extproc = o.tls
 	return b
 }
 
@@ -56,6 +60,7 @@ func (o *extprocOptions) run(ctx context.Context, stderr io.Writer) error {
 		return err
 	}
 	b.Log.Info("tfsbridge extproc serving", "grpc_addr", l.Extproc.Addr().String(), "metrics_addr", fmt.Sprint(bridge.Addr(l.Admin)),
-		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody), "passthrough", o.passthrough.String())
+		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody), "passthrough", o.passthrough.String(),
+		"tls", o.tls.CertFile != "", "mtls", o.tls.ClientCAFile != "", "readiness", o.ops.readiness)
 	return b.Serve(ctx, l)
 }

@@ -75,6 +75,12 @@ func run(ctx context.Context, args []string, env lookupEnv, stdout, stderr io.Wr
 		fmt.Fprint(stdout, mainUsage)
 		return 0
 	}
+	stopTracing, err := startTracing(ctx, env)
+	if err != nil {
+		fmt.Fprintf(stderr, "tfsbridge: %v\n", err)
+		return 2
+	}
+	defer stopTracing()
 	if err := cmd.run(ctx, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "tfsbridge %s: %v\n", args[0], err)
 		return 1

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/tracing"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -344,7 +345,9 @@ type response struct {
 
 // get performs GET base+path and reads the body up to MaxMetadataBytes.
 // Transport failures come back as TransportError's *apierr.Error.
-func (c *Client) get(ctx context.Context, path string) (*response, error) {
+func (c *Client) get(ctx context.Context, path string) (_ *response, err error) {
+	ctx, done := c.startCall(ctx, path)
+	defer func() { done(err) }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "Invalid v2 request path")
@@ -356,6 +359,7 @@ func (c *Client) get(ctx context.Context, path string) (*response, error) {
 	} else if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
+	tracing.Inject(ctx, req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		e, kind := classify(err)

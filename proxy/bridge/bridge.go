@@ -9,6 +9,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,6 +36,7 @@ const (
 	DefaultMetricsAddr     = ":9090"
 	DefaultMaxBodyBytes    = 64 << 20
 	DefaultShutdownTimeout = 15 * time.Second
+	DefaultDrainDelay      = 5 * time.Second
 )
 
 // adminDrain bounds the admin server's shutdown: its requests are short,
@@ -78,6 +80,21 @@ type Options struct {
 	// ShutdownTimeout is how long in-flight requests and streams may take
 	// to finish once serving stops.
 	ShutdownTimeout time.Duration
+	// Readiness is what /readyz and gRPC health follow: ReadinessTFSBridge
+	// (tfsbridge can serve; a down backend is answered per request) or
+	// ReadinessBackend (also the v2 server's readiness, for the sidecar
+	// layout). "" means ReadinessTFSBridge.
+	Readiness string
+	// DrainDelay is how long the servers keep serving, reporting not
+	// ready, between the shutdown signal and the graceful stop: the time
+	// load balancers need to stop sending new requests. 0 stops at once.
+	DrainDelay time.Duration
+	// DrainEnvoyAdmin, when set, is the admin URL of a sidecar Envoy
+	// (http://127.0.0.1:9901) asked to drain its listeners gracefully
+	// when the shutdown starts.
+	DrainEnvoyAdmin string
+	// TLS configures the ext_proc server's and the backend client's TLS.
+	TLS TLSOptions
 	// Logger receives the servers' logs; nil discards them.
 	Logger *slog.Logger
 	// Proxy holds the HTTP reverse proxy's timeouts.
@@ -130,6 +147,8 @@ func DefaultOptions() Options {
 		MaxElements:      tensor.DefaultLimits.MaxElements,
 		Passthrough:      session.PassthroughInference,
 		ShutdownTimeout:  DefaultShutdownTimeout,
+		Readiness:        ReadinessTFSBridge,
+		DrainDelay:       DefaultDrainDelay,
 		Proxy: ProxyOptions{
 			RequestTimeout:    httpproxy.DefaultRequestTimeout,
 			ReadTimeout:       httpproxy.DefaultReadTimeout,
@@ -170,6 +189,10 @@ func (o *Options) Validate() error {
 		{"MaxJSONDepth", o.MaxJSONDepth <= 0, "must be positive"},
 		{"MaxElements", o.MaxElements <= 0, "must be positive"},
 		{"ShutdownTimeout", o.ShutdownTimeout <= 0, "must be positive"},
+		{"DrainDelay", o.DrainDelay < 0, "must not be negative"},
+		{"Readiness", !validReadiness(o.Readiness), "must be tfsbridge or backend"},
+		{"DrainEnvoyAdmin", !validAdminURL(o.DrainEnvoyAdmin), "must be empty or an http:// URL"},
+		{"TLS", o.TLS.invalid(), "must name both a certificate and its key file"},
 		{"MaxBodyBytes", o.MaxBodyBytes <= 0, "must be positive"},
 		{"MaxInflightBytes", o.MaxInflightBytes <= 0, "must be positive"},
 		{"GRPCMaxRecvBytes", o.GRPCMaxRecvBytes < 0 || (o.GRPCMaxRecvBytes > 0 && o.GRPCMaxRecvBytes < o.MaxBodyBytes),
@@ -202,6 +225,9 @@ type Bridge struct {
 	// serving is set while a main listener (ext_proc or proxy) serves;
 	// /readyz reports not ready outside that window (startup, draining).
 	serving atomic.Bool
+	// extprocTLS is the ext_proc server's TLS configuration, nil for
+	// plaintext.
+	extprocTLS *tls.Config
 }
 
 // New validates o and builds the shared parts; nothing listens yet.
@@ -218,6 +244,10 @@ func New(o Options) (*Bridge, error) {
 	if errTTL == 0 {
 		errTTL = -1 // backend.Config: negative means "do not cache failures"
 	}
+	tr, err := o.transports()
+	if err != nil {
+		return nil, err
+	}
 	clientConfig := func() backend.Config {
 		return backend.Config{
 			BaseURL:     o.BackendURL,
@@ -225,7 +255,7 @@ func New(o Options) (*Bridge, error) {
 			Timeout:     o.BackendTimeout,
 			MetadataTTL: o.MetadataTTL,
 			ErrorTTL:    errTTL,
-			Transport:   o.BackendTransport,
+			Transport:   tr.backend,
 			Metrics:     m,
 			// Metadata is a body too: never more than the body limit.
 			MaxMetadataBytes: min(backend.DefaultMaxMetadataBytes, o.MaxBodyBytes),
@@ -261,7 +291,7 @@ func New(o Options) (*Bridge, error) {
 	p, err := httpproxy.New(httpproxy.Config{
 		Session:           sess,
 		Upstream:          be.BaseURL(),
-		Transport:         o.ProxyTransport,
+		Transport:         tr.proxy,
 		RequestTimeout:    o.Proxy.RequestTimeout,
 		ReadTimeout:       o.Proxy.ReadTimeout,
 		ReadHeaderTimeout: o.Proxy.ReadHeaderTimeout,
@@ -271,15 +301,11 @@ func New(o Options) (*Bridge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p, maps: maps}, nil
-}
-
-// Ready backs /readyz: a main listener serves and the v2 server is ready.
-func (b *Bridge) Ready(ctx context.Context) error {
-	if !b.serving.Load() {
-		return errors.New("not serving")
+	srvTLS, err := o.TLS.server()
+	if err != nil {
+		return nil, err
 	}
-	return b.Backend.Health(ctx)
+	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p, maps: maps, extprocTLS: srvTLS}, nil
 }
 
 // Addrs are the addresses Listen binds; an empty one skips its server.
@@ -339,9 +365,11 @@ func Addr(lis net.Listener) net.Addr {
 
 // Serve serves the ext_proc gRPC server, the HTTP proxy and the admin
 // server on the non-nil listeners of l until ctx is done or one of them
-// fails, then shuts them down gracefully: readiness turns false first, and
-// in-flight requests and streams get ShutdownTimeout to finish. It returns
-// nil after a shutdown asked for by ctx.
+// fails, then shuts them down gracefully: readiness (/readyz and gRPC
+// health) turns false first, the servers keep serving for DrainDelay so
+// that load balancers and Envoy stop sending (skipped when a server
+// failed), and in-flight requests and streams then get ShutdownTimeout to
+// finish. It returns nil after a shutdown asked for by ctx.
 //
 // Readiness turns true before any server starts, so a caller that bound
 // the listeners may announce them before calling Serve: connections wait
@@ -350,28 +378,41 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 	if l.Extproc == nil && l.Proxy == nil && l.Admin == nil {
 		return errors.New("bridge: no listener to serve")
 	}
-	g, ctx := errgroup.WithContext(ctx)
+	g, gctx := errgroup.WithContext(ctx)
+	// stop ends serving: DrainDelay after ctx is done (the servers keep
+	// serving meanwhile, reporting not ready), at once when a server
+	// failed.
+	stop, stopNow := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopNow()
+	var ext *extproc.Server
+	if l.Extproc != nil {
+		ext = b.newExtprocServer()
+	}
+	var prx *http.Server
+	if l.Proxy != nil {
+		prx = b.newProxyServer()
+	}
 	if l.Extproc != nil || l.Proxy != nil {
 		b.serving.Store(true)
-		g.Go(func() error {
-			<-ctx.Done()
-			b.serving.Store(false)
-			return nil
-		})
 	}
 	if b.maps != nil {
-		g.Go(func() error { b.maps.watcher.Run(ctx); return nil })
+		g.Go(func() error { b.maps.watcher.Run(stop); return nil })
 	}
-	drain := b.opts.ShutdownTimeout
-	errorLog := slog.NewLogLogger(b.Log.Handler(), slog.LevelDebug)
-	if l.Extproc != nil {
-		srv := extproc.NewServer(extproc.NewProcessor(b.Session), extproc.ServerOptions{
-			MaxBodyBytes: b.Session.MaxBodyBytes, MaxRecvMsgBytes: b.opts.GRPCMaxRecvBytes})
-		g.Go(func() error { return wrap("ext_proc server", srv.Serve(ctx, l.Extproc, drain)) })
+	g.Go(func() error {
+		<-gctx.Done()
+		b.drain(ctx, ext, prx)
+		stopNow()
+		return nil
+	})
+	if ext != nil && b.opts.Readiness == ReadinessBackend {
+		g.Go(func() error { b.followReadiness(stop, ext); return nil })
 	}
-	if l.Proxy != nil {
-		srv := b.proxy.NewServer(errorLog)
-		g.Go(func() error { return wrap("proxy server", ServeHTTP(ctx, srv, l.Proxy, drain)) })
+	grace := b.opts.ShutdownTimeout
+	if ext != nil {
+		g.Go(func() error { return wrap("ext_proc server", ext.Serve(stop, l.Extproc, grace)) })
+	}
+	if prx != nil {
+		g.Go(func() error { return wrap("proxy server", ServeHTTP(stop, prx, l.Proxy, grace)) })
 	}
 	if l.Admin != nil {
 		h := observe.AdminHandler(b.Metrics, b.Ready)
@@ -379,7 +420,7 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 			h = observe.WithPprof(h)
 		}
 		srv := NewHTTPServer(h, b.Log)
-		g.Go(func() error { return wrap("admin server", ServeHTTP(ctx, srv, l.Admin, adminDrain)) })
+		g.Go(func() error { return wrap("admin server", ServeHTTP(stop, srv, l.Admin, adminDrain)) })
 	}
 	return g.Wait()
 }

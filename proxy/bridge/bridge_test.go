@@ -37,6 +37,8 @@ func TestDefaultOptions(t *testing.T) {
 		MaxJSONDepth:     tensor.DefaultLimits.MaxDepth,
 		MaxElements:      tensor.DefaultLimits.MaxElements,
 		ShutdownTimeout:  15 * time.Second,
+		Readiness:        "tfsbridge",
+		DrainDelay:       5 * time.Second,
 		Proxy: ProxyOptions{
 			RequestTimeout:    httpproxy.DefaultRequestTimeout,
 			ReadTimeout:       httpproxy.DefaultReadTimeout,
@@ -73,6 +75,14 @@ func TestValidate(t *testing.T) {
 		{"zero depth", func(o *Options) { o.MaxJSONDepth = 0 }, "MaxJSONDepth"},
 		{"negative elements", func(o *Options) { o.MaxElements = -1 }, "MaxElements"},
 		{"zero shutdown", func(o *Options) { o.ShutdownTimeout = 0 }, "ShutdownTimeout"},
+		{"zero drain delay", func(o *Options) { o.DrainDelay = 0 }, ""},
+		{"negative drain delay", func(o *Options) { o.DrainDelay = -time.Second }, "DrainDelay"},
+		{"envoy admin", func(o *Options) { o.DrainEnvoyAdmin = "http://127.0.0.1:9901" }, ""},
+		{"envoy admin not a URL", func(o *Options) { o.DrainEnvoyAdmin = "127.0.0.1:9901" }, "DrainEnvoyAdmin"},
+		{"backend readiness", func(o *Options) { o.Readiness = ReadinessBackend }, ""},
+		{"unknown readiness", func(o *Options) { o.Readiness = "model" }, "Readiness"},
+		{"cert without key", func(o *Options) { o.TLS.Extproc.CertFile = "tls.crt" }, "TLS"},
+		{"backend key without cert", func(o *Options) { o.TLS.Backend.KeyFile = "tls.key" }, "TLS"},
 		{"zero request timeout", func(o *Options) { o.Proxy.RequestTimeout = 0 }, "Proxy.RequestTimeout"},
 		{"zero read timeout", func(o *Options) { o.Proxy.ReadTimeout = 0 }, "Proxy.ReadTimeout"},
 		{"zero header timeout", func(o *Options) { o.Proxy.ReadHeaderTimeout = 0 }, "Proxy.ReadHeaderTimeout"},
@@ -200,12 +210,20 @@ func (u *slowUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // returns the listeners, the cancel that stops serving and Serve's result.
 func startServing(t *testing.T, up http.Handler, drain time.Duration) (*Bridge, Listeners, context.CancelFunc, <-chan error) {
 	t.Helper()
+	return startServingWith(t, up, func(o *Options) { o.ShutdownTimeout = drain })
+}
+
+// startServingWith is startServing with the options set by change; the
+// drain delay is 0 unless change sets one.
+func startServingWith(t *testing.T, up http.Handler, change func(*Options)) (*Bridge, Listeners, context.CancelFunc, <-chan error) {
+	t.Helper()
 	v2 := httptest.NewServer(up)
 	t.Cleanup(v2.Close)
 	o := DefaultOptions()
 	o.BackendURL = v2.URL
 	o.BackendKind = "triton"
-	o.ShutdownTimeout = drain
+	o.DrainDelay = 0
+	change(&o)
 	b, err := New(o)
 	if err != nil {
 		t.Fatal(err)

@@ -71,6 +71,8 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 	defer p.metrics.StreamStarted("extproc")()
 	sess := session.New(p.cfg)
 	defer sess.Close()
+	st := &streamTrace{ctx: stream.Context()}
+	defer st.end()
 	for {
 		req, err := stream.Recv()
 		if err != nil {
@@ -80,7 +82,7 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 			p.logger(sess).Debug("ext_proc stream receive failed", "error", err)
 			return err
 		}
-		resp := p.handleSafely(stream, sess, req)
+		resp := p.handleSafely(st, sess, req)
 		if resp == nil {
 			continue
 		}
@@ -101,42 +103,43 @@ func (p *Processor) logger(sess *session.Session) *slog.Logger {
 // handleSafely is handle, except that a panic answers this stream's
 // exchange with TF's 500 (session.Recover logs and counts it) instead of
 // ending the process and every other stream with it.
-func (p *Processor) handleSafely(stream extprocv3.ExternalProcessor_ProcessServer, sess *session.Session,
+func (p *Processor) handleSafely(st *streamTrace, sess *session.Session,
 	req *extprocv3.ProcessingRequest) (resp *extprocv3.ProcessingResponse) {
 	defer func() {
 		if v := recover(); v != nil {
 			resp = immediate(sess.Recover("extproc", v))
 		}
 	}()
-	return p.handle(stream, sess, req)
+	return p.handle(st, sess, req)
 }
 
 // handle maps one ProcessingRequest to its reply; nil means no reply is
 // due (observability mode, flow-control-only messages).
-func (p *Processor) handle(stream extprocv3.ExternalProcessor_ProcessServer, sess *session.Session,
+func (p *Processor) handle(st *streamTrace, sess *session.Session,
 	req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
 	if req.GetObservabilityMode() {
 		// Envoy ignores replies in observability mode and asks for none.
 		return nil
 	}
-	ctx := stream.Context()
+	ctx := st.ctx
 	switch m := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
 		h := headersOf(m.RequestHeaders)
+		ctx = st.begin(h)
 		a := sess.RequestHeaders(ctx, h.Get(":method"), h.Get(":path"), h, m.RequestHeaders.GetEndOfStream())
-		return headersReply(a, true)
+		return headersReply(withRequestID(a, sess, false), true)
 
 	case *extprocv3.ProcessingRequest_RequestBody:
-		return bodyReply(bodyAction(ctx, sess, m.RequestBody, sess.RequestBody), true)
+		return bodyReply(withRequestID(bodyAction(ctx, sess, m.RequestBody, sess.RequestBody), sess, false), true)
 
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		h := headersOf(m.ResponseHeaders)
 		code, _ := strconv.Atoi(h.Get(":status"))
 		a := sess.ResponseHeaders(ctx, code, h, m.ResponseHeaders.GetEndOfStream())
-		return headersReply(a, false)
+		return headersReply(withRequestID(a, sess, true), false)
 
 	case *extprocv3.ProcessingRequest_ResponseBody:
-		return bodyReply(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseBody), false)
+		return bodyReply(withRequestID(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseBody), sess, false), false)
 
 	case *extprocv3.ProcessingRequest_RequestTrailers:
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{

@@ -275,12 +275,15 @@ func TestPredictExchange(t *testing.T) {
 		t.Errorf("body reply headers = %v", set)
 	}
 
-	// 3. Response headers: nothing to do yet (the body is buffered).
+	// 3. Response headers: only the request id for the client (the body
+	// is buffered).
 	header := `{"model_name":"half_plus_two","outputs":[{"name":"y","datatype":"FP32","shape":[3],"parameters":{"binary_data_size":12}}]}`
 	resp = exchange(t, s, responseHeaders(false, ":status", "200", "content-type", "application/octet-stream",
 		"Inference-Header-Content-Length", strconv.Itoa(len(header))))
-	if resp.GetResponseHeaders() == nil || resp.GetResponseHeaders().GetResponse() != nil || resp.GetModeOverride() != nil {
-		t.Errorf("response headers reply = %v, want an empty response_headers", resp)
+	rhc := resp.GetResponseHeaders().GetResponse()
+	if set := setHeaders(t, rhc.GetHeaderMutation()); resp.GetResponseHeaders() == nil || len(set) != 1 || len(set["x-request-id"]) != 36 ||
+		rhc.GetBodyMutation() != nil || resp.GetModeOverride() != nil {
+		t.Errorf("response headers reply = %v, want a response_headers setting only x-request-id", resp)
 	}
 
 	// 4. Response body: TF JSON, content-length exact, IHCL removed.
@@ -346,8 +349,8 @@ func TestImmediateResponses(t *testing.T) {
 				t.Errorf("immediate = %d %q %q, want %d %q %q", ir.GetStatus().GetCode(), ir.GetBody(), ir.GetDetails(),
 					tt.status, tt.resp, tt.details)
 			}
-			if set := setHeaders(t, ir.GetHeaders()); set["content-type"] != "application/json" || len(set) != 1 {
-				t.Errorf("immediate headers = %v, want only content-type: application/json", set)
+			if set := setHeaders(t, ir.GetHeaders()); set["content-type"] != "application/json" || len(set["x-request-id"]) != 36 || len(set) != 2 {
+				t.Errorf("immediate headers = %v, want content-type: application/json and a generated x-request-id", set)
 			}
 		})
 	}

@@ -45,6 +45,9 @@ type ServerOptions struct {
 	// GRPCOptions are appended to the server's own (TLS credentials,
 	// interceptors).
 	GRPCOptions []grpc.ServerOption
+	// Ready, when set, is asked by every gRPC health Check: an error
+	// answers NOT_SERVING, so that gRPC health agrees with /readyz.
+	Ready func(context.Context) error
 }
 
 // Server is the gRPC server that serves the ext_proc service and
@@ -90,10 +93,10 @@ func NewServer(p *Processor, opt ServerOptions) *Server {
 	gs := grpc.NewServer(append(opts, opt.GRPCOptions...)...)
 	extprocv3.RegisterExternalProcessorServer(gs, p)
 	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(gs, hs)
-	return &Server{GRPC: gs, Health: hs}
+	s := &Server{GRPC: gs, Health: hs}
+	s.SetServing(true)
+	healthpb.RegisterHealthServer(gs, &readyHealth{Server: hs, ready: opt.Ready})
+	return s
 }
 
 // Serve serves on lis until ctx is done, then shuts down gracefully,

@@ -63,6 +63,7 @@ type Metrics struct {
 	admissionRej  prometheus.Counter
 	inflightBytes prometheus.Gauge
 	writeTimeouts prometheus.Counter
+	ops           opsMetrics // opsmetrics.go
 
 	mu     sync.Mutex
 	models map[string]struct{}
@@ -158,6 +159,7 @@ func NewMetrics() *Metrics {
 	}
 	m.cacheHit = m.cacheLookups.WithLabelValues("hit")
 	m.cacheMiss = m.cacheLookups.WithLabelValues("miss")
+	m.ops = newOpsMetrics(m.Registry)
 	return m
 }
 

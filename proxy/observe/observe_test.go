@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -187,5 +189,39 @@ func TestWithPprof(t *testing.T) {
 			}
 		}
 		srv.Close()
+	}
+}
+
+// The operational collectors are registered and nil-safe; build info is
+// exposed once, with the Go version.
+func TestOpsMetrics(t *testing.T) {
+	var none *Metrics
+	none.RequestDuration("predict", 200, time.Millisecond)
+	none.BackendCall(CallMetadata, time.Millisecond)
+
+	m := NewMetrics()
+	m.RequestDuration("predict", 200, 3*time.Millisecond)
+	m.BackendCall(CallConfig, time.Millisecond)
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, f := range families {
+		got[f.GetName()] = len(f.GetMetric())
+		if f.GetName() == "tfsbridge_build_info" {
+			labels := map[string]string{}
+			for _, l := range f.GetMetric()[0].GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["go_version"] != runtime.Version() || labels["version"] == "" || labels["revision"] == "" {
+				t.Errorf("build info labels %v", labels)
+			}
+		}
+	}
+	for _, name := range []string{"tfsbridge_request_duration_seconds", "tfsbridge_backend_request_duration_seconds", "tfsbridge_build_info"} {
+		if got[name] != 1 {
+			t.Errorf("%s: %d series, want 1", name, got[name])
+		}
 	}
 }

@@ -48,7 +48,10 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/tracing"
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/route"
@@ -135,8 +138,9 @@ type Session struct {
 	route     route.Route
 	confirmed bool // the backend knows the model (metric label)
 	finished  bool
-	m         mapped // the model map's part
-	inferPath string // the v2 infer path set at request-headers time
+	m         mapped     // the model map's part
+	inferPath string     // the v2 infer path set at request-headers time
+	span      trace.Span // the exchange's, from the RequestHeaders context
 	// inferRoute is the wire route inferPath was made from: the body
 	// event rebuilds the path only when the route changed.
 	inferRoute route.Route
@@ -210,6 +214,7 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 		return Action{Verdict: Continue}
 	}
 	s.requestID = observe.RequestID(h.Get(hdrRequestID))
+	s.span = trace.SpanFromContext(ctx)
 	r, err := route.Parse(method, path)
 	if errors.Is(err, route.ErrNotTFServing) {
 		if !s.cfg.Passthrough.allows(method, path) {
@@ -359,12 +364,14 @@ func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
 	opt := translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits}
 	var req translate.V2Request
 	var ex translate.Exchange
+	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
 	if m := s.examplesMethod(); m != 0 {
 		opt.MaxBytes = s.maxBody()
 		req, ex, err = translate.TranslateExamplesRequest(body, m, s.resolve, opt)
 	} else {
 		req, ex, err = translate.TranslateRequest(body, s.resolve, opt)
 	}
+	span.End()
 	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
 	if err != nil {
 		return s.fail(err)
@@ -444,7 +451,7 @@ func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGette
 }
 
 // ResponseBody handles the whole (buffered) upstream response body.
-func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
+func (s *Session) ResponseBody(ctx context.Context, body []byte) Action {
 	if s.state != stResponseBody {
 		return Action{Verdict: Continue}
 	}
@@ -475,11 +482,13 @@ func (s *Session) ResponseBody(_ context.Context, body []byte) Action {
 	}
 	t0 := time.Now()
 	var out []byte
+	_, span := tracing.Start(ctx, tracing.SpanTranslateResponse)
 	if m := s.examplesMethod(); m != 0 {
 		out, err = translate.TranslateExamplesResponse(body, headerLength, m, s.exchange, s.cfg.Limits)
 	} else {
 		out, err = translate.TranslateResponse(body, headerLength, s.exchange, s.cfg.Limits)
 	}
+	span.End()
 	s.cfg.Metrics.Translation(observe.DirResponse, time.Since(t0))
 	if err != nil {
 		return s.fail(err)
@@ -589,6 +598,10 @@ func (s *Session) finish(status int) {
 	}
 	s.finished = true
 	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.route.Model, s.confirmed), status)
+	s.cfg.Metrics.RequestDuration(s.verb, status, time.Since(s.start))
+	if s.span != nil {
+		tracing.Answered(s.span, s.verb, s.route.Model, status)
+	}
 }
 
 func (s *Session) logDone(status int, e *apierr.Error) {
@@ -598,7 +611,8 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 	case status >= 500:
 		level, msg = slog.LevelWarn, "tf request failed"
 	default:
-		msg = "tf request rejected"
+		// Info, not debug: a client's 4xx is what its owner asks about.
+		level, msg = slog.LevelInfo, "tf request rejected"
 	}
 	if !s.logs(level) {
 		return

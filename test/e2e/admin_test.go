@@ -5,12 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfsbridge/tfsbridge/internal/buildinfo"
 )
 
 // TestMetrics makes a few requests through each transport and reads the
 // documented series back from /metrics.
 func TestMetrics(t *testing.T) {
 	adapter := map[string]string{viaExtproc: "extproc", viaProxy: "http"}
+	bi := buildinfo.Get()
 	for _, via := range transports {
 		t.Run(via, func(t *testing.T) {
 			s := newStack(t, stackConfig{})
@@ -54,6 +57,18 @@ func TestMetrics(t *testing.T) {
 
 				`tfsbridge_inflight_streams{adapter="` + adapter[via] + `"}`: 0,
 				`tfsbridge_backend_errors_total{kind="not_found"}`:           1,
+
+				// Every answered TF request is timed, by verb and code.
+				`tfsbridge_request_duration_seconds_count{code="200",verb="predict"}`: 2,
+				`tfsbridge_request_duration_seconds_count{code="404",verb="predict"}`: 1,
+				`tfsbridge_request_duration_seconds_count{code="200",verb="status"}`:  1,
+				`tfsbridge_request_duration_seconds_count{code="400",verb="invalid"}`: 1,
+				// Two metadata fetches (half_plus_two, nope), Triton's config
+				// for the one that exists.
+				`tfsbridge_backend_request_duration_seconds_count{call="metadata"}`: 2,
+				`tfsbridge_backend_request_duration_seconds_count{call="config"}`:   1,
+				// go test binaries carry no module version or VCS stamp.
+				`tfsbridge_build_info{go_version="` + bi.GoVersion + `",revision="` + bi.Revision + `",version="` + bi.Version + `"}`: 1,
 			}
 			for series, v := range want {
 				got, present := m[series]

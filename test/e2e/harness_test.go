@@ -70,6 +70,11 @@ type stackConfig struct {
 	// SecondKind, when set, starts a second mock v2 server of this kind,
 	// which Envoy reaches by x-tfsbridge-server: second.
 	SecondKind string
+	// Readiness is --readiness; "" means the default (tfsbridge).
+	Readiness string
+	// DrainDelay is --drain-delay; 0 (no load balancer to drain from)
+	// unless a test runs one.
+	DrainDelay time.Duration
 }
 
 // Settings of the stack that are not cmd/tfsbridge's flag defaults.
@@ -99,6 +104,10 @@ type stack struct {
 	adminURL string
 	client   *http.Client
 	logs     *syncBuffer
+	// stopBridge sends the bridge its SIGTERM; bridgeDone is closed when
+	// Serve has returned.
+	stopBridge context.CancelFunc
+	bridgeDone chan struct{}
 
 	mu         sync.Mutex
 	violations int // violations already reported
@@ -160,6 +169,10 @@ func (s *stack) startBridge(t testing.TB) {
 		o.Proxy.RequestTimeout = s.cfg.RequestTimeout
 	}
 	o.ShutdownTimeout = drainTimeout
+	o.DrainDelay = s.cfg.DrainDelay
+	if s.cfg.Readiness != "" {
+		o.Readiness = s.cfg.Readiness
+	}
 	o.Logger = log
 	s.mapOptions(t, &o)
 	s.bridge, err = bridge.New(o)
@@ -174,12 +187,17 @@ func (s *stack) startBridge(t testing.TB) {
 	s.proxyURL = "http://" + l.Proxy.Addr().String()
 	s.adminURL = "http://" + l.Admin.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.bridge.Serve(ctx, l) }()
+	var serveErr error
+	s.stopBridge, s.bridgeDone = cancel, make(chan struct{})
+	go func() {
+		serveErr = s.bridge.Serve(ctx, l)
+		close(s.bridgeDone)
+	}()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("bridge: %v", err)
+		<-s.bridgeDone
+		if serveErr != nil {
+			t.Errorf("bridge: %v", serveErr)
 		}
 	})
 }

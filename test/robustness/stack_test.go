@@ -133,6 +133,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	}
 	o.ShutdownTimeout = time.Second
 	o.Passthrough = cfg.passthrough
+	o.DrainDelay = 0 // no load balancer to drain from
 	o.Proxy = bridge.ProxyOptions{
 		RequestTimeout:    cfg.requestTimeout,
 		ReadTimeout:       cfg.readTimeout,

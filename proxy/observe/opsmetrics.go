@@ -1,0 +1,69 @@
+package observe
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tfsbridge/tfsbridge/internal/buildinfo"
+)
+
+// Backend call kinds, the call label of
+// tfsbridge_backend_request_duration_seconds.
+const (
+	CallMetadata = "metadata" // GET /v2/models/{m}[/versions/{v}]
+	CallConfig   = "config"   // GET .../config (Triton)
+	CallReady    = "ready"    // GET .../ready, GET /v2/health/ready
+	CallServer   = "server"   // GET /v2 (server kind detection)
+)
+
+// latencyBuckets span a cached metadata answer (sub-millisecond) to a
+// slow inference (a minute).
+var latencyBuckets = prometheus.ExponentialBuckets(0.0005, 2.5, 14) // 0.5ms … 74s
+
+// opsMetrics are the latency and build collectors an operator alerts on.
+type opsMetrics struct {
+	requestDur *prometheus.HistogramVec
+	backendDur *prometheus.HistogramVec
+	buildInfo  *prometheus.GaugeVec
+}
+
+func newOpsMetrics(reg prometheus.Registerer) opsMetrics {
+	o := opsMetrics{
+		requestDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tfsbridge_request_duration_seconds",
+			Help:    "Time from a TF Serving request's headers to its answer, by verb and HTTP status code (the v2 server's time included).",
+			Buckets: latencyBuckets,
+		}, []string{"verb", "code"}),
+		backendDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tfsbridge_backend_request_duration_seconds",
+			Help:    "Time of tfsbridge's own calls to the v2 server, by call (metadata, config, ready, server), failures included.",
+			Buckets: latencyBuckets,
+		}, []string{"call"}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tfsbridge_build_info",
+			Help: "Always 1; labelled with the running binary's version, VCS revision and Go version.",
+		}, []string{"version", "revision", "go_version"}),
+	}
+	bi := buildinfo.Get()
+	o.buildInfo.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
+	reg.MustRegister(o.requestDur, o.backendDur, o.buildInfo)
+	return o
+}
+
+// RequestDuration records how long one answered TF Serving request took.
+func (m *Metrics) RequestDuration(verb string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.ops.requestDur.WithLabelValues(verb, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// BackendCall records how long one call to the v2 server took.
+func (m *Metrics) BackendCall(call string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.ops.backendDur.WithLabelValues(call).Observe(d.Seconds())
+}
