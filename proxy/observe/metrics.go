@@ -72,6 +72,7 @@ type Metrics struct {
 	// hashing and no allocation: the fixed label sets at construction,
 	// requests (verb × bounded model label × code) on first use.
 	requestCounters sync.Map // requestKey → prometheus.Counter
+	requestDurs     sync.Map // requestKey (model "") → prometheus.Observer
 	translateObs    map[string]prometheus.Observer
 	bodyObs         map[string]prometheus.Observer
 	inflightGauges  map[string]prometheus.Gauge
