@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
@@ -25,24 +26,37 @@ type demoOptions struct {
 	grpcAddr string
 }
 
-func parseDemo(args []string, env lookupEnv, out io.Writer) (*demoOptions, error) {
-	o := &demoOptions{}
-	f := newFlagSet("demo", demoSummary, out)
-	f.fs.StringVar(&o.mockAddr, "mock-addr", "127.0.0.1:8000", "Address of the mock v2 server.")
-	f.fs.StringVar(&o.kind, "kind", "triton", "Server the mock imitates: triton, kserve or mlserver.")
-	f.fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8501", "Address of the HTTP proxy.")
-	f.fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:9002", "Address of the ext_proc gRPC server.")
-	o.registerServing(f) // the backend is the demo's own mock (--mock-addr, --kind)
+// The demo binds loopback addresses only: it is for trying tfsbridge
+// on one's own machine, not for serving others.
+func (o *demoOptions) register(fs *pflag.FlagSet) {
+	fs.StringVar(&o.mockAddr, "mock-addr", "127.0.0.1:8000", "Address of the mock v2 server.")
+	registerKind(fs, &o.kind)
+	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8501", "Address of the HTTP proxy.")
+	fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:9002", "Address of the ext_proc gRPC server.")
+	o.registerServing(fs) // the backend is the demo's own mock (--mock-addr, --kind)
+	setDefault(fs, "metrics-addr", "127.0.0.1:9090")
 	// A demo is local and has no load balancer to drain from.
-	setDefault(f, "metrics-addr", "127.0.0.1:9090")
-	setDefault(f, "drain-delay", "0s")
-	if err := f.parse(args, env); err != nil {
-		return nil, err
-	}
+	setDefault(fs, "drain-delay", "0s")
+	// Meanings or defaults of their own: a TFSBRIDGE_HTTP_ADDR meant for
+	// "proxy" must not move the demo.
+	commandEnv(fs, "demo", "http-addr", "grpc-addr", "metrics-addr", "drain-delay")
+}
+
+func (o *demoOptions) validate() error {
 	if err := validKind(o.kind); err != nil {
-		return nil, err
+		return err
 	}
-	return o, o.validate()
+	return o.bridgeOptions.validate()
+}
+
+// setDefault changes a registered flag's default, for a command whose
+// defaults differ from the shared ones (the demo's loopback addresses).
+func setDefault(fs *pflag.FlagSet, name, value string) {
+	fl := fs.Lookup(name)
+	if err := fl.Value.Set(value); err != nil {
+		panic("flag --" + name + ": " + err.Error())
+	}
+	fl.DefValue = value
 }
 
 func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/spf13/pflag"
+
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/tlsconfig"
 )
@@ -22,24 +24,18 @@ type extprocOptions struct {
 	tls         tlsconfig.ServerFiles
 }
 
-func parseExtproc(args []string, env lookupEnv, out io.Writer) (*extprocOptions, error) {
-	o := &extprocOptions{}
-	f := newFlagSet("extproc", extprocSummary, out)
-	f.fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address the ext_proc gRPC server listens on: host:port, or unix:///path/to.sock for a Unix domain socket (an Envoy sidecar sharing a volume).")
-	f.fs.Var(&o.grpcMaxRecv, "grpc-max-recv-bytes", "gRPC MaxRecvMsgSize of the ext_proc server, a `size`; 0 sets none of ours (Envoy's buffer limit bounds the one message a buffered body travels in, and a body over --max-body-bytes then gets TF's 413, not Envoy's bare 500). Set it (at least Envoy's buffer limit + 1MiB, never below --max-body-bytes) only when peers other than Envoy reach the port.")
-	o.register(f)
-	registerServerTLS(f, &o.tls)
-	if err := f.parse(args, env); err != nil {
-		return nil, err
-	}
-	opts := o.options(nil)
-	if err := flagError(opts.Validate()); err != nil {
-		return o, err
-	}
+func (o *extprocOptions) register(fs *pflag.FlagSet) {
+	fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address the ext_proc gRPC server listens on: host:port, or unix:///path/to.sock for a Unix domain socket (an Envoy sidecar sharing a volume).")
+	fs.Var(&o.grpcMaxRecv, "grpc-max-recv-bytes", "gRPC MaxRecvMsgSize of the ext_proc server, a `size`; 0 sets none of ours (Envoy's buffer limit bounds the one message a buffered body travels in, and a body over --max-body-bytes then gets TF's 413, not Envoy's bare 500). Set it (at least Envoy's buffer limit + 1MiB, never below --max-body-bytes) only when peers other than Envoy reach the port.")
+	o.bridgeOptions.register(fs)
+	registerServerTLS(fs, &o.tls)
+}
+
+func (o *extprocOptions) validate() error {
 	if _, _, err := bridge.SplitAddr(o.grpcAddr); err != nil {
-		return o, fmt.Errorf("--grpc-addr: %w", err)
+		return fmt.Errorf("--grpc-addr: %w", err)
 	}
-	return o, checkModelMap(o.modelMap)
+	return o.check(o.options(nil))
 }
 
 // options adds the extproc-only options to the shared ones.
@@ -50,7 +46,7 @@ func (o *extprocOptions) options(log *slog.Logger) bridge.Options {
 	return b
 }
 
-func (o *extprocOptions) run(ctx context.Context, stderr io.Writer) error {
+func (o *extprocOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	b, err := buildBridge(o.log, stderr, o.options)
 	if err != nil {
 		return err

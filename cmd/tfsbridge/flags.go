@@ -2,116 +2,179 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"sort"
+	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
-// envPrefix prefixes the environment variable of every flag:
-// --grpc-addr ↔ TFSBRIDGE_GRPC_ADDR.
+// envPrefix prefixes every flag's environment variable.
 const envPrefix = "TFSBRIDGE_"
+
+// envAnnotation holds a flag's environment variable when it is not the
+// shared TFSBRIDGE_<FLAG>; see commandEnv.
+const envAnnotation = "tfsbridge-env"
 
 // lookupEnv is os.LookupEnv's shape, injectable for tests.
 type lookupEnv func(key string) (string, bool)
 
-// flagSet is a flag.FlagSet whose every flag can also be set from the
-// environment. Precedence: command line, then environment, then default.
-type flagSet struct {
-	fs      *flag.FlagSet
-	command string
-	summary string
-}
-
-func newFlagSet(command, summary string, out io.Writer) *flagSet {
-	f := &flagSet{fs: flag.NewFlagSet(command, flag.ContinueOnError), command: command, summary: summary}
-	f.fs.SetOutput(out)
-	f.fs.Usage = f.usage
-	return f
-}
-
-// envName returns the environment variable for a flag name.
+// envName is the shared variable of a flag: --grpc-addr ↔ TFSBRIDGE_GRPC_ADDR.
+// It is used by every command on which the flag means the same thing
+// (same help, same default), so the deploy manifests' variables keep working.
 func envName(flag string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+	return envPrefix + snake(flag)
 }
 
-// parse applies the environment, then the command line. It returns
-// flag.ErrHelp after printing the usage for -h/--help.
-func (f *flagSet) parse(args []string, env lookupEnv) error {
+func snake(s string) string { return strings.ToUpper(strings.ReplaceAll(s, "-", "_")) }
+
+// commandEnv gives the named flags of one command a command-prefixed
+// variable, TFSBRIDGE_<COMMAND>_<FLAG>: for flags whose meaning or default
+// differs from the production commands' (the mock's and the demo's
+// --http-addr), so that a variable set for "proxy" never moves a demo.
+func commandEnv(fs *pflag.FlagSet, command string, names ...string) {
+	for _, n := range names {
+		if err := fs.SetAnnotation(n, envAnnotation, []string{envPrefix + snake(command) + "_" + snake(n)}); err != nil {
+			panic(err) // a typo in a flag name: a programming error
+		}
+	}
+}
+
+// flagEnv returns the environment variable a flag is read from.
+func flagEnv(fl *pflag.Flag) string {
+	if v := fl.Annotations[envAnnotation]; len(v) == 1 {
+		return v[0]
+	}
+	return envName(fl.Name)
+}
+
+// showEnv appends each flag's variable to its help text.
+func showEnv(fs *pflag.FlagSet) {
+	fs.VisitAll(func(fl *pflag.Flag) { fl.Usage += " [env " + flagEnv(fl) + "]" })
+}
+
+// applyEnv sets every flag the command line left alone from its
+// environment variable: the command line wins over the environment, the
+// environment over the default.
+func applyEnv(fs *pflag.FlagSet, env lookupEnv) error {
 	var errs []error
-	f.fs.VisitAll(func(fl *flag.Flag) {
-		name := envName(fl.Name)
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed {
+			return
+		}
+		name := flagEnv(fl)
 		if v, ok := env(name); ok {
-			if err := f.fs.Set(fl.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("environment %s=%q: %w", name, v, err))
+			// Value.Set, not fs.Set: the command line's "Changed" stays
+			// the command line's, and the error is not wrapped twice.
+			if err := fl.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("environment %s=%q (--%s): %w", name, v, fl.Name, err))
 			}
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if err := f.fs.Parse(args); err != nil {
-		return err
-	}
-	if f.fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected argument %q", f.command, f.fs.Arg(0))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// usage prints every flag with its environment variable and default.
-func (f *flagSet) usage() {
-	w := f.fs.Output()
-	fmt.Fprintf(w, "Usage: tfsbridge %s [flags]\n\n%s\n\nFlags (each also read from the environment variable shown; the command line wins):\n", f.command, f.summary)
-	var all []*flag.Flag
-	f.fs.VisitAll(func(fl *flag.Flag) { all = append(all, fl) })
-	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
-	for _, fl := range all {
-		typ, help := flag.UnquoteUsage(fl)
-		fmt.Fprintf(w, "  --%s %s\n", fl.Name, typ)
-		fmt.Fprintf(w, "        %s\n", help)
-		def := fl.DefValue
-		if def == "" {
-			def = `""`
+// longDashArgs rewrites the single-dash long flags the standard flag
+// package accepted (-request-timeout=7s) to pflag's --request-timeout=7s,
+// so that existing command lines keep working. Only names of fs's flags
+// are rewritten, never a flag's value nor anything after "--".
+func longDashArgs(fs *pflag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	takesValue := false
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
 		}
-		fmt.Fprintf(w, "        env %s, default %s\n", envName(fl.Name), def)
+		if takesValue { // the value of the previous flag, whatever it looks like
+			out, takesValue = append(out, a), false
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		fl := fs.Lookup(name)
+		if fl != nil && len(name) > 1 && strings.HasPrefix(a, "-") {
+			if !strings.HasPrefix(a, "--") {
+				a = "-" + a
+			}
+			takesValue = !hasValue && fl.NoOptDefVal == ""
+		}
+		out = append(out, a)
 	}
+	return out
 }
 
-// byteSize is a flag value for sizes: a plain byte count or a number with
-// a unit (KiB, MiB, GiB; KB, MB, GB), e.g. "64MiB".
+// byteSize is a flag value for sizes: a byte count, or a number with a
+// Kubernetes quantity suffix (Ki, Mi, Gi, Ti, Pi, Ei; k, M, G, T, P, E)
+// or a byte unit (KiB, MiB, GiB, ...; KB, MB, GB, ...), e.g. 64Mi, 64MiB or
+// 67108864. Whether 0 is allowed is the option's business, not the parser's.
 type byteSize int64
 
-var byteUnits = []struct {
+// maxSize bounds a size well below int64's overflow once multiplied by the
+// admission's amplification factors.
+const maxSize = 1 << 52
+
+var sizeSuffixes = []struct {
 	suffix string
 	mult   int64
 }{
-	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30},
-	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9},
-	{"b", 1},
+	{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"Pi", 1 << 50}, {"Ei", 1 << 60},
+	{"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"E", 1e18},
 }
 
-// Set implements flag.Value.
-func (b *byteSize) Set(s string) error {
-	t := strings.ToLower(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, u := range byteUnits {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+// parseSize parses a size as a Kubernetes quantity would, plus the
+// "B"-suffixed spellings; any letter case is accepted but for a lone m,
+// which a quantity reads as milli.
+func parseSize(s string) (int64, error) {
+	bad := fmt.Errorf("invalid size %q: want a byte count such as 67108864, 64Mi or 64MiB", s)
+	t := strings.TrimSpace(s)
+	num, mult := t, int64(1)
+	if u := strings.TrimSuffix(strings.TrimSuffix(t, "B"), "b"); u != t {
+		num = u // a trailing B: bytes, or the byte unit of a suffix
+	}
+	for _, sf := range sizeSuffixes {
+		n, ok := cutSuffixFold(num, sf.suffix)
+		if ok && !(sf.suffix == "M" && strings.HasSuffix(num, "m") && num == t) {
+			num, mult = n, sf.mult
 			break
 		}
 	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)/mult {
-		return fmt.Errorf("invalid size %q: want a positive byte count such as 1048576 or 64MiB", s)
+	if !sizeNumber.MatchString(num) {
+		return 0, bad
 	}
-	*b = byteSize(n * mult)
+	r, ok := new(big.Rat).SetString(num)
+	if !ok {
+		return 0, bad
+	}
+	r.Mul(r, new(big.Rat).SetInt64(mult))
+	if !r.IsInt() || r.Sign() < 0 || r.Cmp(new(big.Rat).SetInt64(maxSize)) > 0 {
+		return 0, fmt.Errorf("invalid size %q: want a whole number of bytes from 0 to %d", s, int64(maxSize))
+	}
+	return r.Num().Int64(), nil
+}
+
+// sizeNumber is a quantity's number: decimal, with an optional fraction
+// and a short exponent (a long one would make big.Rat compute for ages).
+var sizeNumber = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]{1,2})?$`)
+
+func cutSuffixFold(s, suffix string) (string, bool) {
+	if len(s) > len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix) {
+		return s[:len(s)-len(suffix)], true
+	}
+	return s, false
+}
+
+// Set implements pflag.Value.
+func (b *byteSize) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(n)
 	return nil
 }
 
-// String implements flag.Value, in the largest exact binary unit.
+// String implements pflag.Value, in the largest exact binary unit.
 func (b *byteSize) String() string {
 	n := int64(*b)
 	for _, u := range []struct {

@@ -7,15 +7,15 @@
 //	tfsbridge validate-map FILE   check a model map file
 //	tfsbridge demo      mock + proxy + ext_proc in one process
 //	tfsbridge version   version and VCS revision (also --version)
+//	tfsbridge completion bash|zsh|fish|powershell
 //
-// Every flag can also be set from the environment: --grpc-addr is
-// TFSBRIDGE_GRPC_ADDR. "tfsbridge <command> --help" lists them all.
+// Every flag can also be set from the environment (see flags.go for the
+// naming rule). "tfsbridge <command> --help" lists them all.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,22 +24,6 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 )
-
-const mainUsage = `tfsbridge: TensorFlow Serving REST clients in front of Open Inference Protocol (v2) servers.
-
-Usage: tfsbridge <command> [flags]
-
-Commands:
-  extproc   Envoy ext_proc gRPC service (the main form)
-  proxy     standalone HTTP reverse proxy
-  mock      built-in v2 mock server with sample models
-  validate-map FILE   check a model map file (exit 0 valid, 2 invalid)
-  demo      mock + proxy + ext_proc in one process, with curl examples
-  version   print the version and VCS revision (also --version)
-
-"tfsbridge <command> --help" lists a command's flags; each flag can also be set
-from the environment variable TFSBRIDGE_<FLAG> (e.g. TFSBRIDGE_GRPC_ADDR).
-`
 
 func main() {
 	// Before the flags, whose --max-inflight-bytes default derives from
@@ -52,73 +36,36 @@ func main() {
 	os.Exit(code)
 }
 
-// command is a parsed subcommand ready to run.
-type command interface {
-	run(ctx context.Context, stdout, stderr io.Writer) error
-}
+// Exit codes.
+const (
+	exitOK      = 0 // clean stop, help, version
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // the command line or environment is wrong
+)
 
-// run parses and runs one command line and returns the exit code: 0 on a
-// clean stop or help, 2 on a usage error, 1 on a failure.
+// runtimeError marks an error of a command that started running; every
+// other error is the command line's (or the environment's).
+type runtimeError struct{ err error }
+
+func (e *runtimeError) Error() string { return e.err.Error() }
+func (e *runtimeError) Unwrap() error { return e.err }
+
+// run parses and runs one command line and returns the exit code. Each
+// error is printed once, on one line, to stderr.
 func run(ctx context.Context, args []string, env lookupEnv, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, mainUsage)
-		return 2
-	}
-	cmd, err := parseCommand(args[0], args[1:], env, stderr)
+	root := newRoot(env)
+	root.SetArgs(normalizeArgs(root, args))
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	var rt *runtimeError
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		fmt.Fprintf(stderr, "tfsbridge: %v\n", err)
-		return 2
-	case cmd == nil:
-		fmt.Fprint(stdout, mainUsage)
-		return 0
+	case err == nil:
+		return exitOK
+	case errors.As(err, &rt):
+		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), rt.err)
+		return exitFailure
 	}
-	stopTracing, err := startTracing(ctx, env)
-	if err != nil {
-		fmt.Fprintf(stderr, "tfsbridge: %v\n", err)
-		return 2
-	}
-	defer stopTracing()
-	if err := cmd.run(ctx, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "tfsbridge %s: %v\n", args[0], err)
-		return 1
-	}
-	return 0
-}
-
-// parseCommand parses a subcommand's flags; a nil command means help.
-func parseCommand(name string, args []string, env lookupEnv, out io.Writer) (command, error) {
-	switch name {
-	case "extproc":
-		o, err := parseExtproc(args, env, out)
-		return ignoreStdout{o}, err
-	case "proxy":
-		o, err := parseProxy(args, env, out)
-		return ignoreStdout{o}, err
-	case "mock":
-		o, err := parseMock(args, env, out)
-		return ignoreStdout{o}, err
-	case "validate-map":
-		return parseValidateMap(args, env, out)
-	case "demo":
-		return parseDemo(args, env, out)
-	case "version", "-version", "--version":
-		return parseVersion(args, out)
-	case "help", "-h", "-help", "--help":
-		return nil, nil
-	}
-	return nil, fmt.Errorf("unknown command %q (want extproc, proxy, mock, demo or validate-map; see tfsbridge help)", name)
-}
-
-// ignoreStdout adapts the commands that only log (to stderr).
-type ignoreStdout struct {
-	c interface {
-		run(ctx context.Context, stderr io.Writer) error
-	}
-}
-
-func (i ignoreStdout) run(ctx context.Context, _, stderr io.Writer) error {
-	return i.c.run(ctx, stderr)
+	fmt.Fprintf(stderr, "tfsbridge: %v (see \"%s --help\")\n", err, cmd.CommandPath())
+	return exitUsage
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
@@ -20,6 +22,42 @@ func envOf(kv map[string]string) lookupEnv {
 		v, ok := kv[k]
 		return v, ok
 	}
+}
+
+// parse parses one serving command's flags and environment as run does,
+// without running it.
+func parse(name string, args []string, env lookupEnv) (subcommand, error) {
+	root, subs := newTree(env)
+	c, _, err := root.Find([]string{name})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ParseFlags(longDashArgs(c.Flags(), args)); err != nil {
+		return nil, err
+	}
+	if err := c.ValidateArgs(c.Flags().Args()); err != nil {
+		return nil, err
+	}
+	s := subs[name]
+	return s, prepare(c.Flags(), s, env)
+}
+
+func parseAs[T subcommand](name string, args []string, env lookupEnv) (T, error) {
+	s, err := parse(name, args, env)
+	t, _ := s.(T)
+	return t, err
+}
+
+func parseExtproc(args []string, env lookupEnv, _ io.Writer) (*extprocOptions, error) {
+	return parseAs[*extprocOptions]("extproc", args, env)
+}
+
+func parseProxy(args []string, env lookupEnv, _ io.Writer) (*proxyOptions, error) {
+	return parseAs[*proxyOptions]("proxy", args, env)
+}
+
+func parseDemo(args []string, env lookupEnv, _ io.Writer) (*demoOptions, error) {
+	return parseAs[*demoOptions]("demo", args, env)
 }
 
 func TestEnvName(t *testing.T) {
@@ -189,35 +227,38 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// --help prints, on stdout, every flag with its variable and exits 0.
 func TestHelp(t *testing.T) {
-	for _, cmd := range []string{"extproc", "proxy", "mock", "demo"} {
-		var out bytes.Buffer
-		if code := run(context.Background(), []string{cmd, "--help"}, envOf(nil), io.Discard, &out); code != 0 {
-			t.Errorf("%s --help: exit %d", cmd, code)
+	root, _ := newTree(envOf(nil))
+	for _, name := range []string{"extproc", "proxy", "mock", "demo"} {
+		c, _, err := root.Find([]string{name})
+		if err != nil {
+			t.Fatal(err)
 		}
-		text := out.String()
-		for _, want := range []string{"Usage: tfsbridge " + cmd, "--log-level string", "env TFSBRIDGE_LOG_LEVEL, default info"} {
-			if !strings.Contains(text, want) {
-				t.Errorf("%s --help lacks %q:\n%s", cmd, want, text)
+		for _, help := range []string{"--help", "-h", "-help"} {
+			var out, errOut bytes.Buffer
+			if code := run(context.Background(), []string{name, help}, envOf(nil), &out, &errOut); code != 0 || errOut.Len() != 0 {
+				t.Errorf("%s %s: exit %d, stderr %q", name, help, code, errOut.String())
 			}
-		}
-		// Every flag line is followed by its environment variable.
-		flags := regexp.MustCompile(`(?m)^  --([a-z-]+)`).FindAllStringSubmatch(text, -1)
-		if len(flags) < 3 {
-			t.Errorf("%s --help lists %d flags", cmd, len(flags))
-		}
-		for _, m := range flags {
-			if !strings.Contains(text, "env "+envName(m[1])+", default ") {
-				t.Errorf("%s --help: flag --%s has no env/default line", cmd, m[1])
+			text := out.String()
+			if !strings.Contains(text, "tfsbridge "+name+" [flags]") {
+				t.Errorf("%s %s: no usage line in:\n%s", name, help, text)
+			}
+			n := 0
+			c.Flags().VisitAll(func(fl *pflag.Flag) {
+				n++
+				if !strings.Contains(text, "--"+fl.Name) || !strings.Contains(text, "[env "+flagEnv(fl)+"]") {
+					t.Errorf("%s %s: flag --%s or its %s missing", name, help, fl.Name, flagEnv(fl))
+				}
+			})
+			if n < 3 {
+				t.Errorf("%s has %d flags", name, n)
 			}
 		}
 	}
 	var out bytes.Buffer
 	if code := run(context.Background(), []string{"help"}, envOf(nil), &out, io.Discard); code != 0 || !strings.Contains(out.String(), "extproc") {
 		t.Errorf("help: exit %d, %q", code, out.String())
-	}
-	if code := run(context.Background(), nil, envOf(nil), io.Discard, io.Discard); code != 2 {
-		t.Errorf("no command: exit %d, want 2", code)
 	}
 }
 
@@ -229,22 +270,32 @@ func TestByteSize(t *testing.T) {
 	}{
 		{"1048576", 1 << 20, "1MiB"},
 		{"64MiB", 64 << 20, "64MiB"},
+		{"64Mi", 64 << 20, "64MiB"},
+		{"67108864", 64 << 20, "64MiB"},
 		{"64mib", 64 << 20, "64MiB"},
 		{"2KiB", 2048, "2KiB"},
+		{"2Ki", 2048, "2KiB"},
 		{"1GiB", 1 << 30, "1GiB"},
+		{"1Gi", 1 << 30, "1GiB"},
+		{"1.5Mi", 3 << 19, "1536KiB"},
 		{"5MB", 5e6, "5000000"},
+		{"5M", 5e6, "5000000"},
+		{"3k", 3000, "3000"},
+		{"1TB", 1e12, "976562500KiB"},
+		{"1e3", 1000, "1000"},
 		{"100", 100, "100"},
 		{"100B", 100, "100"},
+		{"0", 0, "0"},
 	} {
 		var b byteSize
 		if err := b.Set(tt.in); err != nil || int64(b) != tt.want || b.String() != tt.str {
 			t.Errorf("Set(%q) = %d (%s), %v; want %d (%s)", tt.in, b, b.String(), err, tt.want, tt.str)
 		}
 	}
-	for _, bad := range []string{"", "0", "-1", "MiB", "1.5MiB", "99999999999GiB", "1TB"} {
+	for _, bad := range []string{"", "-1", "MiB", "64m", "0.5", "1.1Ki", "99999999999GiB", "1Ei", "1e99", "0x10", "1/2", "+5", "5 M B", "1e1000000000"} {
 		var b byteSize
 		if err := b.Set(bad); err == nil {
-			t.Errorf("Set(%q) succeeded", bad)
+			t.Errorf("Set(%q) = %d, want an error", bad, b)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
@@ -26,16 +27,23 @@ type mockOptions struct {
 	kind     string
 }
 
-func parseMock(args []string, env lookupEnv, out io.Writer) (*mockOptions, error) {
-	o := &mockOptions{}
-	f := newFlagSet("mock", mockSummary, out)
-	f.fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8000", "Address the mock v2 server listens on (Triton's HTTP port is 8000).")
-	f.fs.StringVar(&o.kind, "kind", "triton", "Server imitated: triton, kserve or mlserver.")
-	o.log.register(f)
-	if err := f.parse(args, env); err != nil {
-		return nil, err
+func (o *mockOptions) register(fs *pflag.FlagSet) {
+	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8000", "Address the mock v2 server listens on (Triton's HTTP port is 8000).")
+	registerKind(fs, &o.kind)
+	o.log.register(fs)
+	commandEnv(fs, "mock", "http-addr") // not the proxy's listen address
+}
+
+func (o *mockOptions) validate() error {
+	if err := o.log.validate(); err != nil {
+		return err
 	}
-	return o, validKind(o.kind)
+	return validKind(o.kind)
+}
+
+// registerKind registers --kind, which means the same on mock and demo.
+func registerKind(fs *pflag.FlagSet, kind *string) {
+	fs.StringVar(kind, "kind", "triton", "Server the mock imitates: triton, kserve or mlserver.")
 }
 
 func validKind(kind string) error {
@@ -46,7 +54,7 @@ func validKind(kind string) error {
 	return fmt.Errorf("--kind %q: want triton, kserve or mlserver", kind)
 }
 
-func (o *mockOptions) run(ctx context.Context, stderr io.Writer) error {
+func (o *mockOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	log, err := o.log.logger(stderr)
 	if err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
 
@@ -25,39 +27,23 @@ type proxyOptions struct {
 	writeTimeout      time.Duration
 }
 
-func parseProxy(args []string, env lookupEnv, out io.Writer) (*proxyOptions, error) {
-	o := &proxyOptions{}
-	f := newFlagSet("proxy", proxySummary, out)
-	o.registerProxy(f)
-	o.register(f)
-	if err := f.parse(args, env); err != nil {
-		return nil, err
-	}
-	return o, o.validateProxy()
-}
-
-func (o *proxyOptions) registerProxy(f *flagSet) {
+func (o *proxyOptions) register(fs *pflag.FlagSet) {
 	d := bridge.DefaultOptions().Proxy
-	f.fs.StringVar(&o.httpAddr, "http-addr", ":8501", "Address the HTTP proxy listens on (TF Serving's REST port is 8501).")
-	f.fs.DurationVar(&o.requestTimeout, "request-timeout", d.RequestTimeout,
+	fs.StringVar(&o.httpAddr, "http-addr", ":8501", "Address the HTTP proxy listens on (TF Serving's REST port is 8501).")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", d.RequestTimeout,
 		"Deadline of a translated inference call upstream; past it the client gets 504, as from TF Serving's --rest_api_timeout_in_ms.")
-	f.fs.DurationVar(&o.readTimeout, "read-timeout", d.ReadTimeout,
+	fs.DurationVar(&o.readTimeout, "read-timeout", d.ReadTimeout,
 		"Longest a client may take to send a request body, from the end of its headers; a slower or unfinished body is cut (TF requests get 400, others 408) and the connection closed.")
-	f.fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", d.ReadHeaderTimeout,
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", d.ReadHeaderTimeout,
 		"Longest a client may take to send a request's headers before the connection is closed.")
-	f.fs.DurationVar(&o.idleTimeout, "idle-timeout", d.IdleTimeout,
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", d.IdleTimeout,
 		"How long an idle keep-alive client connection is kept open.")
-	f.fs.DurationVar(&o.writeTimeout, "write-timeout", d.WriteTimeout,
+	fs.DurationVar(&o.writeTimeout, "write-timeout", d.WriteTimeout,
 		"Longest a client may take to read a translated answer, from the moment it is ready; a client that stops reading is cut and its buffer freed (pass-through answers are not bounded).")
+	o.bridgeOptions.register(fs)
 }
 
-func (o *proxyOptions) validateProxy() error {
-	b := o.options(nil)
-	if err := flagError(b.Validate()); err != nil {
-		return err
-	}
-	return checkModelMap(o.modelMap)
-}
+func (o *proxyOptions) validate() error { return o.check(o.options(nil)) }
 
 // options adds the proxy's timeouts to the shared flags' options.
 func (o *proxyOptions) options(log *slog.Logger) bridge.Options {
@@ -72,7 +58,7 @@ func (o *proxyOptions) options(log *slog.Logger) bridge.Options {
 	return b
 }
 
-func (o *proxyOptions) run(ctx context.Context, stderr io.Writer) error {
+func (o *proxyOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	b, err := buildBridge(o.log, stderr, o.options)
 	if err != nil {
 		return err

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
 )
@@ -11,37 +11,28 @@ import (
 const validateMapSummary = `Checks a model map file (see --model-map) offline: exits 0 when it is valid, 2 with
 the first problem and its line when it is not.`
 
-// validateMap is "tfsbridge validate-map FILE". The file is checked while
-// the command line is parsed, so an invalid map is a usage error (exit 2)
-// like a bad --model-map at startup.
-type validateMap struct {
-	file string
-	m    *modelmap.Map
-}
-
-func parseValidateMap(args []string, env lookupEnv, out io.Writer) (*validateMap, error) {
-	f := newFlagSet("validate-map", validateMapSummary, out)
-	f.fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: tfsbridge validate-map FILE\n\n%s\n", validateMapSummary)
+// validateMapCommand is "tfsbridge validate-map FILE". An invalid map is a
+// usage error (exit 2), like a bad --model-map at startup.
+func validateMapCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate-map FILE",
+		Short: "Check a model map file (exit 0 valid, 2 invalid)",
+		Long:  validateMapSummary,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("validate-map: want exactly one FILE argument, got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			m, err := modelmap.Load(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s: valid model map (%d models, %d servers besides default)\n", args[0], len(m.Models), len(m.Servers))
+			return nil
+		},
 	}
-	if err := f.fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if f.fs.NArg() != 1 {
-		return nil, fmt.Errorf("validate-map: want exactly one FILE argument, got %d", f.fs.NArg())
-	}
-	v := &validateMap{file: f.fs.Arg(0)}
-	m, err := modelmap.Load(v.file)
-	if err != nil {
-		return nil, err
-	}
-	v.m = m
-	return v, nil
-}
-
-func (v *validateMap) run(_ context.Context, stdout, _ io.Writer) error {
-	fmt.Fprintf(stdout, "%s: valid model map (%d models, %d servers besides default)\n", v.file, len(v.m.Models), len(v.m.Servers))
-	return nil
 }
 
 // checkModelMap validates --model-map at startup: a bad file is a usage

@@ -1,34 +1,23 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/tfsbridge/tfsbridge/internal/buildinfo"
 )
 
-// versionCommand prints the build's version line.
-type versionCommand struct{}
-
-// parseVersion accepts no flags but --help.
-func parseVersion(args []string, out io.Writer) (command, error) {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintln(out, "Usage: tfsbridge version\n\nPrints the version and VCS revision of this build.")
+// versionCommand prints the build's version line, as --version does.
+func versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version and VCS revision (also --version)",
+		Long:  "Prints the module version and VCS revision of this build.",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(c.OutOrStdout(), buildinfo.Get())
+			return err
+		},
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("version takes no arguments, got %q", fs.Args())
-	}
-	return versionCommand{}, nil
-}
-
-func (versionCommand) run(_ context.Context, stdout, _ io.Writer) error {
-	_, err := fmt.Fprintln(stdout, buildinfo.Get())
-	return err
 }

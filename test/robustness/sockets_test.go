@@ -375,8 +375,17 @@ func TestHeapStaysFlat(t *testing.T) {
 	// request line. 200 names are 100 MiB; the bound leaves room for the
 	// few recent requests Go's HTTP clients still reference (about one per
 	// concurrent connection: 8 here, 4 MiB).
-	long := strings.Repeat("m", 512<<10)
+	// Its own stack with generous timeouts: this part measures memory, and
+	// on a busy machine eight concurrent 512 KiB metadata round trips can
+	// take longer than the short timeouts the first part relies on.
 	s.dropIdle()
+	s = newStack(t, stackConfig{upstream: h.URL(), backendTimeout: 30 * time.Second, requestTimeout: 30 * time.Second})
+	long := strings.Repeat("m", 512<<10)
+	for i := range 8 { // warm the new stack's pools and connections
+		s.post(viaProxy, "/v1/models/w"+strconv.Itoa(i)+long+":predict", []byte(`{"instances":[1.0]}`))
+	}
+	s.dropIdle()
+	time.Sleep(200 * time.Millisecond) // closed connections' goroutines end
 	idle := runtime.NumGoroutine()
 	before = heapInUse()
 	var wg sync.WaitGroup
