@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"path"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -70,7 +71,7 @@ type sidecarEnvoy struct {
 	readyPath     string
 	bufferLimit   uint32 // the TF listener's per_connection_buffer_limit_bytes
 	extProc       *extprocv3.ExternalProcessor
-	extProcAddr   *corev3.SocketAddress // where the ext_proc cluster points
+	extProcAddr   *corev3.Address       // where the ext_proc cluster points (TCP or a pipe)
 	backendAddr   *corev3.SocketAddress // where the v2 route's cluster points
 }
 
@@ -92,8 +93,8 @@ func TestEnvoyBootstrapsDecidedSettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := checkSidecarBootstrap(t, b)
-			if s.extProcAddr.GetPortValue() != extProcPort {
-				t.Errorf("ext_proc cluster port = %d, want %d", s.extProcAddr.GetPortValue(), extProcPort)
+			if p := s.extProcAddr.GetPipe().GetPath(); p != extProcSocket {
+				t.Errorf("ext_proc cluster dials %v, want the pipe %s (tfsbridge's Unix socket)", s.extProcAddr, extProcSocket)
 			}
 			if s.backendAddr.GetPortValue() != v2Port {
 				t.Errorf("v2 backend port = %d, want %d", s.backendAddr.GetPortValue(), v2Port)
@@ -147,7 +148,7 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap) sidecarEnvoy 
 					tfRoute = r
 				}
 				if extProcFilter != nil {
-					s.backendAddr = singleEndpoint(t, clusters[c])
+					s.backendAddr = singleEndpoint(t, clusters[c]).GetSocketAddress()
 				}
 			}
 		}
@@ -349,20 +350,25 @@ func healthCheckPath(t *testing.T, f *hcmv3.HttpFilter) string {
 	return ""
 }
 
-// singleEndpoint returns the only endpoint address of a static cluster.
-func singleEndpoint(t *testing.T, c *clusterv3.Cluster) *corev3.SocketAddress {
+// singleEndpoint returns the only endpoint address of a static cluster:
+// 127.0.0.1 (same pod) or a Unix socket (pipe) at an absolute path.
+func singleEndpoint(t *testing.T, c *clusterv3.Cluster) *corev3.Address {
 	t.Helper()
-	var addrs []*corev3.SocketAddress
+	var addrs []*corev3.Address
 	for _, le := range c.GetLoadAssignment().GetEndpoints() {
 		for _, lb := range le.GetLbEndpoints() {
-			addrs = append(addrs, lb.GetEndpoint().GetAddress().GetSocketAddress())
+			addrs = append(addrs, lb.GetEndpoint().GetAddress())
 		}
 	}
 	if len(addrs) != 1 {
 		t.Fatalf("cluster %s: %d endpoints, want 1", c.GetName(), len(addrs))
 	}
-	if addrs[0].GetAddress() != "127.0.0.1" {
-		t.Errorf("cluster %s: endpoint %s, want 127.0.0.1 (same pod)", c.GetName(), addrs[0].GetAddress())
+	if pipe := addrs[0].GetPipe(); pipe != nil {
+		if !path.IsAbs(pipe.GetPath()) {
+			t.Errorf("cluster %s: pipe %q, want an absolute path", c.GetName(), pipe.GetPath())
+		}
+	} else if a := addrs[0].GetSocketAddress().GetAddress(); a != "127.0.0.1" {
+		t.Errorf("cluster %s: endpoint %s, want 127.0.0.1 (same pod)", c.GetName(), a)
 	}
 	return addrs[0]
 }

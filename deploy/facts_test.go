@@ -5,8 +5,11 @@ import "time"
 // What the binary, docs/architecture.md and the Envoy spec fix; the manifests must agree
 // with these and with each other.
 const (
-	tfsPort          = 8501 // TF Serving's REST port, Envoy's listener
-	extProcPort      = 9002 // tfsbridge extproc --grpc-addr default
+	tfsPort     = 8501 // TF Serving's REST port, Envoy's listener
+	extProcPort = 9002 // tfsbridge extproc --grpc-addr default
+	// extProcSocket is the sidecar's ext_proc Unix socket: envoy.yaml's
+	// pipe, tfsbridge's --grpc-addr=unix://<it>, in a volume both mount.
+	extProcSocket    = "/var/run/tfsbridge/extproc.sock"
 	metricsPort      = 9090 // tfsbridge --metrics-addr default (/metrics, /healthz, /readyz)
 	v2Port           = 8000 // Triton's HTTP port in every example
 	envoyAdminPort   = 9901 // Envoy admin, loopback only

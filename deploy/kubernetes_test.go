@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -552,7 +553,8 @@ func container(t *testing.T, d *appsv1.Deployment, name string) corev1.Container
 type tfsbridgeArgs struct {
 	subcommand  string
 	flags       map[string]string
-	grpcPort    int32
+	grpcPort    int32  // 0 when --grpc-addr is a Unix socket
+	grpcSocket  string // the socket's path, "" for TCP
 	metricsPort int32
 	backend     *url.URL
 	maxBody     int64
@@ -610,13 +612,31 @@ func checkTfsbridgeContainer(t *testing.T, d *appsv1.Deployment, c corev1.Contai
 		}
 	}
 
-	a.grpcPort = addrPort(t, name, a.flags["grpc-addr"])
 	a.metricsPort = addrPort(t, name, a.flags["metrics-addr"])
-	if a.grpcPort != extProcPort || a.metricsPort != metricsPort {
-		t.Errorf("%s: ports %d/%d, want the defaults %d/%d", name, a.grpcPort, a.metricsPort, extProcPort, metricsPort)
+	if a.metricsPort != metricsPort {
+		t.Errorf("%s: metrics port %d, want the default %d", name, a.metricsPort, metricsPort)
 	}
-	if p, ok := containerPort(c, intstr.FromString("grpc-ext-proc")); !ok || p.ContainerPort != a.grpcPort {
-		t.Errorf("%s: container port grpc-ext-proc must be --grpc-addr's %d", name, a.grpcPort)
+	if sock, ok := strings.CutPrefix(a.flags["grpc-addr"], "unix://"); ok {
+		// A Unix socket: in a volume the container mounts (the root
+		// filesystem is read-only, and Envoy must reach it), no port.
+		a.grpcSocket = sock
+		if !path.IsAbs(sock) {
+			t.Errorf("%s: --grpc-addr=%s, want unix:///absolute/path", name, a.flags["grpc-addr"])
+		}
+		if _, ok := socketVolume(d, c, sock); !ok {
+			t.Errorf("%s: no emptyDir volume mounted at the socket's directory %s", name, path.Dir(sock))
+		}
+		if _, ok := containerPort(c, intstr.FromString("grpc-ext-proc")); ok {
+			t.Errorf("%s: container port grpc-ext-proc declared, but --grpc-addr is a Unix socket", name)
+		}
+	} else {
+		a.grpcPort = addrPort(t, name, a.flags["grpc-addr"])
+		if a.grpcPort != extProcPort {
+			t.Errorf("%s: gRPC port %d, want the default %d", name, a.grpcPort, extProcPort)
+		}
+		if p, ok := containerPort(c, intstr.FromString("grpc-ext-proc")); !ok || p.ContainerPort != a.grpcPort {
+			t.Errorf("%s: container port grpc-ext-proc must be --grpc-addr's %d", name, a.grpcPort)
+		}
 	}
 	if p, ok := containerPort(c, intstr.FromString("metrics")); !ok || p.ContainerPort != a.metricsPort {
 		t.Errorf("%s: container port metrics must be --metrics-addr's %d", name, a.metricsPort)
@@ -639,6 +659,22 @@ func checkTfsbridgeContainer(t *testing.T, d *appsv1.Deployment, c corev1.Contai
 		t.Errorf("%s: --max-body-bytes=%s, want bytes >= %d", name, a.flags["max-body-bytes"], minBufferLimit)
 	}
 	return a
+}
+
+// socketVolume returns the emptyDir volume c mounts, writable, at the
+// directory of the Unix socket sock.
+func socketVolume(d *appsv1.Deployment, c corev1.Container, sock string) (string, bool) {
+	for _, m := range c.VolumeMounts {
+		if path.Clean(m.MountPath) != path.Dir(sock) || m.ReadOnly || m.SubPath != "" {
+			continue
+		}
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil {
+				return v.Name, true
+			}
+		}
+	}
+	return "", false
 }
 
 // addrPort returns the port of a listen address like ":9002".
@@ -712,8 +748,14 @@ func TestKubernetesSidecar(t *testing.T) {
 		t.Errorf("envoy readiness must GET %s on %d (the health_check listener)", s.readyPath, s.readyPort)
 	}
 
-	if uint32(args.grpcPort) != s.extProcAddr.GetPortValue() {
-		t.Errorf("tfsbridge serves gRPC on %d, Envoy's ext_proc cluster dials %d", args.grpcPort, s.extProcAddr.GetPortValue())
+	// Envoy dials the socket tfsbridge creates, through the same volume.
+	pipe := s.extProcAddr.GetPipe().GetPath()
+	if args.grpcSocket == "" || pipe != args.grpcSocket {
+		t.Errorf("tfsbridge --grpc-addr=%s, Envoy's ext_proc cluster dials %v: want the same Unix socket", args.flags["grpc-addr"], s.extProcAddr)
+	}
+	bridgeVol, _ := socketVolume(d, container(t, d, "tfsbridge"), args.grpcSocket)
+	if envoyVol, ok := socketVolume(d, envoy, pipe); !ok || envoyVol != bridgeVol {
+		t.Errorf("envoy mounts volume %q at %s, tfsbridge %q: the socket must be in one shared emptyDir", envoyVol, path.Dir(pipe), bridgeVol)
 	}
 	if args.backend.Hostname() != s.backendAddr.GetAddress() || args.backend.Port() != fmt.Sprint(s.backendAddr.GetPortValue()) {
 		t.Errorf("tfsbridge --backend=%s, Envoy routes to %s:%d", args.backend, s.backendAddr.GetAddress(), s.backendAddr.GetPortValue())

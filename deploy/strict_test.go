@@ -178,7 +178,7 @@ func TestStrictDecodersReject(t *testing.T) {
 		},
 		{
 			name: "kubernetes: unknown field",
-			doc:  deploymentYAML, old: "containerPort: 9002", new: "containerPorts: 9002",
+			doc:  deploymentYAML, old: "containerPort: 9090", new: "containerPorts: 9090",
 			decode: decodeDeployment, wantErr: "unknown field",
 		},
 		{

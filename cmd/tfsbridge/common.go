@@ -56,6 +56,7 @@ type bridgeOptions struct {
 	maxElements      int64
 	passthrough      session.Passthrough
 	metricsAddr      string
+	pprof            bool
 	shutdownTimeout  time.Duration
 	modelMap         string
 	ops              opsOptions
@@ -85,6 +86,7 @@ func (o *bridgeOptions) registerServing(fs *pflag.FlagSet) {
 	fs.TextVar(&o.passthrough, "passthrough", d.Passthrough,
 		"Which requests other than TF Serving's reach the v2 server, a `policy`: none, inference (the v2 inference endpoints: health, server and model metadata, model readiness, infer) or all; the rest get a TF-style 404.")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", bridge.DefaultMetricsAddr, "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.")
+	fs.BoolVar(&o.pprof, "pprof", false, "Serve Go's runtime profiles (CPU, heap, goroutine, block, mutex, trace) under /debug/pprof/ on the admin server, and sample blocking and mutex contention for them.")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "On SIGTERM, how long in-flight requests may take to finish.")
 	fs.StringVar(&o.modelMap, "model-map", "", "YAML model map: labels, signatures, renamed models and tensors, several v2 servers (re-read when it changes); empty maps nothing.")
 	o.ops.register(fs)
@@ -106,6 +108,7 @@ func (o *bridgeOptions) options(log *slog.Logger) bridge.Options {
 	b.Passthrough = o.passthrough
 	b.ShutdownTimeout = o.shutdownTimeout
 	b.ModelMapFile = o.modelMap
+	b.Pprof = o.pprof
 	b.Logger = log
 	o.ops.apply(&b)
 	return b

@@ -25,13 +25,18 @@ type extprocOptions struct {
 }
 
 func (o *extprocOptions) register(fs *pflag.FlagSet) {
-	fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address the ext_proc gRPC server listens on.")
+	fs.StringVar(&o.grpcAddr, "grpc-addr", ":9002", "Address the ext_proc gRPC server listens on: host:port, or unix:///path/to.sock for a Unix domain socket (an Envoy sidecar sharing a volume).")
 	fs.Var(&o.grpcMaxRecv, "grpc-max-recv-bytes", "gRPC MaxRecvMsgSize of the ext_proc server, a `size`; 0 sets none of ours (Envoy's buffer limit bounds the one message a buffered body travels in, and a body over --max-body-bytes then gets TF's 413, not Envoy's bare 500). Set it (at least Envoy's buffer limit + 1MiB, never below --max-body-bytes) only when peers other than Envoy reach the port.")
 	o.bridgeOptions.register(fs)
 	registerServerTLS(fs, &o.tls)
 }
 
-func (o *extprocOptions) validate() error { return o.check(o.options(nil)) }
+func (o *extprocOptions) validate() error {
+	if _, _, err := bridge.SplitAddr(o.grpcAddr); err != nil {
+		return fmt.Errorf("--grpc-addr: %w", err)
+	}
+	return o.check(o.options(nil))
+}
 
 // options adds the extproc-only options to the shared ones.
 func (o *extprocOptions) options(log *slog.Logger) bridge.Options {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
 
@@ -140,20 +141,52 @@ func TestPassthroughFlag(t *testing.T) {
 		{[]string{"--passthrough", "inference"}, map[string]string{"TFSBRIDGE_PASSTHROUGH": "all"}, session.PassthroughInference},
 	}
 	for _, tt := range tests {
-		p, err := parseProxy(tt.args, envOf(tt.env), io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := parseExtproc(tt.args, envOf(tt.env), io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := p.options(nil).Passthrough; got != tt.want {
+		p, e := servingOptions(t, tt.args, tt.env)
+		if got := p.Passthrough; got != tt.want {
 			t.Errorf("proxy %v %v: %v; want %v", tt.args, tt.env, got, tt.want)
 		}
-		if got := e.options(nil).Passthrough; got != tt.want {
+		if got := e.Passthrough; got != tt.want {
 			t.Errorf("extproc %v %v: %v; want %v", tt.args, tt.env, got, tt.want)
 		}
+	}
+}
+
+// servingOptions parses args and env as "proxy" and as "extproc" and
+// returns the bridge options of each.
+func servingOptions(t *testing.T, args []string, env map[string]string) (proxy, extproc bridge.Options) {
+	t.Helper()
+	p, err := parseProxy(args, envOf(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := parseExtproc(args, envOf(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.options(nil), e.options(nil)
+}
+
+// --pprof reaches the bridge options of both serving commands, off by
+// default; --grpc-addr takes a Unix domain socket.
+func TestPprofAndSocketFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{nil, nil, false},
+		{[]string{"--pprof"}, nil, true},
+		{nil, map[string]string{"TFSBRIDGE_PPROF": "true"}, true},
+		{[]string{"--pprof=false"}, map[string]string{"TFSBRIDGE_PPROF": "true"}, false},
+	} {
+		p, e := servingOptions(t, tt.args, tt.env)
+		if p.Pprof != tt.want || e.Pprof != tt.want {
+			t.Errorf("%v %v: proxy %v, extproc %v; want %v", tt.args, tt.env, p.Pprof, e.Pprof, tt.want)
+		}
+	}
+	e, err := parseExtproc([]string{"--grpc-addr", "unix:///var/run/tfsbridge/extproc.sock"}, envOf(nil), io.Discard)
+	if err != nil || e.grpcAddr != "unix:///var/run/tfsbridge/extproc.sock" {
+		t.Errorf("--grpc-addr unix:///... = %+v, %v", e, err)
 	}
 }
 
@@ -179,6 +212,8 @@ func TestParseErrors(t *testing.T) {
 		{"grpc recv from env", "extproc", []string{"--max-body-bytes=8MiB"}, map[string]string{"TFSBRIDGE_GRPC_MAX_RECV_BYTES": "1MiB"}, "grpc-max-recv-bytes"},
 		{"bad passthrough", "proxy", []string{"--passthrough", "some"}, nil, "invalid pass-through policy \"some\""},
 		{"bad passthrough env", "extproc", nil, map[string]string{"TFSBRIDGE_PASSTHROUGH": "ALL"}, "TFSBRIDGE_PASSTHROUGH"},
+		{"empty socket path", "extproc", []string{"--grpc-addr", "unix://"}, nil, "--grpc-addr: address \"unix://\""},
+		{"socket with a host", "extproc", nil, map[string]string{"TFSBRIDGE_GRPC_ADDR": "unix://envoy/x.sock"}, "unix:///absolute/path"},
 		{"unknown command", "serve", nil, nil, "unknown command"},
 	}
 	for _, tt := range tests {

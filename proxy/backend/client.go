@@ -215,6 +215,11 @@ func (c *Client) Signature(ctx context.Context, r route.Route) (*tensor.Signatur
 	if r.HasVersion {
 		key += "\x00" + strconv.FormatInt(r.Version, 10)
 	}
+	if e, ok := c.sigs.lookup(key); ok {
+		// The hit path, without get's fetch closure.
+		c.cfg.Metrics.CacheLookup(true)
+		return e.val, asAPIError(e.err)
+	}
 	sig, hit, err := c.sigs.get(ctx, key, c.cfg.Timeout, func(ctx context.Context) (*tensor.Signature, error) {
 		return c.fetchSignature(ctx, r)
 	})
@@ -248,8 +253,11 @@ func badGateway(err error, msg string) error {
 // asAPIError keeps *apierr.Error as is and maps anything else (a caller's
 // own cancellation while waiting on a shared fetch) with TransportError.
 func asAPIError(err error) error {
+	if err == nil {
+		return nil // before errors.As, whose target would escape: the hit path allocates nothing
+	}
 	var e *apierr.Error
-	if err == nil || errors.As(err, &e) {
+	if errors.As(err, &e) {
 		return err
 	}
 	return TransportError(err)

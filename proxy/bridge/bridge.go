@@ -104,6 +104,11 @@ type Options struct {
 	// while the bridge serves.
 	ModelMapFile         string
 	ModelMapPollInterval time.Duration
+	// Pprof serves Go's profiles under /debug/pprof/ on the admin server.
+	// Off by default: a profile costs CPU while it runs and tells about
+	// the process's insides, so it is for whoever can reach the admin port
+	// on purpose.
+	Pprof bool
 
 	// BackendTransport and ProxyTransport, when set, replace the HTTP
 	// transports towards the v2 server of the backend client and of the
@@ -329,7 +334,7 @@ func Listen(a Addrs) (Listeners, error) {
 		if x.addr == "" {
 			continue
 		}
-		lis, err := net.Listen("tcp", x.addr)
+		lis, err := listen(x.addr)
 		if err != nil {
 			l.Close()
 			return Listeners{}, fmt.Errorf("%s listener: %w", x.name, err)
@@ -410,7 +415,11 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 		g.Go(func() error { return wrap("proxy server", ServeHTTP(stop, prx, l.Proxy, grace)) })
 	}
 	if l.Admin != nil {
-		srv := NewHTTPServer(observe.AdminHandler(b.Metrics, b.Ready), b.Log)
+		h := observe.AdminHandler(b.Metrics, b.Ready)
+		if b.opts.Pprof {
+			h = observe.WithPprof(h)
+		}
+		srv := NewHTTPServer(h, b.Log)
 		g.Go(func() error { return wrap("admin server", ServeHTTP(stop, srv, l.Admin, adminDrain)) })
 	}
 	return g.Wait()

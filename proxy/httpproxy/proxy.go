@@ -97,6 +97,7 @@ func New(cfg Config) (*Proxy, error) {
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BufferPool:     newBufferPool(),
 	}
 	return p, nil
 }

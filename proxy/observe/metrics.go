@@ -67,6 +67,23 @@ type Metrics struct {
 
 	mu     sync.Mutex
 	models map[string]struct{}
+
+	// Children resolved once, so that an exchange's counts cost no label
+	// hashing and no allocation: the fixed label sets at construction,
+	// requests (verb × bounded model label × code) on first use.
+	requestCounters sync.Map // requestKey → prometheus.Counter
+	requestDurs     sync.Map // requestKey (model "") → prometheus.Observer
+	translateObs    map[string]prometheus.Observer
+	bodyObs         map[string]prometheus.Observer
+	inflightGauges  map[string]prometheus.Gauge
+	cacheHit        prometheus.Counter
+	cacheMiss       prometheus.Counter
+}
+
+// requestKey is one series of tfsbridge_requests_total.
+type requestKey struct {
+	verb, model string
+	code        int
 }
 
 // NewMetrics creates the collectors on a fresh registry.
@@ -129,6 +146,20 @@ func NewMetrics() *Metrics {
 	for _, adapter := range Adapters {
 		m.panics.WithLabelValues(adapter)
 	}
+	m.translateObs = map[string]prometheus.Observer{}
+	for _, d := range []string{DirRequest, DirResponse} {
+		m.translateObs[d] = m.translateDur.WithLabelValues(d)
+	}
+	m.bodyObs = map[string]prometheus.Observer{}
+	for _, st := range []string{StageTFRequest, StageV2Request, StageV2Response, StageTFResponse} {
+		m.bodyObs[st] = m.bodyBytes.WithLabelValues(st)
+	}
+	m.inflightGauges = map[string]prometheus.Gauge{}
+	for _, adapter := range Adapters {
+		m.inflightGauges[adapter] = m.inflight.WithLabelValues(adapter)
+	}
+	m.cacheHit = m.cacheLookups.WithLabelValues("hit")
+	m.cacheMiss = m.cacheLookups.WithLabelValues("miss")
 	m.ops = newOpsMetrics(m.Registry)
 	return m
 }
@@ -180,7 +211,14 @@ func (m *Metrics) Request(verb, model string, status int) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(verb, model, strconv.Itoa(status)).Inc()
+	k := requestKey{verb, model, status}
+	c, ok := m.requestCounters.Load(k)
+	if !ok {
+		// Bounded like the series themselves: verbs and codes are few,
+		// model labels capped by ModelLabel.
+		c, _ = m.requestCounters.LoadOrStore(k, m.requests.WithLabelValues(verb, model, strconv.Itoa(status)))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 // PassThrough counts one exchange that was not ours.
@@ -196,7 +234,11 @@ func (m *Metrics) Translation(direction string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.translateDur.WithLabelValues(direction).Observe(d.Seconds())
+	o, ok := m.translateObs[direction]
+	if !ok {
+		o = m.translateDur.WithLabelValues(direction)
+	}
+	o.Observe(d.Seconds())
 }
 
 // BodySize records the size of a body at one stage.
@@ -204,7 +246,11 @@ func (m *Metrics) BodySize(stage string, n int) {
 	if m == nil {
 		return
 	}
-	m.bodyBytes.WithLabelValues(stage).Observe(float64(n))
+	o, ok := m.bodyObs[stage]
+	if !ok {
+		o = m.bodyBytes.WithLabelValues(stage)
+	}
+	o.Observe(float64(n))
 }
 
 // StreamStarted counts an exchange in progress on adapter; call the
@@ -213,7 +259,10 @@ func (m *Metrics) StreamStarted(adapter string) (done func()) {
 	if m == nil {
 		return func() {}
 	}
-	g := m.inflight.WithLabelValues(adapter)
+	g, ok := m.inflightGauges[adapter]
+	if !ok {
+		g = m.inflight.WithLabelValues(adapter)
+	}
 	g.Inc()
 	return g.Dec
 }
@@ -224,9 +273,9 @@ func (m *Metrics) CacheLookup(hit bool) {
 		return
 	}
 	if hit {
-		m.cacheLookups.WithLabelValues("hit").Inc()
+		m.cacheHit.Inc()
 	} else {
-		m.cacheLookups.WithLabelValues("miss").Inc()
+		m.cacheMiss.Inc()
 	}
 }
 

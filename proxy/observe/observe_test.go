@@ -159,6 +159,39 @@ func TestAdminHandler(t *testing.T) {
 	}
 }
 
+// TestWithPprof: the profiles appear under /debug/pprof/ only when asked
+// for, and the admin endpoints stay.
+func TestWithPprof(t *testing.T) {
+	m := NewMetrics()
+	for _, tc := range []struct {
+		name  string
+		h     http.Handler
+		pprof int
+	}{
+		{"off", AdminHandler(m, nil), http.StatusNotFound},
+		{"on", WithPprof(AdminHandler(m, nil)), http.StatusOK},
+	} {
+		srv := httptest.NewServer(tc.h)
+		for path, want := range map[string]int{
+			"/debug/pprof/":          tc.pprof,
+			"/debug/pprof/cmdline":   tc.pprof,
+			"/debug/pprof/goroutine": tc.pprof,
+			"/metrics":               http.StatusOK,
+			"/healthz":               http.StatusOK,
+		} {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("%s: GET %s = %d, want %d", tc.name, path, resp.StatusCode, want)
+			}
+		}
+		srv.Close()
+	}
+}
+
 // The operational collectors are registered and nil-safe; build info is
 // exposed once, with the Go version.
 func TestOpsMetrics(t *testing.T) {

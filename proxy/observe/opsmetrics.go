@@ -57,7 +57,14 @@ func (m *Metrics) RequestDuration(verb string, status int, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.ops.requestDur.WithLabelValues(verb, strconv.Itoa(status)).Observe(d.Seconds())
+	// Resolved once per (verb, code), like the request counters: no
+	// strconv and no label hashing per exchange.
+	k := requestKey{verb: verb, code: status}
+	o, ok := m.requestDurs.Load(k)
+	if !ok {
+		o, _ = m.requestDurs.LoadOrStore(k, m.ops.requestDur.WithLabelValues(verb, strconv.Itoa(status)))
+	}
+	o.(prometheus.Observer).Observe(d.Seconds())
 }
 
 // BackendCall records how long one call to the v2 server took.

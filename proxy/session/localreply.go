@@ -84,7 +84,11 @@ func transportError(status int, body []byte) *apierr.Error {
 
 // declaredOver reports a content-length header over the body limit.
 func (s *Session) declaredOver(h HeaderGetter) bool {
-	n, err := strconv.ParseInt(h.Get(hdrContentLength), 10, 64)
+	v := h.Get(hdrContentLength)
+	if v == "" {
+		return false // no strconv error to build for the common case
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
 	return err == nil && n > s.maxBody()
 }
 

@@ -23,10 +23,7 @@ func (s *Session) Recover(adapter string, v any) Action {
 	if s.requestID == "" {
 		s.requestID = observe.NewRequestID()
 	}
-	log := s.log
-	if log == discard && s.cfg.Logger != nil {
-		log = s.cfg.Logger.With("request_id", s.requestID)
-	}
+	log := s.Logger()
 	log.Error("panic while handling an exchange; answered 500", "adapter", adapter,
 		"route", s.route.String(), "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
 	s.cfg.Metrics.Panic(adapter)
@@ -45,7 +42,7 @@ func (s *Session) finishSafely(status int) {
 	s.finished = true
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("panic while counting a failed exchange", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			s.Logger().Error("panic while counting a failed exchange", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		}
 	}()
 	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.route.Model, s.confirmed), status)

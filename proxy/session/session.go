@@ -126,7 +126,9 @@ const (
 // Session is the state of one HTTP exchange. It is not safe for
 // concurrent use: the adapters call it from one goroutine per exchange.
 type Session struct {
-	cfg   *Config
+	cfg *Config
+	// log is the exchange's logger (with request_id), built on first use:
+	// slog's With costs four allocations, and most exchanges log nothing.
 	log   *slog.Logger
 	state state
 	start time.Time
@@ -139,6 +141,9 @@ type Session struct {
 	m         mapped     // the model map's part
 	inferPath string     // the v2 infer path set at request-headers time
 	span      trace.Span // the exchange's, from the RequestHeaders context
+	// inferRoute is the wire route inferPath was made from: the body
+	// event rebuilds the path only when the route changed.
+	inferRoute route.Route
 
 	// inference (predict, classify, regress)
 	sig         *tensor.Signature
@@ -161,7 +166,7 @@ var discard = slog.New(slog.DiscardHandler)
 
 // New returns a session for one exchange.
 func New(cfg *Config) *Session {
-	return &Session{cfg: cfg, log: discard, start: time.Now()}
+	return &Session{cfg: cfg, start: time.Now()}
 }
 
 func (s *Session) maxBody() int64 {
@@ -182,8 +187,24 @@ func (s *Session) AwaitingBody() bool {
 	return s.state == stRequestBody || s.state == stResponseBody
 }
 
-// Logger returns the exchange's logger (with request_id).
-func (s *Session) Logger() *slog.Logger { return s.log }
+// Logger returns the exchange's logger (with request_id); it discards
+// before RequestHeaders.
+func (s *Session) Logger() *slog.Logger {
+	if s.log != nil {
+		return s.log
+	}
+	if s.cfg.Logger == nil || s.requestID == "" {
+		return discard
+	}
+	s.log = s.cfg.Logger.With("request_id", s.requestID)
+	return s.log
+}
+
+// logs reports whether the exchange's logger writes level: the attributes
+// of a line nobody reads are not worth building.
+func (s *Session) logs(level slog.Level) bool {
+	return s.cfg.Logger != nil && s.cfg.Logger.Enabled(context.Background(), level)
+}
 
 // RequestHeaders handles the request headers. method and path are the
 // request line (Envoy's :method and :path, path including "?query");
@@ -194,9 +215,6 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 	}
 	s.requestID = observe.RequestID(h.Get(hdrRequestID))
 	s.span = trace.SpanFromContext(ctx)
-	if s.cfg.Logger != nil {
-		s.log = s.cfg.Logger.With("request_id", s.requestID)
-	}
 	r, err := route.Parse(method, path)
 	if errors.Is(err, route.ErrNotTFServing) {
 		if !s.cfg.Passthrough.allows(method, path) {
@@ -268,7 +286,8 @@ func (s *Session) inferHeaders(ctx context.Context, h HeaderGetter, endOfStream 
 		}
 	}
 	s.state = stRequestBody
-	s.inferPath = s.wireRoute().V2InferPath()
+	s.inferRoute = s.wireRoute()
+	s.inferPath = s.inferRoute.V2InferPath()
 	rewrite := Header{hdrPath, s.inferPath}
 	if endOfStream {
 		// No body will ever come: translate the empty one now (TF says
@@ -379,9 +398,11 @@ func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
 	if s.reqEncoding != "" {
 		a.Remove = append(a.Remove, hdrContentEnc)
 	}
-	if p := s.wireRoute().V2InferPath(); p != s.inferPath {
-		// The request's signature_name reached another v2 model.
-		a.Set = append(a.Set, Header{hdrPath, p})
+	if w := s.wireRoute(); w != s.inferRoute {
+		if p := w.V2InferPath(); p != s.inferPath {
+			// The request's signature_name reached another v2 model.
+			a.Set = append(a.Set, Header{hdrPath, p})
+		}
 	}
 	// The model map's routing again, for the reverse proxy, which applies
 	// the body action's headers to the upstream request.
@@ -554,7 +575,9 @@ func (s *Session) Close() {
 	s.reserved = 0
 	if s.state != stIdle && s.state != stPassThrough && !s.finished {
 		s.finish(apierr.Cancelled.HTTPStatus())
-		s.log.Debug("exchange abandoned", "route", s.route.String(), "elapsed", time.Since(s.start))
+		if s.logs(slog.LevelDebug) {
+			s.Logger().Debug("exchange abandoned", "route", s.route.String(), "elapsed", time.Since(s.start))
+		}
 	}
 	s.state = stDone
 }
@@ -582,16 +605,23 @@ func (s *Session) finish(status int) {
 }
 
 func (s *Session) logDone(status int, e *apierr.Error) {
-	attrs := []any{"route", s.route.String(), "status", status, "elapsed", time.Since(s.start)}
+	level, msg := slog.LevelDebug, "tf request done"
 	switch {
 	case e == nil:
-		s.log.Debug("tf request done", attrs...)
 	case status >= 500:
-		s.log.Warn("tf request failed", append(attrs, "error", e.Error())...)
+		level, msg = slog.LevelWarn, "tf request failed"
 	default:
 		// Info, not debug: a client's 4xx is what its owner asks about.
-		s.log.Info("tf request rejected", append(attrs, "error", e.Error())...)
+		level, msg = slog.LevelInfo, "tf request rejected"
 	}
+	if !s.logs(level) {
+		return
+	}
+	attrs := []any{"route", s.route.String(), "status", status, "elapsed", time.Since(s.start)}
+	if e != nil {
+		attrs = append(attrs, "error", e.Error())
+	}
+	s.Logger().Log(context.Background(), level, msg, attrs...)
 }
 
 // admit reserves factor bytes of the in-flight budget for each byte of a

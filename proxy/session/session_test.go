@@ -49,7 +49,7 @@ type env struct {
 	metrics *observe.Metrics
 }
 
-func newEnv(t *testing.T, kind string, models ...fakev2.Model) *env {
+func newEnv(t testing.TB, kind string, models ...fakev2.Model) *env {
 	t.Helper()
 	if models == nil {
 		models = []fakev2.Model{halfPlusTwo, slashModel}

@@ -56,6 +56,20 @@ var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceCont
 
 func tracer() trace.Tracer { return otel.GetTracerProvider().Tracer(instrumentation) }
 
+// defaultProvider is the global TracerProvider before anyone installs
+// one (Setup, or a test): otel's delegating no-op. While it is in force
+// no span can record, and starting one through it still costs two
+// allocations and a tracer lookup per span; off skips that.
+var defaultProvider = otel.GetTracerProvider()
+
+// off reports that tracing is off: no TracerProvider was installed.
+func off() bool { return otel.GetTracerProvider() == defaultProvider }
+
+// noSpan is what Start and StartBackend return while tracing is off:
+// every method is a no-op, and ctx keeps its span (whose context, for
+// propagation, is the one the no-op child would have carried anyway).
+var noSpan = trace.SpanFromContext(context.Background())
+
 // Enabled reports whether the environment asks for traces: an OTLP
 // endpoint is set for traces or for all signals.
 func Enabled(env func(string) (string, bool)) bool {
@@ -117,17 +131,28 @@ func (getter) Keys() []string          { return nil }
 // the client's), and returns the context carrying it.
 func StartExchange(ctx context.Context, adapter string, get func(string) string) (context.Context, trace.Span) {
 	ctx = propagator.Extract(ctx, getter{get})
+	if off() {
+		// The extracted remote span context, as the no-op tracer's span
+		// would carry it, without building that span.
+		return ctx, trace.SpanFromContext(ctx)
+	}
 	return tracer().Start(ctx, SpanExchange, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(AttrAdapter.String(adapter)))
 }
 
 // Start starts an internal span (a translation) under ctx's span.
 func Start(ctx context.Context, name string) (context.Context, trace.Span) {
+	if off() {
+		return ctx, noSpan
+	}
 	return tracer().Start(ctx, name)
 }
 
 // StartBackend starts the client span of one call to the v2 server.
 func StartBackend(ctx context.Context, call, path string) (context.Context, trace.Span) {
+	if off() {
+		return ctx, noSpan
+	}
 	return tracer().Start(ctx, SpanBackend+" "+call, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(AttrCall.String(call), AttrURLPath.String(path)))
 }

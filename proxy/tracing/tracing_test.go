@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -103,5 +104,38 @@ func TestExchangeSpan(t *testing.T) {
 				t.Errorf("model attribute %d bytes, want truncated to %d", len(kv.Value.AsString()), maxModelAttrLen)
 			}
 		}
+	}
+}
+
+// While no TracerProvider is installed, starting spans allocates nothing
+// (Start, StartBackend) or only what extracting Envoy's context needs
+// (StartExchange), and the trace context still propagates.
+func TestOffCostsNothing(t *testing.T) {
+	if !off() {
+		t.Skip("a TracerProvider is installed")
+	}
+	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	get := func(k string) string {
+		if k == "traceparent" {
+			return parent
+		}
+		return ""
+	}
+	ctx, span := StartExchange(context.Background(), "extproc", get)
+	if span.IsRecording() || span.SpanContext().TraceID().String() != "0af7651916cd43dd8448eb211c80319c" {
+		t.Errorf("exchange span: recording %v, context %v", span.IsRecording(), span.SpanContext())
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		_, s := Start(ctx, SpanTranslateRequest)
+		s.End()
+		_, s = StartBackend(ctx, "metadata", "/v2/models/m")
+		s.End()
+	}); n != 0 {
+		t.Errorf("Start and StartBackend with tracing off: %v allocs, want 0", n)
+	}
+	h := http.Header{}
+	Inject(ctx, h)
+	if got := h.Get("traceparent"); got != parent {
+		t.Errorf("propagated traceparent %q, want %q", got, parent)
 	}
 }

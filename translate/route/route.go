@@ -76,15 +76,19 @@ type Route struct {
 // normalising hop may decode the dots again): callers must not send the
 // paths of a route that is not V2Safe. The version appears only when
 // HasVersion; labels have no v2 form and are left out.
-func (r Route) V2ModelPath() string {
+func (r Route) V2ModelPath() string { return r.v2Path("") }
+
+// v2Path is V2ModelPath()+suffix, built in one allocation.
+func (r Route) v2Path(suffix string) string {
 	var b strings.Builder
-	b.Grow(len("/v2/models/") + 3*len(r.Model) + len("/versions/") + 20)
+	b.Grow(len("/v2/models/") + 3*len(r.Model) + len("/versions/") + 20 + len(suffix))
 	b.WriteString("/v2/models/")
 	b.WriteString(escapeSegment(r.Model))
 	if r.HasVersion {
 		b.WriteString("/versions/")
 		b.WriteString(strconv.FormatInt(r.Version, 10))
 	}
+	b.WriteString(suffix)
 	return b.String()
 }
 
@@ -98,15 +102,15 @@ func escapeSegment(name string) string {
 }
 
 // V2InferPath returns V2ModelPath()+"/infer".
-func (r Route) V2InferPath() string { return r.V2ModelPath() + "/infer" }
+func (r Route) V2InferPath() string { return r.v2Path("/infer") }
 
 // V2ReadyPath returns V2ModelPath()+"/ready".
-func (r Route) V2ReadyPath() string { return r.V2ModelPath() + "/ready" }
+func (r Route) V2ReadyPath() string { return r.v2Path("/ready") }
 
 // V2ConfigPath returns V2ModelPath()+"/config", Triton's model
 // configuration endpoint (max_batch_size tells whether dimension 0 is the
 // batch).
-func (r Route) V2ConfigPath() string { return r.V2ModelPath() + "/config" }
+func (r Route) V2ConfigPath() string { return r.v2Path("/config") }
 
 // Servable returns the servable request as TF Serving prints it in its
 // not-found messages (ServableRequest::DebugString): "Specific(m, 50)" with

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"errors"
+	"io"
+	"net"
+	"testing"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tfsbridge/tfsbridge/test/envoysim"
+)
+
+// noopProcessor is the cheapest ext_proc server there is: it answers
+// every message with an empty reply of the matching type (CONTINUE, no
+// mutation). It is BenchmarkPath's floor for what an ext_proc hop costs.
+type noopProcessor struct {
+	extprocv3.UnimplementedExternalProcessorServer
+}
+
+// Process answers each message at once.
+func (noopProcessor) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+				return nil
+			}
+			return err
+		}
+		resp := &extprocv3.ProcessingResponse{}
+		switch req.GetRequest().(type) {
+		case *extprocv3.ProcessingRequest_RequestHeaders:
+			resp.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}
+		case *extprocv3.ProcessingRequest_RequestBody:
+			resp.Response = &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{}}
+		case *extprocv3.ProcessingRequest_ResponseHeaders:
+			resp.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
+		case *extprocv3.ProcessingRequest_ResponseBody:
+			resp.Response = &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}
+		case *extprocv3.ProcessingRequest_RequestTrailers:
+			resp.Response = &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}
+		case *extprocv3.ProcessingRequest_ResponseTrailers:
+			resp.Response = &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
+// startNoop serves a noopProcessor on loopback and puts an envoysim in
+// front of it configured as the stack's (all four messages, bodies
+// BUFFERED) with the same upstream: a v2 client's pre-encoded request
+// through it gets the same answer as through the direct envoysim, after
+// the same four ext_proc round trips tfsbridge's exchange costs.
+func startNoop(tb testing.TB, s *stack) *envoysim.Envoy {
+	tb.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	extprocv3.RegisterExternalProcessorServer(gs, noopProcessor{})
+	go func() { _ = gs.Serve(lis) }()
+	tb.Cleanup(gs.Stop)
+	env, err := envoysim.Start(envoysim.Config{
+		ProcessorAddr:     lis.Addr().String(),
+		Upstream:          s.v2URL,
+		Mode:              envoysim.DefaultMode(),
+		AllowModeOverride: true,
+		MessageTimeout:    messageTimeout,
+		BufferLimit:       defaultBufferLimit,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if v := env.Violations(); len(v) > 0 {
+			tb.Errorf("envoysim (no-op) violations: %q", v)
+		}
+		_ = env.Close()
+	})
+	return env
+}
