@@ -24,7 +24,8 @@ func TestTestCommand(t *testing.T) {
 	if len(lines) != 1 {
 		t.Errorf(".ci/run runs the README's test command %d times, want once", len(lines))
 	}
-	if !strings.Contains(run, "git clone") || strings.Contains(run, "../shared") {
+	// No path into a folder beside the repository (CI happens to keep one).
+	if !strings.Contains(run, "git clone") || regexp.MustCompile(`\.\.[/]shared`).MatchString(run) {
 		t.Error(".ci/run must test a fresh clone and need nothing beside the repository")
 	}
 }
