@@ -183,10 +183,8 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	ex.upstream = sess.UpstreamURL()
 
 	if !noBody {
-		if r.ContentLength > sess.MaxBodyBytes() {
-			p.respond(w, sess.TooLarge())
-			return
-		}
+		// A declared Content-Length over the limit was refused by the
+		// session at the request headers (net/http keeps that header).
 		body, err := readBody(r.Body, sess.MaxBodyBytes(), r.ContentLength)
 		if err != nil {
 			msg := "Failed to read the request body"
