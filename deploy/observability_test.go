@@ -26,17 +26,6 @@ const (
 	dashboardFile = "observability/dashboard.json"
 )
 
-// anyLabels marks a metric whose label names are not known here.
-var anyLabels []string
-
-// pendingMetrics are tfsbridge metrics that land in parallel work right
-// now; the alert rules and the dashboard already use them. Remove each entry
-// once observe.NewMetrics registers the metric (TestPendingMetricsPending
-// says when).
-var pendingMetrics = map[string][]string{
-	"tfsbridge_model_map_reloads_total": {"result"}, // model map hot reload: success / failure
-}
-
 // envoyExtProcStats are the ext_proc filter's counters as Envoy documents
 // them (http.<stat_prefix>.ext_proc.<name>); Envoy's Prometheus endpoint
 // names them envoy_http_ext_proc_<name> and moves the stat prefix into the
@@ -54,12 +43,12 @@ var envoyExtProcStats = []string{
 var targetLabels = []string{"job", "instance", "namespace", "pod", "service", "container", "endpoint"}
 
 // knownMetrics maps every metric name a query may use to its label names
-// (anyLabels when unknown).
+// (nil: any label).
 type knownMetrics map[string][]string
 
 // collectKnownMetrics builds the metric catalogue: what observe.NewMetrics
-// registers (every vector is touched once so the registry reports it), the
-// pending tfsbridge metrics and Envoy's ext_proc statistics.
+// registers (every vector is touched once so the registry reports it) and
+// Envoy's ext_proc statistics.
 func collectKnownMetrics(t *testing.T) knownMetrics {
 	t.Helper()
 	m := observe.NewMetrics()
@@ -72,6 +61,7 @@ func collectKnownMetrics(t *testing.T) knownMetrics {
 	m.BackendError("timeout")
 	m.RequestDuration("predict", 200, time.Millisecond)
 	m.BackendCall(observe.CallMetadata, time.Millisecond)
+	m.ModelMapReloads() // registered only when a --model-map is configured
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -105,27 +95,10 @@ func collectKnownMetrics(t *testing.T) knownMetrics {
 			t.Fatalf("observe.NewMetrics does not report %s; the catalogue is broken", want)
 		}
 	}
-	for name, labels := range pendingMetrics {
-		known[name] = labels
-	}
 	for _, s := range envoyExtProcStats {
 		known["envoy_http_ext_proc_"+s] = []string{"envoy_http_conn_manager_prefix"}
 	}
 	return known
-}
-
-// TestPendingMetricsPending fails once a pending metric is registered by
-// observe.NewMetrics, so the allow-list does not outlive its reason.
-func TestPendingMetricsPending(t *testing.T) {
-	families, err := observe.NewMetrics().Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if _, ok := pendingMetrics[f.GetName()]; ok {
-			t.Errorf("%s is registered now: drop it from pendingMetrics", f.GetName())
-		}
-	}
 }
 
 var promqlParser = parser.NewParser(parser.Options{})
