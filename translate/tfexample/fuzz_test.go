@@ -14,7 +14,8 @@ import (
 // FuzzParse: no input panics or hangs; every failure is an *apierr.Error
 // with a 4xx status (apierr.As makes anything else a 500); every success
 // is one example per element of "examples", each of which protobuf parses
-// as a tf.Example, within the limits.
+// as a tf.Example (feature names as raw bytes, as TF Serving keeps them),
+// within the limits.
 func FuzzParse(f *testing.F) {
 	for _, body := range conformance.RequestBodies(f, "tfserving_cases.json") {
 		f.Add(body)
@@ -43,7 +44,7 @@ func FuzzParse(f *testing.F) {
 		total := 0
 		for i, ex := range r.Examples {
 			total += len(ex)
-			if err := proto.Unmarshal(ex, dynamicpb.NewMessage(exampleDescriptor)); err != nil {
+			if err := proto.Unmarshal(ex, dynamicpb.NewMessage(rawKeyExampleDescriptor)); err != nil {
 				t.Fatalf("example %d %x does not parse: %v", i, ex, err)
 			}
 		}

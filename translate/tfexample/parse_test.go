@@ -21,7 +21,17 @@ import (
 // exampleDescriptor is tensorflow/core/example/{feature,example}.proto
 // rebuilt as a descriptor, so the tests can check Parse's hand-written
 // wire bytes against protobuf's own (deterministic) serialization.
-var exampleDescriptor = func() protoreflect.MessageDescriptor {
+var exampleDescriptor = newExampleDescriptor("proto3")
+
+// rawKeyExampleDescriptor is the same messages declared proto2, whose
+// string fields Go's protobuf does not check for UTF-8. TF Serving copies
+// JSON keys into feature names without validating them (RapidJSON runs
+// without kParseValidateEncodingFlag, and C++ protobuf only logs when it
+// serializes a proto3 string with bad UTF-8), so a feature name may be any
+// bytes; this descriptor checks the wire format alone.
+var rawKeyExampleDescriptor = newExampleDescriptor("proto2")
+
+func newExampleDescriptor(syntax string) protoreflect.MessageDescriptor {
 	s := proto.String
 	field := func(name string, num int32, label descriptorpb.FieldDescriptorProto_Label, typ descriptorpb.FieldDescriptorProto_Type, typeName string) *descriptorpb.FieldDescriptorProto {
 		f := &descriptorpb.FieldDescriptorProto{Name: s(name), JsonName: s(name), Number: proto.Int32(num), Label: label.Enum(), Type: typ.Enum()}
@@ -40,7 +50,7 @@ var exampleDescriptor = func() protoreflect.MessageDescriptor {
 		return f
 	}
 	file := &descriptorpb.FileDescriptorProto{
-		Name: s("example.proto"), Package: s("tensorflow"), Syntax: s("proto3"),
+		Name: s("example.proto"), Package: s("tensorflow"), Syntax: s(syntax),
 		MessageType: []*descriptorpb.DescriptorProto{
 			{Name: s("BytesList"), Field: []*descriptorpb.FieldDescriptorProto{field("value", 1, rep, descriptorpb.FieldDescriptorProto_TYPE_BYTES, "")}},
 			{Name: s("FloatList"), Field: []*descriptorpb.FieldDescriptorProto{field("value", 1, rep, descriptorpb.FieldDescriptorProto_TYPE_FLOAT, "")}},
@@ -67,7 +77,7 @@ var exampleDescriptor = func() protoreflect.MessageDescriptor {
 		panic(err)
 	}
 	return fd.Messages().ByName("Example")
-}()
+}
 
 // wantExample serializes a tf.Example given in protobuf text format the
 // way protobuf does deterministically.
@@ -367,5 +377,33 @@ func TestParseHostileAllocation(t *testing.T) {
 	// 50000 copies of the context would be 3.2 GB.
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 20*uint64(len(body)) {
 		t.Errorf("allocated %d bytes for a %d-byte body", alloc, len(body))
+	}
+}
+
+// TestParseRawFeatureName: feature names are copied byte for byte, invalid
+// UTF-8 included, as TF Serving does (see rawKeyExampleDescriptor).
+func TestParseRawFeatureName(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       []byte
+	}{
+		{"lone continuation byte", "{\"examples\": [{\"\x8a\": []}]}",
+			[]byte{0x0a, 0x07, 0x0a, 0x05, 0x0a, 0x01, 0x8a, 0x12, 0x00}},
+		{"truncated sequence", "{\"examples\": [{\"a\xe2\x82\": [1]}]}",
+			[]byte{0x0a, 0x0e, 0x0a, 0x0c, 0x0a, 0x03, 'a', 0xe2, 0x82, 0x12, 0x05, 0x1a, 0x03, 0x0a, 0x01, 0x01}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Parse([]byte(c.body), Options{})
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if len(r.Examples) != 1 || !bytes.Equal(r.Examples[0], c.want) {
+				t.Fatalf("examples %x, want [%x]", r.Examples, c.want)
+			}
+			if err := proto.Unmarshal(r.Examples[0], dynamicpb.NewMessage(rawKeyExampleDescriptor)); err != nil {
+				t.Errorf("not a tf.Example on the wire: %v", err)
+			}
+		})
 	}
 }
