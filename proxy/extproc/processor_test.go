@@ -64,7 +64,7 @@ func startWith(t testing.TB, opt ServerOptions) *harness {
 			return err
 		}),
 	}
-	h.srv = NewServer(NewProcessor(cfg), opt)
+	h.srv = NewServer(NewProcessor(cfg, Options{}), opt)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -485,7 +485,7 @@ func TestHealth(t *testing.T) {
 func TestGracefulStopDrains(t *testing.T) {
 	v2srv := fakev2.New(t, "triton", halfPlusTwo)
 	be, _ := backend.New(backend.Config{BaseURL: v2srv.URL, Kind: "triton"})
-	srv := NewServer(NewProcessor(&session.Config{Backend: be}), ServerOptions{})
+	srv := NewServer(NewProcessor(&session.Config{Backend: be}, Options{}), ServerOptions{})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
