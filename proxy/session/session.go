@@ -277,6 +277,7 @@ func (s *Session) inferHeaders(ctx context.Context, h HeaderGetter, endOfStream 
 		return s.fail(s.tooLarge("Request"))
 	}
 	s.reqEncoding = h.Get(hdrContentEnc)
+	s.rstream.declared = declaredLength(h)
 	if r.Label != "" {
 		// v2 has no version labels, so every label is unknown to us.
 		s.sigErr = apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label)

@@ -52,8 +52,9 @@ var errSink = errors.New("session: the streamed output failed")
 
 // reqStream is the state of a streamed request body.
 type reqStream struct {
-	started bool
-	n       int64                    // body bytes so far
+	started  bool
+	declared int64                    // the request's content-length, -1 if none
+	n        int64                    // body bytes so far
 	dec     *translate.RequestStream // predict, identity encoding
 	text    []byte                   // the gathered body otherwise
 }
@@ -84,13 +85,24 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	if err := s.checkSize("Request", rs.n); err != nil {
 		return s.fail(err)
 	}
-	// Memory held grows with the body: reserve as it comes, one byte per
-	// byte (the tensors a streamed body builds are about its size), and
-	// settle on the v2 body's real size at the end.
-	if err := s.admit(int(rs.n), int(rs.n)-len(chunk), s.streamFactor()); err != nil {
+	// The memory a body holds is reserved before it is read: all of it
+	// when its length is declared, so that a body the budget cannot take
+	// is refused at once, else as it comes. The v2 body's real size is
+	// settled at the end.
+	want := rs.n
+	if rs.declared > rs.n && rs.declared <= s.maxBody() {
+		want = rs.declared
+	}
+	if err := s.admitStream(want); err != nil {
 		return s.fail(err)
 	}
 	if rs.dec != nil {
+		if rs.n <= replayBytes {
+			// Kept for the exact parser (see replayBytes).
+			rs.text = append(rs.text, chunk...)
+		} else {
+			rs.text = nil
+		}
 		if len(chunk) > 0 {
 			// A write error is sticky and surfaces again, with TF's
 			// text, from Close: TF reports the body's syntax errors
@@ -107,6 +119,9 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	if rs.dec == nil {
 		text := rs.text
 		rs.text = nil
+		// RequestBody reserves for the whole body itself.
+		s.cfg.Admission.Release(s.reserved)
+		s.reserved = 0
 		a := s.RequestBody(ctx, text)
 		if a.Verdict != Continue {
 			return a
@@ -120,29 +135,42 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	span.End()
 	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
 	if errors.Is(err, tfrequest.ErrFallback) {
-		err = apierr.InvalidArgumentf("Request body could not be parsed as a TF Serving predict request")
+		if rs.text != nil || rs.n == 0 {
+			req, ex, err = translate.TranslateRequest(rs.text, s.resolve, translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits})
+		} else {
+			err = apierr.InvalidArgumentf("Request body could not be parsed as a TF Serving predict request")
+		}
 	}
+	rs.text = nil
 	if err != nil {
 		return s.fail(err)
 	}
-	if err := s.admit(len(req.Body), int(rs.n), 1); err != nil {
-		return s.fail(err)
+	if n := int64(len(req.Body)); n > s.reserved {
+		// The tensors came out larger than reserved (integers: "1,"
+		// becomes 8 bytes of INT64): count what is really held.
+		s.cfg.Admission.Hold(n - s.reserved)
+		s.reserved = n
 	}
 	s.exchange = ex
 	return s.streamOut(out, s.requestAction(req), req.Body)
 }
 
-// streamFactor is the admission factor of a streamed body: what it holds
-// per byte of it.
-func (s *Session) streamFactor() int64 {
+// replayBytes is how much of a streamed predict body is kept for the
+// exact parser, which decides what the one-pass decoder does not.
+const replayBytes = 1 << 20
+
+// admitStream reserves, for a streamed request body of which n bytes are
+// known, what it holds per byte: admission.StreamFactor when it is parsed
+// as it comes, RequestFactor when it is gathered and translated whole.
+func (s *Session) admitStream(n int64) error {
+	factor := int64(admission.RequestFactor)
 	if s.rstream.dec != nil {
-		return 1
+		factor = admission.StreamFactor
 	}
-	// Gathered and translated whole, as in buffered mode.
-	if s.state >= stUpstream {
-		return admission.ResponseFactor
+	if need := n * factor; need > s.reserved {
+		return s.admit(int(need), int(s.reserved), 1)
 	}
-	return admission.RequestFactor
+	return nil
 }
 
 // streamOut hands a translated body to out: the headers action, then the
