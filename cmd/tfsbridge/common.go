@@ -134,6 +134,7 @@ func (o *bridgeOptions) check(b bridge.Options) error {
 // a validation error names what the user typed.
 var flagNames = map[string]string{
 	"BackendTimeout":          "backend-timeout",
+	"BodyTimeout":             "body-timeout",
 	"MetadataTTL":             "metadata-ttl",
 	"MetadataErrorTTL":        "metadata-error-ttl",
 	"MaxBodyBytes":            "max-body-bytes",

@@ -36,6 +36,12 @@ const (
 	// TF JSON written from them (started at half its size bound). An
 	// answer that expands further is held in full once written (Hold).
 	ResponseFactor = 32
+	// StreamFactor covers a TF request body parsed as it streams in
+	// (full-duplex ext_proc, the reverse proxy): the text is never held,
+	// only the tensors it fills and the v2 body's header, about the
+	// body's size for floats. A body whose tensors outgrow it (INT64 from
+	// one-digit numbers) holds the difference once translated.
+	StreamFactor = 2
 )
 
 // Budget is the shared reservation counter. A nil *Budget admits

@@ -66,6 +66,12 @@ type Options struct {
 	// limit bounds what arrives). It may not be below MaxBodyBytes (see
 	// extproc.ServerOptions.MaxRecvMsgBytes).
 	GRPCMaxRecvBytes int64
+	// BodyMode is the ext_proc body mode expected of Envoy's filter
+	// (extproc.BodyModeAuto follows what each stream announces).
+	BodyMode extproc.BodyMode
+	// BodyTimeout bounds a full-duplex ext_proc request body, from its
+	// headers to its end (Envoy applies no message timeout there).
+	BodyTimeout time.Duration
 	// MaxInflightBytes bounds the memory all translated exchanges hold
 	// together (see package admission); over it new TF requests get 503.
 	// DefaultOptions derives it from the Go memory limit.
@@ -143,6 +149,7 @@ func DefaultOptions() Options {
 		MetadataErrorTTL: backend.DefaultErrorTTL,
 		MaxBodyBytes:     DefaultMaxBodyBytes,
 		MaxInflightBytes: admission.DefaultLimit(),
+		BodyTimeout:      extproc.DefaultBodyTimeout,
 		MaxJSONDepth:     tensor.DefaultLimits.MaxDepth,
 		MaxElements:      tensor.DefaultLimits.MaxElements,
 		Passthrough:      session.PassthroughInference,
@@ -184,6 +191,7 @@ func (o *Options) Validate() error {
 		{"Proxy.IdleTimeout", o.Proxy.IdleTimeout <= 0, "must be positive"},
 		{"Proxy.WriteTimeout", o.Proxy.WriteTimeout <= 0, "must be positive"},
 		{"BackendTimeout", o.BackendTimeout <= 0, "must be positive"},
+		{"BodyTimeout", o.BodyTimeout <= 0, "must be positive"},
 		{"MetadataTTL", o.MetadataTTL <= 0, "must be positive"},
 		{"MetadataErrorTTL", o.MetadataErrorTTL < 0, "must not be negative"},
 		{"MaxJSONDepth", o.MaxJSONDepth <= 0, "must be positive"},

@@ -34,6 +34,7 @@ func TestDefaultOptions(t *testing.T) {
 		MetadataErrorTTL: backend.DefaultErrorTTL,
 		MaxBodyBytes:     64 << 20,
 		MaxInflightBytes: admission.DefaultLimit(),
+		BodyTimeout:      time.Minute,
 		MaxJSONDepth:     tensor.DefaultLimits.MaxDepth,
 		MaxElements:      tensor.DefaultLimits.MaxElements,
 		ShutdownTimeout:  15 * time.Second,

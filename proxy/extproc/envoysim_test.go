@@ -32,7 +32,7 @@ func TestThroughEnvoySim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(NewProcessor(&session.Config{Backend: be}), ServerOptions{})
+	srv := NewServer(NewProcessor(&session.Config{Backend: be}, Options{}), ServerOptions{})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

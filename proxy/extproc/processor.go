@@ -34,17 +34,18 @@ type Processor struct {
 	extprocv3.UnimplementedExternalProcessorServer
 
 	cfg     *session.Config
+	opt     Options
 	metrics *observe.Metrics
 	log     *slog.Logger
 }
 
 // NewProcessor returns a Processor whose sessions share cfg.
-func NewProcessor(cfg *session.Config) *Processor {
+func NewProcessor(cfg *session.Config, opt Options) *Processor {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Processor{cfg: cfg, metrics: cfg.Metrics, log: log}
+	return &Processor{cfg: cfg, opt: opt, metrics: cfg.Metrics, log: log}
 }
 
 // passThroughMode is the mode_override sent with the request-headers
@@ -73,24 +74,42 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 	defer sess.Close()
 	st := &streamTrace{ctx: stream.Context()}
 	defer st.end()
+	req, err := stream.Recv()
+	if err != nil {
+		return p.recvEnded(sess, err)
+	}
+	// Envoy announces its body modes on the first message of a stream.
+	dreq, dresp, err := p.duplexOf(req.GetProtocolConfig())
+	if err != nil {
+		p.log.Error("ext_proc body mode mismatch", "error", err)
+		return stream.Send(immediate(sess.Fail(apierr.New(apierr.Internal, err.Error()))))
+	}
+	if dreq || dresp {
+		d := &duplex{p: p, stream: stream, sess: sess, st: st, req: dreq, resp: dresp}
+		defer d.stopDeadline(true)
+		return d.run(req)
+	}
 	for {
-		req, err := stream.Recv()
-		if err != nil {
-			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
-				return nil
+		if resp := p.handleSafely(st, sess, req); resp != nil {
+			if err := stream.Send(resp); err != nil {
+				p.logger(sess).Debug("ext_proc stream send failed", "error", err)
+				return err
 			}
-			p.logger(sess).Debug("ext_proc stream receive failed", "error", err)
-			return err
 		}
-		resp := p.handleSafely(st, sess, req)
-		if resp == nil {
-			continue
-		}
-		if err := stream.Send(resp); err != nil {
-			p.logger(sess).Debug("ext_proc stream send failed", "error", err)
-			return err
+		if req, err = stream.Recv(); err != nil {
+			return p.recvEnded(sess, err)
 		}
 	}
+}
+
+// recvEnded is Process's result once Recv fails: io.EOF and
+// codes.Canceled are Envoy's normal ways to end a side stream.
+func (p *Processor) recvEnded(sess *session.Session, err error) error {
+	if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+		return nil
+	}
+	p.logger(sess).Debug("ext_proc stream receive failed", "error", err)
+	return err
 }
 
 func (p *Processor) logger(sess *session.Session) *slog.Logger {

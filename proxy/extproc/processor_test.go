@@ -50,6 +50,12 @@ func start(t testing.TB) *harness {
 // are replaced by the harness's interceptor).
 func startWith(t testing.TB, opt ServerOptions) *harness {
 	t.Helper()
+	return startOpts(t, opt, Options{})
+}
+
+// startOpts is startWith with the processor's options.
+func startOpts(t testing.TB, opt ServerOptions, popt Options) *harness {
+	t.Helper()
 	v2srv := fakev2.New(t, "triton", halfPlusTwo)
 	be, err := backend.New(backend.Config{BaseURL: v2srv.URL, Kind: "triton", Timeout: 2 * time.Second})
 	if err != nil {
@@ -64,7 +70,7 @@ func startWith(t testing.TB, opt ServerOptions) *harness {
 			return err
 		}),
 	}
-	h.srv = NewServer(NewProcessor(cfg), opt)
+	h.srv = NewServer(NewProcessor(cfg, popt), opt)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -485,7 +491,7 @@ func TestHealth(t *testing.T) {
 func TestGracefulStopDrains(t *testing.T) {
 	v2srv := fakev2.New(t, "triton", halfPlusTwo)
 	be, _ := backend.New(backend.Config{BaseURL: v2srv.URL, Kind: "triton"})
-	srv := NewServer(NewProcessor(&session.Config{Backend: be}), ServerOptions{})
+	srv := NewServer(NewProcessor(&session.Config{Backend: be}, Options{}), ServerOptions{})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -58,9 +58,10 @@ type Config struct {
 
 // Proxy is an http.Handler.
 type Proxy struct {
-	cfg Config
-	rp  *httputil.ReverseProxy
-	log *slog.Logger
+	cfg  Config
+	rp   *httputil.ReverseProxy
+	log  *slog.Logger
+	pool *bufferPool
 }
 
 // New returns a Proxy.
@@ -90,14 +91,14 @@ func New(cfg Config) (*Proxy, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{cfg: cfg, log: log}
+	p := &Proxy{cfg: cfg, log: log, pool: newBufferPool()}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
 		Transport:      connectionKeeper{cfg.Transport},
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		BufferPool:     newBufferPool(),
+		BufferPool:     p.pool,
 	}
 	return p, nil
 }
@@ -129,6 +130,9 @@ type exchange struct {
 	respHeader http.Header
 	// body is the client's body (nil if none).
 	body *clientBody
+	// pump is closed when the goroutine translating the answer
+	// (streamResponse) is done with the session; nil without one.
+	pump chan struct{}
 }
 
 type exchangeKey struct{}
@@ -162,6 +166,7 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}()
 	ctx := r.Context()
 	ex := &exchange{sess: sess, client: ctx, w: w}
+	defer ex.waitPump()
 
 	noBody := r.Body == nil || r.Body == http.NoBody
 	if !noBody {
@@ -182,48 +187,31 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	ex.path, _ = a.Get(":path")
 	ex.upstream = sess.UpstreamURL()
 
-	if !noBody {
-		// A declared Content-Length over the limit was refused by the
-		// session at the request headers (net/http keeps that header).
-		body, err := readBody(r.Body, sess.MaxBodyBytes(), r.ContentLength)
-		if err != nil {
-			msg := "Failed to read the request body"
-			switch {
-			case ex.body.TimedOut():
-				// Too slow, but perhaps still listening.
-				msg = "Timed out reading the request body"
-			case ex.body.Truncated():
-				// The client ended its body early (a half-closed
-				// socket may still read the answer): never a success.
-				msg = incompleteBody(r.ContentLength, len(body))
-			case ctx.Err() != nil:
-				return // the client went away; Close counts it
-			}
-			w.Header().Set("Connection", "close")
-			writeResponse(w, sess.Fail(apierr.Wrap(apierr.InvalidArgument, err, msg)))
-			return
-		}
-		a = sess.RequestBody(ctx, body)
-		if a.Verdict == session.Respond {
-			p.respond(w, a)
-			return
-		}
-		if p, ok := a.Get(":path"); ok {
-			ex.path = p // signature_name chose another v2 model
-		}
-	}
-	if a.Verdict != session.Continue || !a.ReplaceBody {
+	if noBody {
+		// The session answered the empty body at the request headers.
 		p.respond(w, sess.Fail(apierr.New(apierr.Internal, "request was not translated")))
 		return
+	}
+	// A declared Content-Length over the limit was refused by the
+	// session at the request headers (net/http keeps that header).
+	upstream, a, ok := p.readRequest(ctx, ex, r)
+	if !ok {
+		if a.Verdict == session.Respond {
+			p.respond(w, a)
+		}
+		return
+	}
+	if p, ok := a.Get(":path"); ok {
+		ex.path = p // signature_name chose another v2 model
 	}
 
 	uctx, cancel := context.WithTimeout(context.WithValue(ctx, exchangeKey{}, ex), p.cfg.RequestTimeout)
 	defer cancel()
 	out := r.Clone(uctx)
-	out.Body = io.NopCloser(bytes.NewReader(a.Body))
-	out.ContentLength = int64(len(a.Body))
+	out.Body = upstream.body()
+	out.ContentLength = upstream.n
 	out.TransferEncoding = nil
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(a.Body)), nil }
+	out.GetBody = func() (io.ReadCloser, error) { return upstream.body(), nil }
 	out.Header.Del("Content-Length")
 	// The whole body is here: no 100-continue dance upstream.
 	out.Header.Del("Expect")
@@ -332,18 +320,11 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		_ = resp.Body.Close()
 		return p.replaceResponse(ex, resp, a)
 	}
-	limit := ex.sess.MaxBodyBytes()
-	if resp.ContentLength > limit {
+	if resp.ContentLength > ex.sess.MaxBodyBytes() {
 		_ = resp.Body.Close()
 		return p.replaceResponse(ex, resp, ex.sess.TooLarge())
 	}
-	body, err := readBody(resp.Body, limit, resp.ContentLength)
-	_ = resp.Body.Close()
-	if err != nil {
-		return fmt.Errorf("read v2 response body: %w", err)
-	}
-	a = ex.sess.ResponseBody(ctx, body)
-	return p.replaceResponse(ex, resp, a)
+	return p.streamResponse(ex, resp)
 }
 
 // replaceResponse applies a translated answer to the upstream response
@@ -440,18 +421,4 @@ func applyHeaders(h http.Header, a session.Action) {
 		}
 		h.Set(kv.Key, kv.Value)
 	}
-}
-
-// readBody reads a whole body, at most limit+1 bytes (the session rejects
-// anything over limit). The declared length only sizes the first buffer,
-// and only up to 1 MiB: a client declaring 64 MiB and sending nothing must
-// not make us allocate 64 MiB.
-func readBody(r io.Reader, limit, declared int64) ([]byte, error) {
-	size := int64(bytes.MinRead)
-	if declared > 0 {
-		size = min(declared, 1<<20) + 1
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	_, err := buf.ReadFrom(io.LimitReader(r, limit+1))
-	return buf.Bytes(), err
 }

@@ -22,6 +22,13 @@ const (
 	// Respond answers the client now with Status, Set headers and Body;
 	// nothing (more) is forwarded upstream or downstream.
 	Respond
+	// Pending (streamed bodies) means nothing is to be sent yet: the
+	// session needs more of the body.
+	Pending
+	// Reset (streamed bodies) means the exchange broke after part of its
+	// output was sent: the adapter must abort it (reset the stream or
+	// the connection) rather than answer.
+	Reset
 )
 
 // String names the verdict for logs and test failures.
@@ -33,6 +40,10 @@ func (v Verdict) String() string {
 		return "pass-through"
 	case Respond:
 		return "respond"
+	case Pending:
+		return "pending"
+	case Reset:
+		return "reset"
 	}
 	return "verdict(" + strconv.Itoa(int(v)) + ")"
 }

@@ -84,12 +84,21 @@ func transportError(status int, body []byte) *apierr.Error {
 
 // declaredOver reports a content-length header over the body limit.
 func (s *Session) declaredOver(h HeaderGetter) bool {
+	n := declaredLength(h)
+	return n > s.maxBody()
+}
+
+// declaredLength is a message's content-length, -1 when absent or bad.
+func declaredLength(h HeaderGetter) int64 {
 	v := h.Get(hdrContentLength)
 	if v == "" {
-		return false // no strconv error to build for the common case
+		return -1 // no strconv error to build for the common case
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	return err == nil && n > s.maxBody()
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }
 
 func statusText(status int) string {

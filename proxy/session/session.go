@@ -160,6 +160,8 @@ type Session struct {
 
 	// reserved is what the exchange holds of cfg.Admission.
 	reserved int64
+	// rstream is a streamed body's state (stream.go).
+	rstream reqStream
 }
 
 var discard = slog.New(slog.DiscardHandler)
@@ -275,6 +277,7 @@ func (s *Session) inferHeaders(ctx context.Context, h HeaderGetter, endOfStream 
 		return s.fail(s.tooLarge("Request"))
 	}
 	s.reqEncoding = h.Get(hdrContentEnc)
+	s.rstream.declared = declaredLength(h)
 	if r.Label != "" {
 		// v2 has no version labels, so every label is unknown to us.
 		s.sigErr = apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label)
@@ -377,18 +380,25 @@ func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
 		return s.fail(err)
 	}
 	s.exchange = ex
-	s.cfg.Metrics.BodySize(observe.StageV2Request, len(req.Body))
+	a := s.requestAction(req)
+	a.Body, a.ReplaceBody = req.Body, true
+	return a
+}
+
+// requestAction is the Continue action that sends a translated request
+// upstream: its headers (the body is the caller's to attach or stream).
+func (s *Session) requestAction(req translate.V2Request) Action {
+	n := len(req.Body)
+	s.cfg.Metrics.BodySize(observe.StageV2Request, n)
 	a := Action{
 		Verdict: Continue,
 		Set: []Header{
 			{hdrContentType, req.ContentType},
-			{hdrContentLength, strconv.Itoa(len(req.Body))},
+			{hdrContentLength, strconv.Itoa(n)},
 			// An ext_proc filter sees upstream bytes as sent: ask for
 			// an uncompressed answer.
 			{hdrAcceptEnc, "identity"},
 		},
-		Body:        req.Body,
-		ReplaceBody: true,
 	}
 	if req.HeaderLength >= 0 {
 		a.Set = append(a.Set, Header{hdrIHCL, strconv.Itoa(req.HeaderLength)})

@@ -1,0 +1,348 @@
+package extproc
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	procmodev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/tfsbridge/tfsbridge/proxy/session"
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+)
+
+// BodyMode is the ext_proc body send mode tfsbridge expects Envoy's
+// filter to use (docs/envoy-extproc.md §2).
+type BodyMode uint8
+
+const (
+	// BodyModeAuto follows what Envoy announces in the first message of
+	// each stream (protocol_config), BUFFERED when it announces nothing.
+	BodyModeAuto BodyMode = iota
+	// BodyModeBuffered expects whole bodies, one message each.
+	BodyModeBuffered
+	// BodyModeFullDuplex expects FULL_DUPLEX_STREAMED: bodies in chunks as
+	// they arrive, answered with streamed_response chunks.
+	BodyModeFullDuplex
+)
+
+// ParseBodyMode parses "auto", "buffered" or "full-duplex".
+func ParseBodyMode(s string) (BodyMode, error) {
+	for m := BodyModeAuto; m <= BodyModeFullDuplex; m++ {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown body mode %q (want auto, buffered or full-duplex)", s)
+}
+
+// String returns the flag spelling of m.
+func (m BodyMode) String() string {
+	switch m {
+	case BodyModeBuffered:
+		return "buffered"
+	case BodyModeFullDuplex:
+		return "full-duplex"
+	}
+	return "auto"
+}
+
+// MarshalText implements encoding.TextMarshaler (flags print defaults).
+func (m BodyMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler (flags, env).
+func (m *BodyMode) UnmarshalText(b []byte) error {
+	v, err := ParseBodyMode(string(b))
+	if err == nil {
+		*m = v
+	}
+	return err
+}
+
+// DefaultBodyTimeout bounds a full-duplex request body when Options says
+// nothing: in that mode Envoy applies no message_timeout, so a client
+// trickling its body would otherwise hold a session (and its tensors)
+// as long as Envoy's stream idle timeout lets it.
+const DefaultBodyTimeout = 60 * time.Second
+
+// Options configure a Processor.
+type Options struct {
+	// BodyMode is the body mode expected of Envoy's filter.
+	BodyMode BodyMode
+	// BodyTimeout bounds, in full-duplex mode, the time from the request
+	// headers to the end of the request body; past it the client gets
+	// TF's 400 "Timed out reading the request body". 0 means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+}
+
+// duplexOf decides, from the stream's first message, which directions
+// run full duplex. An explicit mode that contradicts what Envoy announces
+// is a configuration error: answering would only fail later, on the first
+// body, with a less clear message.
+func (p *Processor) duplexOf(pc *extprocv3.ProtocolConfiguration) (req, resp bool, err error) {
+	fd := procmodev3.ProcessingMode_FULL_DUPLEX_STREAMED
+	if pc == nil {
+		on := p.opt.BodyMode == BodyModeFullDuplex
+		return on, on, nil
+	}
+	req, resp = pc.GetRequestBodyMode() == fd, pc.GetResponseBodyMode() == fd
+	switch {
+	case p.opt.BodyMode == BodyModeBuffered && (req || resp):
+		err = fmt.Errorf("tfsbridge runs with --body-mode=buffered but the Envoy ext_proc filter sends bodies FULL_DUPLEX_STREAMED (request %s, response %s): set --body-mode to auto or full-duplex, or the filter's processing_mode to BUFFERED",
+			pc.GetRequestBodyMode(), pc.GetResponseBodyMode())
+	case p.opt.BodyMode == BodyModeFullDuplex && !req && !resp:
+		err = fmt.Errorf("tfsbridge runs with --body-mode=full-duplex but the Envoy ext_proc filter sends bodies %s/%s: set --body-mode to auto or buffered, or the filter's processing_mode to FULL_DUPLEX_STREAMED",
+			pc.GetRequestBodyMode(), pc.GetResponseBodyMode())
+	}
+	return req, resp, err
+}
+
+// duplex is the state of one stream with a full-duplex direction: the
+// headers replies it holds back until the body is translated, and where
+// the stream's replies go.
+type duplex struct {
+	p         *Processor
+	stream    extprocv3.ExternalProcessor_ProcessServer
+	sess      *session.Session
+	st        *streamTrace
+	req, resp bool // which directions are full duplex
+	// heldReq / heldResp are the headers actions not yet sent: a
+	// translated exchange answers its headers only once its body is
+	// translated, with the changes of both.
+	heldReq, heldResp *session.Action
+	// bodyDeadline fires when the request body is late (BodyTimeout).
+	bodyDeadline *time.Timer
+}
+
+// received is one Recv result, passed from the receiving goroutine.
+type received struct {
+	req *extprocv3.ProcessingRequest
+	err error
+}
+
+// run serves the stream from its first message on. Messages are read by a
+// goroutine so that the body deadline can answer while Envoy is silent.
+func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
+	msgs := make(chan received)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			m, err := d.stream.Recv()
+			select {
+			case msgs <- received{m, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var late <-chan time.Time
+	m := received{req: first}
+	for {
+		if m.err != nil {
+			return d.p.recvEnded(d.sess, m.err)
+		}
+		if err := d.handleSafely(m.req); err != nil {
+			return err
+		}
+		if d.bodyDeadline != nil && late == nil {
+			late = d.bodyDeadline.C
+		}
+		select {
+		case m = <-msgs:
+		case <-late:
+			late = nil
+			if d.heldReq != nil && d.sess.AwaitingBody() {
+				d.heldReq = nil
+				return d.send(immediate(d.sess.Fail(apierr.InvalidArgumentf("Timed out reading the request body"))))
+			}
+		}
+	}
+}
+
+// handleSafely is handle with the buffered loop's panic recovery.
+func (d *duplex) handleSafely(req *extprocv3.ProcessingRequest) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = d.send(immediate(d.sess.Recover("extproc", v)))
+		}
+	}()
+	return d.handle(req)
+}
+
+// handle answers one message. Buffered directions are answered as the
+// buffered loop does; full-duplex ones follow the rules of
+// docs/envoy-extproc.md §2: headers, then body chunks, then trailers, in
+// that order, body replies as streamed_response only.
+func (d *duplex) handle(req *extprocv3.ProcessingRequest) error {
+	if req.GetObservabilityMode() {
+		return nil
+	}
+	ctx := d.st.ctx
+	switch m := req.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		if !d.req {
+			break
+		}
+		h := headersOf(m.RequestHeaders)
+		ctx = d.st.begin(h)
+		a := withRequestID(d.sess.RequestHeaders(ctx, h.Get(":method"), h.Get(":path"), h, m.RequestHeaders.GetEndOfStream()), d.sess, false)
+		if a.Verdict == session.Continue && !m.RequestHeaders.GetEndOfStream() {
+			d.heldReq = &a
+			d.bodyDeadline = time.NewTimer(d.p.bodyTimeout())
+			return nil
+		}
+		return d.send(duplexHeadersReply(a, true))
+
+	case *extprocv3.ProcessingRequest_RequestBody:
+		if !d.req {
+			break
+		}
+		return d.body(ctx, m.RequestBody.GetBody(), m.RequestBody.GetEndOfStream(), true)
+
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		if d.req {
+			// Trailers end a body whose last chunk did not say so.
+			if err := d.body(ctx, nil, true, true); err != nil {
+				return err
+			}
+		}
+
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		if !d.resp {
+			break
+		}
+		h := headersOf(m.ResponseHeaders)
+		code, _ := strconv.Atoi(h.Get(":status"))
+		a := withRequestID(d.sess.ResponseHeaders(ctx, code, h, m.ResponseHeaders.GetEndOfStream()), d.sess, true)
+		if a.Verdict == session.Continue && d.sess.AwaitingBody() {
+			d.heldResp = &a
+			return nil
+		}
+		return d.send(duplexHeadersReply(a, false))
+
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		if !d.resp {
+			break
+		}
+		return d.body(ctx, m.ResponseBody.GetBody(), m.ResponseBody.GetEndOfStream(), false)
+
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		if d.resp {
+			if err := d.body(ctx, nil, true, false); err != nil {
+				return err
+			}
+		}
+	}
+	// A buffered direction, or trailers: the buffered loop's answer.
+	if resp := d.p.handle(d.st, d.sess, req); resp != nil {
+		return d.send(resp)
+	}
+	return nil
+}
+
+// body handles one full-duplex body chunk: translated when the session
+// awaits it, echoed unchanged otherwise.
+func (d *duplex) body(ctx context.Context, chunk []byte, end, request bool) error {
+	held := &d.heldResp
+	event := d.sess.ResponseChunk
+	if request {
+		held, event = &d.heldReq, d.sess.RequestChunk
+	}
+	if *held == nil {
+		if chunk == nil && end {
+			return nil // trailers after a body already ended
+		}
+		return d.send(streamedReply(chunk, end, request))
+	}
+	a := event(ctx, chunk, end, sink{d, request})
+	switch a.Verdict {
+	case session.Pending:
+		return nil
+	case session.Respond:
+		*held = nil
+		d.stopDeadline(request)
+		return d.send(immediate(a))
+	case session.Reset:
+		return errReset
+	}
+	*held = nil
+	d.stopDeadline(request)
+	return nil
+}
+
+func (d *duplex) stopDeadline(request bool) {
+	if request && d.bodyDeadline != nil {
+		d.bodyDeadline.Stop()
+	}
+}
+
+// errReset ends a stream whose output broke midway: Envoy resets the
+// HTTP stream, as it must when part of an answer already went out.
+var errReset = fmt.Errorf("extproc: streamed exchange aborted")
+
+func (d *duplex) send(resp *extprocv3.ProcessingResponse) error {
+	if err := d.stream.Send(resp); err != nil {
+		d.p.logger(d.sess).Debug("ext_proc stream send failed", "error", err)
+		return err
+	}
+	return nil
+}
+
+// sink is the session's Sink for one direction of a full-duplex stream.
+type sink struct {
+	d       *duplex
+	request bool
+}
+
+// Headers sends the held headers reply with the body's changes too.
+func (s sink) Headers(a session.Action) error {
+	held := s.d.heldResp
+	if s.request {
+		held = s.d.heldReq
+	}
+	if held != nil {
+		a = held.Then(a)
+	}
+	return s.d.send(duplexHeadersReply(a, s.request))
+}
+
+// Body sends one streamed_response chunk.
+func (s sink) Body(p []byte, end bool) error {
+	return s.d.send(streamedReply(p, end, s.request))
+}
+
+// duplexHeadersReply is headersReply without mode_override, which Envoy
+// does not honour in full-duplex mode.
+func duplexHeadersReply(a session.Action, request bool) *extprocv3.ProcessingResponse {
+	r := headersReply(a, request)
+	r.ModeOverride = nil
+	return r
+}
+
+// streamedReply is a body reply carrying one streamed_response chunk:
+// the only body reply Envoy accepts in full-duplex mode.
+func streamedReply(p []byte, end, request bool) *extprocv3.ProcessingResponse {
+	br := &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
+		BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_StreamedResponse{
+			StreamedResponse: &extprocv3.StreamedBodyResponse{Body: p, EndOfStream: end},
+		}},
+	}}
+	if request {
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
+}
+
+func (p *Processor) bodyTimeout() time.Duration {
+	if p.opt.BodyTimeout > 0 {
+		return p.opt.BodyTimeout
+	}
+	return DefaultBodyTimeout
+}

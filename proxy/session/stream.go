@@ -1,0 +1,259 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/tracing"
+	"github.com/tfsbridge/tfsbridge/translate"
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+)
+
+// Streamed bodies (ext_proc FULL_DUPLEX_STREAMED, the reverse proxy):
+// chunks go to RequestChunk / ResponseChunk as they arrive, and the
+// session hands its output to a Sink in protocol order — the held
+// headers' changes once, then the body in pieces of at most MaxPiece
+// bytes. The TF request text is never held whole: a predict body is
+// parsed chunk by chunk straight into the v2 tensors
+// (translate.RequestStream), so an exchange holds about its tensors,
+// not its JSON (docs/architecture.md, "Streaming").
+//
+// Bodies that cannot be parsed as they come — gzip-encoded ones and the
+// tf.Examples of classify and regress (small by nature) — are gathered
+// within the body limit and translated whole at their end, as in
+// buffered mode, and then streamed out the same way.
+
+// MaxPiece bounds each body piece given to a Sink: Envoy recommends
+// streamed_response chunks of at most 64 KiB (larger ones are accepted
+// but held whole in its buffers).
+const MaxPiece = 64 << 10
+
+// Sink receives a streamed exchange's output in protocol order. Its
+// errors (the ext_proc stream or the client connection broke) stop the
+// exchange; the session returns Reset.
+type Sink interface {
+	// Headers sends the held headers message on, with a's changes
+	// applied (a is a Continue action: Set and Remove). It is called
+	// once, before any Body.
+	Headers(a Action) error
+	// Body sends the next piece of the body; p may be reused once Body
+	// returns. end marks the last piece (p may then be empty).
+	Body(p []byte, end bool) error
+}
+
+// errSink reports that the adapter's Sink failed: the exchange cannot go
+// on, and nothing more can be sent.
+var errSink = errors.New("session: the streamed output failed")
+
+// reqStream is the state of a streamed request body.
+type reqStream struct {
+	started  bool
+	declared int64                    // the request's content-length, -1 if none
+	n        int64                    // body bytes so far
+	dec     *translate.RequestStream // predict, identity encoding
+	text    []byte                   // the gathered body otherwise
+}
+
+// RequestChunk handles the next piece of a streamed request body; end
+// marks the last one (a trailers message ends a body too: pass nil with
+// end). The verdicts:
+//   - Pending: nothing to send yet; feed the next chunk.
+//   - Respond: answer the client with the action now (nothing was sent).
+//   - Continue: the translated request went to out, headers and body,
+//     or (for an exchange that is not being translated) the adapter must
+//     forward the chunk itself unchanged.
+//   - Reset: out failed midway; end the exchange without an answer.
+func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out Sink) Action {
+	s.m.ctx = ctx // for resolveMapped, which runs inside the translation
+	if s.state != stRequestBody {
+		return Action{Verdict: PassThrough}
+	}
+	rs := &s.rstream
+	if !rs.started {
+		rs.started = true
+		if s.examplesMethod() == 0 && s.reqEncoding == "" {
+			opt := translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits}
+			rs.dec = translate.NewRequestStream(s.resolve, opt)
+		}
+	}
+	rs.n += int64(len(chunk))
+	if err := s.checkSize("Request", rs.n); err != nil {
+		return s.fail(err)
+	}
+	// The memory a body holds is reserved before it is read: all of it
+	// when its length is declared, so that a body the budget cannot take
+	// is refused at once, else as it comes. The v2 body's real size is
+	// settled at the end.
+	want := rs.n
+	if rs.declared > rs.n && rs.declared <= s.maxBody() {
+		want = rs.declared
+	}
+	if err := s.admitStream(want); err != nil {
+		return s.fail(err)
+	}
+	if rs.dec != nil {
+		if rs.n <= replayBytes {
+			// Kept for the exact parser (see replayBytes).
+			rs.text = append(rs.text, chunk...)
+		} else {
+			rs.text = nil
+		}
+		if len(chunk) > 0 {
+			// A write error is sticky and surfaces again, with TF's
+			// text, from Close: TF reports the body's syntax errors
+			// before anything else, so the whole body must be seen.
+			_ = rs.dec.Write(chunk)
+		}
+	} else {
+		rs.text = append(rs.text, chunk...)
+	}
+	if !end {
+		return Action{Verdict: Pending}
+	}
+	s.cfg.Metrics.BodySize(observe.StageTFRequest, int(rs.n))
+	if rs.dec == nil {
+		text := rs.text
+		rs.text = nil
+		// RequestBody reserves for the whole body itself.
+		s.cfg.Admission.Release(s.reserved)
+		s.reserved = 0
+		a := s.RequestBody(ctx, text)
+		if a.Verdict != Continue {
+			return a
+		}
+		return s.streamOut(out, a, a.Body)
+	}
+	t0 := time.Now()
+	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
+	req, ex, err := rs.dec.Close()
+	rs.dec = nil
+	span.End()
+	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
+	if errors.Is(err, tfrequest.ErrFallback) {
+		if rs.text != nil || rs.n == 0 {
+			req, ex, err = translate.TranslateRequest(rs.text, s.resolve, translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits})
+		} else {
+			err = apierr.InvalidArgumentf("Request body could not be parsed as a TF Serving predict request")
+		}
+	}
+	rs.text = nil
+	if err != nil {
+		return s.fail(err)
+	}
+	if n := int64(len(req.Body)); n > s.reserved {
+		// The tensors came out larger than reserved (integers: "1,"
+		// becomes 8 bytes of INT64): count what is really held.
+		s.cfg.Admission.Hold(n - s.reserved)
+		s.reserved = n
+	}
+	s.exchange = ex
+	return s.streamOut(out, s.requestAction(req), req.Body)
+}
+
+// replayBytes is how much of a streamed predict body is kept for the
+// exact parser, which decides what the one-pass decoder does not.
+const replayBytes = 1 << 20
+
+// admitStream reserves, for a streamed request body of which n bytes are
+// known, what it holds per byte: admission.StreamFactor when it is parsed
+// as it comes, RequestFactor when it is gathered and translated whole.
+func (s *Session) admitStream(n int64) error {
+	factor := int64(admission.RequestFactor)
+	if s.rstream.dec != nil {
+		factor = admission.StreamFactor
+	}
+	if need := n * factor; need > s.reserved {
+		return s.admit(int(need), int(s.reserved), 1)
+	}
+	return nil
+}
+
+// streamOut hands a translated body to out: the headers action, then the
+// body in pieces.
+func (s *Session) streamOut(out Sink, a Action, body []byte) Action {
+	a.Body, a.ReplaceBody = nil, false
+	if err := out.Headers(a); err != nil {
+		return s.reset(err)
+	}
+	for {
+		n := min(len(body), MaxPiece)
+		last := n == len(body)
+		if err := out.Body(body[:n], last); err != nil {
+			return s.reset(err)
+		}
+		if last {
+			return Action{Verdict: Continue}
+		}
+		body = body[n:]
+	}
+}
+
+// reset ends an exchange whose output broke midway.
+func (s *Session) reset(err error) Action {
+	s.state = stDone
+	if s.logs(slog.LevelDebug) {
+		s.Logger().Debug("streamed output failed", "route", s.route.String(), "error", err)
+	}
+	return Action{Verdict: Reset}
+}
+
+// ResponseChunk handles the next piece of a streamed upstream response
+// body, with RequestChunk's verdicts. A successful v2 answer is
+// translated and streamed to out at its end; an error answer becomes
+// TF's error (Respond).
+func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out Sink) Action {
+	if s.state != stResponseBody {
+		return Action{Verdict: PassThrough}
+	}
+	rs := &s.rstream
+	n := int64(len(rs.text) + len(chunk))
+	if err := s.checkSize("Response", n); err != nil {
+		return s.fail(err)
+	}
+	rs.text = append(rs.text, chunk...)
+	if !end {
+		return Action{Verdict: Pending}
+	}
+	text := rs.text
+	rs.text = nil
+	a := s.ResponseBody(ctx, text)
+	if a.Verdict != Continue || !a.ReplaceBody {
+		return a
+	}
+	s.state = stDone
+	return s.streamOut(out, a, a.Body)
+}
+
+// Then returns a followed by b: the header changes of both, b's winning
+// where they touch the same header. A streamed exchange sends its held
+// headers message once, with both the headers' and the body's changes.
+func (a Action) Then(b Action) Action {
+	out := b
+	out.Set, out.Remove = nil, nil
+	touched := make(map[string]bool, len(b.Set)+len(b.Remove))
+	for _, h := range b.Set {
+		touched[h.Key] = true
+	}
+	for _, k := range b.Remove {
+		touched[k] = true
+	}
+	for _, h := range a.Set {
+		if !touched[h.Key] {
+			out.Set = append(out.Set, h)
+		}
+	}
+	out.Set = append(out.Set, b.Set...)
+	for _, k := range a.Remove {
+		if !touched[k] {
+			out.Remove = append(out.Remove, k)
+		}
+	}
+	out.Remove = append(out.Remove, b.Remove...)
+	out.ClearRouteCache = a.ClearRouteCache || b.ClearRouteCache
+	return out
+}
