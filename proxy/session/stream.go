@@ -55,8 +55,8 @@ type reqStream struct {
 	started  bool
 	declared int64                    // the request's content-length, -1 if none
 	n        int64                    // body bytes so far
-	dec     *translate.RequestStream // predict, identity encoding
-	text    []byte                   // the gathered body otherwise
+	dec      *translate.RequestStream // predict, identity encoding
+	text     []byte                   // the gathered body otherwise
 }
 
 // RequestChunk handles the next piece of a streamed request body; end
