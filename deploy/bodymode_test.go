@@ -90,6 +90,22 @@ func bodyModeOf(pm *extprocv3.ProcessingMode) (bodyMode, error) {
 	return "", fmt.Errorf("body mode %s is neither of %v", pm.GetRequestBodyMode(), bodyModes)
 }
 
+// layoutOf returns the one layout of a family (directory → body mode) that
+// runs mode.
+func layoutOf(t *testing.T, layouts map[string]bodyMode, mode bodyMode) string {
+	t.Helper()
+	var found []string
+	for dir, m := range layouts {
+		if m == mode {
+			found = append(found, dir)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("layouts %v: %d run %s, want 1", layouts, len(found), mode)
+	}
+	return found[0]
+}
+
 // egProcessingMode is the processing_mode Envoy Gateway renders for an
 // EnvoyExtensionPolicy's processingMode, as its API documents: a request or
 // response entry sends that direction's headers, its body is the named mode,
