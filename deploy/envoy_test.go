@@ -28,17 +28,6 @@ const (
 	httpOptionsKey    = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 )
 
-// decidedProcessingMode is docs/architecture.md's processing mode: headers SEND, bodies
-// BUFFERED, trailers SKIP, in both directions.
-var decidedProcessingMode = &extprocv3.ProcessingMode{
-	RequestHeaderMode:   extprocv3.ProcessingMode_SEND,
-	ResponseHeaderMode:  extprocv3.ProcessingMode_SEND,
-	RequestBodyMode:     extprocv3.ProcessingMode_BUFFERED,
-	ResponseBodyMode:    extprocv3.ProcessingMode_BUFFERED,
-	RequestTrailerMode:  extprocv3.ProcessingMode_SKIP,
-	ResponseTrailerMode: extprocv3.ProcessingMode_SKIP,
-}
-
 // parseBootstrap decodes a static Envoy bootstrap strictly (see decodeProtoStrict).
 func parseBootstrap(doc []byte) (*bootstrapv3.Bootstrap, error) {
 	b := &bootstrapv3.Bootstrap{}
@@ -48,8 +37,17 @@ func parseBootstrap(doc []byte) (*bootstrapv3.Bootstrap, error) {
 	return b, nil
 }
 
-// bootstrapFiles lists every Envoy bootstrap in deploy/envoy: all YAML there
-// except the kustomization that wraps them into a ConfigMap.
+// bootstrapModes names every Envoy bootstrap in deploy/envoy (all YAML there
+// except the kustomization that wraps them into a ConfigMap) with the body
+// mode it runs tfsbridge in.
+var bootstrapModes = map[string]bodyMode{
+	"envoy/envoy.yaml":             buffered,
+	"envoy/envoy-tls.yaml":         buffered,
+	"envoy/envoy-full-duplex.yaml": fullDuplex,
+}
+
+// bootstrapFiles lists every Envoy bootstrap in deploy/envoy and checks that
+// bootstrapModes names each.
 func bootstrapFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("envoy/*.yaml")
@@ -57,8 +55,13 @@ func bootstrapFiles(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "kustomization.yaml" })
-	if len(files) == 0 {
-		t.Fatal("no Envoy bootstrap under deploy/envoy")
+	if len(files) != len(bootstrapModes) {
+		t.Fatalf("bootstraps %v, bootstrapModes names %d: give each file its body mode", files, len(bootstrapModes))
+	}
+	for _, f := range files {
+		if _, ok := bootstrapModes[f]; !ok {
+			t.Fatalf("%s: not in bootstrapModes", f)
+		}
 	}
 	return files
 }
@@ -69,7 +72,7 @@ type sidecarEnvoy struct {
 	listenerPorts []uint32 // ports Envoy listens on outside loopback
 	readyPort     uint32   // health listener answering readyPath
 	readyPath     string
-	bufferLimit   uint32 // the TF listener's per_connection_buffer_limit_bytes
+	bufferLimit   uint32 // the TF listener's per_connection_buffer_limit_bytes (0: Envoy's default)
 	extProc       *extprocv3.ExternalProcessor
 	extProcAddr   *corev3.Address       // where the ext_proc cluster points (TCP or a pipe)
 	backendAddr   *corev3.SocketAddress // where the v2 route's cluster points
@@ -92,7 +95,7 @@ func TestEnvoyBootstrapsDecidedSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := checkSidecarBootstrap(t, b)
+			s := checkSidecarBootstrap(t, b, bootstrapModes[f])
 			if p := s.extProcAddr.GetPipe().GetPath(); p != extProcSocket {
 				t.Errorf("ext_proc cluster dials %v, want the pipe %s (tfsbridge's Unix socket)", s.extProcAddr, extProcSocket)
 			}
@@ -107,9 +110,9 @@ func TestEnvoyBootstrapsDecidedSettings(t *testing.T) {
 }
 
 // checkSidecarBootstrap asserts the settings decided for a sidecar Envoy in
-// docs/architecture.md and docs/envoy-extproc.md, and returns what other files must
-// agree with.
-func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap) sidecarEnvoy {
+// docs/architecture.md and docs/envoy-extproc.md, for the body mode it runs
+// tfsbridge in, and returns what other files must agree with.
+func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap, mode bodyMode) sidecarEnvoy {
 	t.Helper()
 	var s sidecarEnvoy
 
@@ -180,14 +183,12 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap) sidecarEnvoy 
 		t.Errorf("ext_proc listener on %s:%d, want 0.0.0.0:%d", p.GetAddress(), p.GetPortValue(), tfsPort)
 	}
 	s.bufferLimit = tfsListener.GetPerConnectionBufferLimitBytes().GetValue()
-	if s.bufferLimit < minBufferLimit {
-		t.Errorf("listener buffer limit %d < %d: BUFFERED bodies above it get 413 (docs/envoy-extproc.md: Body modes)", s.bufferLimit, minBufferLimit)
-	}
+	checkBufferLimit(t, "listener "+tfsListener.GetName(), s.bufferLimit, mode)
 	if s.readyPath == "" || s.readyPort == 0 {
 		t.Error("no listener answers readiness with the health_check filter")
 	}
 
-	checkExtProcConfig(t, s.extProc)
+	checkExtProcConfig(t, s.extProc, mode)
 	extProcCluster := s.extProc.GetGrpcService().GetEnvoyGrpc().GetClusterName()
 	c, ok := clusters[extProcCluster]
 	if !ok {
@@ -201,21 +202,53 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap) sidecarEnvoy 
 		if !used[name] {
 			t.Errorf("cluster %s is not used", name)
 		}
-		if got := c.GetPerConnectionBufferLimitBytes().GetValue(); got < minBufferLimit {
-			t.Errorf("cluster %s: buffer limit %d < %d", name, got, minBufferLimit)
+		checkBufferLimit(t, "cluster "+name, c.GetPerConnectionBufferLimitBytes().GetValue(), mode)
+	}
+	if mode == fullDuplex {
+		hcm := listenerHCM(t, tfsListener)
+		idle := hcm.GetStreamIdleTimeout().AsDuration()
+		for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
+			for _, r := range vh.GetRoutes() {
+				if rt := r.GetRoute().GetTimeout().AsDuration(); idle <= rt {
+					t.Errorf("stream_idle_timeout %v not above route %s's timeout %v: with no message_timeout it is what ends a stalled stream, and must not pre-empt the route's 504", idle, r.GetMatch().GetPrefix(), rt)
+				}
+			}
 		}
 	}
 	return s
 }
 
-// checkExtProcConfig asserts docs/architecture.md's ext_proc filter settings.
-func checkExtProcConfig(t *testing.T, ep *extprocv3.ExternalProcessor) {
+// checkBufferLimit checks a per_connection_buffer_limit_bytes (0: unset,
+// Envoy's 1 MiB default) for the body mode: buffered bodies are held whole in
+// it, so it must be raised (above it Envoy answers 413 or 500; spec: Body
+// modes); full-duplex bodies never are, and a raised limit only lets Envoy
+// queue more per connection.
+func checkBufferLimit(t *testing.T, name string, limit uint32, mode bodyMode) {
 	t.Helper()
-	if diff := protoDiff(decidedProcessingMode, ep.GetProcessingMode()); diff != "" {
-		t.Errorf("processing_mode differs from docs/architecture.md's:\n%s", diff)
+	switch mode {
+	case buffered:
+		if limit < minBufferLimit {
+			t.Errorf("%s: buffer limit %d < %d: BUFFERED bodies above it get 413", name, limit, minBufferLimit)
+		}
+	case fullDuplex:
+		if limit > maxStreamingBuffer {
+			t.Errorf("%s: buffer limit %d > %d: nothing is buffered whole in full-duplex mode", name, limit, maxStreamingBuffer)
+		}
 	}
-	if !ep.GetAllowModeOverride() {
-		t.Error("allow_mode_override must be true: tfsbridge turns bodies off for paths it does not translate")
+}
+
+// checkExtProcConfig asserts docs/architecture.md's ext_proc filter settings
+// for a body mode: its processing_mode, fail closed, and, when buffered, mode
+// override allowed and a message_timeout in seconds; when full-duplex, none
+// of the two (Envoy honours neither in that mode, so setting them would only
+// mislead).
+func checkExtProcConfig(t *testing.T, ep *extprocv3.ExternalProcessor, mode bodyMode) {
+	t.Helper()
+	if got, err := bodyModeOf(ep.GetProcessingMode()); err != nil || got != mode {
+		t.Errorf("processing_mode is not %s: %v", mode, err)
+	}
+	if diff := protoDiff(mode.processingMode(), ep.GetProcessingMode()); diff != "" {
+		t.Errorf("processing_mode differs from docs/architecture.md's %s mode:\n%s", mode, diff)
 	}
 	if ep.GetFailureModeAllow() {
 		t.Error("failure_mode_allow must be false: an untranslated TF body must not reach the v2 server")
@@ -227,11 +260,24 @@ func checkExtProcConfig(t *testing.T, ep *extprocv3.ExternalProcessor) {
 		t.Error("ext_proc must use grpc_service.envoy_grpc")
 	}
 	mt := ep.GetMessageTimeout()
-	if mt == nil || mt.AsDuration() < minMessageTimeout {
-		t.Errorf("message_timeout %v: want at least %v (the 200 ms default yields 504s)", mt.AsDuration(), minMessageTimeout)
-	}
-	if mm := ep.GetMaxMessageTimeout(); mm != nil && mm.AsDuration() < mt.AsDuration() {
-		t.Errorf("max_message_timeout %v < message_timeout %v", mm.AsDuration(), mt.AsDuration())
+	switch mode {
+	case buffered:
+		if !ep.GetAllowModeOverride() {
+			t.Error("allow_mode_override must be true: tfsbridge turns bodies off for paths it does not translate")
+		}
+		if mt == nil || mt.AsDuration() < minMessageTimeout {
+			t.Errorf("message_timeout %v: want at least %v (the 200 ms default yields 504s)", mt.AsDuration(), minMessageTimeout)
+		}
+		if mm := ep.GetMaxMessageTimeout(); mm != nil && mm.AsDuration() < mt.AsDuration() {
+			t.Errorf("max_message_timeout %v < message_timeout %v", mm.AsDuration(), mt.AsDuration())
+		}
+	case fullDuplex:
+		if ep.GetAllowModeOverride() {
+			t.Error("allow_mode_override set: Envoy does not honour mode_override in full-duplex mode (tfsbridge streams pass-through bodies back itself)")
+		}
+		if mt != nil || ep.GetMaxMessageTimeout() != nil {
+			t.Error("message_timeout or max_message_timeout set: Envoy applies neither in full-duplex mode; tfsbridge's own deadline does the job")
+		}
 	}
 }
 

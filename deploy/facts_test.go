@@ -40,7 +40,7 @@ const (
 var tfsbridgeFlags = map[string][]string{
 	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format", "log-level",
 		"model-map", "tls-cert-file", "tls-key-file", "tls-client-ca-file",
-		"readiness", "drain-delay", "shutdown-timeout", "drain-envoy"},
+		"readiness", "drain-delay", "shutdown-timeout", "drain-envoy", "body-mode"},
 }
 
 // Defaults of the shutdown flags (bridge.DefaultOptions).

@@ -5,17 +5,30 @@ import (
 	"time"
 
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	corev1 "k8s.io/api/core/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// TestEnvoyGateway cross-checks the Envoy Gateway add-on: the policy runs
-// tfsbridge in docs/architecture.md's processing mode on the /v1 route, through the
-// tfsbridge Service, with a buffer limit raised on the route's Gateway.
+// gatewayLayouts are the Envoy Gateway layouts with the body mode each runs.
+var gatewayLayouts = map[string]bodyMode{"envoy-gateway": buffered, "envoy-gateway-full-duplex": fullDuplex}
+
+// TestEnvoyGateway cross-checks the Envoy Gateway add-ons, in both body
+// modes: the policy runs tfsbridge in docs/architecture.md's processing mode
+// on the /v1 route, through the tfsbridge Service, fail closed, with the
+// route's Gateway buffer limit raised exactly when bodies are buffered, and
+// tfsbridge's --body-mode matches.
 func TestEnvoyGateway(t *testing.T) {
-	r := kustomizeBuild(t, "envoy-gateway")
+	for dir, mode := range gatewayLayouts {
+		t.Run(dir, func(t *testing.T) { checkEnvoyGateway(t, dir, mode) })
+	}
+}
+
+func checkEnvoyGateway(t *testing.T, dir string, mode bodyMode) {
+	r := kustomizeBuild(t, dir)
 	args := onlyTfsbridge(t, r)
-	ref := referenceExtProc(t)
+	checkBodyModeFlag(t, args, mode)
+	ref := referenceExtProc(t, mode)
 
 	policies := all[egv1a1.EnvoyExtensionPolicy](r)
 	if len(policies) != 1 || len(policies[0].Spec.TargetRefs) != 1 || len(policies[0].Spec.ExtProc) != 1 {
@@ -40,28 +53,7 @@ func TestEnvoyGateway(t *testing.T) {
 	svc := one[corev1.Service](t, r, string(br.Name))
 	checkExtProcServicePort(t, r, svc, int32(*br.Port), args)
 
-	// docs/architecture.md's processing mode; headers are SEND because request and
-	// response are present, trailers are skipped by default.
-	pm := ep.ProcessingMode
-	buffered := egv1a1.BufferedExtProcBodyProcessingMode
-	if pm == nil || pm.Request == nil || pm.Response == nil ||
-		pm.Request.Body == nil || *pm.Request.Body != buffered || pm.Response.Body == nil || *pm.Response.Body != buffered {
-		t.Errorf("processingMode %+v: want request and response with body Buffered", pm)
-	}
-	if pm != nil && !pm.AllowModeOverride {
-		t.Error("allowModeOverride must be true")
-	}
-	if ep.FailOpen == nil || *ep.FailOpen {
-		t.Error("failOpen must be set to false")
-	}
-	if ep.ShadowMode != nil && *ep.ShadowMode {
-		t.Error("shadowMode ignores every reply")
-	}
-	if ep.MessageTimeout == nil {
-		t.Error("messageTimeout unset: Envoy Gateway's default is 200 ms")
-	} else if d, err := time.ParseDuration(string(*ep.MessageTimeout)); err != nil || d != ref.GetMessageTimeout().AsDuration() {
-		t.Errorf("messageTimeout %s, want envoy.yaml's %v", *ep.MessageTimeout, ref.GetMessageTimeout().AsDuration())
-	}
+	checkEnvoyGatewayExtProc(t, ep, ref, mode)
 
 	bs := ep.BackendSettings
 	if bs == nil || bs.CircuitBreaker == nil || bs.Connection == nil || bs.Connection.BufferLimit == nil ||
@@ -73,9 +65,9 @@ func TestEnvoyGateway(t *testing.T) {
 			t.Errorf("circuitBreaker.%s must be at least %d", name, minStreams)
 		}
 	}
-	if bs.Connection.BufferLimit.Value() < minBufferLimit {
-		t.Errorf("extProc connection.bufferLimit %s < %d", bs.Connection.BufferLimit, minBufferLimit)
-	}
+	// The ext_proc connection carries a whole body per message when
+	// buffered, chunks of at most 64 KiB when full-duplex.
+	checkBufferLimit(t, "extProc connection", uint32(bs.Connection.BufferLimit.Value()), mode)
 	if a := bs.HealthCheck.Active; a.Type != egv1a1.ActiveHealthCheckerTypeGRPC || a.GRPC == nil || a.GRPC.Service == nil || *a.GRPC.Service != extProcHealthSvc {
 		t.Errorf("active health check must be GRPC on service %s", extProcHealthSvc)
 	}
@@ -132,8 +124,44 @@ func TestEnvoyGateway(t *testing.T) {
 			raised = true
 		}
 	}
-	if !raised {
-		t.Errorf("no ClientTrafficPolicy raises connection.bufferLimit on Gateway %s (the 32 KiB default answers 413)", gw.Name)
+	if raised != (mode == buffered) {
+		t.Errorf("a ClientTrafficPolicy raises Gateway %s's buffer limit: %v; want it exactly in buffered mode (Envoy Gateway's 32 KiB default answers 413 to buffered tensors)", gw.Name, raised)
+	}
+}
+
+// checkEnvoyGatewayExtProc checks an EnvoyExtensionPolicy's extProc against
+// the reference sidecar bootstrap of its body mode: the processing_mode
+// Envoy Gateway renders from it, fail closed, and a mode override and
+// message timeout exactly when buffered (Envoy honours neither in
+// full-duplex mode; Envoy Gateway refuses failOpen with it).
+func checkEnvoyGatewayExtProc(t *testing.T, ep egv1a1.ExtProc, ref *extprocv3.ExternalProcessor, mode bodyMode) {
+	t.Helper()
+	pm := ep.ProcessingMode
+	rendered := egProcessingMode(pm)
+	if got, err := bodyModeOf(rendered); err != nil || got != mode {
+		t.Errorf("processingMode %+v is not %s: %v", pm, mode, err)
+	}
+	if diff := protoDiff(ref.GetProcessingMode(), rendered); diff != "" {
+		t.Errorf("Envoy Gateway would render a processing_mode other than %s's:\n%s", referenceBootstraps[mode], diff)
+	}
+	if pm != nil && pm.AllowModeOverride != ref.GetAllowModeOverride() {
+		t.Errorf("allowModeOverride %v, %s's allow_mode_override %v", pm.AllowModeOverride, referenceBootstraps[mode], ref.GetAllowModeOverride())
+	}
+	if ep.FailOpen == nil || *ep.FailOpen {
+		t.Error("failOpen must be set to false")
+	}
+	if ep.ShadowMode != nil && *ep.ShadowMode {
+		t.Error("shadowMode ignores every reply")
+	}
+	switch {
+	case mode == fullDuplex && ep.MessageTimeout != nil:
+		t.Errorf("messageTimeout %s: Envoy applies none in full-duplex mode", *ep.MessageTimeout)
+	case mode == buffered && ep.MessageTimeout == nil:
+		t.Error("messageTimeout unset: Envoy Gateway's default is 200 ms")
+	case mode == buffered:
+		if d, err := time.ParseDuration(string(*ep.MessageTimeout)); err != nil || d != ref.GetMessageTimeout().AsDuration() {
+			t.Errorf("messageTimeout %s, want %s's %v", *ep.MessageTimeout, referenceBootstraps[mode], ref.GetMessageTimeout().AsDuration())
+		}
 	}
 }
 

@@ -92,6 +92,21 @@ image: {tag: 0.1.1}
 `,
 		wantKinds: []string{"apps/v1/Deployment", "v1/Service"},
 	},
+	{
+		name: "full duplex with both data planes",
+		values: `
+bodyMode: full-duplex
+envoyGateway: {enabled: true}
+istio: {enabled: true}
+`,
+		// No ClientTrafficPolicy: streamed bodies need no raised Gateway buffer.
+		wantKinds: []string{
+			"apps/v1/Deployment",
+			"gateway.envoyproxy.io/v1alpha1/EnvoyExtensionPolicy",
+			"networking.istio.io/v1/DestinationRule", "networking.istio.io/v1alpha3/EnvoyFilter",
+			"policy/v1/PodDisruptionBudget", "v1/Service",
+		},
+	},
 }
 
 func indent(s, prefix string) string {
@@ -246,11 +261,12 @@ func TestHelmChart(t *testing.T) {
 			for _, sm := range all[monitoringv1.ServiceMonitor](r) {
 				checkServiceMonitor(t, sm, svc)
 			}
+			mode := bodyMode(vals.str(t, "bodyMode"))
 			if pols := all[egv1a1.EnvoyExtensionPolicy](r); len(pols) > 0 {
-				checkChartEnvoyGateway(t, r, pols)
+				checkChartEnvoyGateway(t, r, pols, mode)
 			}
 			if efs := all[istioObject](r); len(efs) > 0 {
-				checkChartIstio(t, r)
+				checkChartIstio(t, r, mode)
 			}
 		})
 	}
@@ -331,6 +347,11 @@ func checkChartDeployment(t *testing.T, r *rendered, d *appsv1.Deployment, args 
 	}
 	if args.maxBody != vals.int(t, "maxBodyBytes") {
 		t.Errorf("--max-body-bytes=%d, values say %d", args.maxBody, vals.int(t, "maxBodyBytes"))
+	}
+	// Explicit, so that a data plane announcing another mode is refused
+	// rather than followed.
+	if got, want := args.flags["body-mode"], vals.str(t, "bodyMode"); got != want {
+		t.Errorf("--body-mode=%q, values say %q", got, want)
 	}
 	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
 		t.Error("no preStop sleep: Envoy would still send streams to a stopping pod")
@@ -432,11 +453,13 @@ func checkServiceMonitor(t *testing.T, sm *monitoringv1.ServiceMonitor, svc *cor
 }
 
 // checkChartEnvoyGateway compares the chart's Envoy Gateway policies with
-// deploy/envoy-gateway, which TestEnvoyGateway checks in depth: the ext_proc
-// settings must be the same, and the buffer limit equal to --max-body-bytes.
-func checkChartEnvoyGateway(t *testing.T, r *rendered, pols []*egv1a1.EnvoyExtensionPolicy) {
+// the Envoy Gateway layout of the same body mode, which TestEnvoyGateway
+// checks in depth: the ext_proc settings must be the same, and the buffer
+// limit, raised only for buffered bodies, equal to --max-body-bytes.
+func checkChartEnvoyGateway(t *testing.T, r *rendered, pols []*egv1a1.EnvoyExtensionPolicy, mode bodyMode) {
 	t.Helper()
-	ref := kustomizeBuild(t, "envoy-gateway")
+	layout := layoutOf(t, gatewayLayouts, mode)
+	ref := kustomizeBuild(t, layout)
 	want := all[egv1a1.EnvoyExtensionPolicy](ref)
 	if len(pols) != 1 || len(want) != 1 {
 		t.Fatalf("%d EnvoyExtensionPolicies, want 1", len(pols))
@@ -444,13 +467,19 @@ func checkChartEnvoyGateway(t *testing.T, r *rendered, pols []*egv1a1.EnvoyExten
 	if !reflect.DeepEqual(pols[0].Spec.ExtProc, want[0].Spec.ExtProc) {
 		got, _ := json.Marshal(pols[0].Spec.ExtProc)
 		exp, _ := json.Marshal(want[0].Spec.ExtProc)
-		t.Errorf("EnvoyExtensionPolicy extProc differs from deploy/envoy-gateway's:\n got %s\nwant %s", got, exp)
+		t.Errorf("EnvoyExtensionPolicy extProc differs from deploy/%s's:\n got %s\nwant %s", layout, got, exp)
 	}
 	if tr := pols[0].Spec.TargetRefs; len(tr) != 1 || tr[0].Kind != "HTTPRoute" {
 		t.Errorf("EnvoyExtensionPolicy targets %v, want one HTTPRoute", tr)
 	}
 	args := onlyTfsbridge(t, r)
 	ctps := all[egv1a1.ClientTrafficPolicy](r)
+	if mode == fullDuplex {
+		if len(ctps) != 0 {
+			t.Errorf("%d ClientTrafficPolicies: streamed bodies need no raised Gateway buffer", len(ctps))
+		}
+		return
+	}
 	if len(ctps) != 1 || ctps[0].Spec.Connection == nil || ctps[0].Spec.Connection.BufferLimit == nil {
 		t.Fatal("want one ClientTrafficPolicy raising connection.bufferLimit")
 	}
@@ -462,16 +491,18 @@ func checkChartEnvoyGateway(t *testing.T, r *rendered, pols []*egv1a1.EnvoyExten
 	}
 }
 
-// checkChartIstio compares the chart's Istio objects with deploy/istio,
-// which TestIstio checks in depth against envoy.yaml: with the same release
-// name and namespace they must be identical.
-func checkChartIstio(t *testing.T, r *rendered) {
+// checkChartIstio compares the chart's Istio objects with the Istio layout
+// of the same body mode, which TestIstio checks in depth against the sidecar
+// bootstraps: with the same release name and namespace they must be
+// identical.
+func checkChartIstio(t *testing.T, r *rendered, mode bodyMode) {
 	t.Helper()
-	ref := kustomizeBuild(t, "istio")
+	layout := layoutOf(t, istioLayouts, mode)
+	ref := kustomizeBuild(t, layout)
 	for _, kind := range []string{"networking.istio.io/v1alpha3/EnvoyFilter", "networking.istio.io/v1/DestinationRule"} {
 		got, want := istioSpec[proto.Message](t, r, kind), istioSpec[proto.Message](t, ref, kind)
 		if !proto.Equal(got, want) {
-			t.Errorf("%s differs from deploy/istio's:\n%s", kind, protoDiff(want, got))
+			t.Errorf("%s differs from deploy/%s's:\n%s", kind, layout, protoDiff(want, got))
 		}
 	}
 }
@@ -512,6 +543,8 @@ func TestHelmChartRefuses(t *testing.T) {
 		{"tls: {enabled: true}", "tls.secretName"},
 		{"replicaCount: 1", "would block every eviction"},
 		{"autoscaling: {enabled: true, minReplicas: 1}", "would block every eviction"},
+		{"bodyMode: streamed", `bodyMode "streamed"`},
+		{"bodyMode: auto", `bodyMode "auto"`},
 	}
 	for _, tt := range tests {
 		user, err := chartutil.ReadValues([]byte(tt.values))

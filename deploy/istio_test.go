@@ -17,13 +17,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// TestIstio cross-checks the Istio add-on: the EnvoyFilter's embedded Envoy
-// config is valid, equals envoy.yaml's ext_proc filter, reaches tfsbridge
-// through the cluster Istio generates for its Service, and sits on the port
-// tfsbridge's backend serves; the DestinationRule speaks HTTP/2 to it.
+// istioLayouts are the Istio layouts with the body mode each runs.
+var istioLayouts = map[string]bodyMode{"istio": buffered, "istio-full-duplex": fullDuplex}
+
+// TestIstio cross-checks the Istio add-ons, in both body modes: the
+// EnvoyFilter's embedded Envoy config is valid, equals the ext_proc filter
+// of the sidecar bootstrap of the same mode, reaches tfsbridge through the
+// cluster Istio generates for its Service, and sits on the port tfsbridge's
+// backend serves; buffer limits are raised exactly when bodies are buffered,
+// tfsbridge's --body-mode matches, and the DestinationRule speaks HTTP/2 to it.
 func TestIstio(t *testing.T) {
-	r := kustomizeBuild(t, "istio")
+	for dir, mode := range istioLayouts {
+		t.Run(dir, func(t *testing.T) { checkIstio(t, dir, mode) })
+	}
+}
+
+func checkIstio(t *testing.T, dir string, mode bodyMode) {
+	r := kustomizeBuild(t, dir)
 	args := onlyTfsbridge(t, r)
+	checkBodyModeFlag(t, args, mode)
 
 	namespaces := all[corev1.Namespace](r)
 	if len(namespaces) != 1 || namespaces[0].Labels["istio-injection"] != "enabled" {
@@ -90,12 +102,12 @@ func TestIstio(t *testing.T) {
 			if f.GetName() != extProcFilterName || f.GetTypedConfig().UnmarshalTo(ep) != nil {
 				t.Fatalf("%s: want the ext_proc filter, got %s", name, f.GetName())
 			}
-			checkExtProcConfig(t, ep)
+			checkExtProcConfig(t, ep, mode)
 			if got := ep.GetGrpcService().GetEnvoyGrpc().GetClusterName(); got != extProcCluster {
 				t.Errorf("%s: cluster_name %q, Istio names tfsbridge's cluster %q", name, got, extProcCluster)
 			}
-			if diff := equalExtProc(referenceExtProc(t), ep); diff != "" {
-				t.Errorf("%s differs from envoy.yaml's ext_proc filter:\n%s", name, diff)
+			if diff := equalExtProc(referenceExtProc(t, mode), ep); diff != "" {
+				t.Errorf("%s differs from %s's ext_proc filter:\n%s", name, referenceBootstraps[mode], diff)
 			}
 		case istionetworking.EnvoyFilter_LISTENER:
 			l := &listenerv3.Listener{}
@@ -116,10 +128,15 @@ func TestIstio(t *testing.T) {
 			t.Errorf("%s: unexpected patch", name)
 		}
 	}
-	for _, want := range []istionetworking.EnvoyFilter_ApplyTo{istionetworking.EnvoyFilter_HTTP_FILTER, istionetworking.EnvoyFilter_LISTENER, istionetworking.EnvoyFilter_CLUSTER} {
-		if !applied[want] {
-			t.Errorf("no %s patch", want)
+	// Buffered bodies need the listener's and the ext_proc cluster's buffer
+	// raised; full-duplex ones keep Istio's defaults.
+	for _, want := range []istionetworking.EnvoyFilter_ApplyTo{istionetworking.EnvoyFilter_LISTENER, istionetworking.EnvoyFilter_CLUSTER} {
+		if applied[want] != (mode == buffered) {
+			t.Errorf("%s patch present: %v; want it exactly in buffered mode", want, applied[want])
 		}
+	}
+	if !applied[istionetworking.EnvoyFilter_HTTP_FILTER] {
+		t.Error("no HTTP_FILTER patch")
 	}
 
 	dr := istioSpec[*istionetworking.DestinationRule](t, r, "networking.istio.io/v1/DestinationRule")
@@ -174,15 +191,32 @@ func istioSpec[T proto.Message](t *testing.T, r *rendered, kind string) T {
 	return found[0]
 }
 
-// referenceExtProc returns the ext_proc filter config of envoy.yaml, which
-// every other data plane must mirror.
-func referenceExtProc(t *testing.T) *extprocv3.ExternalProcessor {
+// referenceBootstraps are the sidecar bootstraps whose ext_proc filter every
+// other data plane of the same body mode must mirror.
+var referenceBootstraps = map[bodyMode]string{buffered: "envoy/envoy.yaml", fullDuplex: "envoy/envoy-full-duplex.yaml"}
+
+// referenceExtProc returns the ext_proc filter config of the body mode's
+// reference bootstrap.
+func referenceExtProc(t *testing.T, mode bodyMode) *extprocv3.ExternalProcessor {
 	t.Helper()
-	b, err := parseBootstrap(readFile(t, "envoy/envoy.yaml"))
+	b, err := parseBootstrap(readFile(t, referenceBootstraps[mode]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return checkSidecarBootstrap(t, b).extProc
+	return checkSidecarBootstrap(t, b, mode).extProc
+}
+
+// checkBodyModeFlag checks tfsbridge's --body-mode against the mode its data
+// plane runs: that mode, or, for buffered, auto (the default), which is
+// buffered whenever Envoy does not announce full duplex. Full duplex is
+// explicit: auto needs an Envoy that announces its mode on each stream.
+func checkBodyModeFlag(t *testing.T, args tfsbridgeArgs, mode bodyMode) {
+	t.Helper()
+	got, ok := args.flags["body-mode"]
+	if got == string(mode) || (mode == buffered && (!ok || got == "auto")) {
+		return
+	}
+	t.Errorf("tfsbridge --body-mode=%q (given: %v), the data plane runs %s", got, ok, mode)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

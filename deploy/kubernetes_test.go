@@ -30,7 +30,7 @@ import (
 )
 
 // kustomizations are the directories a user applies with kubectl apply -k.
-var kustomizations = []string{"kubernetes", "envoy-gateway", "istio"}
+var kustomizations = []string{"kubernetes", "envoy-gateway", "istio", "envoy-gateway-full-duplex", "istio-full-duplex"}
 
 // partOfLabel is on every object tfsbridge's manifests create.
 const partOfLabel = "app.kubernetes.io/part-of"
@@ -646,6 +646,9 @@ func checkTfsbridgeContainer(t *testing.T, d *appsv1.Deployment, c corev1.Contai
 			t.Errorf("%s: want an HTTP probe on %s at --metrics-addr", name, path)
 		}
 	}
+	if mode, ok := a.flags["body-mode"]; ok && !slices.Contains(bodyModeFlagValues, mode) {
+		t.Errorf("%s: --body-mode=%s, want one of %v", name, mode, bodyModeFlagValues)
+	}
 	if kind := a.flags["backend-kind"]; kind != "" && !slices.Contains(backendKinds, kind) {
 		t.Errorf("%s: --backend-kind=%s, want one of %v", name, kind, backendKinds)
 	}
@@ -732,7 +735,7 @@ func TestKubernetesSidecar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := checkSidecarBootstrap(t, b)
+	s := checkSidecarBootstrap(t, b, buffered)
 
 	var envoyPorts []uint32
 	for _, p := range envoy.Ports {

@@ -40,3 +40,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "tfsbridge.istioCluster" -}}
 {{- printf "outbound|%v||%s.%s.svc.%s" .Values.service.grpcPort (include "tfsbridge.fullname" .) .Release.Namespace .Values.istio.clusterDomain -}}
 {{- end -}}
+
+{{/* True (non-empty) when bodies stream (bodyMode full-duplex); fails on a bodyMode tfsbridge and the data planes do not share. */}}
+{{- define "tfsbridge.fullDuplex" -}}
+{{- if not (has .Values.bodyMode (list "buffered" "full-duplex")) -}}
+{{- fail (printf "bodyMode %q: want buffered or full-duplex" .Values.bodyMode) -}}
+{{- end -}}
+{{- if eq .Values.bodyMode "full-duplex" -}}true{{- end -}}
+{{- end -}}
