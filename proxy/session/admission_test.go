@@ -82,3 +82,67 @@ func TestAdmission(t *testing.T) {
 		t.Errorf("request over the budget: %v %d %s", a.Verdict, a.Status, a.Body)
 	}
 }
+
+// A streamed body reserves StreamFactor per byte: its declared length up
+// front (so a body the budget cannot take is refused on its first chunk),
+// else as it comes; and the translated body's size once it outgrows that.
+func TestStreamAdmission(t *testing.T) {
+	request := []byte(`{"instances": [1.0, 2.0, 5.0]}`)
+	whole := int64(len(request)) * admission.StreamFactor
+	cases := []struct {
+		name     string
+		declared bool
+		budget   int64
+		pending  int64 // reserved after the first 8-byte chunk; -1: refused there
+		status   int   // 0: translated
+	}{
+		{"declared, within", true, 1 << 20, whole, 0},
+		{"declared, over: refused at once", true, whole - 1, -1, 503},
+		{"undeclared, within", false, 1 << 20, 8 * admission.StreamFactor, 0},
+		{"undeclared, over midway", false, whole - 1, 8 * admission.StreamFactor, 503},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, "triton")
+			e.cfg.Admission = admission.New(c.budget, e.metrics)
+			s := New(e.cfg)
+			defer s.Close()
+			ctx := context.Background()
+			h := hdr{}
+			if c.declared {
+				h["content-length"] = fmt.Sprint(len(request))
+			}
+			s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", h, false)
+			var rec recordSink
+			a := s.RequestChunk(ctx, request[:8], false, &rec)
+			if c.pending < 0 {
+				if a.Verdict != Respond || a.Status != c.status {
+					t.Fatalf("first chunk: %v %d %s, want %d", a.Verdict, a.Status, a.Body, c.status)
+				}
+				return
+			}
+			if got := e.cfg.Admission.InUse(); a.Verdict != Pending || got != c.pending {
+				t.Fatalf("first chunk: %v, %d reserved; want pending, %d", a.Verdict, got, c.pending)
+			}
+			a = s.RequestChunk(ctx, request[8:], true, &rec)
+			if c.status != 0 {
+				if a.Verdict != Respond || a.Status != c.status || !strings.Contains(string(a.Body), "in-flight memory budget") {
+					t.Fatalf("last chunk: %v %d %s, want %d", a.Verdict, a.Status, a.Body, c.status)
+				}
+				return
+			}
+			if a.Verdict != Continue {
+				t.Fatalf("last chunk: %v %d %s", a.Verdict, a.Status, a.Body)
+			}
+			// The v2 body (header and 12 bytes) is larger than the
+			// reservation of the 30-byte TF body: it is held at its size.
+			if got, want := e.cfg.Admission.InUse(), max(whole, int64(len(rec.body))); got != want {
+				t.Errorf("after the body: %d reserved, want %d", got, want)
+			}
+			s.Close()
+			if got := e.cfg.Admission.InUse(); got != 0 {
+				t.Errorf("after Close: %d reserved", got)
+			}
+		})
+	}
+}

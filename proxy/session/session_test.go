@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -257,27 +258,111 @@ func TestRequestBody(t *testing.T) {
 			body: []byte(`{}`), status: 400, msg: "Missing 'inputs' or 'instances' key"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, tt.kind)
-			s := New(e.cfg)
-			defer s.Close()
-			ctx := context.Background()
-			h := hdr{"content-encoding": tt.encoding}
-			if a := s.RequestHeaders(ctx, "POST", tt.path, h, false); a.Verdict != Continue {
-				t.Fatalf("headers: %v %s", a.Verdict, a.Body)
-			}
-			a := s.RequestBody(ctx, tt.body)
-			if tt.status != 0 {
-				if a.Verdict != Respond || a.Status != tt.status {
-					t.Fatalf("action = %v %d %s, want respond %d", a.Verdict, a.Status, a.Body, tt.status)
+		// Whole (buffered) and streamed in chunks of several sizes: the
+		// same answer and, streamed, the same bytes upstream.
+		for _, chunk := range []int{0, 1, 7, 1 << 20} {
+			t.Run(tt.name+"/"+chunkName(chunk), func(t *testing.T) {
+				if chunk == 1 && len(tt.body) > 4096 {
+					t.Skip("byte by byte is for the small bodies")
 				}
-				if tt.msg != "" {
-					checkRespond(t, a, tt.status, tfError(tt.msg))
+				e := newEnv(t, tt.kind)
+				s := New(e.cfg)
+				defer s.Close()
+				ctx := context.Background()
+				h := hdr{"content-encoding": tt.encoding, "x-request-id": "r-1"}
+				if a := s.RequestHeaders(ctx, "POST", tt.path, h, false); a.Verdict != Continue {
+					t.Fatalf("headers: %v %s", a.Verdict, a.Body)
 				}
-				return
-			}
-			checkV2Request(t, a, tt.kind, tt.encoding != "")
-		})
+				var a Action
+				if chunk == 0 {
+					a = s.RequestBody(ctx, tt.body)
+				} else {
+					a = streamRequest(t, s, tt.body, chunk)
+				}
+				checkRequestBody(t, a, tt.kind, tt.encoding != "", tt.status, tt.msg)
+				if chunk != 0 && tt.status == 0 {
+					whole := New(e.cfg)
+					defer whole.Close()
+					whole.RequestHeaders(ctx, "POST", tt.path, h, false)
+					if w := whole.RequestBody(ctx, tt.body); !bytes.Equal(w.Body, a.Body) || !slices.Equal(w.Set, a.Set) {
+						t.Errorf("streamed %v %q\nwhole %v %q", a.Set, a.Body, w.Set, w.Body)
+					}
+				}
+			})
+		}
+	}
+}
+
+func chunkName(n int) string {
+	if n == 0 {
+		return "whole"
+	}
+	return strconv.Itoa(n)
+}
+
+// recordSink is a Sink that records what a streamed exchange sends.
+type recordSink struct {
+	headers []Action
+	body    []byte
+	ends    int
+	pieces  int
+}
+
+func (r *recordSink) Headers(a Action) error { r.headers = append(r.headers, a); return nil }
+
+func (r *recordSink) Body(p []byte, end bool) error {
+	if len(p) > MaxPiece {
+		return fmt.Errorf("piece of %d bytes", len(p))
+	}
+	if len(r.headers) != 1 || r.ends > 0 {
+		return fmt.Errorf("body piece after %d headers and %d ends", len(r.headers), r.ends)
+	}
+	r.body = append(r.body, p...)
+	r.pieces++
+	if end {
+		r.ends++
+	}
+	return nil
+}
+
+// streamRequest feeds body to s in chunks of n bytes and returns what it
+// sent as the equivalent buffered action (Continue with the body), or
+// the Respond it answered.
+func streamRequest(t *testing.T, s *Session, body []byte, n int) Action {
+	t.Helper()
+	ctx := context.Background()
+	var rec recordSink
+	for i := 0; ; i += n {
+		end := i+n >= len(body)
+		a := s.RequestChunk(ctx, body[i:min(i+n, len(body))], end, &rec)
+		if a.Verdict == Pending && !end {
+			continue
+		}
+		if a.Verdict != Continue {
+			return a
+		}
+		if len(rec.headers) != 1 || rec.ends != 1 {
+			t.Fatalf("sent %d headers, %d ends", len(rec.headers), rec.ends)
+		}
+		out := rec.headers[0]
+		out.Body, out.ReplaceBody = rec.body, true
+		return out
+	}
+}
+
+// checkRequestBody asserts a request body's action: an error (status) or
+// a translated request.
+func checkRequestBody(t *testing.T, a Action, kind string, encoded bool, status int, msg string) {
+	t.Helper()
+	if status == 0 {
+		checkV2Request(t, a, kind, encoded)
+		return
+	}
+	if a.Verdict != Respond || a.Status != status {
+		t.Fatalf("action = %v %d %s, want respond %d", a.Verdict, a.Status, a.Body, status)
+	}
+	if msg != "" {
+		checkRespond(t, a, status, tfError(msg))
 	}
 }
 
