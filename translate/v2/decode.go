@@ -69,9 +69,10 @@ type ResponseHeader struct {
 // length against the blocks' sizes.
 //
 // final reports that an error is the one DecodeResponse returns for every
-// body that starts with this header: no non-empty binary block precedes
-// the failed check, so neither a short binary section nor a block's
-// contents can make DecodeResponse fail first. Errors are *apierr.Error
+// body that starts with this header: the failed check comes before
+// anything DecodeResponse reads from the binary section (a non-empty
+// block, the section's total length), so nothing there can make it fail
+// first. Errors are *apierr.Error
 // with code BadGateway, DecodeResponse's texts.
 func DecodeResponseHeader(header []byte, sig *tensor.Signature, lim tensor.Limits) (h ResponseHeader, final bool, err error) {
 	d := decoder{lazy: true, sig: sig, lim: lim.OrDefault()}
@@ -120,7 +121,10 @@ func (d *decoder) decode(header []byte) ([]tensor.Tensor, error) {
 			return nil, err
 		}
 	}
-	if !d.lazy && d.off != len(d.bin) {
+	if d.lazy {
+		// The binary section's length is checked here, before what follows.
+		d.needsData = true
+	} else if d.off != len(d.bin) {
 		return nil, badResponse(nil, "%d bytes of binary data follow the last output", len(d.bin)-d.off)
 	}
 	if name, dup := duplicateName(tensors); dup {
