@@ -54,47 +54,50 @@ func TranslateExamplesRequest(tfBody []byte, m tfexample.Method, resolve tfreque
 // signature declares but the answer lacks is TF's error for a session
 // that returned fewer tensors than asked.
 func TranslateExamplesResponse(v2Body []byte, headerLength int, m tfexample.Method, ex Exchange, lim tensor.Limits) ([]byte, error) {
-	outputs, err := decodeOutputs(v2Body, headerLength, ex, lim)
-	if err != nil {
-		return nil, err
-	}
+	return translateWhole(v2Body, headerLength, m, ex, lim)
+}
+
+// examplesBody is TranslateExamplesResponse's part after decoding: the
+// outputs the signature names found, then tfresponse.NewClassify or
+// NewRegress.
+func examplesBody(outputs []tensor.Tensor, m tfexample.Method, ex Exchange) (*tfresponse.Body, error) {
 	if m == tfexample.Regress {
 		out := find(outputs, tfexample.OutputsName)
-		if out == nil {
+		if out < 0 {
 			return nil, apierr.InvalidArgumentf("Expected output_tensors and output_tensor_names to have the same size.")
 		}
-		return tfresponse.Regress(nil, out, ex.Examples)
+		return tfresponse.NewRegress(outputs, out, ex.Examples)
 	}
-	var classes, scores *tensor.Tensor
+	classes, scores := -1, -1
 	wanted, got := 0, 0
 	for _, name := range []string{tfexample.ClassesName, tfexample.ScoresName} {
 		if _, ok := ex.Signature.Output(name); !ok {
 			continue
 		}
 		wanted++
-		t := find(outputs, name)
-		if t == nil {
+		i := find(outputs, name)
+		if i < 0 {
 			continue
 		}
 		got++
 		if name == tfexample.ClassesName {
-			classes = t
+			classes = i
 		} else {
-			scores = t
+			scores = i
 		}
 	}
 	if got != wanted {
 		return nil, apierr.InvalidArgumentf("Expected %d output tensor(s).  Got: %d", wanted, got)
 	}
-	return tfresponse.Classify(nil, classes, scores, ex.Examples)
+	return tfresponse.NewClassify(outputs, classes, scores, ex.Examples)
 }
 
-// find returns the output named name, or nil.
-func find(outputs []tensor.Tensor, name string) *tensor.Tensor {
+// find returns the index of the output named name, or -1.
+func find(outputs []tensor.Tensor, name string) int {
 	for i := range outputs {
 		if outputs[i].Name == name {
-			return &outputs[i]
+			return i
 		}
 	}
-	return nil
+	return -1
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfexample"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
@@ -22,14 +23,38 @@ import (
 // *apierr.Error: BadGateway for a v2 body that cannot be decoded, TF
 // Serving's own texts for what TF Serving would reject after inference.
 func TranslateResponse(v2Body []byte, headerLength int, ex Exchange, lim tensor.Limits) ([]byte, error) {
+	return translateWhole(v2Body, headerLength, 0, ex, lim)
+}
+
+// translateWhole is TranslateResponse (m 0) and TranslateExamplesResponse:
+// the outputs decoded, checked by checkedBody, written whole.
+func translateWhole(v2Body []byte, headerLength int, m tfexample.Method, ex Exchange, lim tensor.Limits) ([]byte, error) {
 	outputs, err := decodeOutputs(v2Body, headerLength, ex, lim)
 	if err != nil {
 		return nil, err
 	}
-	if ex.Unbatched {
-		rebatch(outputs)
+	b, err := checkedBody(outputs, m, ex, lim)
+	if err != nil {
+		return nil, err
 	}
-	return tfresponse.PredictWithin(nil, outputs, ex.Format, lim.MaxOutputBytes)
+	defer b.Release()
+	return b.AppendTo(nil), nil
+}
+
+// checkedBody makes TF Serving's checks of what inference returned and
+// returns the Body that writes the answer: for predict (m 0), the outputs
+// with, when ex.Unbatched, a leading dimension of 1 put back, through
+// tfresponse.NewPredict in the request's format; for classify and regress,
+// see TranslateExamplesResponse. The decoded outputs' data may still be
+// arriving (ResponseStream).
+func checkedBody(outputs []tensor.Tensor, m tfexample.Method, ex Exchange, lim tensor.Limits) (*tfresponse.Body, error) {
+	if m == 0 {
+		if ex.Unbatched {
+			rebatch(outputs)
+		}
+		return tfresponse.NewPredict(outputs, ex.Format, lim.MaxOutputBytes)
+	}
+	return examplesBody(outputs, m, ex)
 }
 
 // rebatch prepends a dimension of 1 to every output's shape, with one
@@ -54,11 +79,17 @@ func rebatch(outputs []tensor.Tensor) {
 func decodeOutputs(v2Body []byte, headerLength int, ex Exchange, lim tensor.Limits) ([]tensor.Tensor, error) {
 	outputs, err := v2.DecodeResponse(v2Body, headerLength, ex.Signature, lim)
 	if err != nil {
-		var e *apierr.Error
-		if errors.As(err, &e) {
-			return nil, err
-		}
-		return nil, apierr.Wrap(apierr.BadGateway, err, err.Error())
+		return nil, badGateway(err)
 	}
 	return outputs, nil
+}
+
+// badGateway returns err as an *apierr.Error: itself when it is one,
+// else a BadGateway error with its text.
+func badGateway(err error) error {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return apierr.Wrap(apierr.BadGateway, err, err.Error())
 }

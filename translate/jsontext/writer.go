@@ -12,6 +12,7 @@ package jsontext
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 )
 
 // indentUnit is rapidjson PrettyWriter's default indent (4 spaces).
@@ -45,6 +46,12 @@ func (w *Writer) Reset(dst []byte) {
 
 // Bytes returns the text written so far.
 func (w *Writer) Bytes() []byte { return w.buf }
+
+// Discard drops the first n bytes written (handed over by a caller that
+// writes in pieces), keeping the rest and the container state.
+func (w *Writer) Discard(n int) {
+	w.buf = w.buf[:copy(w.buf, w.buf[n:])]
+}
 
 // SetSingleLine switches rapidjson's kFormatSingleLineArray on or off.
 func (w *Writer) SetSingleLine(on bool) { w.singleLine = on }
@@ -300,29 +307,141 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 // innermost dimension (an image's 3 channels). w must be in single-line
 // mode (SetSingleLine(true)).
 func (w *Writer) SingleLineFloat32s(le []byte, shape []int64) {
-	w.prefix()
-	w.buf = appendNestedFloat32s(w.buf, le, shape)
+	var nest Nest
+	w.SingleLineFloat32sPart(&nest, shape, le)
 }
 
-func appendNestedFloat32s(buf, le []byte, shape []int64) []byte {
-	buf = append(buf, '[')
-	if len(shape) == 1 {
-		for i := 0; i+4 <= len(le); i += 4 {
-			if i > 0 {
-				buf = append(buf, ',', ' ')
-			}
-			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le[i:])))
-		}
-		return append(buf, ']')
+// Nest is the position in one nested-array value written over several
+// calls: the index of the next element in every dimension. The zero Nest
+// is at the start of a value; Reset puts a used one back there.
+// SingleLineFloat32sPart uses it, and so can a caller writing other
+// element types through the Writer's own calls (Begin, Next, Advance).
+type Nest struct {
+	idx     []int64 // index of the next element, per dimension
+	written int64   // elements written
+	n       int64   // elements in the value
+	started bool
+}
+
+// Reset makes the Nest start a new value, keeping its memory.
+func (n *Nest) Reset() { *n = Nest{idx: n.idx[:0]} }
+
+// Started reports whether Begin was called since the last Reset.
+func (n *Nest) Started() bool { return n.started }
+
+// Done reports that every element of the value has been written.
+func (n *Nest) Done() bool { return n.started && n.written == n.n }
+
+// Written returns the number of elements written so far.
+func (n *Nest) Written() int64 { return n.written }
+
+// Begin starts a value of the given shape (rank >= 1) and returns its
+// element count.
+func (n *Nest) Begin(shape []int64) int64 {
+	n.started = true
+	n.idx = slices.Grow(n.idx[:0], len(shape))[:len(shape)]
+	clear(n.idx)
+	n.n = 1
+	for _, d := range shape {
+		n.n *= d
 	}
-	n := int(shape[0])
-	if n > 0 {
-		step := len(le) / n
-		for i := range n {
+	return n.n
+}
+
+// Next prepares the next run of elements of a started, unfinished value:
+// k is the number of arrays to close and reopen before it (0 for the
+// value's first element and inside an innermost array) and room how many
+// elements are left in its innermost array.
+func (n *Nest) Next(shape []int64) (k int, room int64) {
+	last := len(shape) - 1
+	idx := n.idx
+	if idx[last] == shape[last] {
+		idx[last] = 0
+		k = 1
+		for d := last - 1; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < shape[d] {
+				break
+			}
+			idx[d] = 0
+			k++
+		}
+	}
+	return k, shape[last] - idx[last]
+}
+
+// Advance records that the next r elements (at most the room Next
+// returned) were written.
+func (n *Nest) Advance(r int64) {
+	n.idx[len(n.idx)-1] += r
+	n.written += r
+}
+
+// SingleLineFloat32sPart continues the single-line nested value of the
+// given shape at nest's position, with the little-endian float32s in le
+// (the next len(le)/4 elements; more than the value holds are ignored).
+// The calls together write exactly what SingleLineFloat32s writes for
+// all the elements at once, so a tensor can be written as its bytes
+// arrive. The first call writes the value's prefix (its separator in the
+// enclosing container) and opening brackets; the call that completes the
+// value writes its closing brackets. A value without elements is written
+// whole by the first call. w must stay in single-line mode.
+func (w *Writer) SingleLineFloat32sPart(nest *Nest, shape []int64, le []byte) {
+	rank := len(shape)
+	if !nest.started {
+		w.prefix()
+		if nest.Begin(shape) == 0 {
+			w.buf = appendEmptyNest(w.buf, shape)
+			return
+		}
+		w.buf = appendRepeat(w.buf, '[', rank)
+	}
+	buf := w.buf
+	for len(le) >= 4 && nest.written < nest.n {
+		k, room := nest.Next(shape)
+		switch {
+		case k == 1:
+			buf = append(buf, ']', ',', ' ', '[')
+		case k > 1:
+			buf = appendRepeat(buf, ']', k)
+			buf = append(buf, ',', ' ')
+			buf = appendRepeat(buf, '[', k)
+		case nest.written > 0:
+			buf = append(buf, ',', ' ')
+		}
+		r := min(room, int64(len(le)/4))
+		buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
+		for q := int64(1); q < r; q++ {
+			buf = append(buf, ',', ' ')
+			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le[4*q:])))
+		}
+		le = le[4*r:]
+		nest.Advance(r)
+	}
+	if nest.written == nest.n {
+		buf = appendRepeat(buf, ']', rank)
+	}
+	w.buf = buf
+}
+
+// appendRepeat appends n copies of c.
+func appendRepeat(buf []byte, c byte, n int) []byte {
+	for range n {
+		buf = append(buf, c)
+	}
+	return buf
+}
+
+// appendEmptyNest appends the single-line text of a shape without
+// elements: "[]", "[[], []]", ...
+func appendEmptyNest(buf []byte, shape []int64) []byte {
+	buf = append(buf, '[')
+	if len(shape) > 1 {
+		for i := range shape[0] {
 			if i > 0 {
 				buf = append(buf, ',', ' ')
 			}
-			buf = appendNestedFloat32s(buf, le[i*step:(i+1)*step], shape[1:])
+			buf = appendEmptyNest(buf, shape[1:])
 		}
 	}
 	return append(buf, ']')

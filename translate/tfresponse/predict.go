@@ -25,14 +25,12 @@ var maxEmptyArrays = tensor.DefaultLimits.MaxElements
 // huge response does not pin its memory forever.
 const maxPooledBuffer = 64 << 20
 
-// scratch is the per-call working state, pooled: the pretty writer, the
-// buffer it writes into (copied out once at the end, so the caller's
-// buffer grows exactly once), the output order and row offsets.
+// scratch is the per-body working state, pooled: the pretty writer, the
+// buffer it writes into, the output order and a base64 buffer.
 type scratch struct {
 	w     *jsontext.Writer
 	buf   []byte
 	order []int
-	off   []int
 	b64   []byte
 }
 
@@ -70,17 +68,39 @@ func Predict(dst []byte, outputs []tensor.Tensor, format tfrequest.Format) ([]by
 // maxBytes (when positive): over it, a BadGateway error before anything
 // is written.
 func PredictWithin(dst []byte, outputs []tensor.Tensor, format tfrequest.Format, maxBytes int64) ([]byte, error) {
-	if len(outputs) == 0 {
-		return dst, apierr.InvalidArgumentf("Cannot convert empty tensor map to JSON")
-	}
-	if format != tfrequest.Row && format != tfrequest.Columnar {
-		return dst, apierr.InvalidArgumentf("Invalid request format")
-	}
-	sc := scratchPool.Get().(*scratch)
-	defer sc.release()
-	order, err := sc.sortedOutputs(outputs)
+	b, err := NewPredict(outputs, format, maxBytes)
 	if err != nil {
 		return dst, err
+	}
+	defer b.Release()
+	return b.AppendTo(dst), nil
+}
+
+// NewPredict makes every check PredictWithin makes and returns the Body
+// that writes the predict body of outputs, for writing whole or in pieces
+// as the outputs' data arrives (Body.Stream): {"predictions"} row by row
+// and, within each row, output by output in name order; {"outputs"} output
+// by output. Errors are PredictWithin's.
+func NewPredict(outputs []tensor.Tensor, format tfrequest.Format, maxBytes int64) (*Body, error) {
+	if len(outputs) == 0 {
+		return nil, apierr.InvalidArgumentf("Cannot convert empty tensor map to JSON")
+	}
+	if format != tfrequest.Row && format != tfrequest.Columnar {
+		return nil, apierr.InvalidArgumentf("Invalid request format")
+	}
+	sc := scratchPool.Get().(*scratch)
+	b, err := sc.newPredict(outputs, format, maxBytes)
+	if err != nil {
+		sc.release()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (sc *scratch) newPredict(outputs []tensor.Tensor, format tfrequest.Format, maxBytes int64) (*Body, error) {
+	order, err := sc.sortedOutputs(outputs)
+	if err != nil {
+		return nil, err
 	}
 	batch := int64(-1)
 	if format == tfrequest.Row {
@@ -88,10 +108,10 @@ func PredictWithin(dst []byte, outputs []tensor.Tensor, format tfrequest.Format,
 		for _, i := range order {
 			t := &outputs[i]
 			if len(t.Shape) == 0 {
-				return dst, apierr.InvalidArgumentf("Tensor name: %s has no shape information ", t.Name)
+				return nil, apierr.InvalidArgumentf("Tensor name: %s has no shape information ", t.Name)
 			}
 			if batch >= 0 && t.Shape[0] != batch {
-				return dst, apierr.InvalidArgumentf("Tensor name: %s has inconsistent batch size: %d expecting: %d", t.Name, t.Shape[0], batch)
+				return nil, apierr.InvalidArgumentf("Tensor name: %s has inconsistent batch size: %d expecting: %d", t.Name, t.Shape[0], batch)
 			}
 			batch = t.Shape[0]
 		}
@@ -100,80 +120,93 @@ func PredictWithin(dst []byte, outputs []tensor.Tensor, format tfrequest.Format,
 	// such a tensor, in output order; tensors without elements never fail.
 	for _, i := range order {
 		if t := &outputs[i]; !writable(t.DataType) && !empty(t.Shape) {
-			return dst, apierr.InvalidArgumentf("Failed to write JSON value for tensor type: %s", t.DataType.TFShortName())
+			return nil, apierr.InvalidArgumentf("Failed to write JSON value for tensor type: %s", t.DataType.TFShortName())
 		}
 	}
 	bound, err := checkBudget(outputs, format, batch, maxBytes)
 	if err != nil {
-		return dst, err
+		return nil, err
 	}
+	walk := &predictWalk{order: order, row: format == tfrequest.Row, batch: batch, multi: len(outputs) > 1}
+	return newBody(sc, outputs, walk, bound), nil
+}
 
-	// Start from half the bound: growing by append from a small buffer
-	// allocates about five times the final size of a large body (Go grows
-	// large slices by 1.25×), all of it live until the next collection,
-	// while real bodies take a third to a half of the bound (it assumes the
-	// longest value text and full escaping everywhere).
-	if hint := bound / 2; int64(cap(sc.buf)) < hint {
-		sc.buf = make([]byte, 0, hint)
-	}
-	w := sc.w
-	w.Reset(sc.buf[:0])
-	w.StartObject()
-	multi := len(outputs) > 1
-	if format == tfrequest.Row {
-		w.Key("predictions")
-		w.StartArray()
-		sc.off = slices.Grow(sc.off[:0], len(outputs))[:len(outputs)]
-		clear(sc.off)
-		for range batch {
-			if multi {
+// predictWalk writes a predict body (json_tensor.cc
+// MakeRowFormatJsonFromTensors, MakeColumnarFormatJsonFromTensors),
+// resumably: the position is the row (row format), the output in name
+// order, and the place within that output's value.
+type predictWalk struct {
+	order []int
+	row   bool
+	batch int64
+	multi bool
+
+	stage int // 0: nothing written, 1: writing values, 2: done
+	r     int64
+	oi    int
+	cur   cursor
+}
+
+func (p *predictWalk) step(b *Body, limit int) bool {
+	sc, w := b.sc, b.sc.w
+	if p.stage == 0 {
+		w.StartObject()
+		if p.row {
+			w.Key("predictions")
+			w.StartArray()
+		} else {
+			w.Key("outputs")
+			if p.multi {
 				w.StartObject()
 			}
-			w.SetSingleLine(true)
-			for _, i := range order {
-				t := &outputs[i]
-				if multi {
-					w.Key(t.Name)
-				}
-				sc.off[i] = sc.writeTensor(t, t.Shape[1:], sc.off[i], isBytes(t))
-			}
-			w.SetSingleLine(false)
-			if multi {
+		}
+		p.stage = 1
+	}
+	for p.stage == 1 {
+		if !p.cur.active {
+			switch {
+			case p.row && p.r == p.batch:
+				w.EndArray()
 				w.EndObject()
+				p.stage = 2
+				continue
+			case p.row && p.oi == 0:
+				if p.multi {
+					w.StartObject()
+				}
+				w.SetSingleLine(true)
+			case !p.row && p.oi == len(p.order):
+				if p.multi {
+					w.EndObject()
+				}
+				w.EndObject()
+				p.stage = 2
+				continue
 			}
-		}
-		w.EndArray()
-	} else {
-		w.Key("outputs")
-		if multi {
-			w.StartObject()
-		}
-		for _, i := range order {
-			t := &outputs[i]
-			if multi {
+			t := &b.outputs[p.order[p.oi]]
+			if p.multi {
 				w.Key(t.Name)
 			}
-			sc.writeTensor(t, t.Shape, 0, isBytes(t))
+			if p.row {
+				p.cur.start(t, t.Shape[1:], p.r)
+			} else {
+				p.cur.start(t, t.Shape, 0)
+			}
 		}
-		if multi {
-			w.EndObject()
+		if !sc.advance(&p.cur, b.avail[p.order[p.oi]], limit) {
+			return false
+		}
+		p.oi++
+		if p.row && p.oi == len(p.order) {
+			w.SetSingleLine(false)
+			if p.multi {
+				w.EndObject()
+			}
+			p.oi = 0
+			p.r++
 		}
 	}
-	w.EndObject()
-	sc.buf = w.Bytes()
-	if dst == nil && cap(sc.buf) > maxPooledBuffer {
-		// A buffer too large for the pool is handed over when the body
-		// fills two thirds of it or more, rather than copied (the copy
-		// would double the exchange's peak), else copied out so that the
-		// bound's slack is not held while the answer is sent.
-		out := sc.buf
-		sc.buf = nil
-		if cap(out)-len(out) > len(out)/2 {
-			out = append([]byte(nil), out...)
-		}
-		return out, nil
-	}
-	return append(dst, sc.buf...), nil
+	return true
 }
 
 func (sc *scratch) release() {

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
-	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -19,28 +18,60 @@ import (
 // other than FP32, and no example at all. On error dst is returned
 // unchanged.
 func Regress(dst []byte, outputs *tensor.Tensor, numExamples int) ([]byte, error) {
-	shape := outputs.Shape
+	return appendBody(dst)(NewRegress([]tensor.Tensor{*outputs}, 0, numExamples))
+}
+
+// NewRegress makes Regress's checks on outputs[out] and returns the Body
+// that writes the regress body, value by value as they arrive.
+func NewRegress(outputs []tensor.Tensor, out int, numExamples int) (*Body, error) {
+	t := &outputs[out]
+	shape := t.Shape
 	if !(len(shape) == 1 || (len(shape) == 2 && shape[1] == 1)) {
-		return dst, apierr.InvalidArgumentf("Expected output Tensor shape to be either [batch_size] or [batch_size, 1] but got %s", shapeString(shape))
+		return nil, apierr.InvalidArgumentf("Expected output Tensor shape to be either [batch_size] or [batch_size, 1] but got %s", shapeString(shape))
 	}
 	if int64(numExamples) != shape[0] {
-		return dst, apierr.InvalidArgumentf("Input batch size did not match output batch size: %d vs. %d", numExamples, shape[0])
+		return nil, apierr.InvalidArgumentf("Input batch size did not match output batch size: %d vs. %d", numExamples, shape[0])
 	}
-	if outputs.DataType != tensor.FP32 {
-		return dst, apierr.InvalidArgumentf("Expected output Tensor of DT_FLOAT.  Got: %s", outputs.DataType.TFName())
+	if t.DataType != tensor.FP32 {
+		return nil, apierr.InvalidArgumentf("Expected output Tensor of DT_FLOAT.  Got: %s", t.DataType.TFName())
 	}
-	if err := outputs.Validate(); err != nil {
-		return dst, apierr.Wrap(apierr.Internal, err, "Failed to write JSON value for tensor: "+outputs.Name)
+	if err := t.Validate(); err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "Failed to write JSON value for tensor: "+t.Name)
 	}
 	if numExamples == 0 {
-		return dst, apierr.InvalidArgumentf("Cannot convert empty RegressionResults to JSON")
+		return nil, apierr.InvalidArgumentf("Cannot convert empty RegressionResults to JSON")
 	}
-	return writeResults(dst, func(w *jsontext.Writer) {
+	walk := &regressWalk{out: out, n: numExamples}
+	return newBody(scratchPool.Get().(*scratch), outputs, walk, 0), nil
+}
+
+// regressWalk writes a regress body ({"results": [v, …]} on one line),
+// resumably: the position is the example.
+type regressWalk struct {
+	out, n int
+	stage  int // 0: nothing written, 1: values, 2: done
+	i      int // next example
+}
+
+func (r *regressWalk) step(b *Body, limit int) bool {
+	w := b.sc.w
+	if r.stage == 0 {
+		w.StartObject()
+		w.Key("results")
 		w.SetSingleLine(true)
 		w.StartArray()
-		for i := range numExamples {
-			w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(outputs.Data[4*i:])))
+		r.stage = 1
+	}
+	for ; r.i < r.n; r.i++ {
+		if len(w.Bytes()) >= limit || b.avail[r.out] <= int64(r.i) {
+			return false
 		}
+		w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(b.outputs[r.out].Data[4*r.i:])))
+	}
+	if r.stage == 1 {
 		w.EndArray()
-	}), nil
+		w.EndObject()
+		r.stage = 2
+	}
+	return true
 }

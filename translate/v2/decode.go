@@ -27,7 +27,6 @@ import (
 // lim.MaxElements, and sizes against the bytes that arrived, before
 // anything is allocated. Errors are *apierr.Error with code BadGateway.
 func DecodeResponse(body []byte, headerLength int, sig *tensor.Signature, lim tensor.Limits) ([]tensor.Tensor, error) {
-	lim = lim.OrDefault()
 	header, bin := body, []byte(nil)
 	switch {
 	case headerLength == -1:
@@ -36,6 +35,59 @@ func DecodeResponse(body []byte, headerLength int, sig *tensor.Signature, lim te
 	default:
 		return nil, badResponse(nil, "JSON header length %d does not fit a body of %d bytes", headerLength, len(body))
 	}
+	d := decoder{bin: bin, sig: sig, lim: lim.OrDefault()}
+	return d.decode(header)
+}
+
+// Block is one binary block announced by a response's JSON header.
+type Block struct {
+	// Output is the index of the output the block belongs to.
+	Output int
+	// Size is the block's binary_data_size.
+	Size uint64
+}
+
+// ResponseHeader is a binary response's JSON header decoded before its
+// binary section has arrived (DecodeResponseHeader).
+type ResponseHeader struct {
+	// Outputs are the outputs, in the response's order: those with JSON
+	// "data" complete, those with a binary block without their data
+	// (FillBytes fills a BYTES one; fixed-size data is the caller's to
+	// place, Size bytes of it).
+	Outputs []tensor.Tensor
+	// Blocks are the binary blocks in body order.
+	Blocks []Block
+}
+
+// DecodeResponseHeader decodes the JSON header of a binary v2 response
+// (the first Inference-Header-Content-Length bytes) as DecodeResponse
+// would if every binary block announced were there: every check that
+// needs only the header is made (names, datatypes, shapes against
+// lim.MaxElements, a fixed-size block's size against its shape, a BYTES
+// block's size against its element count, duplicate names). What needs the
+// binary section is the caller's: FillBytes for BYTES blocks, the total
+// length against the blocks' sizes.
+//
+// final reports that an error is the one DecodeResponse returns for every
+// body that starts with this header: the failed check comes before
+// anything DecodeResponse reads from the binary section (a non-empty
+// block, the section's total length), so nothing there can make it fail
+// first. Errors are *apierr.Error
+// with code BadGateway, DecodeResponse's texts.
+func DecodeResponseHeader(header []byte, sig *tensor.Signature, lim tensor.Limits) (h ResponseHeader, final bool, err error) {
+	d := decoder{lazy: true, sig: sig, lim: lim.OrDefault()}
+	h.Outputs, err = d.decode(header)
+	if err != nil {
+		return ResponseHeader{}, !d.needsData, err
+	}
+	h.Blocks = d.blocks
+	return h, false, nil
+}
+
+// decode decodes the header's outputs, taking their blocks from d.bin (or,
+// lazily, only recording them).
+func (d *decoder) decode(header []byte) ([]tensor.Tensor, error) {
+	lim := d.lim
 	doc, err := jsontext.Parse(header, lim)
 	if err != nil {
 		if len(header) == 0 {
@@ -63,15 +115,17 @@ func DecodeResponse(body []byte, headerLength int, sig *tensor.Signature, lim te
 			return nil, badResponse(nil, "output %d is not an object with a name, datatype and shape", i)
 		}
 	}
-	d := decoder{bin: bin, sig: sig, lim: lim}
 	tensors := make([]tensor.Tensor, outs.Len())
 	for i, o := range outs.Elems() {
 		if err := d.output(&tensors[i], i, o); err != nil {
 			return nil, err
 		}
 	}
-	if d.off != len(bin) {
-		return nil, badResponse(nil, "%d bytes of binary data follow the last output", len(bin)-d.off)
+	if d.lazy {
+		// The binary section's length is checked here, before what follows.
+		d.needsData = true
+	} else if d.off != len(d.bin) {
+		return nil, badResponse(nil, "%d bytes of binary data follow the last output", len(d.bin)-d.off)
 	}
 	if name, dup := duplicateName(tensors); dup {
 		return nil, badResponse(nil, "output '%s' appears twice", clip(name, 64))
@@ -86,6 +140,13 @@ type decoder struct {
 	sig   *tensor.Signature
 	lim   tensor.Limits
 	total int64 // elements decoded so far, against lim.MaxElements
+
+	// lazy: the binary section has not arrived; blocks are recorded in
+	// blocks, and needsData is set once a non-empty one is met (from
+	// there on, DecodeResponse's outcome depends on the binary section).
+	lazy      bool
+	blocks    []Block
+	needsData bool
 }
 
 func (d *decoder) output(t *tensor.Tensor, i int, o jsontext.Value) error {
@@ -116,7 +177,7 @@ func (d *decoder) output(t *tensor.Tensor, i int, o jsontext.Value) error {
 		return err
 	}
 	if hasSize {
-		err = d.binaryBlock(t, n, size)
+		err = d.binaryBlock(t, i, n, size)
 	} else {
 		err = decodeData(t, o, n, base64Data)
 	}
@@ -196,13 +257,21 @@ func outputParameters(t *tensor.Tensor, o jsontext.Value) (size uint64, hasSize,
 // binaryBlock takes the output's block from the binary section: fixed-size
 // data aliased as is, BYTES split at their 4-byte little-endian length
 // prefixes, every length checked before it is used.
-func (d *decoder) binaryBlock(t *tensor.Tensor, n int64, size uint64) error {
-	rest := uint64(len(d.bin) - d.off)
-	if size > rest {
-		return badResponse(nil, "output '%s' announces %d bytes of binary data but only %d remain", clip(t.Name, 64), size, rest)
+//
+// Lazily, the block is only recorded and its size checked.
+func (d *decoder) binaryBlock(t *tensor.Tensor, i int, n int64, size uint64) error {
+	var block []byte
+	if d.lazy {
+		d.blocks = append(d.blocks, Block{Output: i, Size: size})
+		d.needsData = d.needsData || size > 0
+	} else {
+		rest := uint64(len(d.bin) - d.off)
+		if size > rest {
+			return badResponse(nil, "output '%s' announces %d bytes of binary data but only %d remain", clip(t.Name, 64), size, rest)
+		}
+		block = d.bin[d.off : d.off+int(size) : d.off+int(size)]
+		d.off += int(size)
 	}
-	block := d.bin[d.off : d.off+int(size) : d.off+int(size)]
-	d.off += int(size)
 	if t.DataType != tensor.Bytes {
 		if want := uint64(n) * uint64(t.DataType.Size()); size != want {
 			return badResponse(nil, "output '%s' has %d bytes of binary data, shape %v of %v needs %d", clip(t.Name, 64), size, t.Shape, t.DataType, want)
@@ -217,8 +286,20 @@ func (d *decoder) binaryBlock(t *tensor.Tensor, n int64, size uint64) error {
 	if uint64(n) > size/4 {
 		return badResponse(nil, "output '%s' has %d bytes of binary data, too few for %d BYTES elements", clip(t.Name, 64), size, n)
 	}
-	if n == 0 {
+	if n == 0 || d.lazy {
 		return nil
+	}
+	return FillBytes(t, block)
+}
+
+// FillBytes splits a BYTES output's complete binary block into its
+// elements (4-byte little-endian length, then the bytes; the elements
+// alias block), as many as t's shape holds, every length checked before
+// it is used. Errors are DecodeResponse's.
+func FillBytes(t *tensor.Tensor, block []byte) error {
+	n, err := tensor.NumElements(t.Shape)
+	if err != nil || n == 0 {
+		return err
 	}
 	strs := make([][]byte, n)
 	p := block
