@@ -581,6 +581,7 @@ func (s *Session) Fail(err error) Action { return s.fail(err) }
 // that was routed as ours but never answered (Envoy or the client went
 // away) is counted with status 499.
 func (s *Session) Close() {
+	s.rstream.endSpan()
 	s.cfg.Admission.Release(s.reserved)
 	s.reserved = 0
 	if s.state != stIdle && s.state != stPassThrough && !s.finished {

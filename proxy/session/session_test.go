@@ -330,11 +330,17 @@ func (r *recordSink) Body(p []byte, end bool) error {
 // the Respond it answered.
 func streamRequest(t *testing.T, s *Session, body []byte, n int) Action {
 	t.Helper()
+	return streamBody(t, s.RequestChunk, body, n)
+}
+
+// streamBody is streamRequest for either direction's event.
+func streamBody(t *testing.T, event func(context.Context, []byte, bool, Sink) Action, body []byte, n int) Action {
+	t.Helper()
 	ctx := context.Background()
 	var rec recordSink
 	for i := 0; ; i += n {
 		end := i+n >= len(body)
-		a := s.RequestChunk(ctx, body[i:min(i+n, len(body))], end, &rec)
+		a := event(ctx, body[min(i, len(body)):min(i+n, len(body))], end, &rec)
 		if a.Verdict == Pending && !end {
 			continue
 		}
@@ -484,46 +490,55 @@ func TestResponse(t *testing.T) {
 			wantBody: tfError("Response body exceeds the limit of 1048576 bytes")},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, "triton")
-			s := predictSession(t, e, `{"instances": [1.0, 2.0, 5.0]}`)
-			h := tt.headers
-			if h == nil {
-				h = hdr{}
-			}
-			ctx := context.Background()
-			a := s.ResponseHeaders(ctx, tt.status, h, tt.eos)
-			if !tt.eos {
-				if a.Verdict != Continue || len(a.Set)+len(a.Remove) != 0 {
-					t.Fatalf("response headers: %+v, want a bare continue", a)
+		for _, chunk := range []int{0, 1, 5, 1 << 20} {
+			t.Run(tt.name+"/"+chunkName(chunk), func(t *testing.T) {
+				if chunk == 1 && len(tt.body) > 4096 {
+					t.Skip("byte by byte is for the small bodies")
 				}
-				a = s.ResponseBody(ctx, tt.body)
-			}
-			if tt.wantStatus == 0 {
-				if a.Verdict != Continue || !a.ReplaceBody || string(a.Body) != tt.wantBody {
-					t.Fatalf("action = %v %d %q, want continue with %q", a.Verdict, a.Status, a.Body, tt.wantBody)
+				e := newEnv(t, "triton")
+				s := predictSession(t, e, `{"instances": [1.0, 2.0, 5.0]}`)
+				h := tt.headers
+				if h == nil {
+					h = hdr{}
 				}
-				if ct, _ := a.Get("content-type"); ct != "application/json" {
-					t.Errorf("content-type = %q", ct)
+				ctx := context.Background()
+				a := s.ResponseHeaders(ctx, tt.status, h, tt.eos)
+				if !tt.eos {
+					if a.Verdict != Continue || len(a.Set)+len(a.Remove) != 0 {
+						t.Fatalf("response headers: %+v, want a bare continue", a)
+					}
+					if chunk == 0 {
+						a = s.ResponseBody(ctx, tt.body)
+					} else {
+						a = streamBody(t, s.ResponseChunk, tt.body, chunk)
+					}
 				}
-				if cl, _ := a.Get("content-length"); cl != strconv.Itoa(len(a.Body)) {
-					t.Errorf("content-length = %q, body %d bytes", cl, len(a.Body))
+				if tt.wantStatus == 0 {
+					if a.Verdict != Continue || !a.ReplaceBody || string(a.Body) != tt.wantBody {
+						t.Fatalf("action = %v %d %q, want continue with %q", a.Verdict, a.Status, a.Body, tt.wantBody)
+					}
+					if ct, _ := a.Get("content-type"); ct != "application/json" {
+						t.Errorf("content-type = %q", ct)
+					}
+					if cl, _ := a.Get("content-length"); cl != strconv.Itoa(len(a.Body)) {
+						t.Errorf("content-length = %q, body %d bytes", cl, len(a.Body))
+					}
+					if !slices.Contains(a.Remove, "inference-header-content-length") {
+						t.Errorf("remove = %v, want inference-header-content-length", a.Remove)
+					}
+					if slices.Contains(a.Remove, "content-encoding") != tt.removeCE {
+						t.Errorf("remove = %v, content-encoding removal should be %v", a.Remove, tt.removeCE)
+					}
+					return
 				}
-				if !slices.Contains(a.Remove, "inference-header-content-length") {
-					t.Errorf("remove = %v, want inference-header-content-length", a.Remove)
+				if a.Verdict != Respond || a.Status != tt.wantStatus {
+					t.Fatalf("action = %v %d %s, want respond %d", a.Verdict, a.Status, a.Body, tt.wantStatus)
 				}
-				if slices.Contains(a.Remove, "content-encoding") != tt.removeCE {
-					t.Errorf("remove = %v, content-encoding removal should be %v", a.Remove, tt.removeCE)
+				if tt.wantBody != "" {
+					checkRespond(t, a, tt.wantStatus, tt.wantBody)
 				}
-				return
-			}
-			if a.Verdict != Respond || a.Status != tt.wantStatus {
-				t.Fatalf("action = %v %d %s, want respond %d", a.Verdict, a.Status, a.Body, tt.wantStatus)
-			}
-			if tt.wantBody != "" {
-				checkRespond(t, a, tt.wantStatus, tt.wantBody)
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -812,4 +827,62 @@ func series(t *testing.T, m *observe.Metrics, name string) int {
 		}
 	}
 	return 0
+}
+
+// A binary answer larger than a piece streams out in pieces, without a
+// content-length, byte-identical to the whole translation; one cut short
+// after its first bytes went out can only be reset.
+func TestResponseStreamsLarge(t *testing.T) {
+	const n = 60000
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = float32(i) + 0.5
+	}
+	header := fmt.Sprintf(`{"model_name":"half_plus_two","outputs":[{"name":"y","datatype":"FP32","shape":[%d],"parameters":{"binary_data_size":%d}}]}`, n, 4*n)
+	body := append([]byte(header), f32le(vals...)...)
+	h := hdr{"content-type": "application/octet-stream", "inference-header-content-length": strconv.Itoa(len(header))}
+	ctx := context.Background()
+
+	e := newEnv(t, "triton")
+	whole := predictSession(t, e, `{"instances": [1.0, 2.0, 5.0]}`)
+	whole.ResponseHeaders(ctx, 200, h, false)
+	want := whole.ResponseBody(ctx, body)
+	if want.Verdict != Continue || len(want.Body) < 2*MaxPiece {
+		t.Fatalf("whole: %v, %d bytes; want a multi-piece answer", want.Verdict, len(want.Body))
+	}
+
+	for _, chunk := range []int{1000, 16 << 10, len(body)} {
+		t.Run(chunkName(chunk), func(t *testing.T) {
+			s := predictSession(t, e, `{"instances": [1.0, 2.0, 5.0]}`)
+			s.ResponseHeaders(ctx, 200, h, false)
+			var rec recordSink
+			var a Action
+			for i := 0; i < len(body); i += chunk {
+				end := i+chunk >= len(body)
+				a = s.ResponseChunk(ctx, body[i:min(i+chunk, len(body))], end, &rec)
+				if a.Verdict != Pending && !end {
+					t.Fatalf("chunk at %d: %v", i, a.Verdict)
+				}
+			}
+			if a.Verdict != Continue || !bytes.Equal(rec.body, want.Body) || rec.ends != 1 || rec.pieces < 2 {
+				t.Fatalf("%v: %d bytes in %d pieces (%d ends), want the %d whole bytes", a.Verdict, len(rec.body), rec.pieces, rec.ends, len(want.Body))
+			}
+			if _, ok := rec.headers[0].Get("content-length"); ok || !slices.Contains(rec.headers[0].Remove, "content-length") {
+				t.Errorf("streamed headers %+v: want content-length removed", rec.headers[0])
+			}
+		})
+	}
+
+	t.Run("cut short", func(t *testing.T) {
+		s := predictSession(t, e, `{"instances": [1.0, 2.0, 5.0]}`)
+		s.ResponseHeaders(ctx, 200, h, false)
+		var rec recordSink
+		cut := len(body) - 1000
+		if a := s.ResponseChunk(ctx, body[:cut], false, &rec); a.Verdict != Pending || len(rec.body) == 0 {
+			t.Fatalf("first part: %v, %d bytes out; want pending with output", a.Verdict, len(rec.body))
+		}
+		if a := s.ResponseChunk(ctx, nil, true, &rec); a.Verdict != Reset {
+			t.Errorf("end after a cut: %v %d %s, want reset", a.Verdict, a.Status, a.Body)
+		}
+	})
 }

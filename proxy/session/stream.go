@@ -4,7 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
@@ -12,6 +19,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // Streamed bodies (ext_proc FULL_DUPLEX_STREAMED, the reverse proxy):
@@ -57,6 +65,23 @@ type reqStream struct {
 	n        int64                    // body bytes so far
 	dec      *translate.RequestStream // predict, identity encoding
 	text     []byte                   // the gathered body otherwise
+
+	// The response: the streamed translation (nil when gathered), its
+	// inference-header-content-length, its output and time spent.
+	respStarted  bool
+	resp         *translate.ResponseStream
+	headerLength int
+	out          *pieceWriter
+	translating  time.Duration
+	span         trace.Span
+}
+
+// endSpan ends the streamed answer's span, once.
+func (rs *reqStream) endSpan() {
+	if rs.span != nil {
+		rs.span.End()
+		rs.span = nil
+	}
 }
 
 // RequestChunk handles the next piece of a streamed request body; end
@@ -203,30 +228,179 @@ func (s *Session) reset(err error) Action {
 }
 
 // ResponseChunk handles the next piece of a streamed upstream response
-// body, with RequestChunk's verdicts. A successful v2 answer is
-// translated and streamed to out at its end; an error answer becomes
-// TF's error (Respond).
+// body, with RequestChunk's verdicts. A successful binary v2 answer is
+// translated as it arrives (translate.ResponseStream) and its TF body
+// handed to out as soon as its bytes are known; anything else — an error
+// answer, a compressed one, a 2xx other than 200 — is gathered within the
+// body limit and answered whole at its end.
 func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out Sink) Action {
 	if s.state != stResponseBody {
 		return Action{Verdict: PassThrough}
 	}
 	rs := &s.rstream
-	n := int64(len(rs.text) + len(chunk))
-	if err := s.checkSize("Response", n); err != nil {
+	if !rs.respStarted {
+		rs.respStarted = true
+		rs.n = 0
+		if err := s.startResponseStream(ctx, out); err != nil {
+			return s.fail(err)
+		}
+	}
+	rs.n += int64(len(chunk))
+	if err := s.checkSize("Response", rs.n); err != nil {
 		return s.fail(err)
 	}
-	rs.text = append(rs.text, chunk...)
-	if !end {
+	if rs.resp == nil {
+		rs.text = append(rs.text, chunk...)
+		if !end {
+			return Action{Verdict: Pending}
+		}
+		text := rs.text
+		rs.text = nil
+		a := s.ResponseBody(ctx, text)
+		if a.Verdict != Continue || !a.ReplaceBody {
+			return a
+		}
+		s.state = stDone
+		return s.streamOut(out, a, a.Body)
+	}
+	if err := s.admitResponse(rs.n); err != nil {
+		return s.fail(err)
+	}
+	t0 := time.Now()
+	err := rs.resp.Write(chunk)
+	if err == nil && end {
+		if rs.n < int64(rs.headerLength) {
+			// Exactly the buffered path's complaint.
+			_, err = v2.ParseHeaderLength(s.respIHCL, int(rs.n))
+		} else {
+			err = rs.resp.Close()
+		}
+	}
+	rs.translating += time.Since(t0)
+	if err == nil && rs.out.err != nil {
+		err = rs.out.err
+	}
+	if err != nil || end {
+		rs.endSpan()
+	}
+	switch {
+	case err != nil && rs.out.started:
+		// Part of the answer is out: it can only be cut.
+		s.logDone(http.StatusBadGateway, apierr.As(err))
+		return s.reset(err)
+	case err != nil:
+		return s.fail(err)
+	case !end:
 		return Action{Verdict: Pending}
 	}
-	text := rs.text
-	rs.text = nil
-	a := s.ResponseBody(ctx, text)
-	if a.Verdict != Continue || !a.ReplaceBody {
-		return a
+	if err := rs.out.finish(); err != nil {
+		return s.reset(err)
 	}
+	s.cfg.Metrics.Translation(observe.DirResponse, rs.translating)
+	s.cfg.Metrics.BodySize(observe.StageV2Response, int(rs.n))
+	s.cfg.Metrics.BodySize(observe.StageTFResponse, int(rs.resp.Emitted()))
 	s.state = stDone
-	return s.streamOut(out, a, a.Body)
+	s.finish(http.StatusOK)
+	s.logDone(http.StatusOK, nil)
+	return Action{Verdict: Continue}
+}
+
+// startResponseStream decides, at the first chunk of a response, whether
+// it is translated as it streams: a 200 with a binary body in identity
+// encoding (the common answer) is; the rest is gathered.
+func (s *Session) startResponseStream(ctx context.Context, out Sink) error {
+	rs := &s.rstream
+	enc := strings.ToLower(strings.TrimSpace(s.respEncoding))
+	if s.respStatus != http.StatusOK || s.respIHCL == "" || (enc != "" && enc != "identity") {
+		return nil
+	}
+	hl, err := v2.ParseHeaderLength(s.respIHCL, math.MaxInt)
+	if err != nil {
+		return err
+	}
+	rs.headerLength = hl
+	rs.out = &pieceWriter{sink: out, headers: s.streamedResponseHeaders()}
+	rs.resp = translate.NewResponseStream(hl, s.examplesMethod(), s.exchange, s.cfg.Limits, rs.out.write)
+	// The span covers the whole streamed answer, upstream waits included.
+	_, rs.span = tracing.Start(ctx, tracing.SpanTranslateResponse)
+	return nil
+}
+
+// admitResponse reserves what a streamed binary answer holds: its v2
+// tensor data (StreamFactor per byte), never the TF body, which leaves in
+// pieces.
+func (s *Session) admitResponse(n int64) error {
+	if need := n * admission.StreamFactor; need > s.reserved {
+		return s.admit(int(need), int(s.reserved), 1)
+	}
+	return nil
+}
+
+// streamedResponseHeaders are the header changes of a translated answer
+// whose length is not known when it starts.
+func (s *Session) streamedResponseHeaders() Action {
+	a := Action{
+		Verdict: Continue,
+		Set:     []Header{{hdrContentType, contentTypeJSON}},
+		Remove:  []string{hdrContentLength, hdrIHCL},
+	}
+	if s.respEncoding != "" {
+		a.Remove = append(a.Remove, hdrContentEnc)
+	}
+	return a
+}
+
+// pieceWriter passes a streamed TF body to a Sink. It keeps the first
+// piece back: an answer that turns out to be one piece long (most are)
+// then goes out with its exact content-length, as TF Serving sends it.
+type pieceWriter struct {
+	sink    Sink
+	headers Action
+	first   []byte // the first piece, until a second one comes
+	started bool   // headers sent
+	err     error  // the sink's first error
+}
+
+// write is the ResponseStream's out.
+func (w *pieceWriter) write(p []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if !w.started && w.first == nil {
+		w.first = append(make([]byte, 0, len(p)), p...)
+		return nil
+	}
+	if !w.started {
+		w.started = true
+		if w.err = w.sink.Headers(w.headers); w.err == nil {
+			w.err = w.sink.Body(w.first, false)
+		}
+		w.first = nil
+		if w.err != nil {
+			return w.err
+		}
+	}
+	w.err = w.sink.Body(p, false)
+	return w.err
+}
+
+// finish ends the body.
+func (w *pieceWriter) finish() error {
+	if w.err != nil {
+		return w.err
+	}
+	if !w.started {
+		w.started = true
+		h := w.headers
+		h.Remove = slices.DeleteFunc(slices.Clone(h.Remove), func(k string) bool { return k == hdrContentLength })
+		h.Set = append(slices.Clone(h.Set), Header{hdrContentLength, strconv.Itoa(len(w.first))})
+		if w.err = w.sink.Headers(h); w.err != nil {
+			return w.err
+		}
+	}
+	w.err = w.sink.Body(w.first, true)
+	w.first = nil
+	return w.err
 }
 
 // Then returns a followed by b: the header changes of both, b's winning
