@@ -3,7 +3,6 @@ package envoysim
 import (
 	"errors"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
@@ -113,14 +112,7 @@ func (r *duplexRun) sendHeaders() (*localReply, error) {
 			return lr, err
 		}
 	}
-	hh := &extprocv3.HttpHeaders{Headers: r.h.proto(), EndOfStream: !r.hasBody}
-	req := &extprocv3.ProcessingRequest{MetadataContext: &corev3.Metadata{}}
-	if r.p == phaseRequestHeaders {
-		req.Request = &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: hh}
-	} else {
-		req.Request = &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: hh}
-	}
-	if _, lr, err := f.send(req, r.p); err != nil || lr != nil {
+	if _, lr, err := f.send(headersMessage(r.p, r.h, !r.hasBody), r.p); err != nil || lr != nil {
 		return lr, err
 	}
 	if f.complete {
@@ -165,14 +157,7 @@ func (r *duplexRun) onChunk(c chunk) (*localReply, error) {
 		}
 		return nil, r.sink.data(c.data, c.eos)
 	}
-	hb := &extprocv3.HttpBody{Body: c.data, EndOfStream: c.eos}
-	req := &extprocv3.ProcessingRequest{MetadataContext: &corev3.Metadata{}}
-	if r.bp == phaseRequestBody {
-		req.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: hb}
-	} else {
-		req.Request = &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: hb}
-	}
-	if _, lr, err := f.send(req, r.bp); err != nil || lr != nil {
+	if _, lr, err := f.send(bodyMessage(r.bp, c.data, c.eos), r.bp); err != nil || lr != nil {
 		return lr, err
 	}
 	if f.complete {

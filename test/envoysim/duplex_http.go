@@ -1,7 +1,6 @@
 package envoysim
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -88,7 +87,12 @@ func (p *pump) finish() {
 
 // knownPump delivers a body that is already in memory in one data callback (a buffer
 // filter before ext_proc, or a local reply).
-func knownPump(b []byte) *pump { return startPump(bytes.NewReader(b), len(b), nil, nil) }
+func knownPump(b []byte) *pump {
+	p := &pump{ch: make(chan chunk, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	p.ch <- chunk{data: b, eos: true}
+	close(p.done)
+	return p
+}
 
 // serveDuplex is the decoder path when the request body mode is FULL_DUPLEX_STREAMED:
 // the request streams through the processor into the upstream request while it arrives.

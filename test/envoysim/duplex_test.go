@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -19,14 +20,10 @@ import (
 
 // duplexMode is FULL_DUPLEX_STREAMED both ways, with the trailer modes Envoy requires.
 func duplexMode() *extprocfilterv3.ProcessingMode {
-	return &extprocfilterv3.ProcessingMode{
-		RequestHeaderMode:   extprocfilterv3.ProcessingMode_SEND,
-		ResponseHeaderMode:  extprocfilterv3.ProcessingMode_SEND,
-		RequestBodyMode:     extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED,
-		ResponseBodyMode:    extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED,
-		RequestTrailerMode:  extprocfilterv3.ProcessingMode_SEND,
-		ResponseTrailerMode: extprocfilterv3.ProcessingMode_SEND,
-	}
+	m := DefaultMode()
+	m.RequestBodyMode, m.ResponseBodyMode = extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED, extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
+	m.RequestTrailerMode, m.ResponseTrailerMode = extprocfilterv3.ProcessingMode_SEND, extprocfilterv3.ProcessingMode_SEND
+	return m
 }
 
 // streamed is a body reply carrying one streamed_response chunk.
@@ -723,4 +720,42 @@ func TestDuplexBodyEndedEarly(t *testing.T) {
 		t.Fatalf("status %d, details %q", resp.StatusCode, ev.lastExchange().Details)
 	}
 	ev.wantViolation("before Envoy sent the end of the body")
+}
+
+// TestDuplexLocalReplies: Envoy's own replies run through a full-duplex response path.
+func TestDuplexLocalReplies(t *testing.T) {
+	refused, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadUpstream := "http://" + refused.Addr().String()
+	_ = refused.Close()
+	tests := []struct {
+		name      string
+		cfg       Config
+		wantCode  int
+		wantBody  string
+		wantKinds []string
+	}{
+		{"upstream unreachable", Config{Upstream: deadUpstream}, 503, "UPSTREAM CONNECT ERROR",
+			[]string{"request_headers", "request_body", "response_headers", "response_body"}},
+		{"buffer filter in front", Config{BufferFilterMaxBytes: 10}, 413, "PAYLOAD TOO LARGE",
+			[]string{"response_headers", "response_body"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Mode = duplexMode()
+			ev := newEnv(t, tc.cfg, &procServer{perStream: duplexEcho(echoProc{})}, nil)
+			code, hdr, body := ev.do("POST", "/v1/models/m:predict", reqBody)
+			if code != tc.wantCode || !strings.HasPrefix(body, tc.wantBody) || hdr.Get("Content-Length") != "" {
+				t.Fatalf("got %d %q %v", code, body, hdr)
+			}
+			ps := ev.proc.stream(t, 0)
+			waitEnd(t, ps)
+			if got := kinds(ps.messages()); !reflect.DeepEqual(got, tc.wantKinds) {
+				t.Errorf("messages %v, want %v", got, tc.wantKinds)
+			}
+			ev.wantNoViolations()
+		})
+	}
 }

@@ -167,13 +167,7 @@ func (f *filter) onHeaders(p phase, h *headerMap, endStream bool, body *[]byte) 
 		}
 		return nil, nil
 	}
-	hh := &extprocv3.HttpHeaders{Headers: h.proto(), EndOfStream: endStream}
-	req := &extprocv3.ProcessingRequest{MetadataContext: &corev3.Metadata{}}
-	if p == phaseRequestHeaders {
-		req.Request = &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: hh}
-	} else {
-		req.Request = &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: hh}
-	}
+	req := headersMessage(p, h, endStream)
 	d.held = h
 	// Envoy strips content-length right after sending, before any reply.
 	if d.removeContentLength() {
@@ -193,18 +187,35 @@ func (f *filter) onBody(p phase, body *[]byte) (*localReply, error) {
 	if f.complete || d.bodyMode != extprocfilterv3.ProcessingMode_BUFFERED {
 		return nil, nil
 	}
-	hb := &extprocv3.HttpBody{Body: *body, EndOfStream: true}
+	resp, lr, err := f.call(bodyMessage(p, *body, true), p)
+	if err != nil || lr != nil || resp == nil {
+		return lr, err
+	}
+	return f.onReply(p, resp, d.held, body), nil
+}
+
+// headersMessage is the headers message of phase p (request or response headers).
+func headersMessage(p phase, h *headerMap, endStream bool) *extprocv3.ProcessingRequest {
+	hh := &extprocv3.HttpHeaders{Headers: h.proto(), EndOfStream: endStream}
+	req := &extprocv3.ProcessingRequest{MetadataContext: &corev3.Metadata{}}
+	if p == phaseRequestHeaders {
+		req.Request = &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: hh}
+	} else {
+		req.Request = &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: hh}
+	}
+	return req
+}
+
+// bodyMessage is the body message of phase p carrying body.
+func bodyMessage(p phase, body []byte, endStream bool) *extprocv3.ProcessingRequest {
+	hb := &extprocv3.HttpBody{Body: body, EndOfStream: endStream}
 	req := &extprocv3.ProcessingRequest{MetadataContext: &corev3.Metadata{}}
 	if p == phaseRequestBody {
 		req.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: hb}
 	} else {
 		req.Request = &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: hb}
 	}
-	resp, lr, err := f.call(req, p)
-	if err != nil || lr != nil || resp == nil {
-		return lr, err
-	}
-	return f.onReply(p, resp, d.held, body), nil
+	return req
 }
 
 // call sends one message and waits for its reply. It returns the reply, or a local reply
