@@ -759,3 +759,39 @@ func TestDuplexLocalReplies(t *testing.T) {
 		})
 	}
 }
+
+// TestBufferedRequestDuplexResponse mixes a BUFFERED request with a full-duplex response.
+func TestBufferedRequestDuplexResponse(t *testing.T) {
+	mode := duplexMode()
+	mode.RequestBodyMode, mode.RequestTrailerMode = extprocfilterv3.ProcessingMode_BUFFERED, extprocfilterv3.ProcessingMode_SKIP
+	echo := duplexEcho(echoProc{chunk: 1000})
+	respBody := pattern(10000, 8)
+	ev := newEnv(t, Config{Mode: mode}, &procServer{perStream: func() responder {
+		r := echo()
+		return func(n int, req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
+			switch kindOf(req) {
+			case "request_headers":
+				return one(common(req, &extprocv3.CommonResponse{}))
+			case "request_body":
+				b := transform(req.GetRequestBody().GetBody())
+				return one(common(req, &extprocv3.CommonResponse{
+					HeaderMutation: setHeaders(raw("content-length", fmt.Sprint(len(b)))),
+					BodyMutation:   newBody(string(b)),
+				}))
+			}
+			return r(n, req)
+		}
+	}}, chunkedUpstream(respBody, 3000))
+	code, hdr, body := ev.do("POST", "/v1/models/m:predict", reqBody)
+	if code != 200 || body != string(transform(respBody)) || hdr.Get("Content-Length") != "" {
+		t.Fatalf("got %d, %d bytes, %v", code, len(body), hdr)
+	}
+	up := ev.up.requests()
+	if up[0].body != strings.ToUpper(reqBody) || up[0].contentLength != int64(len(reqBody)) {
+		t.Errorf("upstream %q, content-length %d", up[0].body, up[0].contentLength)
+	}
+	if st := ev.envoy.Stats(); st.RequestChunksSent != 0 || st.ResponseChunksReceived != 10 || st.ResponseChunksSent == 0 || st.LargestChunkSent > upstreamReadSize {
+		t.Errorf("stats %+v", st)
+	}
+	ev.wantNoViolations()
+}
