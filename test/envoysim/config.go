@@ -21,6 +21,12 @@ const (
 	DefaultUpstreamTimeout = 15 * time.Second
 	// DefaultStatusOnError is ext_proc's status_on_error default.
 	DefaultStatusOnError = 500
+	// DefaultDownstreamReadSize bounds one data callback of the downstream request body
+	// (Envoy reads sockets in 16 KiB slices).
+	DefaultDownstreamReadSize = 16 << 10
+	// DefaultMaxStreamedChunk is our own rule for FULL_DUPLEX_STREAMED: a streamed_response
+	// chunk above it is a violation (the spec recommends at most ~64 KiB per message).
+	DefaultMaxStreamedChunk = 64 << 10
 )
 
 // Config describes the Envoy being simulated: one listener, one route to Upstream, and an
@@ -33,8 +39,9 @@ type Config struct {
 	// (possibly rewritten) :path is appended to it.
 	Upstream string
 	// Mode is the filter's processing_mode. Nil means DefaultMode(). Header modes may be
-	// SEND or SKIP; body modes NONE or BUFFERED; trailer modes SKIP (the others are not
-	// modelled and make Start fail).
+	// SEND or SKIP; body modes NONE, BUFFERED or FULL_DUPLEX_STREAMED; trailer modes SKIP,
+	// or SEND in a FULL_DUPLEX_STREAMED direction, where Envoy requires it (the others are
+	// not modelled and make Start fail).
 	Mode *extprocfilterv3.ProcessingMode
 	// AllowModeOverride is allow_mode_override.
 	AllowModeOverride bool
@@ -64,6 +71,16 @@ type Config struct {
 	// UpstreamTimeout is the route timeout (504 "upstream request timeout"); zero means
 	// DefaultUpstreamTimeout, negative disables it.
 	UpstreamTimeout time.Duration
+	// DownstreamReadSize is the most bytes of the request body one data callback carries,
+	// so with FULL_DUPLEX_STREAMED the largest request_body message (the stand-in hands on
+	// what one read of the downstream connection returns, up to this size). Zero means
+	// DefaultDownstreamReadSize. The response body reaches the filter as the upstream's
+	// reads return it: each write the upstream flushes is normally one data callback.
+	DownstreamReadSize int
+	// MaxStreamedChunk is the largest streamed_response body a FULL_DUPLEX_STREAMED reply
+	// may carry before the stand-in records a violation (our own rule, not Envoy's: Envoy
+	// takes any size). Zero means DefaultMaxStreamedChunk.
+	MaxStreamedChunk int
 }
 
 // DefaultMode returns the processing mode of docs/architecture.md: request and response headers
@@ -120,25 +137,57 @@ func (c Config) normalized() (Config, *url.URL, error) {
 	if c.UpstreamTimeout == 0 {
 		c.UpstreamTimeout = DefaultUpstreamTimeout
 	}
+	if c.DownstreamReadSize == 0 {
+		c.DownstreamReadSize = DefaultDownstreamReadSize
+	}
+	if c.MaxStreamedChunk == 0 {
+		c.MaxStreamedChunk = DefaultMaxStreamedChunk
+	}
+	if c.DownstreamReadSize < 0 || c.MaxStreamedChunk < 0 {
+		return c, nil, errors.New("envoysim: negative read size or streamed chunk limit")
+	}
 	return c, u, nil
 }
 
-// checkModelled refuses the parts of ProcessingMode the stand-in does not simulate.
+// checkModelled refuses the parts of ProcessingMode the stand-in does not simulate, and
+// what Envoy itself rejects: FULL_DUPLEX_STREAMED needs trailer mode SEND in its direction
+// (ext_proc's config validation).
 func checkModelled(m *extprocfilterv3.ProcessingMode) error {
-	for _, b := range []extprocfilterv3.ProcessingMode_BodySendMode{m.GetRequestBodyMode(), m.GetResponseBodyMode()} {
-		if !bodyModeModelled(b) {
-			return fmt.Errorf("envoysim: body mode %s is not modelled (NONE and BUFFERED are)", b)
-		}
+	dirs := []struct {
+		name    string
+		body    extprocfilterv3.ProcessingMode_BodySendMode
+		trailer extprocfilterv3.ProcessingMode_HeaderSendMode
+	}{
+		{"request", m.GetRequestBodyMode(), m.GetRequestTrailerMode()},
+		{"response", m.GetResponseBodyMode(), m.GetResponseTrailerMode()},
 	}
-	if m.GetRequestTrailerMode() == extprocfilterv3.ProcessingMode_SEND || m.GetResponseTrailerMode() == extprocfilterv3.ProcessingMode_SEND {
-		return errors.New("envoysim: trailer mode SEND is not modelled")
+	for _, d := range dirs {
+		duplex := d.body == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
+		if !duplex && !bodyModeModelled(d.body) {
+			return fmt.Errorf("envoysim: body mode %s is not modelled (NONE, BUFFERED and FULL_DUPLEX_STREAMED are)", d.body)
+		}
+		if duplex && d.trailer != extprocfilterv3.ProcessingMode_SEND {
+			// Envoy's own wording (ext_proc config validation).
+			return fmt.Errorf("envoysim: if the ext_proc filter has the %s_body_mode set to FULL_DUPLEX_STREAMED, then the %s_trailer_mode has to be set to SEND", d.name, d.name)
+		}
+		if !duplex && d.trailer == extprocfilterv3.ProcessingMode_SEND {
+			return fmt.Errorf("envoysim: %s trailer mode SEND is only modelled with FULL_DUPLEX_STREAMED", d.name)
+		}
 	}
 	return nil
 }
 
-// bodyModeModelled reports whether the stand-in simulates body mode b.
+// bodyModeModelled reports whether the stand-in simulates a switch to body mode b by
+// mode_override (FULL_DUPLEX_STREAMED is modelled only when configured).
 func bodyModeModelled(b extprocfilterv3.ProcessingMode_BodySendMode) bool {
 	return b == extprocfilterv3.ProcessingMode_NONE || b == extprocfilterv3.ProcessingMode_BUFFERED
+}
+
+// isDuplex reports whether the configured mode streams either body in FULL_DUPLEX_STREAMED
+// (Envoy then ignores every mode_override).
+func isDuplex(m *extprocfilterv3.ProcessingMode) bool {
+	return m.GetRequestBodyMode() == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED ||
+		m.GetResponseBodyMode() == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
 }
 
 // effectiveModeOverride is Envoy's rule for a mode_override: DEFAULT header/trailer modes

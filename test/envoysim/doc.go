@@ -61,11 +61,52 @@
 //     a BUFFERED response body over it 500 "Internal Server Error".
 //   - A downstream cancel resets the side stream: the processor sees codes.Canceled or
 //     io.EOF.
+//   - FULL_DUPLEX_STREAMED (either direction, or both), as processor_state.cc and
+//     ext_proc.cc implement it since envoy PR #41276, in the items marked "Full duplex".
+//   - Full duplex: the config needs trailer mode SEND in that direction (Start fails with
+//     Envoy's message otherwise). No buffer limit and no message timer apply (so
+//     override_message_timeout is ignored and counted); mode_override is ignored, and
+//     counted in ModeOverridesIgnored, in every reply once either body mode is full duplex.
+//   - Full duplex: body chunks go to the processor as they arrive, end_of_stream on the
+//     last one: the request body in reads of at most DownstreamReadSize bytes, the
+//     response body as the upstream's reads return it (normally one chunk per flushed
+//     write, at most 64 KiB). They keep flowing while the headers reply is withheld;
+//     nothing goes on (upstream or downstream) before that reply.
+//   - Full duplex: replies come in protocol order: the headers reply, then any number of
+//     body replies whose body_mutation.streamed_response bytes go on in order as they
+//     come; end_of_stream ends the body. A body reply before the headers reply, before
+//     any chunk was sent or after the body ended, a second headers reply, a reply of the
+//     other direction, and a body reply without streamed_response (an empty
+//     CommonResponse, body, clear_body) are spurious: 500 and spurious_msgs_received.
+//     Header mutations in body replies are ignored (BodyHeaderMutationsIgnored).
+//   - Full duplex: the processor sees the client's or upstream's content-length; Envoy
+//     removes it right after sending the headers message and drops a content-length the
+//     processor sets (ContentLengthSetsDropped), so the message goes on chunked.
+//   - Full duplex: failure_mode_allow holds only until the first body chunk reached the
+//     filter in a full-duplex direction; later gRPC errors and spurious replies fail
+//     closed. A clean close mid-body lets the message go on without what the processor
+//     held (Envoy drained it; recorded as a violation).
+//   - Full duplex: immediate_response works at any time on the request side (the upstream
+//     request is reset) and on the response side until the headers reply was applied;
+//     afterwards the stream is reset. CONTINUE_AND_REPLACE in a headers reply sets body
+//     mode NONE; its body mutation replaces the body and the rest of the original is
+//     drained.
+//   - Full duplex, our own rule: a streamed_response chunk above MaxStreamedChunk
+//     (64 KiB) is a violation. Stats count chunks per direction and the largest each way.
 //
 // # What is not modelled
 //
-// HTTP/2 or TLS downstream; body modes STREAMED, BUFFERED_PARTIAL, FULL_DUPLEX_STREAMED and
-// GRPC; trailers (modes must be SKIP; request trailers are dropped); observability mode;
+// HTTP/2 or TLS downstream; body modes STREAMED, BUFFERED_PARTIAL and GRPC, and a
+// mode_override to FULL_DUPLEX_STREAMED; trailers (HTTP/1 REST carries none: request
+// trailers are dropped and no trailers message is ever sent, though full duplex needs
+// trailer mode SEND); send_body_without_waiting_for_header_response; the early close of
+// the side stream after the last reply (ext_proc_stream_close_optimization; the
+// stand-in closes it when the exchange ends); in full duplex, an upstream answer or
+// failure while the request body still streams is handled after the processor ended
+// the request body, and the route timeout starts when the request headers go
+// upstream, not at the end of the request; a processor that ends a full-duplex body
+// before Envoy sent its end gets a 500 "envoysim_streamed_body_ended_early" (Envoy
+// would inject the rest after the end of the stream); observability mode;
 // request/response attributes and metadata namespaces; per-route configuration; route
 // matching and the route cache (one route to one upstream, clear_route_cache is only
 // counted); retries; the route timeout passing while the processor handles response

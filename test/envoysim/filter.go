@@ -59,6 +59,9 @@ type direction struct {
 	// drained and replacedBody is used instead.
 	replaced     bool
 	replacedBody []byte
+	// bodyReceived is ProcessorState::bodyReceived: a body chunk reached the filter in
+	// this direction (in FULL_DUPLEX_STREAMED it ends fail-open, envoy PR #41276).
+	bodyReceived bool
 }
 
 func (d *direction) setMode(headers extprocfilterv3.ProcessingMode_HeaderSendMode, body extprocfilterv3.ProcessingMode_BodySendMode) {
@@ -67,9 +70,17 @@ func (d *direction) setMode(headers extprocfilterv3.ProcessingMode_HeaderSendMod
 }
 
 // removeContentLength is ProcessorState::shouldRemoveContentLength for the modelled modes:
-// only BUFFERED with headers SKIP (the processor could not fix the length).
+// BUFFERED with headers SKIP (the processor could not fix the length) and
+// FULL_DUPLEX_STREAMED (the body is rewritten after the headers went on). Envoy then also
+// drops a content-length the processor sets (envoy#38291, #39035; the opt-out of envoy
+// PR #39067 was never merged).
 func (d *direction) removeContentLength() bool {
-	return d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED && !d.sendHeaders
+	return (d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED && !d.sendHeaders) || d.duplex()
+}
+
+// duplex reports whether this direction streams its body in FULL_DUPLEX_STREAMED.
+func (d *direction) duplex() bool {
+	return d.bodyMode == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
 }
 
 // localReply is a response Envoy makes itself (sendLocalReply).
@@ -121,6 +132,15 @@ func (f *filter) note(p phase, format string, args ...any) {
 
 func (f *filter) trace(s string) { f.rec.Trace = append(f.rec.Trace, s) }
 
+// failOpen is Filter::failureModeAllow: failure_mode_allow, except once a body chunk went
+// into a FULL_DUPLEX_STREAMED direction (Envoy cannot replay what it already handed over).
+func (f *filter) failOpen() bool {
+	if (f.dec.duplex() && f.dec.bodyReceived) || (f.enc.duplex() && f.enc.bodyReceived) {
+		return false
+	}
+	return f.e.cfg.FailureModeAllow
+}
+
 // closeStream is Filter::closeStream: the side stream is half-closed and reset.
 func (f *filter) closeStream() {
 	if f.stream != nil {
@@ -147,13 +167,7 @@ func (f *filter) onHeaders(p phase, h *headerMap, endStream bool, body *[]byte) 
 		}
 		return nil, nil
 	}
-	hh := &extprocv3.HttpHeaders{Headers: h.proto(), EndOfStream: endStream}
-	req := &extprocv3.ProcessingRequest{MetadataContext: &corev3.Metadata{}}
-	if p == phaseRequestHeaders {
-		req.Request = &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: hh}
-	} else {
-		req.Request = &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: hh}
-	}
+	req := headersMessage(p, h, endStream)
 	d.held = h
 	// Envoy strips content-length right after sending, before any reply.
 	if d.removeContentLength() {
@@ -173,24 +187,56 @@ func (f *filter) onBody(p phase, body *[]byte) (*localReply, error) {
 	if f.complete || d.bodyMode != extprocfilterv3.ProcessingMode_BUFFERED {
 		return nil, nil
 	}
-	hb := &extprocv3.HttpBody{Body: *body, EndOfStream: true}
-	req := &extprocv3.ProcessingRequest{MetadataContext: &corev3.Metadata{}}
-	if p == phaseRequestBody {
-		req.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: hb}
-	} else {
-		req.Request = &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: hb}
-	}
-	resp, lr, err := f.call(req, p)
+	resp, lr, err := f.call(bodyMessage(p, *body, true), p)
 	if err != nil || lr != nil || resp == nil {
 		return lr, err
 	}
 	return f.onReply(p, resp, d.held, body), nil
 }
 
+// headersMessage is the headers message of phase p (request or response headers).
+func headersMessage(p phase, h *headerMap, endStream bool) *extprocv3.ProcessingRequest {
+	hh := &extprocv3.HttpHeaders{Headers: h.proto(), EndOfStream: endStream}
+	req := &extprocv3.ProcessingRequest{MetadataContext: &corev3.Metadata{}}
+	if p == phaseRequestHeaders {
+		req.Request = &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: hh}
+	} else {
+		req.Request = &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: hh}
+	}
+	return req
+}
+
+// bodyMessage is the body message of phase p carrying body.
+func bodyMessage(p phase, body []byte, endStream bool) *extprocv3.ProcessingRequest {
+	hb := &extprocv3.HttpBody{Body: body, EndOfStream: endStream}
+	req := &extprocv3.ProcessingRequest{MetadataContext: &corev3.Metadata{}}
+	if p == phaseRequestBody {
+		req.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: hb}
+	} else {
+		req.Request = &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: hb}
+	}
+	return req
+}
+
 // call sends one message and waits for its reply. It returns the reply, or a local reply
 // (failure, fail closed), or neither when processing ended and the request goes on
 // unprocessed (clean close, fail open).
 func (f *filter) call(req *extprocv3.ProcessingRequest, p phase) (*extprocv3.ProcessingResponse, *localReply, error) {
+	if f.stream != nil {
+		if lr, done, err := f.checkIdle(p); done || err != nil {
+			return nil, lr, err
+		}
+	}
+	if resp, lr, err := f.send(req, p); err != nil || lr != nil || f.complete {
+		return resp, lr, err
+	}
+	// On io.EOF the stream is already gone; Recv below reports why.
+	return f.await(p)
+}
+
+// send opens the side stream when needed and sends one message without waiting for a
+// reply. It fails like call when the stream cannot be opened or breaks.
+func (f *filter) send(req *extprocv3.ProcessingRequest, p phase) (*extprocv3.ProcessingResponse, *localReply, error) {
 	if f.stream == nil {
 		s, err := openSideStream(f.ctx, f.e.client)
 		if err != nil {
@@ -198,8 +244,6 @@ func (f *filter) call(req *extprocv3.ProcessingRequest, p phase) (*extprocv3.Pro
 		}
 		f.stream = s
 		f.e.stats.streamsStarted.Add(1)
-	} else if lr, done, err := f.checkIdle(p); done || err != nil {
-		return nil, lr, err
 	}
 	if !f.protocolConfigSent {
 		// Envoy tells the processor its body modes once, on the first message.
@@ -212,8 +256,7 @@ func (f *filter) call(req *extprocv3.ProcessingRequest, p phase) (*extprocv3.Pro
 		f.e.stats.msgsSent.Add(1)
 		f.trace("> " + p.String())
 	}
-	// On io.EOF the stream is already gone; Recv below reports why.
-	return f.await(p)
+	return nil, nil, nil
 }
 
 // checkIdle handles what arrived while Envoy had no message outstanding: Envoy dispatches it
@@ -300,7 +343,7 @@ func (f *filter) streamEnded(p phase, err error) (*extprocv3.ProcessingResponse,
 	f.e.stats.streamsFailed.Add(1)
 	f.note(p, "gRPC error from the processor: %s: %s", st.Code(), st.Message())
 	f.finish()
-	if f.e.cfg.FailureModeAllow {
+	if f.failOpen() {
 		f.e.stats.failureModeAllowed.Add(1)
 		return nil, nil, nil
 	}
@@ -313,7 +356,7 @@ func (f *filter) timeout(p phase) (*extprocv3.ProcessingResponse, *localReply, e
 	f.e.stats.messageTimeouts.Add(1)
 	f.violation(p, "no reply within message_timeout %v", f.e.cfg.MessageTimeout)
 	f.finish()
-	if f.e.cfg.FailureModeAllow {
+	if f.failOpen() {
 		f.e.stats.failureModeAllowed.Add(1)
 		return nil, nil, nil
 	}
@@ -364,6 +407,10 @@ func (f *filter) modeOverride(p phase, mo *extprocfilterv3.ProcessingMode) *loca
 	case !f.e.cfg.AllowModeOverride:
 		f.e.stats.modeOverridesIgnored.Add(1)
 		f.note(p, "mode_override ignored: allow_mode_override is false")
+		return nil
+	case isDuplex(f.e.cfg.Mode):
+		f.e.stats.modeOverridesIgnored.Add(1)
+		f.note(p, "mode_override ignored: Envoy does not support it when a body mode is FULL_DUPLEX_STREAMED")
 		return nil
 	case !p.isHeaders():
 		f.e.stats.modeOverridesIgnored.Add(1)
@@ -452,6 +499,10 @@ func (f *filter) onBodyReply(p phase, cr *extprocv3.CommonResponse, body *[]byte
 func (f *filter) mutateHeaders(p phase, h *headerMap, m *extprocv3.HeaderMutation, replacing, skipContentLength bool) *localReply {
 	res, err := applyHeaderMutation(h, m, replacing, skipContentLength)
 	f.e.stats.rejectedMutations.Add(uint64(len(res.ignored)))
+	if res.droppedContentLength > 0 {
+		f.e.stats.contentLengthDrops.Add(uint64(res.droppedContentLength))
+		f.note(p, "content-length set by the processor dropped: Envoy strips it in this body mode (the message goes chunked)")
+	}
 	for _, s := range res.ignored {
 		f.note(p, "header mutation rejected: %s", s)
 	}
@@ -507,7 +558,7 @@ func (f *filter) onImmediate(p phase, ir *extprocv3.ImmediateResponse) *localRep
 // failSpurious is the fate of a spurious reply since envoy PR #39994: fail closed with a
 // local reply, or (fail open) ignore the processor for the rest of the request.
 func (f *filter) failSpurious(details string) *localReply {
-	if f.e.cfg.FailureModeAllow {
+	if f.failOpen() {
 		f.e.stats.failureModeAllowed.Add(1)
 		f.finish()
 		return nil

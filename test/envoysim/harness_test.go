@@ -51,6 +51,8 @@ func (s *procStream) messages() []*extprocv3.ProcessingRequest {
 type procServer struct {
 	extprocv3.UnimplementedExternalProcessorServer
 	respond responder
+	// perStream, when set, makes a fresh responder (with its own state) for each stream.
+	perStream func() responder
 	// custom, when set, replaces the Recv/respond loop.
 	custom func(s extprocv3.ExternalProcessor_ProcessServer, ps *procStream) error
 
@@ -67,12 +69,16 @@ func (p *procServer) Process(s extprocv3.ExternalProcessor_ProcessServer) error 
 	if p.custom != nil {
 		return p.custom(s, ps)
 	}
+	respond := p.respond
+	if p.perStream != nil {
+		respond = p.perStream()
+	}
 	for n := 0; ; n++ {
 		req, ok := ps.recv(s)
 		if !ok {
 			return nil
 		}
-		for _, r := range p.respond(n, req) {
+		for _, r := range respond(n, req) {
 			if err := s.Send(r); err != nil {
 				return nil
 			}

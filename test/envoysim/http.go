@@ -98,6 +98,13 @@ func (x *exchange) serve() error {
 		}
 	}
 
+	if x.f.dec.duplex() {
+		if !buffered {
+			body = nil
+		}
+		return x.serveDuplex(h, hasBody, body)
+	}
+
 	var pre *prefetch
 	if hasBody && !buffered {
 		// Envoy reads the body while the processor looks at the headers; reading it here
@@ -205,6 +212,9 @@ func (p *prefetch) finish() { <-p.done }
 // encode is the encoder path: ext_proc response processing, then the downstream codec.
 func (x *exchange) encode(h *headerMap, src bodySource) error {
 	f := x.f
+	if f.enc.duplex() && !f.complete {
+		return x.encodeDuplex(h, src)
+	}
 	var none []byte
 	lr, err := f.onHeaders(phaseResponseHeaders, h, src.empty(), &none)
 	if err != nil {
@@ -298,17 +308,41 @@ func (x *exchange) localReplyHeaders(lr *localReply) (*headerMap, []byte) {
 
 // write is the downstream HTTP/1 codec plus the connection manager's last touches.
 func (x *exchange) write(h *headerMap, src bodySource) error {
+	sendBody, err := x.writeHead(h, src)
+	if err != nil || !sendBody {
+		return err
+	}
+	if src.known {
+		if _, err := x.w.Write(src.data); err != nil {
+			return errAborted
+		}
+		return nil
+	}
+	if src.r != nil {
+		// Through a plain Writer: after the flushed headers net/http's ReadFrom
+		// would write a small body straight to the socket, so the client could
+		// see the whole response before the exchange is in the journal.
+		if _, err := io.Copy(struct{ io.Writer }{x.w}, src.r); err != nil {
+			return errAborted
+		}
+	}
+	return nil
+}
+
+// writeHead sends the response headers of a body src (which may still be streaming, with
+// no reader yet) and reports whether a body goes on the wire after them.
+func (x *exchange) writeHead(h *headerMap, src bodySource) (bool, error) {
 	sv, _ := h.get(":status")
 	code, err := strconv.Atoi(sv)
 	if err != nil || code < 100 || code > 999 {
 		x.violation("response :status %q cannot be sent", sv)
-		return x.writeSimError("envoysim_invalid_status")
+		return false, x.writeSimError("envoysim_invalid_status")
 	}
 	// A body-less message (HEAD, 204, 304, end_stream on the headers) may declare any length.
 	if cl, ok := h.get("content-length"); ok && !src.none && src.length() >= 0 {
 		if n, err := strconv.ParseInt(cl, 10, 64); err != nil || n != src.length() {
 			x.violation("response content-length %q but the body has %d bytes: a real Envoy forwards this broken framing and the client hangs or truncates", cl, src.length())
-			return x.writeSimError("envoysim_content_length_mismatch")
+			return false, x.writeSimError("envoysim_content_length_mismatch")
 		}
 	}
 	hdr := x.w.Header()
@@ -334,33 +368,24 @@ func (x *exchange) write(h *headerMap, src bodySource) error {
 	}
 	x.w.WriteHeader(code)
 	x.rec.Status = code
-	if chunked || (!src.known && src.r != nil) {
+	if chunked || (!src.known && !src.none) {
 		// No content-length: Envoy's HTTP/1 codec uses chunked encoding; flushing the
 		// headers first makes net/http do the same instead of computing a length. A
 		// streaming body's headers go out at once too, as with Envoy, so a failure
 		// mid-body is a reset after them.
-		if fl, ok := x.w.(http.Flusher); ok {
-			fl.Flush()
-		}
+		x.flush()
 	}
 	if x.r.Method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified {
-		return nil // no body on the wire; the declared length stays in the headers
+		return false, nil // no body on the wire; the declared length stays in the headers
 	}
-	if src.known {
-		if _, err := x.w.Write(src.data); err != nil {
-			return errAborted
-		}
-		return nil
+	return !src.none, nil
+}
+
+// flush pushes what was written downstream onto the wire.
+func (x *exchange) flush() {
+	if fl, ok := x.w.(http.Flusher); ok {
+		fl.Flush()
 	}
-	if src.r != nil {
-		// Through a plain Writer: after the flushed headers net/http's ReadFrom
-		// would write a small body straight to the socket, so the client could
-		// see the whole response before the exchange is in the journal.
-		if _, err := io.Copy(struct{ io.Writer }{x.w}, src.r); err != nil {
-			return errAborted
-		}
-	}
-	return nil
 }
 
 // writeSimError replaces a response the stand-in cannot send faithfully by a 500.

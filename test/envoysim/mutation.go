@@ -33,6 +33,8 @@ type mutationResult struct {
 	emptied []string
 	// notes lists fields Envoy ignores without counting (e.g. append_action).
 	notes []string
+	// droppedContentLength counts content-length sets skipped because the mode strips it.
+	droppedContentLength int
 }
 
 // mutationOp is the operation Envoy's mutation-rules checker is asked about.
@@ -76,6 +78,7 @@ func applyHeaderMutation(h *headerMap, m *extprocv3.HeaderMutation, replacing, s
 			continue
 		}
 		if skipContentLength && strings.EqualFold(hv.GetKey(), "content-length") {
+			res.droppedContentLength++
 			continue
 		}
 		if hv.GetValue() != "" && len(hv.GetRawValue()) > 0 {

@@ -24,6 +24,16 @@ type Stats struct {
 	ModeOverrides                  uint64 // stand-in: mode_override replies honoured
 	ModeOverridesIgnored           uint64 // stand-in: mode_override replies ignored
 	LocalReplies                   uint64 // stand-in: local replies sent downstream (any origin)
+
+	// FULL_DUPLEX_STREAMED (all stand-in counters).
+	RequestChunksSent          uint64 // request_body messages sent to the processor
+	ResponseChunksSent         uint64 // response_body messages sent to the processor
+	RequestChunksReceived      uint64 // streamed_response replies applied to the request body
+	ResponseChunksReceived     uint64 // streamed_response replies applied to the response body
+	LargestChunkSent           uint64 // largest body message sent, in bytes
+	LargestChunkReceived       uint64 // largest streamed_response body received, in bytes
+	BodyHeaderMutationsIgnored uint64 // header mutations in streamed body replies (Envoy ignores them)
+	ContentLengthSetsDropped   uint64 // content-length sets Envoy drops (streamed modes strip it)
 }
 
 // counters is the live, concurrency-safe form of Stats.
@@ -32,6 +42,20 @@ type counters struct {
 	failureModeAllowed, messageTimeouts, rejectedMutations, overrideReceived, overrideIgnored,
 	clearRouteCacheIgnored, immediateResponses, modeOverrides, modeOverridesIgnored,
 	localReplies atomic.Uint64
+	// chunksSent and chunksReceived are indexed by direction (0 request, 1 response).
+	chunksSent, chunksReceived                     [2]atomic.Uint64
+	largestSent, largestReceived                   atomic.Uint64
+	bodyHeaderMutationsIgnored, contentLengthDrops atomic.Uint64
+}
+
+// storeMax raises c to n if n is larger.
+func storeMax(c *atomic.Uint64, n uint64) {
+	for {
+		old := c.Load()
+		if n <= old || c.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 func (c *counters) snapshot() Stats {
@@ -52,6 +76,14 @@ func (c *counters) snapshot() Stats {
 		ModeOverrides:                  c.modeOverrides.Load(),
 		ModeOverridesIgnored:           c.modeOverridesIgnored.Load(),
 		LocalReplies:                   c.localReplies.Load(),
+		RequestChunksSent:              c.chunksSent[0].Load(),
+		ResponseChunksSent:             c.chunksSent[1].Load(),
+		RequestChunksReceived:          c.chunksReceived[0].Load(),
+		ResponseChunksReceived:         c.chunksReceived[1].Load(),
+		LargestChunkSent:               c.largestSent.Load(),
+		LargestChunkReceived:           c.largestReceived.Load(),
+		BodyHeaderMutationsIgnored:     c.bodyHeaderMutationsIgnored.Load(),
+		ContentLengthSetsDropped:       c.contentLengthDrops.Load(),
 	}
 }
 

@@ -40,17 +40,43 @@ func openSideStream(ctx context.Context, c extprocv3.ExternalProcessorClient) (*
 	return s, nil
 }
 
-// read pumps Recv into inbox until the stream ends or is reset.
+// read pumps Recv into inbox until the stream ends or is reset. Replies queue without
+// bound, as in Envoy, whose event loop takes every reply off the wire even while it is
+// busy sending: a processor that writes replies while Envoy writes body chunks (full
+// duplex) must never find its sends blocked by an Envoy that is not reading.
 func (s *sideStream) read(ctx context.Context) {
 	defer close(s.done)
-	for {
-		resp, err := s.client.Recv()
-		select {
-		case s.inbox <- received{resp: resp, err: err}:
-		case <-ctx.Done():
-			return
+	raw := make(chan received)
+	recvDone := make(chan struct{})
+	go func() {
+		defer close(recvDone)
+		for {
+			resp, err := s.client.Recv()
+			select {
+			case raw <- received{resp: resp, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
 		}
-		if err != nil {
+	}()
+	var queue []received
+	for {
+		var out chan received
+		var next received
+		if len(queue) > 0 {
+			out, next = s.inbox, queue[0]
+		}
+		select {
+		case r := <-raw:
+			queue = append(queue, r)
+		case out <- next:
+			queue[0] = received{}
+			queue = queue[1:]
+		case <-ctx.Done():
+			<-recvDone
 			return
 		}
 	}

@@ -19,6 +19,16 @@ type upstreamResponse struct {
 // forward is the router: it sends the (mutated) request to the single upstream cluster and
 // turns transport failures into Envoy's local replies.
 func (x *exchange) forward(h *headerMap, body bodySource) (*upstreamResponse, *localReply, error) {
+	req, lr := x.upstreamRequest(h, body)
+	if lr != nil {
+		return nil, lr, nil
+	}
+	return x.roundTrip(req)
+}
+
+// upstreamRequest builds the request the router sends upstream, or the local reply for
+// a request that cannot be sent. It runs on the exchange's goroutine.
+func (x *exchange) upstreamRequest(h *headerMap, body bodySource) (*http.Request, *localReply) {
 	e := x.e
 	path, _ := h.get(":path")
 	method, _ := h.get(":method")
@@ -26,7 +36,7 @@ func (x *exchange) forward(h *headerMap, body bodySource) (*upstreamResponse, *l
 	if !validRequestTarget(path) {
 		x.violation("the :path %q cannot be sent upstream", path)
 		x.f.finish()
-		return nil, &localReply{status: 500, details: "envoysim_invalid_path"}, nil
+		return nil, &localReply{status: 500, details: "envoysim_invalid_path"}
 	}
 	contentLength := int64(-1)
 	if cl, ok := h.get("content-length"); ok && !body.none {
@@ -34,7 +44,7 @@ func (x *exchange) forward(h *headerMap, body bodySource) (*upstreamResponse, *l
 		if err != nil || (body.length() >= 0 && n != body.length()) {
 			x.violation("request content-length %q but the body sent upstream has %d bytes: a real Envoy forwards this broken framing", cl, body.length())
 			x.f.finish()
-			return nil, &localReply{status: 500, details: "envoysim_content_length_mismatch"}, nil
+			return nil, &localReply{status: 500, details: "envoysim_content_length_mismatch"}
 		}
 		contentLength = n
 	}
@@ -50,7 +60,7 @@ func (x *exchange) forward(h *headerMap, body bodySource) (*upstreamResponse, *l
 	if err != nil {
 		x.violation("the :method %q cannot be sent upstream: %v", method, err)
 		x.f.finish()
-		return nil, &localReply{status: 500, details: "envoysim_invalid_method"}, nil
+		return nil, &localReply{status: 500, details: "envoysim_invalid_method"}
 	}
 	// Opaque carries the request target verbatim, query included, as Envoy forwards it.
 	up := x.f.routed(e.upstream) // the route cache's cluster
@@ -70,7 +80,16 @@ func (x *exchange) forward(h *headerMap, body bodySource) (*upstreamResponse, *l
 		// Without a content-length net/http, like Envoy's HTTP/1 codec, sends chunked.
 		req.ContentLength = contentLength
 	}
+	return req, nil
+}
 
+// roundTrip sends req and turns the answer into what the encoder filters see. In full
+// duplex it runs beside the exchange's goroutine, which streams the request body, so it
+// touches nothing but upstreamDone (read only after roundTrip returned).
+func (x *exchange) roundTrip(req *http.Request) (*upstreamResponse, *localReply, error) {
+	e := x.e
+	ctx := req.Context()
+	method := req.Method
 	start := time.Now()
 	resp, err := e.httpClient.Do(req)
 	if err != nil {
