@@ -160,7 +160,7 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 			late = nil
 			if d.heldReq != nil && d.sess.AwaitingBody() {
 				d.heldReq = nil
-				return d.send(immediate(d.sess.Fail(apierr.InvalidArgumentf("Timed out reading the request body"))))
+				return d.send(immediate(withRequestID(d.sess.Fail(apierr.InvalidArgumentf("Timed out reading the request body")), d.sess, false)))
 			}
 		}
 	}
@@ -268,7 +268,7 @@ func (d *duplex) body(ctx context.Context, chunk []byte, end, request bool) erro
 	case session.Respond:
 		*held = nil
 		d.stopDeadline(request)
-		return d.send(immediate(a))
+		return d.send(immediate(withRequestID(a, d.sess, false)))
 	case session.Reset:
 		return errReset
 	}

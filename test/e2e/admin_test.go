@@ -12,7 +12,7 @@ import (
 // TestMetrics makes a few requests through each transport and reads the
 // documented series back from /metrics.
 func TestMetrics(t *testing.T) {
-	adapter := map[string]string{viaExtproc: "extproc", viaProxy: "http"}
+	adapter := map[string]string{viaExtproc: "extproc", viaExtprocFD: "extproc", viaProxy: "http"}
 	bi := buildinfo.Get()
 	for _, via := range transports {
 		t.Run(via, func(t *testing.T) {

@@ -39,7 +39,12 @@ type tcase struct {
 
 // expectFor picks the expectation for kind and transport via.
 func (c tcase) expectFor(kind, via string) expect {
-	for _, k := range []string{kind + "/" + via, via, kind} {
+	keys := []string{kind + "/" + via, via}
+	if via == viaExtprocFD {
+		// Full duplex answers as buffered Envoy does unless said otherwise.
+		keys = append(keys, kind+"/"+viaExtproc, viaExtproc)
+	}
+	for _, k := range append(keys, kind) {
 		if e, ok := c.per[k]; ok {
 			return e
 		}

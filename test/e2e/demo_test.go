@@ -39,7 +39,7 @@ func curlRequest(host string) []byte {
 
 // rawCurl sends curlRequest to addr ("host:port") over a fresh TCP
 // connection and reads the answer as curl would print it.
-func rawCurl(t testing.TB, addr string) response {
+func rawCurl(t testing.TB, addr string, chunkedOK bool) response {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -59,7 +59,7 @@ func rawCurl(t testing.TB, addr string) response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+	if (resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0) && !(chunkedOK && resp.ContentLength == -1) {
 		t.Errorf("framing: Content-Length %d, Transfer-Encoding %q for %d body bytes", resp.ContentLength, resp.TransferEncoding, len(body))
 	}
 	return response{status: resp.StatusCode, body: body, header: resp.Header}
@@ -76,7 +76,9 @@ func TestDemoPieces(t *testing.T) {
 	s := newStack(t, stackConfig{})
 	for _, via := range transports {
 		t.Run(via, func(t *testing.T) {
-			checkResponse(t, rawCurl(t, hostPort(s.url(via))), ok(readmeResponse))
+			// Envoy drops content-length in full-duplex mode: the answer
+			// goes out chunked.
+			checkResponse(t, rawCurl(t, hostPort(s.url(via)), via == viaExtprocFD), ok(readmeResponse))
 		})
 	}
 }
@@ -141,7 +143,7 @@ func TestDemoBinary(t *testing.T) {
 		t.Fatalf("demo never became ready")
 	}
 
-	checkResponse(t, rawCurl(t, proxy), ok(readmeResponse))
+	checkResponse(t, rawCurl(t, proxy, false), ok(readmeResponse))
 	if curl, err := exec.LookPath("curl"); err == nil {
 		got, err := exec.Command(curl, "-sS", "-d", readmeBody, "-X", "POST", "http://"+proxy+"/v1/models/half_plus_two:predict").Output()
 		if err != nil {
@@ -159,7 +161,7 @@ func TestDemoBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkResponse(t, rawCurl(t, hostPort(env.URL())), ok(readmeResponse))
+	checkResponse(t, rawCurl(t, hostPort(env.URL()), false), ok(readmeResponse))
 	for _, v := range env.Violations() {
 		t.Errorf("envoysim violation: %s", v)
 	}

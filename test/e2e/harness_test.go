@@ -23,12 +23,13 @@ import (
 
 // Transport names: the two ways a TF Serving client reaches tfsbridge.
 const (
-	viaExtproc = "extproc" // client → envoysim → ext_proc gRPC server → mock
-	viaProxy   = "proxy"   // client → httpproxy → mock
+	viaExtproc   = "extproc"    // client → envoysim (BUFFERED) → ext_proc gRPC server → mock
+	viaExtprocFD = "extproc-fd" // the same with FULL_DUPLEX_STREAMED bodies
+	viaProxy     = "proxy"      // client → httpproxy → mock
 )
 
-// transports lists both, in the order tests run them.
-var transports = []string{viaExtproc, viaProxy}
+// transports lists them, in the order tests run them.
+var transports = []string{viaExtproc, viaExtprocFD, viaProxy}
 
 // Mock kinds.
 const (
@@ -100,6 +101,7 @@ type stack struct {
 	bridge   *bridge.Bridge
 	grpcAddr string
 	env      *envoysim.Envoy
+	envFD    *envoysim.Envoy
 	proxyURL string
 	adminURL string
 	client   *http.Client
@@ -110,7 +112,8 @@ type stack struct {
 	bridgeDone chan struct{}
 
 	mu         sync.Mutex
-	violations int // violations already reported
+	violations int // violations already reported, by env then envFD
+	violFD     int
 }
 
 // newStack builds and starts a stack; everything stops when t ends, after
@@ -227,6 +230,32 @@ func (s *stack) startEnvoy(t testing.TB) {
 	}
 	s.env = env
 	t.Cleanup(func() { _ = env.Close() })
+	// The same Envoy in full-duplex mode, before the same ext_proc
+	// server (--body-mode auto follows each stream): no buffer limit,
+	// no message timeout, no mode override in this mode.
+	fd, err := envoysim.Start(envoysim.Config{
+		ProcessorAddr:   s.grpcAddr,
+		Upstream:        s.v2URL,
+		Mode:            envoysim.FullDuplexMode(),
+		UpstreamTimeout: s.cfg.RouteTimeout,
+		HeaderRoutes:    s.headerRoutes(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.envFD = fd
+	t.Cleanup(func() { _ = fd.Close() })
+}
+
+// envoy returns the stand-in a transport goes through (nil for the proxy).
+func (s *stack) envoy(via string) *envoysim.Envoy {
+	switch via {
+	case viaExtproc:
+		return s.env
+	case viaExtprocFD:
+		return s.envFD
+	}
+	return nil
 }
 
 // url returns the base URL a client uses to reach tfsbridge through via.
@@ -234,7 +263,7 @@ func (s *stack) url(via string) string {
 	if via == viaProxy {
 		return s.proxyURL
 	}
-	return s.env.URL()
+	return s.envoy(via).URL()
 }
 
 // checkEnvoy reports the stand-in's verdict: no protocol violation since
@@ -243,15 +272,23 @@ func (s *stack) checkEnvoy(t testing.TB) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v := s.env.Violations()
-	for _, msg := range v[min(s.violations, len(v)):] {
-		t.Errorf("envoysim violation: %s", msg)
-	}
-	s.violations = len(v)
-	st := s.env.Stats()
-	if st.SpuriousMsgsReceived != 0 || st.RejectedHeaderMutations != 0 {
-		t.Errorf("envoysim: spurious_msgs_received %d, rejected_header_mutations %d; want 0 and 0 (notes: %q)",
-			st.SpuriousMsgsReceived, st.RejectedHeaderMutations, s.env.Notes())
+	for _, e := range []struct {
+		env  *envoysim.Envoy
+		seen *int
+	}{{s.env, &s.violations}, {s.envFD, &s.violFD}} {
+		if e.env == nil {
+			continue
+		}
+		v := e.env.Violations()
+		for _, msg := range v[min(*e.seen, len(v)):] {
+			t.Errorf("envoysim violation: %s", msg)
+		}
+		*e.seen = len(v)
+		st := e.env.Stats()
+		if st.SpuriousMsgsReceived != 0 || st.RejectedHeaderMutations != 0 {
+			t.Errorf("envoysim: spurious_msgs_received %d, rejected_header_mutations %d; want 0 and 0 (notes: %q)",
+				st.SpuriousMsgsReceived, st.RejectedHeaderMutations, e.env.Notes())
+		}
 	}
 }
 

@@ -25,7 +25,7 @@ func TestTracing(t *testing.T) {
 
 	const parent = "00f067aa0ba902b7"
 	// One trace per transport: the recorder keeps every span.
-	traceIDs := map[string]string{viaExtproc: "4bf92f3577b34e4ea0b4b24c5c1f4e36", viaProxy: "5cf92f3577b34e4ea0b4b24c5c1f4e37"}
+	traceIDs := map[string]string{viaExtproc: "4bf92f3577b34e4ea0b4b24c5c1f4e36", viaExtprocFD: "6df92f3577b34e4ea0b4b24c5c1f4e38", viaProxy: "5cf92f3577b34e4ea0b4b24c5c1f4e37"}
 	for _, via := range transports {
 		t.Run(via, func(t *testing.T) {
 			traceID := traceIDs[via]
@@ -61,7 +61,7 @@ func TestTracing(t *testing.T) {
 			for _, kv := range exchange.Attributes() {
 				attrs[kv.Key] = kv.Value
 			}
-			adapter := map[string]string{viaExtproc: "extproc", viaProxy: "http"}[via]
+			adapter := map[string]string{viaExtproc: "extproc", viaExtprocFD: "extproc", viaProxy: "http"}[via]
 			if attrs[tracing.AttrVerb].AsString() != "predict" || attrs[tracing.AttrModel].AsString() != "half_plus_two" ||
 				attrs[tracing.AttrStatus].AsInt64() != 200 || attrs[tracing.AttrAdapter].AsString() != adapter {
 				t.Errorf("exchange attributes %v", exchange.Attributes())

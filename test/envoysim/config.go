@@ -96,6 +96,20 @@ func DefaultMode() *extprocfilterv3.ProcessingMode {
 	}
 }
 
+// FullDuplexMode returns the full-duplex processing mode of
+// deploy/envoy/envoy-full-duplex.yaml: headers SEND, both bodies
+// FULL_DUPLEX_STREAMED, trailers SEND (Envoy requires it with that mode).
+func FullDuplexMode() *extprocfilterv3.ProcessingMode {
+	return &extprocfilterv3.ProcessingMode{
+		RequestHeaderMode:   extprocfilterv3.ProcessingMode_SEND,
+		ResponseHeaderMode:  extprocfilterv3.ProcessingMode_SEND,
+		RequestBodyMode:     extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED,
+		ResponseBodyMode:    extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED,
+		RequestTrailerMode:  extprocfilterv3.ProcessingMode_SEND,
+		ResponseTrailerMode: extprocfilterv3.ProcessingMode_SEND,
+	}
+}
+
 // normalized returns a copy of c with defaults filled in, or why it cannot be simulated.
 func (c Config) normalized() (Config, *url.URL, error) {
 	if c.ProcessorAddr == "" {
