@@ -119,7 +119,7 @@ func TestMetadataSingleFlight(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				model := "slowmeta_" + strconv.Itoa(m)
-				a := s.post(transports[i%2], "/v1/models/"+model+":predict", []byte(`{"instances":[1.0]}`))
+				a := s.post(transports[i%len(transports)], "/v1/models/"+model+":predict", []byte(`{"instances":[1.0]}`))
 				checkAnswer(t, model, a, 200, "")
 			}()
 		}

@@ -350,7 +350,7 @@ func TestTruncatedBodies(t *testing.T) {
 			switch {
 			case a.elapsed > answerDeadline:
 				t.Errorf("%s: answered after %v", what, a.elapsed)
-			case via == viaExtproc:
+			case throughEnvoy(via):
 				// Envoy's codec resets the stream: nothing reached the v2
 				// server, and no answer is a success.
 				if a.err == nil && a.status < 400 {

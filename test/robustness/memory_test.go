@@ -132,7 +132,7 @@ func TestAdmissionBudget(t *testing.T) {
 		// streams in, buffered ext_proc holds it whole; the budget
 		// scales with it.
 		factor := int64(admission.RequestFactor)
-		if via == viaProxy {
+		if streams(via) {
 			factor = admission.StreamFactor
 		}
 		budget := int64(4<<20) * factor / admission.RequestFactor
@@ -197,7 +197,9 @@ func TestMemoryReturnedAfterBurst(t *testing.T) {
 		{"baseline", 1 << 40},
 		{"budget", 128 << 20}, // the streamed burst reserves 4 × 16 MiB, over an eighth
 	} {
-		s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 16 << 20, maxInflight: c.budget})
+		// Streamed, the read deadline covers the translation too: four
+		// 8 MiB bodies at once on a busy machine need more than a second.
+		s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 16 << 20, maxInflight: c.budget, readTimeout: 30 * time.Second, requestTimeout: 30 * time.Second})
 		before := heapInUse()
 		var wg sync.WaitGroup
 		for range 4 {

@@ -22,11 +22,20 @@ import (
 
 // The two ways a TF Serving client reaches tfsbridge.
 const (
-	viaProxy   = "proxy"   // client → httpproxy → v2
-	viaExtproc = "extproc" // client → envoysim → ext_proc gRPC server → v2
+	viaProxy     = "proxy"      // client → httpproxy → v2
+	viaExtproc   = "extproc"    // client → envoysim → ext_proc gRPC server → v2
+	viaExtprocFD = "extproc-fd" // the same with FULL_DUPLEX_STREAMED bodies
 )
 
-var transports = []string{viaProxy, viaExtproc}
+var transports = []string{viaProxy, viaExtproc, viaExtprocFD}
+
+// throughEnvoy reports a transport through the Envoy stand-in, whose own
+// replies and resets some cases expect instead of tfsbridge's answers.
+func throughEnvoy(via string) bool { return via == viaExtproc || via == viaExtprocFD }
+
+// streams reports a transport that never holds a body whole: what it
+// reserves of the in-flight budget is admission.StreamFactor per byte.
+func streams(via string) bool { return via == viaProxy || via == viaExtprocFD }
 
 // stackConfig sizes one deployment. The timeouts are short so that the
 // hostile cases end in a second or two; zero values take these defaults.
@@ -81,6 +90,7 @@ type stack struct {
 	proxyURL string
 	envoyURL string
 	env      *envoysim.Envoy
+	envFD    *envoysim.Envoy
 	backend  *backend.Client
 	metrics  metricReader
 	client   *http.Client
@@ -189,15 +199,30 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		t.Fatal(err)
 	}
 	s.envoyURL = s.env.URL()
+	// And in full-duplex mode (--body-mode auto follows each stream):
+	// no buffer limit, no message timeout.
+	s.envFD, err = envoysim.Start(envoysim.Config{
+		ProcessorAddr:    l.Extproc.Addr().String(),
+		Upstream:         cfg.upstream,
+		Mode:             envoysim.FullDuplexMode(),
+		FailureModeAllow: cfg.failureModeAllow,
+		UpstreamTimeout:  cfg.routeTimeout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Envoy stops before tfsbridge, as close promises.
-	s.closers = append([]func(){func() { _ = s.env.Close() }}, s.closers...)
+	s.closers = append([]func(){func() { _ = s.env.Close() }, func() { _ = s.envFD.Close() }}, s.closers...)
 	return s
 }
 
 // url is the base URL of transport via.
 func (s *stack) url(via string) string {
-	if via == viaProxy {
+	switch via {
+	case viaProxy:
 		return s.proxyURL
+	case viaExtprocFD:
+		return s.envFD.URL()
 	}
 	return s.envoyURL
 }
