@@ -117,6 +117,7 @@ type pathRig struct {
 	s      *stack
 	direct *envoysim.Envoy
 	noop   *envoysim.Envoy
+	noopFD *envoysim.Envoy // the no-op processor in full-duplex mode
 }
 
 func newPathRig(b *testing.B) *pathRig {
@@ -138,7 +139,7 @@ func newPathRig(b *testing.B) *pathRig {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = direct.Close() })
-	return &pathRig{s: s, direct: direct, noop: startNoop(b, s)}
+	return &pathRig{s: s, direct: direct, noop: startNoop(b, s), noopFD: startNoopMode(b, s, true)}
 }
 
 // pathRow is one way of sending a payload.
@@ -161,6 +162,8 @@ func (r *pathRig) rows(p pathPayload) []pathRow {
 		{name: "direct", url: r.direct.URL() + p.v2Path, body: p.v2Body, hdr: p.v2Hdr, v2: true},
 		{name: "noop", url: r.noop.URL() + p.v2Path, body: p.v2Body, hdr: p.v2Hdr, v2: true},
 		{name: "extproc", url: r.s.env.URL() + p.tfPath, body: p.tfBody},
+		{name: "noop-fd", url: r.noopFD.URL() + p.v2Path, body: p.v2Body, hdr: p.v2Hdr, v2: true},
+		{name: "extproc-fd", url: r.s.envFD.URL() + p.tfPath, body: p.tfBody},
 		{name: "mock", url: r.s.v2URL + p.v2Path, body: p.v2Body, hdr: p.v2Hdr, v2: true},
 		{name: "proxy", url: r.s.proxyURL + p.tfPath, body: p.tfBody},
 	}
@@ -230,6 +233,11 @@ func reportRelative(b *testing.B, row string, st pathStats, got map[string]pathS
 			b.ReportMetric(st.ns-d.ns, "hop-ns/op")
 		}
 		if n, ok := got["noop"]; ok {
+			b.ReportMetric(float64(st.p50)/float64(n.p50), "p50-vs-noop")
+			b.ReportMetric(st.rps/n.rps, "rps-vs-noop")
+		}
+	case "extproc-fd":
+		if n, ok := got["noop-fd"]; ok {
 			b.ReportMetric(float64(st.p50)/float64(n.p50), "p50-vs-noop")
 			b.ReportMetric(st.rps/n.rps, "rps-vs-noop")
 		}
