@@ -19,7 +19,7 @@ func ParseJSON(body []byte, lim tensor.Limits) (*jsontext.Document, error) {
 	}
 	doc, err := jsontext.Parse(body, lim)
 	if err != nil {
-		return nil, apierr.Wrap(apierr.InvalidArgument, err, "JSON Parse error: "+err.Error())
+		return nil, syntaxError(err)
 	}
 	return doc, nil
 }
