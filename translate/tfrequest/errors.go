@@ -17,6 +17,9 @@ func syntaxError(e error) error {
 	return apierr.Wrap(apierr.InvalidArgument, e, "JSON Parse error: "+e.Error())
 }
 
+// errEmptyBody is ParseJson's text for an empty body.
+func errEmptyBody() error { return apierr.InvalidArgumentf("JSON Parse error: The document is empty") }
+
 // formatDumpError is FormatError: "JSON Value: <dump> <msg>".
 func formatDumpError(dump []byte, msg string) error {
 	var b strings.Builder
