@@ -190,11 +190,15 @@ func (d *Decoder) valueErr(i int, err error, item, replace bool) {
 	} else if replace || x.ferr == nil {
 		x.ferr = err
 	}
-	if x.skipTo < 0 {
-		x.skipTo = x.itemDepth
-		if d.req.Format == Row {
-			x.skipTo = x.instDepth
-		}
+	// Row format stops at the first error; named inputs go on with the
+	// next input, so only the rest of this one's value is skipped (none
+	// when the value was a scalar).
+	scope := x.itemDepth
+	if d.req.Format == Row {
+		scope = x.instDepth
+	}
+	if x.skipTo < 0 && len(d.stack) > scope {
+		x.skipTo = scope
 	}
 }
 
