@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"sync"
+
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 	"github.com/tfsbridge/tfsbridge/translate/v2"
@@ -17,6 +19,27 @@ type RequestOptions struct {
 	// MaxBytes bounds the serialized tf.Examples of a classify or regress
 	// request (tfexample.Options.MaxBytes); 0 means tfexample's default.
 	MaxBytes int64
+	// ReplayBytes is how long a streamed body (RequestStream) may be and
+	// still be kept as text, so that a body the one-pass decoder does not
+	// decide is answered by TranslateRequest over the whole text; above
+	// it the text is dropped as soon as it passes this size. 0 means
+	// DefaultReplayBytes; negative keeps nothing.
+	ReplayBytes int64
+}
+
+// DefaultReplayBytes is RequestOptions.ReplayBytes when it is 0: small
+// bodies, where almost all client mistakes happen, keep the exact path.
+const DefaultReplayBytes = 1 << 20
+
+// replayBytes returns the effective ReplayBytes.
+func (o RequestOptions) replayBytes() int64 {
+	switch {
+	case o.ReplayBytes == 0:
+		return DefaultReplayBytes
+	case o.ReplayBytes < 0:
+		return 0
+	}
+	return o.ReplayBytes
 }
 
 // TranslateRequest turns a TF Serving predict body into a v2 infer body:
@@ -44,31 +67,88 @@ func TranslateRequest(tfBody []byte, resolve tfrequest.Resolver, opt RequestOpti
 }
 
 // RequestStream translates a predict body written in chunks of any size,
-// never holding its text: Write each chunk, then Close. It is
-// TranslateRequest for the streamed path, with one gap for now: it does
-// not produce TF Serving's error texts. Every body it does not decide
-// (all invalid ones among them) ends in tfrequest.ErrFallback; a caller
-// that kept the text then calls TranslateRequest on it.
+// never holding its text whole: Write each chunk, then Close. It answers
+// as TranslateRequest over the whole body would.
+//
+// The one-pass decoder reads the chunks; while the body is at most
+// RequestOptions.ReplayBytes long a copy of its text is kept too, and a
+// body the decoder does not decide is answered by TranslateRequest over
+// that copy. Longer bodies are decided by the decoder alone.
 type RequestStream struct {
-	dec *tfrequest.Decoder
-	opt RequestOptions
+	dec     *tfrequest.Decoder
+	resolve tfrequest.Resolver
+	opt     RequestOptions
+	replay  int64
+	text    *[]byte // the body so far, while it is at most replay long
+	n       int64   // bytes written
+	decErr  error   // the decoder's sticky error
 }
 
 // NewRequestStream starts translating one streamed predict body.
 func NewRequestStream(resolve tfrequest.Resolver, opt RequestOptions) *RequestStream {
-	return &RequestStream{dec: tfrequest.NewDecoder(resolve, opt.Limits), opt: opt}
+	s := &RequestStream{dec: tfrequest.NewDecoder(resolve, opt.Limits), resolve: resolve, opt: opt, replay: opt.replayBytes()}
+	if s.replay > 0 {
+		s.text = getReplay()
+	}
+	return s
 }
 
-// Write feeds the next chunk; the caller may reuse it afterwards.
-func (s *RequestStream) Write(chunk []byte) error { return s.dec.Write(chunk) }
+// Write feeds the next chunk; the caller may reuse it afterwards. An error
+// is final: the body cannot succeed and Close will return the same error.
+func (s *RequestStream) Write(chunk []byte) error {
+	s.n += int64(len(chunk))
+	if s.text != nil {
+		if s.n <= s.replay {
+			*s.text = append(*s.text, chunk...)
+		} else {
+			s.dropText()
+		}
+	}
+	if s.decErr == nil {
+		s.decErr = s.dec.Write(chunk)
+	}
+	if s.decErr != nil && s.text == nil {
+		return s.decErr
+	}
+	return nil
+}
 
 // Close ends the body and returns what TranslateRequest would.
 func (s *RequestStream) Close() (V2Request, Exchange, error) {
-	req, err := s.dec.Close()
-	if err != nil {
-		return V2Request{}, Exchange{}, err
+	defer s.dropText()
+	if s.decErr == nil {
+		req, err := s.dec.Close()
+		if err == nil {
+			return encodeRequest(req, s.opt)
+		}
+		s.decErr = err
 	}
-	return encodeRequest(req, s.opt)
+	if s.text != nil {
+		return TranslateRequest(*s.text, s.resolve, s.opt)
+	}
+	return V2Request{}, Exchange{}, s.decErr
+}
+
+// dropText gives the kept text back.
+func (s *RequestStream) dropText() {
+	if s.text != nil {
+		putReplay(s.text)
+		s.text = nil
+	}
+}
+
+// replayPool holds the text buffers of streamed bodies between requests,
+// so keeping a body's first ReplayBytes costs a copy, not an allocation.
+var replayPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func getReplay() *[]byte { return replayPool.Get().(*[]byte) }
+
+func putReplay(b *[]byte) {
+	if cap(*b) > 4*DefaultReplayBytes {
+		return // one unusual ReplayBytes must not pin its buffer
+	}
+	*b = (*b)[:0]
+	replayPool.Put(b)
 }
 
 // encodeRequest is the step after parsing: batch adaptation and the v2 body.

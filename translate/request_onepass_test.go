@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"errors"
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -57,11 +56,27 @@ func TestOnePassBodies(t *testing.T) {
 			}
 		}
 	}
-	// A body the stream cannot decide alone says so; TranslateRequest
-	// over the same text gives TF's error.
-	s := NewRequestStream(func(string) (*tensor.Signature, error) { return single, nil }, RequestOptions{})
-	s.Write([]byte(`{"instances": [[1, 2], [3]]}`))
-	if _, _, err := s.Close(); !errors.Is(err, tfrequest.ErrFallback) {
-		t.Errorf("ragged body: Close = %v, want ErrFallback", err)
+	// A body the decoder does not decide is answered from the kept text
+	// while it is at most ReplayBytes long, exactly as TranslateRequest.
+	ragged := []byte(`{"instances": [[1, 2], [3]]}`)
+	resolve := func(string) (*tensor.Signature, error) { return single, nil }
+	_, _, want := TranslateRequest(ragged, resolve, RequestOptions{})
+	for _, replay := range []int64{0, int64(len(ragged)), 1 << 30} {
+		s := NewRequestStream(resolve, RequestOptions{ReplayBytes: replay})
+		for i := range ragged {
+			if err := s.Write(ragged[i : i+1]); err != nil {
+				t.Fatalf("ReplayBytes %d: Write: %v", replay, err)
+			}
+		}
+		if _, _, err := s.Close(); err == nil || err.Error() != want.Error() {
+			t.Errorf("ReplayBytes %d: Close = %v, want %v", replay, err, want)
+		}
+	}
+	// One byte longer than ReplayBytes: the text is gone, the decoder
+	// answers alone, the same.
+	s := NewRequestStream(resolve, RequestOptions{ReplayBytes: int64(len(ragged)) - 1})
+	s.Write(ragged)
+	if _, _, err := s.Close(); err == nil || err.Error() != want.Error() {
+		t.Errorf("beyond ReplayBytes: Close = %v, want %v", err, want)
 	}
 }

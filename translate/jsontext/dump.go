@@ -33,99 +33,53 @@ func AppendDump(dst []byte, v Value) []byte { return appendDump(dst, v, DumpLimi
 // appendDump is AppendDump with the limit as a parameter (the tests render
 // whole values with it).
 func appendDump(dst []byte, v Value, limit int) []byte {
-	d := dumper{limit: len(dst) + limit}
-	d.w.Reset(dst)
-	d.w.SetSingleLine(true)
-	d.value(v)
-	return d.w.Bytes()
+	var s DumpStream
+	s.reset(dst, limit)
+	dumpValue(&s, v)
+	return s.Bytes()
 }
 
 // Dump returns AppendDump(nil, v) as a string.
 func Dump(v Value) string { return string(AppendDump(nil, v)) }
 
-// dumper is the walk behind AppendDump.
-type dumper struct {
-	w     Writer
-	limit int // buffer length from which no token is written
-}
-
-// room is the limited writer's check before a token.
-func (d *dumper) room() bool { return len(d.w.buf) < d.limit }
-
-// value writes v and reports whether the walk may continue (false after a
-// NaN/Inf or once a token was refused).
-func (d *dumper) value(v Value) bool {
-	if !d.room() {
-		return false
-	}
-	w := &d.w
+// dumpValue feeds v's tokens to s and reports whether the walk may
+// continue (false once the dump stopped).
+func dumpValue(s *DumpStream, v Value) bool {
 	n := &v.d.nodes[v.i]
 	switch n.kind {
-	case Null:
-		w.Raw([]byte("null"))
-	case False:
-		w.Bool(false)
-	case True:
-		w.Bool(true)
+	case Null, False, True:
+		return s.Literal(n.kind)
 	case String:
-		d.str(v.Str())
+		return s.String(v.Str())
 	case Number:
-		switch {
-		case n.flags&flagDouble != 0:
-			f := math.Float64frombits(n.bits)
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				w.Raw(nil) // the separator is written, the value is not
-				return false
-			}
-			var tmp [32]byte
-			w.Raw(appendGrisu(tmp[:0], f))
-		case n.flags&flagNeg != 0:
-			w.Int64(int64(n.bits))
-		default:
-			w.Uint64(n.bits)
-		}
-	case Array:
-		w.StartArray()
-		e, _ := v.First()
-		for i, c := 0, v.Len(); i < c; i++ {
-			if !d.value(e) {
+		return s.Number(Num{n.flags, n.bits})
+	}
+	obj := n.kind == Object
+	if !s.Open(obj) {
+		return false
+	}
+	e, _ := v.First()
+	for i, c := 0, v.Len(); i < c; i++ {
+		if obj {
+			if !s.String(e.Str()) { // the key
 				return false
 			}
 			e = e.Next()
 		}
-		if !d.room() {
+		if !dumpValue(s, e) {
 			return false
 		}
-		w.EndArray()
-	case Object:
-		w.StartObject()
-		k, _ := v.First()
-		for i, c := 0, v.Len(); i < c; i++ {
-			if !d.room() {
-				return false
-			}
-			d.str(k.Str()) // rapidjson writes a key as a string
-			val := k.Next()
-			if !d.value(val) {
-				return false
-			}
-			k = val.Next()
-		}
-		if !d.room() {
-			return false
-		}
-		w.EndObject()
+		e = e.Next()
 	}
-	return true
+	return s.Close(obj)
 }
 
-// str writes a string token (a value or a key). The token is written
-// whole however long it is, so the buffer is grown once to its escaped
-// length plus the longest prefix (",\n" and the indent) rather than
-// append by append, which would allocate several times a long string.
-func (d *dumper) str(s []byte) {
-	d.w.buf = slices.Grow(d.w.buf, quotedLen(s)+2+indentUnit*len(d.w.stack))
-	d.w.StringBytes(s)
+// growFor grows buf once for the string token s written at depth: its
+// escaped length plus the longest prefix (",\n" and the indent). A token
+// is written whole however long it is, and append by append would
+// allocate several times for a long string.
+func growFor(buf, s []byte, depth int) []byte {
+	return slices.Grow(buf, quotedLen(s)+2+indentUnit*depth)
 }
 
 // appendGrisu appends f as rapidjson 1.1.0's Writer::Double writes a

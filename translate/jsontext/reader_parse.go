@@ -336,20 +336,34 @@ func (d *Document) parseString(p int, key bool) (int, *SyntaxError) {
 // parseEscapedString continues parseString at data[p], the first byte that
 // needs care, copying the unescaped contents to d.strs.
 func (d *Document) parseEscapedString(start, p int) (int, *SyntaxError) {
-	data := d.data
-	n := len(data)
 	sOff := len(d.strs)
-	d.strs = append(d.strs, data[start+1:p]...)
+	d.strs = append(d.strs, d.data[start+1:p]...)
+	var err *SyntaxError
+	d.strs, p, err = AppendUnescaped(d.strs, d.data, p)
+	if err != nil {
+		return err.Offset, err
+	}
+	d.nodes = append(d.nodes, node{kind: String, flags: flagEscaped, off: uint32(start), end: uint32(p),
+		bits: uint64(len(d.strs)-sOff)<<32 | uint64(sOff)})
+	return p, nil
+}
+
+// AppendUnescaped decodes a string's contents from data[p] up to its
+// closing quote as rapidjson 1.1.0 does, appending them to dst, and returns
+// the offset after the quote. The error, if any, is rapidjson's, with its
+// offset in data: a string that data ends inside of is missing its
+// closing quotation mark at len(data), so a streaming reader can call it
+// on what it has so far.
+func AppendUnescaped(dst, data []byte, p int) ([]byte, int, *SyntaxError) {
+	n := len(data)
 	for {
 		if p >= n {
-			return p, &SyntaxError{msgMissQuotationMark, p}
+			return dst, p, &SyntaxError{msgMissQuotationMark, p}
 		}
 		c := data[p]
 		switch {
 		case c == '"':
-			d.nodes = append(d.nodes, node{kind: String, flags: flagEscaped, off: uint32(start), end: uint32(p + 1),
-				bits: uint64(len(d.strs)-sOff)<<32 | uint64(sOff)})
-			return p + 1, nil
+			return dst, p + 1, nil
 		case c == '\\':
 			esc := p
 			p++
@@ -358,39 +372,39 @@ func (d *Document) parseEscapedString(start, p int) (int, *SyntaxError) {
 				e = data[p]
 			}
 			if r := unescape[e]; r != 0 {
-				d.strs = append(d.strs, r)
+				dst = append(dst, r)
 				p++
 				continue
 			}
 			if e != 'u' {
-				return esc, &SyntaxError{msgEscapeInvalid, esc}
+				return dst, esc, &SyntaxError{msgEscapeInvalid, esc}
 			}
 			p++
 			cp, ok := hex4(data, p)
 			if !ok {
-				return esc, &SyntaxError{msgUnicodeInvalidHex, esc}
+				return dst, esc, &SyntaxError{msgUnicodeInvalidHex, esc}
 			}
 			p += 4
 			if cp >= 0xD800 && cp <= 0xDBFF {
 				if p+1 >= n || data[p] != '\\' || data[p+1] != 'u' {
-					return esc, &SyntaxError{msgSurrogateInvalid, esc}
+					return dst, esc, &SyntaxError{msgSurrogateInvalid, esc}
 				}
 				p += 2
 				cp2, ok := hex4(data, p)
 				if !ok {
-					return esc, &SyntaxError{msgUnicodeInvalidHex, esc}
+					return dst, esc, &SyntaxError{msgUnicodeInvalidHex, esc}
 				}
 				p += 4
 				if cp2 < 0xDC00 || cp2 > 0xDFFF {
-					return esc, &SyntaxError{msgSurrogateInvalid, esc}
+					return dst, esc, &SyntaxError{msgSurrogateInvalid, esc}
 				}
 				cp = ((cp-0xD800)<<10 | (cp2 - 0xDC00)) + 0x10000
 			}
-			d.strs = appendUTF8(d.strs, cp)
+			dst = appendUTF8(dst, cp)
 		case c == 0:
-			return p, &SyntaxError{msgMissQuotationMark, p}
+			return dst, p, &SyntaxError{msgMissQuotationMark, p}
 		case c < 0x20:
-			return p, &SyntaxError{msgEscapeInvalid, p}
+			return dst, p, &SyntaxError{msgEscapeInvalid, p}
 		default:
 			// Copy the run up to the next byte that needs care; no UTF-8
 			// validation, as rapidjson without kParseValidateEncodingFlag.
@@ -398,7 +412,7 @@ func (d *Document) parseEscapedString(start, p int) (int, *SyntaxError) {
 			for q < n && data[q] != '"' && data[q] != '\\' && data[q] >= 0x20 {
 				q++
 			}
-			d.strs = append(d.strs, data[p:q]...)
+			dst = append(dst, data[p:q]...)
 			p = q
 		}
 	}

@@ -100,6 +100,9 @@ func TestConformance(t *testing.T) {
 				}
 				sig.Inputs = append(sig.Inputs, tensor.Spec{Name: n, DataType: dt})
 			}
+			if checkStream(t, []byte(in.JSON), fixed(sig), tensor.Limits{}) {
+				t.Errorf("streaming decoder: undecided")
+			}
 			gotName := "\x00unset"
 			req, err := Parse([]byte(in.JSON), func(name string) (*tensor.Signature, error) {
 				gotName = name

@@ -109,14 +109,14 @@ func (p *filler) rows(list jsontext.Value) error {
 	// TF tests IsObject here, not IsElementObject: a leading b64 object
 	// slips past this check even with several inputs (docs/tfserving-rest.md §4.2).
 	if first.Kind() != jsontext.Object && len(p.ins) > 1 {
-		return apierr.InvalidArgumentf("instances is a plain list, but expecting list of objects as multiple input tensors required as per tensorinfo_map")
+		return errInstancesPlain()
 	}
 	objects := isElementObject(first)
 	p.batch = int64(list.Len())
 	for i, elem := range list.Elems() {
 		if !objects {
 			if isElementObject(elem) {
-				return apierr.InvalidArgumentf("Expecting value/list but got object at item %d of input list", i)
+				return errExpectValue(int64(i))
 			}
 			// TF feeds "tensorinfo_map.begin()", an arbitrary input when
 			// there are several; the first signature input here. With
@@ -128,7 +128,7 @@ func (p *filler) rows(list jsontext.Value) error {
 			continue
 		}
 		if !isElementObject(elem) {
-			return apierr.InvalidArgumentf("Expecting object but got list at item %d of input list", i)
+			return errExpectObject(int64(i))
 		}
 		for j := range p.ins {
 			p.ins[j].inObj = false
@@ -140,7 +140,7 @@ func (p *filler) rows(list jsontext.Value) error {
 			idx := p.lookup(name)
 			var err error
 			if idx < 0 {
-				err = apierr.InvalidArgumentf("JSON object: does not have named input: %s", name)
+				err = errNoNamedInput(name)
 			} else {
 				p.ins[idx].inObj = true
 				err = p.addItem(idx, v)
@@ -151,8 +151,7 @@ func (p *filler) rows(list jsontext.Value) error {
 		}
 		for j := range p.ins {
 			if !p.ins[j].inObj {
-				return apierr.InvalidArgumentf("Failed to process element: %d of 'instances' list. JSON object: %s keys must be equal to: %s",
-					i, jsontext.Dump(elem), p.sortedNames())
+				return errKeysMissing(int64(i), jsontext.AppendDump(nil, elem), sortedNames(len(p.ins), func(i int) string { return p.ins[i].spec.Name }))
 			}
 		}
 	}
@@ -160,8 +159,8 @@ func (p *filler) rows(list jsontext.Value) error {
 }
 
 // sortedNames joins the input names as TF's std::set<string> orders them.
-func (p *filler) sortedNames() string {
-	return strings.Join(sortedSet(len(p.ins), func(i int) string { return p.ins[i].spec.Name }), ",")
+func sortedNames(n int, name func(int) string) string {
+	return strings.Join(sortedSet(n, name), ",")
 }
 
 // addItem is AddInstanceItem: one instance's value for input idx, whose
@@ -183,11 +182,8 @@ func (p *filler) addItem(idx int, item jsontext.Value) error {
 		p.reserve(in, size*(p.batch-1))
 		return nil
 	}
-	if in.size != size {
-		return apierr.InvalidArgumentf("Expecting tensor size: %d but got: %d", in.size, size)
-	}
-	if !slices.Equal(in.shape, shape) {
-		return apierr.InvalidArgumentf("Expecting shape %s but got: %s", shapeString(in.shape), shapeString(shape))
+	if in.size != size || !slices.Equal(in.shape, shape) {
+		return errItem(in.size, size, in.shape, shape)
 	}
 	return nil
 }
@@ -226,7 +222,7 @@ func (p *filler) ensureBuf(in *input) {
 func (p *filler) columns(v jsontext.Value) error {
 	if v.Kind() != jsontext.Object || isB64Object(v) {
 		if len(p.ins) > 1 {
-			return apierr.InvalidArgumentf("inputs is a plain value/list, but expecting an object as multiple input tensors required as per tensorinfo_map")
+			return errInputsPlain()
 		}
 		return p.whole(0, v)
 	}
@@ -235,7 +231,7 @@ func (p *filler) columns(v jsontext.Value) error {
 		name := p.ins[idx].spec.Name
 		item, ok := v.Member(name)
 		if !ok {
-			return apierr.InvalidArgumentf("Missing named input: %s in 'inputs' object.", name)
+			return errMissingNamedInput(name)
 		}
 		if err := p.whole(idx, item); err != nil {
 			return err
@@ -290,17 +286,16 @@ func (p *filler) fill(in *input, v jsontext.Value, level int, shape []int64) err
 	rank := len(shape)
 	if v.Kind() != jsontext.Array {
 		if level != rank {
-			return apierr.InvalidArgumentf("JSON Value: %s found at incorrect level: %d in the JSON DOM. Expected at level: %d",
-				jsontext.Dump(v), level+1, rank)
+			return errLevel(jsontext.AppendDump(nil, v), level, rank)
 		}
 		return p.add(in, v)
 	}
 	if level >= rank {
-		return apierr.InvalidArgumentf("Encountered list at unexpected level: %d expected < %d", level, rank)
+		return errListLevel(level, rank)
 	}
 	n := v.Len()
 	if int64(n) != shape[level] {
-		return apierr.InvalidArgumentf("Encountered list at unexpected size: %d at level: %d expected size: %d", n, level, shape[level])
+		return errListSize(int64(n), level, shape[level])
 	}
 	if level == rank-1 && n > 0 && p.total+int64(n) <= p.lim.MaxElements {
 		// Hot path: an innermost list of numbers for a float input.
@@ -330,14 +325,14 @@ func (p *filler) fill(in *input, v jsontext.Value, level int, shape []int64) err
 
 // typeError is json_tensor.cc's TypeError.
 func typeError(v jsontext.Value, dt tensor.DataType) error {
-	return apierr.InvalidArgumentf("JSON Value: %s Type: %s is not of expected type: %s", jsontext.Dump(v), v.Kind(), dt.TFShortName())
+	return errType(jsontext.AppendDump(nil, v), v.Kind(), dt)
 }
 
 // add appends one leaf value (AddValueToTensor, or a b64 object for a
 // string input) and counts it.
 func (p *filler) add(in *input, v jsontext.Value) error {
 	if p.total >= p.lim.MaxElements {
-		return apierr.InvalidArgumentf("Request holds more than %d tensor elements, the limit of this server", p.lim.MaxElements)
+		return errTooManyElements(p.lim.MaxElements)
 	}
 	dt := in.spec.DataType
 	if dt == tensor.Bytes {
@@ -347,13 +342,13 @@ func (p *filler) add(in *input, v jsontext.Value) error {
 		case v.Kind() != jsontext.Object:
 			return typeError(v, dt)
 		case !isB64Object(v):
-			return apierr.InvalidArgumentf("JSON Value: %s not formatted correctly for base64 data", jsontext.Dump(v))
+			return errB64Format(jsontext.AppendDump(nil, v))
 		default:
 			b, _ := v.Member(keyB64)
 			s := b.Str()
 			out, ok := base64Unescape(make([]byte, 0, len(s)/4*3+3), s)
 			if !ok {
-				return apierr.InvalidArgumentf("Unable to base64 decode")
+				return errB64Decode()
 			}
 			in.strs = append(in.strs, out)
 		}
@@ -369,7 +364,7 @@ func (p *filler) add(in *input, v jsontext.Value) error {
 	case leafTypeError:
 		return typeError(v, dt)
 	case leafUnimplemented:
-		return apierr.Errorf(apierr.Unimplemented, "Conversion of JSON Value: %s to type: %s", jsontext.Dump(v), dt.TFShortName())
+		return errUnimplemented(jsontext.AppendDump(nil, v), dt)
 	}
 	in.data = d
 	p.total++

@@ -90,11 +90,18 @@ type Decoder struct {
 	bom    int    // byte-order-mark bytes tested so far (0…3)
 	pend   []byte // a string's or an atom's bytes so far, across chunks
 	strKey bool   // the pending string is a key
+	esc    bool   // the pending string has escapes: pend holds its raw text
+	bs     bool   // and its last byte is a backslash that escapes the next
 	vslot  slot   // what the pending scalar value is for
 	sigKey bool   // "signature_name" met (the first one counts)
 	specul bool   // the signature was resolved before "signature_name" could be seen
 	arena  arena  // string bytes copied out of chunks
 	failed bool
+	dups   bool // an instance object named an input twice
+
+	// x is the exact mode's state (NewDecoder): nil in whole-body mode,
+	// where any error falls back to Parse.
+	x *exactState
 }
 
 // opInput accumulates one signature input's tensor: what the tape filler
@@ -169,6 +176,8 @@ type opFrame struct {
 	input int32 // roleTensor, roleB64: the input
 	level int32 // roleTensor, roleB64: nesting level inside the item
 	n     int64 // elements (lists) or members (objects) so far
+	ctx   uint8 // roleB64: what the object stands for; roleSkip: the error it makes
+	flags uint8 // roleB64: what its member was
 	// Objects: what the value of the member whose key was just read is
 	// for, and for which input.
 	next      slotKind
@@ -180,14 +189,24 @@ func newDecoder(resolve Resolver, lim tensor.Limits, alias bool) *Decoder {
 	return &Decoder{resolve: resolve, lim: lim, alias: alias, maxNodes: jsontext.MaxNodes(lim), req: &Request{}}
 }
 
-// NewDecoder returns a one-pass decoder for one request body.
+// NewDecoder returns a one-pass decoder for one streamed request body. It
+// decides every body itself (exact mode), error texts included.
 func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
-	return newDecoder(resolve, lim, false)
+	d := newDecoder(resolve, lim, false)
+	d.x = newExactState()
+	return d
 }
 
-// fail makes the decoder give up: the exact parser decides the body.
+// fail makes the decoder give up: the exact parser decides the body. In
+// exact mode there is none, and a body that gets here is undecided.
 func (d *Decoder) fail() error {
 	d.failed = true
+	if d.x != nil {
+		if d.x.final == nil {
+			d.x.final = undecided("unsupported construct")
+		}
+		return d.x.final
+	}
 	return ErrFallback
 }
 
@@ -197,12 +216,18 @@ func (d *Decoder) abort() {
 	d.pend = nil
 }
 
-// Close finishes the body and returns the Request, as Parse would.
+// Close finishes the body and returns the Request, as Parse would: in
+// exact mode (NewDecoder) the same Request or the same error; in
+// whole-body mode ErrFallback where Parse must decide.
 func (d *Decoder) Close() (*Request, error) {
+	if d.x != nil {
+		return d.closeExact()
+	}
 	if d.failed || d.st != lxDone {
 		d.abort()
 		return nil, d.fail()
 	}
+	d.trimDuplicates()
 	if err := d.finish(); err != nil {
 		d.abort()
 		return nil, err
@@ -220,8 +245,14 @@ func (d *Decoder) resolveSig() bool {
 	}
 	d.specul = !d.sigKey
 	sig, err := d.resolve(d.req.SignatureName)
+	if d.x != nil {
+		d.x.resolved, d.x.resolveE = true, err
+	}
 	if err != nil || sig == nil || len(sig.Inputs) == 0 {
 		return false
+	}
+	if d.x != nil {
+		d.x.resolveOK = true
 	}
 	d.sig = sig
 	d.req.Signature = sig

@@ -1,6 +1,7 @@
 package tfrequest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 
@@ -19,11 +20,36 @@ type slot struct {
 	level int32
 }
 
-// Write feeds the next chunk of the body. After an error (ErrFallback)
-// every call fails the same way.
+// What a roleB64 frame stands for (opFrame.ctx): an object that is either
+// a {"b64": "…"} value or something else, which only its end tells.
+const (
+	b64Leaf   uint8 = iota // a value of a BYTES input inside a tensor
+	b64Elem                // an element of plain "instances"
+	b64First               // the first instance, "b64" first: a value or named inputs
+	b64Inst                // an instance object, "b64" first (no input has that name)
+	b64Inputs              // the "inputs" object, "b64" first: one value or named tensors
+)
+
+// What a roleB64 frame's members were (opFrame.flags).
+const (
+	b64Str uint8 = 1 << iota // the "b64" member's value is a string (exact mode: in x.b64)
+	b64Not                   // not a {"b64": "…"} object after all
+)
+
+// The error an object makes where a tensor value belongs (roleSkip's
+// opFrame.ctx), told once the object has been read for its dump.
+const (
+	objNone  uint8 = iota
+	objLevel       // found at incorrect level
+	objType        // is not of expected type
+)
+
+// Write feeds the next chunk of the body. After an error every call fails
+// the same way: in whole-body mode ErrFallback; in exact mode the answer
+// (a syntax error, which TF reports before anything else).
 func (d *Decoder) Write(buf []byte) error {
 	if d.failed {
-		return ErrFallback
+		return d.writeErr()
 	}
 	n := len(buf)
 	p := 0
@@ -36,7 +62,7 @@ func (d *Decoder) Write(buf []byte) error {
 			if p == n {
 				break
 			}
-			if f := d.top(); f != nil && f.role == roleTensor && buf[p] != ']' {
+			if f := d.top(); f != nil && f.role == roleTensor && buf[p] != ']' && d.hot() {
 				if in := &d.ins[f.input]; in.curRank == int(f.level)+1 && in.spec.DataType != tensor.Bytes && in.spec.DataType != tensor.Bool {
 					p = d.leafRun(buf, p, f)
 					if d.st != lxValue || p == n {
@@ -62,7 +88,7 @@ func (d *Decoder) Write(buf []byte) error {
 				p++
 				d.close()
 			default:
-				d.fail()
+				d.synAt(afterMsg(f), p)
 			}
 		case lxKey, lxNextKey:
 			p = skipSpace(buf, p)
@@ -71,16 +97,17 @@ func (d *Decoder) Write(buf []byte) error {
 			}
 			switch c := buf[p]; {
 			case c == '"':
-				if !d.node() {
+				if !d.node(p) {
 					break
 				}
 				d.top().n++
+				d.tokAt(p)
 				p = d.str(buf, p+1, true)
 			case c == '}' && d.st == lxKey:
 				p++
 				d.close()
 			default:
-				d.fail()
+				d.synAt(jsontext.MsgObjectMissName, p)
 			}
 		case lxColon:
 			p = skipSpace(buf, p)
@@ -88,7 +115,7 @@ func (d *Decoder) Write(buf []byte) error {
 				break
 			}
 			if buf[p] != ':' {
-				d.fail()
+				d.synAt(jsontext.MsgObjectMissColon, p)
 				break
 			}
 			p++
@@ -103,15 +130,41 @@ func (d *Decoder) Write(buf []byte) error {
 			p = n
 		}
 	}
+	if d.x != nil {
+		d.x.off += int64(n)
+	}
 	if d.failed {
-		return ErrFallback
+		return d.writeErr()
 	}
 	return nil
 }
 
+// writeErr is Write's sticky error.
+func (d *Decoder) writeErr() error {
+	if d.x != nil {
+		return d.x.final
+	}
+	return ErrFallback
+}
+
+// tokAt notes that a token starts at buf[p] (exact mode, for error offsets).
+func (d *Decoder) tokAt(p int) {
+	if d.x != nil {
+		d.x.tokOff = d.x.off + int64(p)
+	}
+}
+
+// tokOffset is the body offset of byte i of the pending token.
+func (d *Decoder) tokOffset(i int) int64 {
+	if d.x == nil {
+		return 0
+	}
+	return d.x.tokOff + int64(i)
+}
+
 // start skips the byte-order mark (each of EF BB BF only if present, in
 // that order, as skipBOM does) and spaces before the root, which must be
-// an object.
+// an object in whole-body mode (exact mode reads any root for its dump).
 func (d *Decoder) start(buf []byte, p int) int {
 	const bom = "\xEF\xBB\xBF"
 	for p < len(buf) && d.bom < 3 {
@@ -132,8 +185,7 @@ func (d *Decoder) start(buf []byte, p int) int {
 	if p == len(buf) {
 		return p
 	}
-	if buf[p] != '{' {
-		d.fail()
+	if buf[p] != '{' && d.bad() {
 		return p
 	}
 	d.st = lxValue
@@ -159,11 +211,12 @@ func (d *Decoder) top() *opFrame {
 	return &d.stack[len(d.stack)-1]
 }
 
-// node counts one value or key against the tape parser's node budget.
-func (d *Decoder) node() bool {
+// node counts one value or key, the token at buf[p], against the tape
+// parser's node budget.
+func (d *Decoder) node(p int) bool {
 	d.nodes++
 	if d.nodes > d.maxNodes {
-		d.fail()
+		d.synAt(jsontext.MsgTooManyVals, p)
 		return false
 	}
 	return true
@@ -189,38 +242,72 @@ func (d *Decoder) slot() slot {
 func (d *Decoder) value(buf []byte, p int) int {
 	c := buf[p]
 	f := d.top()
+	if f == nil {
+		switch c {
+		case 0, ']', '}', ',', ':':
+			d.synAt(jsontext.MsgDocumentEmpty, p)
+			return p
+		}
+		if d.x != nil {
+			d.dumpStart(dumpRoot, 0)
+		}
+	}
 	if c == ']' {
 		// Only an empty list may close where a value is expected.
 		if f == nil || f.obj || f.n != 0 {
-			d.fail()
+			d.synAt(jsontext.MsgValueInvalid, p)
 			return p
 		}
 		d.close()
 		return p + 1
 	}
-	if !d.node() {
+	if (c == '[' || c == '{') && len(d.stack) >= d.lim.MaxDepth {
+		d.synAt(jsontext.MsgTooDeep, p)
+		return p
+	}
+	if !d.node(p) {
 		return p
 	}
 	if f != nil && !f.obj {
 		f.n++
 	}
 	s := d.slot()
+	if d.skipping() {
+		s = slot{kind: slotSkip}
+	}
+	if x := d.x; x != nil {
+		switch s.kind {
+		case slotInstance:
+			x.elem, x.ekey = f.n-1, nil
+		case slotInputs, slotItem:
+			x.itemDepth = len(d.stack)
+		}
+	}
 	if c != '{' {
 		// A list or scalar where one input's whole value may stand.
 		switch s.kind {
 		case slotInstance:
-			if d.mode == instObjects || len(d.ins) > 1 {
-				d.fail()
-				return p
+			switch {
+			case d.mode == instObjects:
+				d.valueErr(0, errExpectObject(f.n-1), false, false)
+				s = slot{kind: slotSkip}
+			case d.mode == instUndecided && len(d.ins) > 1:
+				d.valueErr(0, errInstancesPlain(), false, false)
+				s = slot{kind: slotSkip}
+			default:
+				d.mode = instPlain
+				s = slot{kind: slotItem}
 			}
-			d.mode = instPlain
-			s = slot{kind: slotItem}
 		case slotInputs:
 			if len(d.ins) > 1 {
-				d.fail()
-				return p
+				d.valueErr(0, errInputsPlain(), false, false)
+				s = slot{kind: slotSkip}
+			} else {
+				s = slot{kind: slotItem}
 			}
-			s = slot{kind: slotItem}
+		}
+		if d.failed {
+			return p
 		}
 	}
 	if s.kind == slotItem {
@@ -234,11 +321,12 @@ func (d *Decoder) value(buf []byte, p int) int {
 	case '{':
 		d.openObject(s)
 		return p + 1
-	case '"':
-		d.vslot = s
-		return d.str(buf, p+1, false)
 	}
 	d.vslot = s
+	d.tokAt(p)
+	if c == '"' {
+		return d.str(buf, p+1, false)
+	}
 	return d.atom(buf, p)
 }
 
@@ -252,62 +340,113 @@ func (d *Decoder) push(f opFrame) bool {
 }
 
 func (d *Decoder) openArray(s slot) {
+	fr := opFrame{role: roleSkip}
 	switch s.kind {
 	case slotInstances:
-		d.push(opFrame{role: roleInstances})
+		fr.role = roleInstances
+		if d.x != nil {
+			d.x.instDepth = len(d.stack)
+		}
 	case slotSkip:
-		d.push(opFrame{role: roleSkip})
 	case slotTensor:
-		if !d.openList(int(s.input), int(s.level)) {
-			d.fail()
+		i := int(s.input)
+		if d.openList(i, int(s.level)) {
+			fr = opFrame{role: roleTensor, input: s.input, level: s.level}
+		} else {
+			d.valueErr(i, errListLevel(int(s.level), d.ins[i].curRank), true, false)
+		}
+	default:
+		if d.bad() {
 			return
 		}
-		d.push(opFrame{role: roleTensor, input: s.input, level: s.level})
-	default:
-		d.fail()
-		return
+		d.otherValue(s, jsontext.Array)
 	}
-	d.st = lxValue
+	d.feedOpen(false)
+	if d.push(fr) {
+		d.st = lxValue
+	}
 }
 
 func (d *Decoder) openObject(s slot) {
-	f := opFrame{obj: true}
+	fr := opFrame{obj: true, role: roleSkip}
+	depth := len(d.stack)
 	switch s.kind {
 	case slotRoot:
-		f.role = roleTop
+		fr.role = roleTop
+		if d.x != nil {
+			d.x.rootKind = jsontext.Object
+		}
 	case slotInputs:
-		f.role = roleInputs
+		fr.role = roleInputs
+		if d.x != nil {
+			d.x.named = true
+		}
 	case slotSkip:
-		f.role = roleSkip
 	case slotInstance:
 		switch d.mode {
 		case instUndecided:
-			f.role = roleFirstInst
+			fr.role = roleFirstInst
+			d.dumpInstance(depth)
 		case instPlain:
 			// Only a {"b64": …} value can follow plain first elements.
 			d.beginItem(0)
-			if !d.leafLevel(0, 0) {
-				d.fail()
-				return
-			}
-			f.role = roleB64
+			d.leafLevel(0, 0)
+			fr.role, fr.ctx = roleB64, b64Elem
 		default:
-			f.role = roleInstance
+			fr.role = roleInstance
 			d.resetInObj()
+			d.dumpInstance(depth)
 		}
 	case slotTensor:
 		i := int(s.input)
-		if d.ins[i].spec.DataType != tensor.Bytes || !d.leafLevel(i, int(s.level)) {
-			d.fail()
+		atLevel := d.leafLevel(i, int(s.level))
+		if d.ins[i].spec.DataType == tensor.Bytes && atLevel {
+			fr = opFrame{obj: true, role: roleB64, ctx: b64Leaf, input: s.input, level: s.level}
+			break
+		}
+		if d.bad() {
 			return
 		}
-		f.role, f.input, f.level = roleB64, s.input, s.level
+		// An error whose text holds the object's dump: told at its end.
+		fr.ctx, fr.input, fr.level = objType, s.input, s.level
+		if !atLevel {
+			fr.ctx = objLevel
+		}
+		d.dumpStart(dumpLeaf, depth)
 	default:
-		d.fail()
-		return
+		if d.bad() {
+			return
+		}
+		d.otherValue(s, jsontext.Object)
 	}
-	if d.push(f) {
+	d.feedOpen(true)
+	if d.push(fr) {
 		d.st = lxKey
+	}
+}
+
+// dumpInstance starts the dump of an instance object (exact mode), which
+// "keys must be equal to" prints.
+func (d *Decoder) dumpInstance(depth int) {
+	if d.x != nil {
+		d.dumpStart(dumpInst, depth)
+	}
+}
+
+// otherValue records what a value that is no tensor element tells (exact
+// mode): the root's kind, the signature name's, a "instances" that is no
+// list, a "b64" member that is no string.
+func (d *Decoder) otherValue(s slot, k jsontext.Kind) {
+	x := d.x
+	switch s.kind {
+	case slotRoot:
+		x.rootKind = k
+	case slotSignature:
+		x.sigSeen, x.sigKind = true, k
+	case slotInstances:
+		x.instBad = true
+	case slotB64:
+		d.b64Deviate(d.top(), nil)
 	}
 }
 
@@ -317,11 +456,14 @@ func (d *Decoder) resetInObj() {
 	}
 }
 
-// key handles an object key (its bytes, escapes excluded).
+// key handles an object key (unescaped).
 func (d *Decoder) key(k []byte) {
 	d.st = lxColon
 	f := d.top()
 	f.next = slotSkip
+	if d.skipping() {
+		return
+	}
 	switch f.role {
 	case roleTop:
 		switch string(k) {
@@ -341,7 +483,7 @@ func (d *Decoder) key(k []byte) {
 			case 0:
 				d.req.Format = format
 				if !d.resolveSig() {
-					d.fail()
+					d.bad() // exact mode: judged at Close
 					return
 				}
 				f.next = slotInstances
@@ -349,20 +491,19 @@ func (d *Decoder) key(k []byte) {
 					f.next = slotInputs
 				}
 			default:
-				d.fail() // both keys
+				if !d.bad() {
+					d.x.both = true
+				}
 			}
 		}
 	case roleFirstInst:
 		if string(k) == keyB64 {
-			// {"b64": …} first: plain values of the first input.
-			if len(d.ins) > 1 {
-				d.fail()
-				return
-			}
+			// {"b64": …} first: plain values of the first input (TF feeds
+			// the first input even when there are several).
 			d.mode = instPlain
 			d.beginItem(0)
 			d.leafLevel(0, 0)
-			f.role = roleB64
+			f.role, f.ctx = roleB64, b64First
 			f.next = slotB64
 			return
 		}
@@ -374,89 +515,355 @@ func (d *Decoder) key(k []byte) {
 		d.instanceKey(f, k)
 	case roleInputs:
 		if f.n == 1 && string(k) == keyB64 {
-			d.fail() // maybe a b64 value, maybe an input named b64
+			// One b64 value, or named tensors none of which is "b64".
+			if d.bad() {
+				return
+			}
+			if d.lookup(k) >= 0 {
+				f.role = roleSkip
+				if d.x.ferr == nil {
+					d.x.ferr = undecided(`"inputs" object starting with "b64" while an input has that name`)
+				}
+				return
+			}
+			d.x.named = false
+			f.role, f.ctx = roleB64, b64Inputs
+			f.next = slotB64
 			return
 		}
 		if i := d.lookup(k); i >= 0 && !d.ins[i].used {
 			f.next, f.nextInput = slotItem, int32(i)
 		}
 	case roleB64:
-		if f.n != 1 || string(k) != keyB64 {
-			d.fail()
+		if f.n == 1 && string(k) == keyB64 {
+			f.next, f.nextInput = slotB64, f.input
 			return
 		}
-		f.next, f.nextInput = slotB64, f.input
+		if d.bad() {
+			return
+		}
+		d.b64Deviate(f, k)
 	}
 }
 
 // instanceKey maps a key of a named-inputs instance object to its input.
+// TF reads the key as a C string: it ends at its first NUL (rowKey).
 func (d *Decoder) instanceKey(f *opFrame, k []byte) {
+	name := k
+	if j := bytes.IndexByte(k, 0); j >= 0 {
+		name = k[:j]
+	}
+	if x := d.x; x != nil {
+		x.keyBuf = append(x.keyBuf[:0], name...)
+		x.ekey = x.keyBuf
+	}
 	if f.n == 1 && string(k) == keyB64 {
-		d.fail() // maybe a b64 value where objects are expected
+		// A b64 value where objects are expected, or an input named b64.
+		if d.bad() {
+			return
+		}
+		if d.lookup(k) >= 0 {
+			d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
+			return
+		}
+		f.role, f.ctx = roleB64, b64Inst
+		f.next = slotB64
 		return
 	}
-	i := d.lookup(k)
-	if i < 0 || d.ins[i].inObj {
-		d.fail() // unknown input, or a duplicated key
+	i := d.lookup(name)
+	if i < 0 {
+		d.valueErr(0, errNoNamedInput(name), true, false)
 		return
+	}
+	if d.ins[i].inObj {
+		// A duplicated key: TF adds both values (trimDuplicates).
+		d.dups = true
 	}
 	d.ins[i].inObj = true
 	f.next, f.nextInput = slotItem, int32(i)
 }
 
+// b64Deviate handles an object read as a {"b64": "…"} candidate that turns
+// out to be another object: at its key k, or (k nil) at its "b64"
+// member's value, which is no string.
+func (d *Decoder) b64Deviate(f *opFrame, k []byte) {
+	first := f.flags&b64Not == 0
+	f.flags |= b64Not
+	f.next = slotSkip
+	switch f.ctx {
+	case b64Inputs:
+		// Named tensors, whose first member names none.
+		f.role = roleInputs
+		d.x.named = true
+		if k != nil {
+			d.key(k)
+		}
+	case b64Leaf:
+		if !first {
+			return
+		}
+		// Its dump so far; the rest is fed as it is read.
+		d.dumpStart(dumpLeaf, len(d.stack)-1)
+		s := &d.x.dumps[dumpLeaf].s
+		s.Open(true)
+		if k == nil || f.n > 1 {
+			s.String([]byte(keyB64))
+			if f.flags&b64Str != 0 {
+				s.String(d.x.b64)
+			}
+		}
+		if k != nil {
+			s.String(k)
+		}
+	}
+}
+
 // close ends the innermost container at its closing bracket.
 func (d *Decoder) close() {
-	f := d.stack[len(d.stack)-1]
-	d.stack = d.stack[:len(d.stack)-1]
+	idx := len(d.stack) - 1
+	f := d.stack[idx]
+	d.stack = d.stack[:idx]
+	d.feedClose(f.obj, idx)
+	if x := d.x; x != nil && x.skipTo >= 0 && idx >= x.skipTo {
+		// Read for syntax only; a list TF would have found at the wrong
+		// length before the error inside it takes its place.
+		if f.role == roleTensor {
+			i := int(f.input)
+			if in := &d.ins[i]; !d.closeList(i, int(f.level), f.n) {
+				d.valueErr(i, errListSize(f.n, int(f.level), in.cur[f.level]), true, true)
+			}
+		}
+		if idx == x.skipTo {
+			x.skipTo = -1
+		}
+		d.closed()
+		return
+	}
 	ok := true
 	switch f.role {
 	case roleTop:
-		ok = d.req.Format != 0
+		ok = d.x != nil || d.req.Format != 0
 	case roleInstances:
-		ok = f.n > 0
 		d.batch = f.n
-	case roleFirstInst:
-		ok = false // {}: named inputs, all missing
-	case roleInstance:
+		if f.n == 0 && !d.bad() {
+			d.x.instEmpty = true
+		}
+	case roleFirstInst, roleInstance:
+		// {} first is an object of named inputs, all missing.
 		for i := range d.ins {
 			ok = ok && d.ins[i].inObj
 		}
-	case roleInputs:
-		for i := range d.ins {
-			ok = ok && d.ins[i].used
+		if !ok && !d.bad() {
+			names := sortedNames(len(d.ins), func(i int) string { return d.ins[i].spec.Name })
+			d.valueErr(0, errKeysMissing(d.x.elem, d.dumpBytes(dumpInst), names), false, false)
+			ok = true
 		}
+	case roleInputs:
+		ok = d.closeInputs()
 	case roleTensor:
-		ok = d.closeList(int(f.input), int(f.level), f.n)
-		if ok && f.level == 0 {
-			ok = d.endItem(int(f.input))
+		i := int(f.input)
+		if in := &d.ins[i]; !d.closeList(i, int(f.level), f.n) {
+			d.valueErr(i, errListSize(f.n, int(f.level), in.cur[f.level]), true, false)
+		} else if f.level == 0 {
+			d.endItemCheck(i)
 		}
 	case roleB64:
-		ok = f.n == 1
-		if ok && f.level == 0 {
-			ok = d.endItem(int(f.input))
+		ok = d.closeB64(&f)
+	case roleSkip:
+		if f.ctx != objNone {
+			d.closeLeafObject(&f)
 		}
 	}
 	if !ok {
 		d.fail()
 		return
 	}
+	d.closed()
+}
+
+// closed sets the state after a container's end.
+func (d *Decoder) closed() {
 	d.st = lxAfter
 	if len(d.stack) == 0 {
 		d.st = lxDone
 	}
 }
 
+// closeInputs ends the named "inputs" object: TF walks the signature's
+// inputs in order, each missing or holding its first error.
+func (d *Decoder) closeInputs() bool {
+	x := d.x
+	if x == nil {
+		for i := range d.ins {
+			if !d.ins[i].used {
+				return false
+			}
+		}
+		return true
+	}
+	if x.ferr != nil {
+		return true
+	}
+	if x.colTrip {
+		x.ferr = undecided("named inputs exceed the element limit together")
+		return true
+	}
+	for i := range d.ins {
+		switch {
+		case !d.ins[i].used:
+			x.ferr = errMissingNamedInput(d.ins[i].spec.Name)
+		case x.colErrs != nil && x.colErrs[i] != nil:
+			x.ferr = x.colErrs[i]
+		default:
+			continue
+		}
+		break
+	}
+	return true
+}
+
+// closeLeafObject tells the error of an object where a tensor value
+// belongs, now that its dump is complete.
+func (d *Decoder) closeLeafObject(f *opFrame) {
+	i := int(f.input)
+	in := &d.ins[i]
+	dump := d.dumpBytes(dumpLeaf)
+	switch {
+	case f.ctx == objLevel:
+		d.valueErr(i, errLevel(dump, int(f.level), in.curRank), true, false)
+	case !d.countLeaf(i):
+		d.limitErr(i)
+	default:
+		d.valueErr(i, errType(dump, jsontext.Object, in.spec.DataType), true, false)
+	}
+}
+
+// closeB64 ends a roleB64 object. Whole-body mode decoded its string
+// already and only accepts the plain {"b64": "…"}; exact mode tells what
+// the object turned out to be (TF's IsValBase64Object) and answers as TF
+// does there.
+func (d *Decoder) closeB64(f *opFrame) bool {
+	x := d.x
+	if x == nil {
+		ok := f.n == 1
+		if ok && f.level == 0 {
+			ok = d.endItem(int(f.input))
+		}
+		return ok
+	}
+	isB64 := f.n == 1 && f.flags == b64Str
+	i := int(f.input)
+	switch f.ctx {
+	case b64Leaf:
+		switch {
+		case !d.countLeaf(i):
+			d.limitErr(i)
+		case !isB64:
+			dump := []byte("{}")
+			if f.n > 0 {
+				dump = d.dumpBytes(dumpLeaf)
+			}
+			d.valueErr(i, errB64Format(dump), true, false)
+		default:
+			d.b64Value(i, f.level == 0)
+		}
+	case b64Elem, b64First:
+		switch {
+		case isB64:
+			if !d.countLeaf(0) {
+				d.limitErr(0)
+				break
+			}
+			d.b64Value(0, true)
+		case f.ctx == b64Elem:
+			d.valueErr(0, errExpectValue(x.elem), false, false)
+		case d.lookup([]byte(keyB64)) >= 0:
+			d.valueErr(0, undecided(`first instance starting with "b64" while an input has that name`), false, false)
+		default:
+			x.ekey = []byte(keyB64)
+			d.valueErr(0, errNoNamedInput(x.ekey), true, false)
+		}
+	case b64Inst:
+		if isB64 {
+			d.valueErr(0, errExpectObject(x.elem), false, false)
+		} else {
+			x.ekey = []byte(keyB64)
+			d.valueErr(0, errNoNamedInput(x.ekey), true, false)
+		}
+	case b64Inputs:
+		// Only a b64 value gets here (b64Deviate makes the others
+		// named tensors).
+		if len(d.ins) > 1 {
+			d.valueErr(0, errInputsPlain(), false, false)
+			break
+		}
+		d.beginItem(0)
+		d.leafLevel(0, 0)
+		if !d.countLeaf(0) {
+			d.limitErr(0)
+			break
+		}
+		d.b64Value(0, true)
+	}
+	return true
+}
+
+// b64Value adds the kept string of a {"b64": "…"} value, counted already,
+// to input i; root says the object is the input's whole item.
+func (d *Decoder) b64Value(i int, root bool) {
+	in := &d.ins[i]
+	if in.spec.DataType != tensor.Bytes {
+		d.valueErr(i, errType(b64Dump(d.x.b64), jsontext.Object, in.spec.DataType), true, false)
+		return
+	}
+	out, ok := base64Unescape(make([]byte, 0, len(d.x.b64)/4*3+3), d.x.b64)
+	if !ok {
+		d.valueErr(i, errB64Decode(), true, false)
+		return
+	}
+	d.ensureStrs(&in.input)
+	in.strs = append(in.strs, out)
+	if root {
+		d.endItemCheck(i)
+	}
+}
+
+// endItemCheck ends input i's item: AddInstanceItem's comparison with the
+// first item (row) or the tensor's shape (columnar).
+func (d *Decoder) endItemCheck(i int) {
+	if !d.endItem(i) {
+		in := &d.ins[i]
+		d.valueErr(i, errItem(in.size, in.curCount, in.shape, in.cur), true, false)
+	}
+}
+
+// limitErr is the element limit met at a value of input i. Named "inputs"
+// with several inputs are undecided: TF counts them in signature order.
+func (d *Decoder) limitErr(i int) {
+	if x := d.x; x != nil && x.named && d.req.Format == Columnar && len(d.ins) > 1 {
+		x.colTrip = true
+		d.valueErr(i, undecided("named inputs exceed the element limit together"), false, false)
+		return
+	}
+	d.valueErr(i, errTooManyElements(d.lim.MaxElements), true, false)
+}
+
 // str reads a string from buf[p], just after its opening quote.
 func (d *Decoder) str(buf []byte, p int, key bool) int {
+	d.strKey = key
 	q, ok := scanString(buf, p)
 	if !ok {
-		d.fail()
-		return q
+		// An escape (or a raw control character): the raw text is kept
+		// to the closing quote, then unescaped.
+		d.pend = append(d.pend[:0], buf[p:q]...)
+		d.st = lxString
+		d.esc, d.bs = true, false
+		return d.strRaw(buf, q)
 	}
-	d.strKey = key
 	if q == len(buf) {
 		d.pend = append(d.pend[:0], buf[p:]...)
 		d.st = lxString
+		d.esc = false
 		return q
 	}
 	d.strDone(buf[p:q], true)
@@ -465,12 +872,15 @@ func (d *Decoder) str(buf []byte, p int, key bool) int {
 
 // strMore continues a string split across chunks.
 func (d *Decoder) strMore(buf []byte, p int) int {
-	q, ok := scanString(buf, p)
-	if !ok {
-		d.fail()
-		return q
+	if d.esc {
+		return d.strRaw(buf, p)
 	}
+	q, ok := scanString(buf, p)
 	d.pend = append(d.pend, buf[p:q]...)
+	if !ok {
+		d.esc, d.bs = true, false
+		return d.strRaw(buf, q)
+	}
 	if q == len(buf) {
 		return q
 	}
@@ -479,8 +889,55 @@ func (d *Decoder) strMore(buf []byte, p int) int {
 	return q + 1
 }
 
+// strRaw continues a string with escapes, keeping its raw text in pend:
+// it finds the closing quote (a quote no backslash escapes), or the first
+// raw control character, which rapidjson rejects there or at an escape
+// before it.
+func (d *Decoder) strRaw(buf []byte, p int) int {
+	start := p
+	for ; p < len(buf); p++ {
+		c := buf[p]
+		switch {
+		case c < 0x20:
+			d.pend = append(d.pend, buf[start:p+1]...)
+			d.strEnd()
+			return p
+		case d.bs:
+			d.bs = false
+		case c == '\\':
+			d.bs = true
+		case c == '"':
+			d.pend = append(d.pend, buf[start:p+1]...)
+			d.strEnd()
+			return p + 1
+		}
+	}
+	d.pend = append(d.pend, buf[start:]...)
+	return p
+}
+
+// strEnd unescapes the raw string in pend (its closing quote included when
+// it has one) as rapidjson does, with rapidjson's error if it is bad.
+func (d *Decoder) strEnd() {
+	d.esc = false
+	var unesc []byte
+	if d.x != nil {
+		unesc = d.x.unesc[:0]
+	}
+	out, _, err := jsontext.AppendUnescaped(unesc, d.pend, 0)
+	if d.x != nil {
+		d.x.unesc = out
+	}
+	d.pend = d.pend[:0]
+	if err != nil {
+		d.synErr(err.Msg, d.tokOffset(1+err.Offset))
+		return
+	}
+	d.strDone(out, false)
+}
+
 // scanString returns the offset of the closing quote (len(buf) when the
-// chunk ends first). Escapes and raw control characters fall back.
+// chunk ends first); ok is false at an escape or a raw control character.
 func scanString(buf []byte, p int) (int, bool) {
 	for ; p < len(buf); p++ {
 		c := buf[p]
@@ -498,6 +955,7 @@ func scanString(buf []byte, p int) (int, bool) {
 // being written (and may be kept in whole-body mode).
 func (d *Decoder) strDone(s []byte, inChunk bool) {
 	if d.strKey {
+		d.feedString(s)
 		d.key(s)
 		return
 	}
@@ -507,11 +965,24 @@ func (d *Decoder) strDone(s []byte, inChunk bool) {
 	case slotSkip:
 	case slotSignature:
 		if d.specul && len(s) > 0 {
-			d.fail() // resolved as the default signature too early
-			return
+			// Resolved as the default signature too early.
+			if d.bad() {
+				return
+			}
+			d.x.lateSig = true
 		}
 		d.req.SignatureName = string(s)
+		if d.x != nil {
+			d.x.sigSeen, d.x.sigKind = true, jsontext.String
+		}
 	case slotB64:
+		if d.x != nil {
+			// Exact mode: decoded once the object is known to be a
+			// {"b64": "…"} value (closeB64).
+			d.top().flags |= b64Str
+			d.x.b64 = append(d.x.b64[:0], s...)
+			break
+		}
 		i := int(v.input)
 		if !d.countLeaf(i) {
 			d.fail()
@@ -525,22 +996,40 @@ func (d *Decoder) strDone(s []byte, inChunk bool) {
 		d.ensureStrs(&d.ins[i].input)
 		d.ins[i].strs = append(d.ins[i].strs, out)
 	case slotTensor:
-		i := int(v.input)
-		in := &d.ins[i]
-		if in.spec.DataType != tensor.Bytes || !d.leafLevel(i, int(v.level)) || !d.countLeaf(i) {
-			d.fail()
+		d.stringLeaf(v, s, inChunk)
+	default:
+		if d.bad() {
 			return
 		}
+		d.otherValue(v, jsontext.String)
+		if v.kind == slotRoot {
+			d.st = lxDone
+		}
+	}
+	d.feedString(s)
+}
+
+// stringLeaf adds a string where a tensor element belongs (TF's checks in
+// its order: level, element limit, type).
+func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) {
+	i := int(v.input)
+	in := &d.ins[i]
+	switch {
+	case !d.leafLevel(i, int(v.level)):
+		d.valueErr(i, errLevel(tokenDump(jsontext.String, jsontext.Num{}, s), int(v.level), in.curRank), true, false)
+	case !d.countLeaf(i):
+		d.limitErr(i)
+	case in.spec.DataType != tensor.Bytes:
+		d.valueErr(i, errType(tokenDump(jsontext.String, jsontext.Num{}, s), jsontext.String, in.spec.DataType), true, false)
+	default:
 		if !(inChunk && d.alias) {
 			s = d.arena.copy(s)
 		}
 		d.ensureStrs(&in.input)
 		in.strs = append(in.strs, s)
-		if v.level == 0 && !d.endItem(i) {
-			d.fail()
+		if v.level == 0 {
+			d.endItemCheck(i)
 		}
-	default:
-		d.fail()
 	}
 }
 
@@ -572,7 +1061,7 @@ func (d *Decoder) atomMore(buf []byte, p int) int {
 	}
 	d.pend = append(d.pend, buf[p:q]...)
 	if len(d.pend) > maxPending {
-		d.fail()
+		d.longAtom()
 		return q
 	}
 	if q == len(buf) {
@@ -583,48 +1072,118 @@ func (d *Decoder) atomMore(buf []byte, p int) int {
 	return q
 }
 
+// longAtom handles a token longer than maxPending: decided when rapidjson
+// stops inside what is held (an error, or the end of a literal or number
+// before the token's), else undecided (exact mode) or fallen back.
+func (d *Decoder) longAtom() {
+	if d.bad() {
+		return
+	}
+	tok := d.pend
+	_, end, err := jsontext.ScanNumber(tok, 0)
+	if c := tok[0]; c != 'n' && c != 't' && c != 'f' &&
+		(err == nil && end == len(tok) || err != nil && err.Offset >= len(tok)) {
+		d.x.final = undecided("a number token longer than 4096 bytes")
+		d.failed = true
+		return
+	}
+	// The root's trailing bytes are never read: lxDone skips them.
+	d.atomDone(tok)
+	d.pend = d.pend[:0]
+}
+
 // atomDone handles a complete number or literal token.
 func (d *Decoder) atomDone(tok []byte) {
-	d.st = lxAfter
-	var k jsontext.Kind
-	var num jsontext.Num
-	switch string(tok) {
-	case "true":
-		k = jsontext.True
-	case "false":
-		k = jsontext.False
-	case "null":
-		k = jsontext.Null
-	default:
-		var end int
-		var ok bool
-		num, end, ok = jsontext.ParseNumber(tok, 0)
-		if !ok || end != len(tok) {
-			d.fail()
-			return
-		}
-		k = jsontext.Number
+	k, num, ok := d.atomToken(tok)
+	if !ok {
+		return
 	}
+	d.st = lxAfter
 	v := d.vslot
 	switch v.kind {
 	case slotSkip:
-		return
 	case slotTensor:
+		d.scalarLeaf(v, k, num)
 	default:
-		d.fail()
-		return
+		if d.bad() {
+			return
+		}
+		d.otherValue(v, k)
+		if v.kind == slotRoot {
+			d.st = lxDone
+		}
 	}
+	d.feedScalar(k, num)
+}
+
+// atomToken reads a number or literal token as rapidjson does: a literal
+// byte by byte, a number by its grammar; bytes left over after them are
+// the next token, which cannot follow a value.
+func (d *Decoder) atomToken(tok []byte) (jsontext.Kind, jsontext.Num, bool) {
+	var k jsontext.Kind
+	var num jsontext.Num
+	var lit string
+	if len(tok) > 0 {
+		switch tok[0] {
+		case 'n':
+			lit, k = "null", jsontext.Null
+		case 't':
+			lit, k = "true", jsontext.True
+		case 'f':
+			lit, k = "false", jsontext.False
+		}
+	}
+	end := 0
+	if lit != "" {
+		for end < len(lit) && end < len(tok) && tok[end] == lit[end] {
+			end++
+		}
+		if end < len(lit) {
+			d.synErr(jsontext.MsgValueInvalid, d.tokOffset(end))
+			return k, num, false
+		}
+	} else {
+		var err *jsontext.SyntaxError
+		if num, end, err = jsontext.ScanNumber(tok, 0); err != nil {
+			d.synErr(err.Msg, d.tokOffset(err.Offset))
+			return k, num, false
+		}
+		k = jsontext.Number
+	}
+	if end < len(tok) && len(d.stack) > 0 {
+		d.synErr(afterMsg(d.top()), d.tokOffset(end))
+		return k, num, false
+	}
+	return k, num, true
+}
+
+// scalarLeaf adds a number or literal where a tensor element belongs
+// (TF's checks in its order: level, element limit, type).
+func (d *Decoder) scalarLeaf(v slot, k jsontext.Kind, num jsontext.Num) {
 	i := int(v.input)
 	in := &d.ins[i]
-	if in.spec.DataType == tensor.Bytes || !d.leafLevel(i, int(v.level)) || !d.countLeaf(i) {
-		d.fail()
-		return
-	}
-	d.ensureBuf(&in.input)
-	var res leafResult
-	in.data, res = appendLeaf(in.data, in.spec.DataType, k, num)
-	if res != leafOK || (v.level == 0 && !d.endItem(i)) {
-		d.fail()
+	dt := in.spec.DataType
+	switch {
+	case !d.leafLevel(i, int(v.level)):
+		d.valueErr(i, errLevel(tokenDump(k, num, nil), int(v.level), in.curRank), true, false)
+	case !d.countLeaf(i):
+		d.limitErr(i)
+	case dt == tensor.Bytes:
+		d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
+	default:
+		d.ensureBuf(&in.input)
+		var res leafResult
+		in.data, res = appendLeaf(in.data, dt, k, num)
+		switch res {
+		case leafTypeError:
+			d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
+		case leafUnimplemented:
+			d.valueErr(i, errUnimplemented(tokenDump(k, num, nil), dt), true, false)
+		default:
+			if v.level == 0 {
+				d.endItemCheck(i)
+			}
+		}
 	}
 }
 

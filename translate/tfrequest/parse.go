@@ -1,10 +1,8 @@
 package tfrequest
 
 import (
-	"strings"
 	"sync"
 
-	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
@@ -89,11 +87,11 @@ func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 
 func (r *Request) parse(root jsontext.Value, resolve Resolver, lim tensor.Limits) error {
 	if root.Kind() != jsontext.Object {
-		return formatError(root, "Is not object")
+		return formatError(root, msgNotObject)
 	}
 	if v, ok := root.Member(keySignature); ok {
 		if v.Kind() != jsontext.String {
-			return formatError(root, "not formatted correctly. 'signature_name' key must be a string value.")
+			return formatError(root, msgSignatureType)
 		}
 		r.SignatureName = string(v.Str())
 	}
@@ -102,11 +100,7 @@ func (r *Request) parse(root jsontext.Value, resolve Resolver, lim tensor.Limits
 		return err
 	}
 	if sig == nil || len(sig.Inputs) == 0 {
-		name := r.SignatureName
-		if name == "" {
-			name = "DEFAULT"
-		}
-		return apierr.InvalidArgumentf("Failed to get input map for signature: %s", name)
+		return errNoInputMap(r.SignatureName)
 	}
 	r.Signature = sig
 
@@ -116,13 +110,13 @@ func (r *Request) parse(root jsontext.Value, resolve Resolver, lim tensor.Limits
 	p.init()
 	switch {
 	case hasInstances && hasInputs:
-		return formatError(root, "Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist ")
+		return formatError(root, msgBothKeys)
 	case hasInstances:
 		if instances.Kind() != jsontext.Array {
-			return formatError(root, "Expecting 'instances' to be an list/array")
+			return formatError(root, msgInstancesType)
 		}
 		if instances.Len() == 0 {
-			return formatError(root, "No values in 'instances' array")
+			return formatError(root, msgInstancesEmpty)
 		}
 		r.Format = Row
 		err = p.rows(instances)
@@ -130,7 +124,7 @@ func (r *Request) parse(root jsontext.Value, resolve Resolver, lim tensor.Limits
 		r.Format = Columnar
 		err = p.columns(inputs)
 	default:
-		return apierr.InvalidArgumentf("Missing 'inputs' or 'instances' key")
+		return errMissingKey()
 	}
 	if err != nil {
 		return err
@@ -143,12 +137,7 @@ func (r *Request) parse(root jsontext.Value, resolve Resolver, lim tensor.Limits
 
 // formatError is json_tensor.cc's FormatError: "JSON Value: <dump> <msg>".
 func formatError(v jsontext.Value, msg string) error {
-	var b strings.Builder
-	b.WriteString("JSON Value: ")
-	b.Write(jsontext.AppendDump(nil, v))
-	b.WriteByte(' ')
-	b.WriteString(msg)
-	return apierr.New(apierr.InvalidArgument, b.String())
+	return formatDumpError(jsontext.AppendDump(nil, v), msg)
 }
 
 // bufPool holds tensor data buffers between requests.

@@ -182,6 +182,9 @@ func runParse(t *testing.T, tests []parseCase) {
 	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if checkStream(t, []byte(tt.body), fixed(tt.sig), tensor.Limits{}) {
+				t.Errorf("streaming decoder: undecided")
+			}
 			req, err := Parse([]byte(tt.body), fixed(tt.sig), tensor.Limits{})
 			if tt.err != "" {
 				var e *apierr.Error

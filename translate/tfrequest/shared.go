@@ -1,7 +1,6 @@
 package tfrequest
 
 import (
-	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
@@ -15,11 +14,11 @@ import (
 // The caller releases the document.
 func ParseJSON(body []byte, lim tensor.Limits) (*jsontext.Document, error) {
 	if len(body) == 0 {
-		return nil, apierr.InvalidArgumentf("JSON Parse error: The document is empty")
+		return nil, errEmptyBody()
 	}
 	doc, err := jsontext.Parse(body, lim)
 	if err != nil {
-		return nil, apierr.Wrap(apierr.InvalidArgument, err, "JSON Parse error: "+err.Error())
+		return nil, syntaxError(err)
 	}
 	return doc, nil
 }

@@ -1,0 +1,117 @@
+package jsontext
+
+import "math"
+
+// DumpStream renders a value token by token exactly as AppendDump renders
+// it whole: a streaming parser that holds no tape feeds it the value's
+// tokens as they are read and gets TF Serving's bounded dump. Like the
+// dump, it stops for good once the output has reached its limit (the
+// token that crosses the mark is still written whole) or after a NaN or
+// Infinity, so feeding it more costs nothing.
+type DumpStream struct {
+	w       Writer
+	limit   int
+	stopped bool
+}
+
+// Reset starts a new dump appended to dst, limited to DumpLimit bytes.
+func (s *DumpStream) Reset(dst []byte) { s.reset(dst, DumpLimit) }
+
+func (s *DumpStream) reset(dst []byte, limit int) {
+	s.w.Reset(dst)
+	s.w.SetSingleLine(true)
+	s.limit = len(dst) + limit
+	s.stopped = false
+}
+
+// Bytes returns the dump so far.
+func (s *DumpStream) Bytes() []byte { return s.w.Bytes() }
+
+// Full reports that no further token would be written.
+func (s *DumpStream) Full() bool { return s.stopped || len(s.w.buf) >= s.limit }
+
+// room is the limited writer's check before a token.
+func (s *DumpStream) room() bool {
+	if s.Full() {
+		s.stopped = true
+		return false
+	}
+	return true
+}
+
+// Open writes an opening bracket ('{' when obj).
+func (s *DumpStream) Open(obj bool) bool {
+	if !s.room() {
+		return false
+	}
+	if obj {
+		s.w.StartObject()
+	} else {
+		s.w.StartArray()
+	}
+	return true
+}
+
+// Close writes a closing bracket.
+func (s *DumpStream) Close(obj bool) bool {
+	if !s.room() {
+		return false
+	}
+	if obj {
+		s.w.EndObject()
+	} else {
+		s.w.EndArray()
+	}
+	return true
+}
+
+// String writes a string token; rapidjson writes a key the same way.
+func (s *DumpStream) String(v []byte) bool {
+	if !s.room() {
+		return false
+	}
+	s.w.buf = growFor(s.w.buf, v, len(s.w.stack))
+	s.w.StringBytes(v)
+	return true
+}
+
+// Literal writes null, true or false.
+func (s *DumpStream) Literal(k Kind) bool {
+	if !s.room() {
+		return false
+	}
+	switch k {
+	case True:
+		s.w.Bool(true)
+	case False:
+		s.w.Bool(false)
+	default:
+		s.w.Raw([]byte("null"))
+	}
+	return true
+}
+
+// Number writes a number token as rapidjson's writer does; a NaN or an
+// Infinity writes only its separator and stops the dump.
+func (s *DumpStream) Number(n Num) bool {
+	if !s.room() {
+		return false
+	}
+	w := &s.w
+	switch {
+	case n.flags&flagDouble != 0:
+		f := math.Float64frombits(n.bits)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			w.Raw(nil)
+			s.stopped = true
+			return false
+		}
+		var tmp [32]byte
+		w.Raw(appendGrisu(tmp[:0], f))
+	case n.flags&flagNeg != 0:
+		w.Int64(int64(n.bits))
+	default:
+		w.Uint64(n.bits)
+	}
+	return true
+}

@@ -1,0 +1,116 @@
+package tfrequest
+
+import (
+	"strings"
+
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// TF Serving's request errors (json_tensor.cc), built from their parts so
+// that the tape filler, which has the values at hand, and the one-pass
+// decoder, which has only bounded dumps captured as it read, say the same.
+
+// syntaxError is ParseJson's text for a document rapidjson rejects.
+func syntaxError(e error) error {
+	return apierr.Wrap(apierr.InvalidArgument, e, "JSON Parse error: "+e.Error())
+}
+
+// errEmptyBody is ParseJson's text for an empty body.
+func errEmptyBody() error { return apierr.InvalidArgumentf("JSON Parse error: The document is empty") }
+
+// formatDumpError is FormatError: "JSON Value: <dump> <msg>".
+func formatDumpError(dump []byte, msg string) error {
+	var b strings.Builder
+	b.WriteString("JSON Value: ")
+	b.Write(dump)
+	b.WriteByte(' ')
+	b.WriteString(msg)
+	return apierr.New(apierr.InvalidArgument, b.String())
+}
+
+// The root checks of FillPredictRequestFromJson (FormatError messages).
+const (
+	msgNotObject      = "Is not object"
+	msgSignatureType  = "not formatted correctly. 'signature_name' key must be a string value."
+	msgBothKeys       = "Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist "
+	msgInstancesType  = "Expecting 'instances' to be an list/array"
+	msgInstancesEmpty = "No values in 'instances' array"
+)
+
+func errNoInputMap(signatureName string) error {
+	if signatureName == "" {
+		signatureName = "DEFAULT"
+	}
+	return apierr.InvalidArgumentf("Failed to get input map for signature: %s", signatureName)
+}
+
+func errMissingKey() error { return apierr.InvalidArgumentf("Missing 'inputs' or 'instances' key") }
+
+func errInstancesPlain() error {
+	return apierr.InvalidArgumentf("instances is a plain list, but expecting list of objects as multiple input tensors required as per tensorinfo_map")
+}
+
+func errInputsPlain() error {
+	return apierr.InvalidArgumentf("inputs is a plain value/list, but expecting an object as multiple input tensors required as per tensorinfo_map")
+}
+
+func errExpectValue(i int64) error {
+	return apierr.InvalidArgumentf("Expecting value/list but got object at item %d of input list", i)
+}
+
+func errExpectObject(i int64) error {
+	return apierr.InvalidArgumentf("Expecting object but got list at item %d of input list", i)
+}
+
+func errNoNamedInput(name []byte) error {
+	return apierr.InvalidArgumentf("JSON object: does not have named input: %s", name)
+}
+
+func errKeysMissing(i int64, dump []byte, names string) error {
+	return apierr.InvalidArgumentf("Failed to process element: %d of 'instances' list. JSON object: %s keys must be equal to: %s", i, dump, names)
+}
+
+func errMissingNamedInput(name string) error {
+	return apierr.InvalidArgumentf("Missing named input: %s in 'inputs' object.", name)
+}
+
+// errItem is AddInstanceItem's comparison of an item with the first one.
+func errItem(wantSize, gotSize int64, wantShape, gotShape []int64) error {
+	if wantSize != gotSize {
+		return apierr.InvalidArgumentf("Expecting tensor size: %d but got: %d", wantSize, gotSize)
+	}
+	return apierr.InvalidArgumentf("Expecting shape %s but got: %s", shapeString(wantShape), shapeString(gotShape))
+}
+
+func errLevel(dump []byte, level, rank int) error {
+	return apierr.InvalidArgumentf("JSON Value: %s found at incorrect level: %d in the JSON DOM. Expected at level: %d", dump, level+1, rank)
+}
+
+func errListLevel(level, rank int) error {
+	return apierr.InvalidArgumentf("Encountered list at unexpected level: %d expected < %d", level, rank)
+}
+
+func errListSize(n int64, level int, want int64) error {
+	return apierr.InvalidArgumentf("Encountered list at unexpected size: %d at level: %d expected size: %d", n, level, want)
+}
+
+// errType is json_tensor.cc's TypeError.
+func errType(dump []byte, k jsontext.Kind, dt tensor.DataType) error {
+	return apierr.InvalidArgumentf("JSON Value: %s Type: %s is not of expected type: %s", dump, k, dt.TFShortName())
+}
+
+func errUnimplemented(dump []byte, dt tensor.DataType) error {
+	return apierr.Errorf(apierr.Unimplemented, "Conversion of JSON Value: %s to type: %s", dump, dt.TFShortName())
+}
+
+func errTooManyElements(max int64) error {
+	return apierr.InvalidArgumentf("Request holds more than %d tensor elements, the limit of this server", max)
+}
+
+func errB64Format(dump []byte) error {
+	return apierr.InvalidArgumentf("JSON Value: %s not formatted correctly for base64 data", dump)
+}
+
+func errB64Decode() error { return apierr.InvalidArgumentf("Unable to base64 decode") }

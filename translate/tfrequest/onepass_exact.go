@@ -1,0 +1,472 @@
+package tfrequest
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// Exact mode: the streaming decoder (NewDecoder) answers every body
+// itself, errors included, as Parse would over the whole text, because a
+// stream's text is gone once read. TF Serving checks in this order: JSON
+// syntax anywhere in the body, then the root object's keys, then the
+// values against the signature (in document order for "instances", in
+// signature order for named "inputs"), then the input count. The decoder
+// reads in document order, so it
+//
+//   - stops at the first syntax error: that is the answer (Write returns
+//     it at once);
+//   - records facts about the root (its kind, the first "signature_name"
+//     value's kind, which input keys occur, the first "instances" value)
+//     and a bounded dump of the root, and judges them at Close in TF's
+//     order;
+//   - records the first value error in TF's order together with the dumps
+//     its text needs, captured from the bytes at hand (the dump of a scalar
+//     is the token itself; of an object, a DumpStream fed while the object
+//     is open), then skips the rest of the values it concerns, reading
+//     syntax only. One TF check comes before the values it concerns but can
+//     only be made after them — a list's length — so a list that closes
+//     at the wrong length replaces an error recorded inside it;
+//   - for named "inputs", records the first error per input and picks at
+//     Close by signature order.
+//
+// What it cannot decide from a stream returns an *apierr.Error 400 that
+// wraps ErrUndecided (listed at ErrUndecided).
+
+// ErrUndecided is wrapped by the 400 the streaming decoder answers for the
+// few bodies whose TF Serving answer it cannot tell without the whole
+// text (RequestStream keeps the text of bodies up to ReplayBytes and then
+// never shows it):
+//   - a "signature_name" with a non-empty value after "instances" or
+//     "inputs" that resolves to inputs other than the default signature's
+//     (the values were read against the default signature);
+//   - a "b64" key where an input named "b64" is also in the signature and
+//     the object is not a {"b64": "…"} value;
+//   - named "inputs" that together exceed the element limit (TF counts
+//     them in signature order, the stream in document order);
+//   - a number token longer than 4096 bytes.
+var ErrUndecided = errors.New("tfrequest: body not decidable in one streaming pass")
+
+// undecided is the 400 for what the stream cannot decide.
+func undecided(why string) error {
+	return apierr.Wrap(apierr.InvalidArgument, ErrUndecided,
+		"Request cannot be checked in one streaming pass: "+why+"; send it as a smaller body")
+}
+
+// exactState is the decoder's exact-mode bookkeeping (nil in whole-body
+// mode, where the exact parser runs instead).
+type exactState struct {
+	final  error // the answer once certain: a syntax error or an undecidable token
+	off    int64 // offset of the chunk being written
+	tokOff int64 // offset of the pending token (a string's opening quote)
+
+	// Root facts, judged at Close in TF's order.
+	rootKind  jsontext.Kind
+	sigKind   jsontext.Kind // of the first "signature_name" value
+	sigSeen   bool
+	lateSig   bool  // a non-empty name came after the signature was resolved
+	resolved  bool  // resolve was called
+	resolveOK bool  // and gave a usable signature
+	resolveE  error // its error (nil: no usable inputs)
+	both      bool
+	instBad   bool // the first "instances" is not a list
+	instEmpty bool
+
+	// Value errors.
+	ferr      error   // the first one in TF's order, as TF words it
+	colErrs   []error // named "inputs": the first per input
+	colTrip   bool    // named "inputs" exceeded the element limit
+	named     bool    // "inputs" is an object of named tensors
+	skipTo    int     // values are skipped while len(stack) > skipTo (-1: none)
+	instDepth int     // stack index of the "instances" list
+	itemDepth int     // stack index of the current item's root
+	elem      int64   // index of the current instance
+	ekey      []byte  // its key being read (objects), nil for plain values
+	keyBuf    []byte  // ekey's storage
+	b64       []byte  // the string of the open b64 object
+	unesc     []byte  // unescaped string scratch
+
+	dumps [numDumps]dumpSlot
+	ndump int // dumps collecting
+}
+
+// The dumps an error text may need, at most one of each open at a time.
+const (
+	dumpRoot = iota // the document (FormatError of the root checks)
+	dumpInst        // the instance object (keys must be equal to)
+	dumpLeaf        // an object where a tensor value belongs
+	numDumps
+)
+
+// dumpSlot is one dump being captured: the DumpStream and the stack index
+// of its value's container.
+type dumpSlot struct {
+	s     jsontext.DumpStream
+	depth int
+	on    bool
+	buf   []byte
+}
+
+func newExactState() *exactState {
+	return &exactState{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}
+}
+
+// exact reports exact mode.
+func (d *Decoder) exact() bool { return d.x != nil }
+
+// hot reports that leafRun may take the numbers: nothing is being dumped
+// or skipped.
+func (d *Decoder) hot() bool {
+	return d.x == nil || (d.x.ndump == 0 && d.x.skipTo < 0)
+}
+
+// skipping reports that values are read for syntax only.
+func (d *Decoder) skipping() bool {
+	return d.x != nil && d.x.skipTo >= 0 && len(d.stack) > d.x.skipTo
+}
+
+// synErr ends the decode with rapidjson's error msg at offset off of the
+// body: TF checks syntax first, so it is the answer.
+func (d *Decoder) synErr(msg string, off int64) {
+	if d.x == nil {
+		d.fail()
+		return
+	}
+	if d.x.final == nil {
+		d.x.final = syntaxError(&jsontext.SyntaxError{Msg: msg, Offset: int(off)})
+	}
+	d.failed = true
+}
+
+// synAt is synErr at buf[p] of the chunk being written.
+func (d *Decoder) synAt(msg string, p int) {
+	var off int64
+	if d.x != nil {
+		off = d.x.off + int64(p)
+	}
+	d.synErr(msg, off)
+}
+
+// bad is the whole-body decoder's answer to anything unusual: give up and
+// let Parse decide. It reports whether it did.
+func (d *Decoder) bad() bool {
+	if d.x == nil {
+		d.fail()
+		return true
+	}
+	return false
+}
+
+// wrapItem wraps an error met inside an instance's value as TF does.
+func (d *Decoder) wrapItem(err error) error {
+	if d.req.Format != Row {
+		return err
+	}
+	return wrapElement(int(d.x.elem), d.x.ekey, err)
+}
+
+// valueErr records a value error of input i (inside an item when item is
+// set, so row format wraps it) unless one came first, and makes the values
+// it concerns be skipped. replace is for the list-length check TF makes
+// before the values inside the list.
+func (d *Decoder) valueErr(i int, err error, item, replace bool) {
+	if d.bad() {
+		return
+	}
+	x := d.x
+	if item {
+		err = d.wrapItem(err)
+	}
+	if x.named && d.req.Format == Columnar {
+		if x.colErrs == nil {
+			x.colErrs = make([]error, len(d.ins))
+		}
+		if replace || x.colErrs[i] == nil {
+			x.colErrs[i] = err
+		}
+	} else if replace || x.ferr == nil {
+		x.ferr = err
+	}
+	// Row format stops at the first error; named inputs go on with the
+	// next input, so only the rest of this one's value is skipped (none
+	// when the value was a scalar).
+	scope := x.itemDepth
+	if d.req.Format == Row {
+		scope = x.instDepth
+	}
+	if x.skipTo < 0 && len(d.stack) > scope {
+		x.skipTo = scope
+	}
+}
+
+// undecidedValue records a value the stream cannot judge.
+func (d *Decoder) undecidedValue(i int, why string) {
+	d.valueErr(i, undecided(why), false, false)
+}
+
+// --- dumps ---
+
+// dumpStart starts capturing dump k for a value whose container will sit
+// at stack index depth.
+func (d *Decoder) dumpStart(k int, depth int) {
+	x := d.x
+	sl := &x.dumps[k]
+	sl.s.Reset(sl.buf[:0])
+	sl.depth = depth
+	if !sl.on {
+		sl.on = true
+		x.ndump++
+	}
+}
+
+// dumpBytes returns dump k as captured so far.
+func (d *Decoder) dumpBytes(k int) []byte {
+	sl := &d.x.dumps[k]
+	sl.buf = sl.s.Bytes()
+	return sl.buf
+}
+
+// feed passes one token to every dump capturing.
+func (d *Decoder) feed(tok func(s *jsontext.DumpStream) bool) {
+	x := d.x
+	for k := range x.dumps {
+		sl := &x.dumps[k]
+		if sl.on {
+			tok(&sl.s)
+			if sl.s.Full() {
+				d.dumpStop(k)
+			}
+		}
+	}
+}
+
+func (d *Decoder) dumpStop(k int) {
+	sl := &d.x.dumps[k]
+	if sl.on {
+		sl.on = false
+		sl.buf = sl.s.Bytes()
+		d.x.ndump--
+	}
+}
+
+func (d *Decoder) feedOpen(obj bool) {
+	if d.x != nil && d.x.ndump > 0 {
+		d.feed(func(s *jsontext.DumpStream) bool { return s.Open(obj) })
+	}
+}
+
+// feedClose passes the closing bracket of the container at stack index i
+// and ends the dumps of that container.
+func (d *Decoder) feedClose(obj bool, i int) {
+	x := d.x
+	if x == nil || x.ndump == 0 {
+		return
+	}
+	d.feed(func(s *jsontext.DumpStream) bool { return s.Close(obj) })
+	for k := range x.dumps {
+		if x.dumps[k].on && x.dumps[k].depth == i {
+			d.dumpStop(k)
+		}
+	}
+}
+
+func (d *Decoder) feedString(v []byte) {
+	if d.x != nil && d.x.ndump > 0 {
+		d.feed(func(s *jsontext.DumpStream) bool { return s.String(v) })
+	}
+}
+
+func (d *Decoder) feedScalar(k jsontext.Kind, n jsontext.Num) {
+	if d.x != nil && d.x.ndump > 0 {
+		d.feed(func(s *jsontext.DumpStream) bool { return scalarDump(s, k, n) })
+	}
+}
+
+func scalarDump(s *jsontext.DumpStream, k jsontext.Kind, n jsontext.Num) bool {
+	if k == jsontext.Number {
+		return s.Number(n)
+	}
+	return s.Literal(k)
+}
+
+// tokenDump returns the dump of one scalar token.
+func tokenDump(k jsontext.Kind, n jsontext.Num, str []byte) []byte {
+	var s jsontext.DumpStream
+	s.Reset(nil)
+	if k == jsontext.String {
+		s.String(str)
+	} else {
+		scalarDump(&s, k, n)
+	}
+	return s.Bytes()
+}
+
+// b64Dump returns the dump of {"b64": s}.
+func b64Dump(str []byte) []byte {
+	var s jsontext.DumpStream
+	s.Reset(nil)
+	_ = s.Open(true) && s.String([]byte(keyB64)) && s.String(str) && s.Close(true)
+	return s.Bytes()
+}
+
+// --- Close ---
+
+// closeExact is Close in exact mode.
+func (d *Decoder) closeExact() (*Request, error) {
+	x := d.x
+	if x.off == 0 {
+		d.abort()
+		return nil, errEmptyBody()
+	}
+	if !d.failed && d.st != lxDone {
+		d.eof()
+	}
+	if d.failed {
+		d.abort()
+		return nil, x.final
+	}
+	if err := d.rootErr(); err != nil {
+		d.abort()
+		return nil, err
+	}
+	if x.ferr != nil {
+		d.abort()
+		return nil, x.ferr
+	}
+	// VerifyRequestInputsSize: only b64 values of the first input with a
+	// several-input signature get here without every input.
+	var sent []tensor.Tensor
+	for i := range d.ins {
+		if d.ins[i].used {
+			sent = append(sent, tensor.Tensor{Name: d.ins[i].spec.Name})
+		}
+	}
+	if err := verifyInputsSize(d.sig, sent); err != nil {
+		d.abort()
+		return nil, err
+	}
+	d.trimDuplicates()
+	if err := d.finish(); err != nil {
+		d.abort()
+		return nil, undecided("internal check failed")
+	}
+	return d.req, nil
+}
+
+// eof ends the body where it stands: a token the input ends in is
+// complete, anything else open is rapidjson's error at the end.
+func (d *Decoder) eof() {
+	end := d.x.off
+	switch d.st {
+	case lxAtom:
+		d.atomDone(d.pend)
+		d.pend = d.pend[:0]
+		if !d.failed && d.st != lxDone {
+			d.eof()
+		}
+	case lxString:
+		d.strEnd()
+	case lxStart:
+		d.synErr(jsontext.MsgDocumentEmpty, end)
+	case lxValue:
+		d.synErr(jsontext.MsgValueInvalid, end)
+	case lxAfter:
+		d.synErr(afterMsg(d.top()), end)
+	case lxKey, lxNextKey:
+		d.synErr(jsontext.MsgObjectMissName, end)
+	case lxColon:
+		d.synErr(jsontext.MsgObjectMissColon, end)
+	}
+}
+
+// afterMsg is the error for a byte that is no separator after a value.
+func afterMsg(f *opFrame) string {
+	if f != nil && f.obj {
+		return jsontext.MsgObjectMissComma
+	}
+	return jsontext.MsgArrayMissComma
+}
+
+// rootErr judges the root facts in TF's order.
+func (d *Decoder) rootErr() error {
+	x := d.x
+	root := func(msg string) error { return formatDumpError(d.dumpBytes(dumpRoot), msg) }
+	if x.rootKind != jsontext.Object {
+		return root(msgNotObject)
+	}
+	if x.sigSeen && x.sigKind != jsontext.String {
+		return root(msgSignatureType)
+	}
+	name := d.req.SignatureName
+	switch {
+	case !x.resolved:
+		// Neither "instances" nor "inputs": TF still resolves first.
+		sig, err := d.resolve(name)
+		if err != nil {
+			return err
+		}
+		if sig == nil || len(sig.Inputs) == 0 {
+			return errNoInputMap(name)
+		}
+	case x.lateSig:
+		sig, err := d.resolve(name)
+		if err != nil {
+			return err
+		}
+		if sig == nil || len(sig.Inputs) == 0 {
+			return errNoInputMap(name)
+		}
+		if !x.resolveOK || !sameInputs(sig, d.sig) {
+			return undecided(`"signature_name" after the inputs names another signature`)
+		}
+		d.sig, d.req.Signature = sig, sig
+	case !x.resolveOK:
+		if x.resolveE != nil {
+			return x.resolveE
+		}
+		return errNoInputMap(name)
+	}
+	switch {
+	case x.both:
+		return root(msgBothKeys)
+	case x.instBad:
+		return root(msgInstancesType)
+	case x.instEmpty:
+		return root(msgInstancesEmpty)
+	case d.req.Format == 0:
+		return errMissingKey()
+	}
+	return nil
+}
+
+// sameInputs reports two signatures whose inputs read a body alike.
+func sameInputs(a, b *tensor.Signature) bool {
+	return slices.EqualFunc(a.Inputs, b.Inputs, func(x, y tensor.Spec) bool {
+		return x.Name == y.Name && x.DataType == y.DataType
+	})
+}
+
+// trimDuplicates keeps, after an instance object named an input twice,
+// the first values each tensor holds, as TF's Tensor::FromProto does.
+func (d *Decoder) trimDuplicates() {
+	if !d.dups {
+		return
+	}
+	for i := range d.ins {
+		in := &d.ins[i].input
+		if !in.used {
+			continue
+		}
+		n := in.size * d.batch
+		if in.spec.DataType == tensor.Bytes {
+			if int64(len(in.strs)) > n {
+				in.strs = in.strs[:n]
+			}
+		} else if sz := n * int64(in.spec.DataType.Size()); int64(len(in.data)) > sz {
+			in.data = in.data[:sz]
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package tfrequest
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// streamChunks are the chunk sizes every exact-mode check cuts a body
+// into (0: the whole body in one Write).
+var streamChunks = []int{1, 2, 3, 7, 64, 0}
+
+// streamDecode runs the exact-mode decoder over body in chunks of size n
+// (0: whole).
+func streamDecode(body []byte, resolve Resolver, lim tensor.Limits, n int) (*Request, error) {
+	if n <= 0 {
+		n = max(len(body), 1)
+	}
+	var cuts []int
+	for p := n; p < len(body); p += n {
+		cuts = append(cuts, p)
+	}
+	return streamCuts(body, resolve, lim, cuts)
+}
+
+// streamCuts runs the exact-mode decoder over body cut at the sorted
+// offsets cuts, each chunk a copy that is overwritten after Write.
+func streamCuts(body []byte, resolve Resolver, lim tensor.Limits, cuts []int) (*Request, error) {
+	d := NewDecoder(resolve, lim)
+	prev := 0
+	for _, c := range append(slices.Clone(cuts), len(body)) {
+		chunk := slices.Clone(body[prev:c])
+		prev = c
+		err := d.Write(chunk)
+		for i := range chunk {
+			chunk[i] = 0xAA
+		}
+		if err != nil {
+			// Write's error is final: Close must say the same.
+			if _, cerr := d.Close(); cerr != err {
+				return nil, errors.Join(err, cerr)
+			}
+			return nil, err
+		}
+	}
+	return d.Close()
+}
+
+// checkStream asserts the exact-mode contract on one body for every chunk
+// size: the decoder answers what Parse answers — the same Request, or an
+// *apierr.Error with the same code and text — or, for the documented
+// undecidable bodies only, a 400 wrapping ErrUndecided. It returns whether
+// any chunking was undecided.
+func checkStream(t *testing.T, body []byte, resolve Resolver, lim tensor.Limits) (undecidedSeen bool) {
+	t.Helper()
+	exact, exErr := Parse(body, resolve, lim)
+	if exErr == nil {
+		defer exact.Release()
+	}
+	for _, n := range streamChunks {
+		got, err := streamDecode(body, resolve, lim, n)
+		undecidedSeen = sameAnswer(t, body, exact, exErr, got, err, n) || undecidedSeen
+	}
+	return undecidedSeen
+}
+
+// sameAnswer asserts that the streamed answer (got, err) is Parse's
+// (exact, exErr), or a 400 wrapping ErrUndecided, which it reports. how
+// names the chunking in messages.
+func sameAnswer(t *testing.T, body []byte, exact *Request, exErr error, got *Request, err error, how any) bool {
+	t.Helper()
+	if errors.Is(err, ErrUndecided) {
+		if e := apierr.As(err); e.HTTPStatus() != 400 {
+			t.Fatalf("%v: undecided answer has status %d", how, e.HTTPStatus())
+		}
+		return true
+	}
+	switch {
+	case exErr != nil:
+		if err == nil {
+			got.Release()
+			t.Fatalf("%v: decoder accepts %q, Parse says %v", how, body, exErr)
+		}
+		want, have := apierr.As(exErr), apierr.As(err)
+		if want.Code != have.Code || want.Msg != have.Msg {
+			t.Fatalf("%v of %q:\n got %v %q\nwant %v %q", how, body, have.Code, have.Msg, want.Code, want.Msg)
+		}
+	case err != nil:
+		t.Fatalf("%v of %q: decoder error %v, Parse succeeds", how, body, err)
+	default:
+		d := sameRequest(exact, got)
+		got.Release()
+		if d != "" {
+			t.Fatalf("%v of %q: %s", how, body, d)
+		}
+	}
+	return false
+}
+
+// TestStreamSeeds checks the fuzz seeds against every fuzz signature in
+// every chunking: none is undecided but for an input named "b64".
+func TestStreamSeeds(t *testing.T) {
+	lim := tensor.Limits{MaxDepth: 16, MaxElements: 1 << 8}
+	for _, sig := range fuzzSigs {
+		for _, body := range streamSeeds {
+			if checkStream(t, []byte(body), fixed(sig), lim) && !Undecidable([]byte(body), sig, lim) {
+				t.Errorf("%q: undecided", body)
+			}
+		}
+	}
+}
+
+// FuzzStream cuts random bodies at random points: the streaming decoder
+// answers exactly as Parse over the whole body — tensors, or error code
+// and text — except for the documented undecidable bodies (Undecidable),
+// which get a 400 wrapping ErrUndecided.
+func FuzzStream(f *testing.F) {
+	for _, tc := range onePassCases {
+		if len(tc.body) < 4096 {
+			f.Add([]byte(tc.body), uint8(0), uint64(1))
+		}
+	}
+	for i, s := range streamSeeds {
+		f.Add([]byte(s), uint8(i), uint64(i))
+	}
+	lim := tensor.Limits{MaxDepth: 16, MaxElements: 1 << 8}
+	f.Fuzz(func(t *testing.T, body []byte, sel uint8, seed uint64) {
+		sig := fuzzSigs[int(sel)%len(fuzzSigs)]
+		r := rand.New(rand.NewPCG(seed, seed>>32))
+		cuts := randomCuts(r, len(body))
+		exact, exErr := Parse(body, fixed(sig), lim)
+		if exErr == nil {
+			defer exact.Release()
+		}
+		got, err := streamCuts(body, fixed(sig), lim, cuts)
+		if sameAnswer(t, body, exact, exErr, got, err, cuts) && !Undecidable(body, sig, lim) {
+			t.Fatalf("cut at %v: undecided %v for a body Undecidable does not list", cuts, err)
+		}
+	})
+}
+
+// fuzzSigs are the signatures the stream tests read bodies against.
+var fuzzSigs = []*tensor.Signature{
+	sigOf("x:FP32"),
+	sigOf("a:INT32", "s:BYTES"),
+	sigOf("a:INT8", "s:BYTES", "h:FP16", "b:BOOL", "u:UINT64", "d:FP64", "w:BF16", "v:UINT16"),
+	sigOf("s:BYTES"),
+	sigOf("x:FP64"),
+	sigOf("b64:BYTES", "a:FP32"),
+}
+
+// streamSeeds are bodies for FuzzStream: errors of every class, where the
+// stream must find TF's precedence.
+var streamSeeds = []string{
+	`{"instances": [[1, "x"], [2]]}`,
+	`{"instances": [[1, 2], [3, "x", 4]]}`,
+	`{"instances": [[[1], [2, "y"]]]}`,
+	`{"inputs": {"s": ["x", 1], "a": [1, "z"]}}`,
+	`{"inputs": {"a": [[1], [2, 3]], "s": "q"}}`,
+	`{"inputs": {"s": 1, "a": [[1, "x"]]}}`,
+	`{"inputs": {"s": [[1], 2], "a": [[1], [2, 3]]}}`,
+	`{"inputs": {"s": {"b64": 1}, "a": 1.5}}`,
+	`{"instances": [{"a": 1, "s": "x"}, {"a": "bad", "s": 2}]}`,
+	`{"instances": [{"a": 1}, {"s": "x", "a": 2}], "signature_name": 3}`,
+	`{"instances": [1, 2], "inputs": [3], "signature_name": "z"}`,
+	`{"instances": [{"b64": "aGk="}, {"b64": "!!"}]}`,
+	`{"instances": [{"b64": "aGk=", "x": 1}]}`,
+	`{"instances": [{"s": {"b64": 1}, "a": 2}]}`,
+	`{"inputs": {"b64": "aGk="}}`,
+	`{"inputs": {"b64": 1, "s": ["x"], "a": [2]}}`,
+	`{"inputs": [{"k": [1, 2, NaN, 3]}]}`,
+	`{"instances": [1, 2, 3], "z": [1, 2,, 3]}`,
+	`{"instances": ["a\u00e9\ud83d\ude00", "\u12", "\q"]}`,
+	`{"instances": [1e400]}`,
+	`{"instances": [tru, 1]}`,
+	`{"instances": [{"s\u0000x": "a", "a": 1, "s": "b"}]}`,
+	`{"instances": [{}]}`,
+	`[1, {"a": [true, null]}, "x"]`,
+	"\xEF\xBB\xBF{\"instances\": [1]}\x00",
+}

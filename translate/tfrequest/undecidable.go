@@ -1,0 +1,99 @@
+package tfrequest
+
+import (
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// Undecidable reports whether the streaming decoder may answer body with
+// ErrUndecided when every signature name resolves to sig: the classes
+// listed at ErrUndecided that a fixed signature can meet, each judged
+// from the whole text (slightly wider than the decoder's own tests, never
+// narrower). The streaming tests use it to skip exactly those bodies.
+func Undecidable(body []byte, sig *tensor.Signature, lim tensor.Limits) bool {
+	if hasLongAtom(body) {
+		return true
+	}
+	lim = lim.OrDefault()
+	doc, err := jsontext.Parse(body, lim)
+	if err != nil {
+		return false
+	}
+	defer doc.Release()
+	root := doc.Root()
+	if root.Kind() != jsontext.Object {
+		return false
+	}
+	if _, ok := sig.Input(keyB64); ok && hasB64First(root) {
+		return true
+	}
+	in, ok := root.Member(keyInputs)
+	return ok && in.Kind() == jsontext.Object && len(sig.Inputs) > 1 && leaves(in) > lim.MaxElements
+}
+
+// hasLongAtom reports a number or literal token longer than maxPending
+// outside strings.
+func hasLongAtom(body []byte) bool {
+	inStr, esc, run := false, false, 0
+	for _, c := range body {
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+		case isAtomByte(c):
+			if run++; run > maxPending {
+				return true
+			}
+			continue
+		case c == '"':
+			inStr = true
+		}
+		run = 0
+	}
+	return false
+}
+
+// hasB64First reports an object anywhere in v whose first key is "b64".
+func hasB64First(v jsontext.Value) bool {
+	switch v.Kind() {
+	case jsontext.Object:
+		first := true
+		for k, m := range v.Members() {
+			if first && string(k.Str()) == keyB64 || hasB64First(m) {
+				return true
+			}
+			first = false
+		}
+	case jsontext.Array:
+		for _, e := range v.Elems() {
+			if hasB64First(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// leaves counts the scalars in v.
+func leaves(v jsontext.Value) int64 {
+	var n int64
+	switch v.Kind() {
+	case jsontext.Object:
+		for _, m := range v.Members() {
+			n += leaves(m)
+		}
+	case jsontext.Array:
+		for _, e := range v.Elems() {
+			n += leaves(e)
+		}
+	default:
+		n = 1
+	}
+	return n
+}
