@@ -649,6 +649,7 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 		want = in.cur[f.level]
 	}
 	float := dt == tensor.FP32 || dt == tensor.FP64
+	esz := dt.Size()
 	var cnt, lists int64
 	fn := f.n
 	for cnt < elemBudget && cnt+lists < nodeBudget {
@@ -664,6 +665,12 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 				break
 			}
 			v = num.Float64()
+		}
+		if cap(data)-len(data) < esz {
+			// Full: the next block (streaming) or a larger buffer.
+			in.data = data
+			d.room(&in.input)
+			data = in.data
 		}
 		switch dt {
 		case tensor.FP32:
