@@ -139,9 +139,10 @@ func benchImageChunked(b *testing.B, digits, size int) {
 			}
 		}
 		req, _, err := s.Close()
-		if err != nil || len(req.Body) < 224*224*3*4 {
-			b.Fatalf("chunked: %d bytes, %v", len(req.Body), err)
+		if err != nil || req.Len() < 224*224*3*4 {
+			b.Fatalf("chunked: %d bytes, %v", req.Len(), err)
 		}
+		req.Release()
 	}
 	b.Run("chunked", func(b *testing.B) {
 		b.SetBytes(int64(len(doc)))

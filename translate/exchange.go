@@ -21,12 +21,55 @@ type Exchange struct {
 	Examples int
 }
 
-// V2Request is a translated request body ready to send upstream.
+// V2Request is a translated request body ready to send upstream: Body in
+// one piece (TranslateRequest), or Parts in order (RequestStream, whose
+// binary-extension bodies alias the streamed tensors instead of copying
+// them). Chunks and Len read either; Release hands back the memory Parts
+// alias once the body has been sent.
 type V2Request struct {
 	Body []byte
+	// Parts is the body in order when it is not one Body: the JSON header,
+	// then each input's binary block, mostly slices of the decoder's
+	// pooled data blocks, valid until Release.
+	Parts [][]byte
 	// HeaderLength is the value for Inference-Header-Content-Length, or -1
 	// when the body is JSON only and the header must not be sent.
 	HeaderLength int
-	// ContentType is the Content-Type to send with Body.
+	// ContentType is the Content-Type to send with the body.
 	ContentType string
+
+	owner *tfrequest.Request // holds the memory Parts alias
+}
+
+// Len returns the body's length in bytes.
+func (r *V2Request) Len() int {
+	if r.Parts == nil {
+		return len(r.Body)
+	}
+	n := 0
+	for _, p := range r.Parts {
+		n += len(p)
+	}
+	return n
+}
+
+// Chunks returns the body as consecutive pieces: Parts, or Body alone.
+func (r *V2Request) Chunks() [][]byte {
+	if r.Parts == nil {
+		return [][]byte{r.Body}
+	}
+	return r.Parts
+}
+
+// Release returns the pooled memory the body aliases; the body must not be
+// used afterwards. It may be called more than once, and on the zero value.
+// Without it the memory is simply garbage collected.
+func (r *V2Request) Release() {
+	if r == nil {
+		return
+	}
+	r.owner.Release()
+	r.owner = nil
+	r.Parts = nil
+	r.Body = nil
 }

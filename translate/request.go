@@ -113,13 +113,16 @@ func (s *RequestStream) Write(chunk []byte) error {
 	return nil
 }
 
-// Close ends the body and returns what TranslateRequest would.
+// Close ends the body and returns what TranslateRequest would, the same
+// bytes, in Parts for the binary extension (Triton, KServe): the header,
+// then the tensor data as the decoder stored it, never copied. The caller
+// calls Release on the V2Request once the body is sent.
 func (s *RequestStream) Close() (V2Request, Exchange, error) {
 	defer s.dropText()
 	if s.decErr == nil {
 		req, err := s.dec.Close()
 		if err == nil {
-			return encodeRequest(req, s.opt)
+			return encodeRequestParts(req, s.opt)
 		}
 		s.decErr = err
 	}
@@ -156,7 +159,35 @@ func encodeRequest(req *tfrequest.Request, opt RequestOptions) (V2Request, Excha
 	// The tensors alias pooled memory; EncodeRequest copies them into the
 	// body, after which the pool can have it back.
 	defer req.Release()
+	ex := adaptBatch(req)
+	body, hl, ct, err := v2.EncodeRequest(nil, req.Inputs, v2.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
+	if err != nil {
+		return V2Request{}, Exchange{}, err
+	}
+	return V2Request{Body: body, HeaderLength: hl, ContentType: ct}, ex, nil
+}
 
+// encodeRequestParts is encodeRequest for a streamed Request: the body in
+// parts that alias its data blocks (req.Blocks), so the V2Request owns req
+// until Release. A JSON body (MLServer) is converted, not aliased: req is
+// released at once.
+func encodeRequestParts(req *tfrequest.Request, opt RequestOptions) (V2Request, Exchange, error) {
+	ex := adaptBatch(req)
+	parts, hl, ct, err := v2.EncodeRequestParts(req.Inputs, req.Blocks, v2.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
+	if err != nil {
+		req.Release()
+		return V2Request{}, Exchange{}, err
+	}
+	if hl < 0 {
+		req.Release()
+		return V2Request{Body: parts[0], HeaderLength: hl, ContentType: ct}, ex, nil
+	}
+	return V2Request{Parts: parts, HeaderLength: hl, ContentType: ct, owner: req}, ex, nil
+}
+
+// adaptBatch makes req's inputs what the v2 server is sent (batch
+// adaptation, wire names) and returns the Exchange for the response side.
+func adaptBatch(req *tfrequest.Request) Exchange {
 	ex := Exchange{Format: req.Format, Signature: req.Signature}
 	inputs := req.Inputs
 	if unbatch(req) {
@@ -166,11 +197,7 @@ func encodeRequest(req *tfrequest.Request, opt RequestOptions) (V2Request, Excha
 		ex.Unbatched = true
 	}
 	inputsToWire(req.Signature, inputs)
-	body, hl, ct, err := v2.EncodeRequest(nil, inputs, v2.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
-	if err != nil {
-		return V2Request{}, Exchange{}, err
-	}
-	return V2Request{Body: body, HeaderLength: hl, ContentType: ct}, ex, nil
+	return ex
 }
 
 // unbatch reports whether the leading batch dimension of 1 must be

@@ -66,9 +66,11 @@ func sameTranslation(t *testing.T, body []byte, sig *tensor.Signature, opt Reque
 		}
 	case err != nil:
 		t.Fatalf("cut at %v, %q: %v; whole body translates", cuts, body, err)
-	case !bytes.Equal(got.Body, want.Body) || got.HeaderLength != want.HeaderLength || got.ContentType != want.ContentType || gotEx != wantEx:
-		t.Fatalf("cut at %v, %q: v2 body differs\n got %q\nwant %q", cuts, body, got.Body, want.Body)
+	case !bytes.Equal(bytes.Join(got.Chunks(), nil), want.Body) || got.Len() != len(want.Body) ||
+		got.HeaderLength != want.HeaderLength || got.ContentType != want.ContentType || gotEx != wantEx:
+		t.Fatalf("cut at %v, %q: v2 body differs\n got %q\nwant %q", cuts, body, bytes.Join(got.Chunks(), nil), want.Body)
 	}
+	got.Release()
 	return false
 }
 

@@ -27,15 +27,16 @@ type filler struct {
 
 // input accumulates one signature input's tensor.
 type input struct {
-	spec  *tensor.Spec
-	buf   *[]byte // pooled buffer behind data
-	data  []byte
-	strs  [][]byte
-	used  bool    // a tensor exists for it (TF's tensor_map entry)
-	seen  bool    // row format: size and shape of the first item recorded
-	size  int64   // values per item (row) or in the tensor (columnar)
-	shape []int64 // item shape (row) or tensor shape (columnar)
-	inObj bool    // named in the current instance object
+	spec   *tensor.Spec
+	buf    *[]byte // pooled buffer behind data
+	data   []byte
+	blocks [][]byte // streaming: the full blocks before data (blocks.go)
+	strs   [][]byte
+	used   bool    // a tensor exists for it (TF's tensor_map entry)
+	seen   bool    // row format: size and shape of the first item recorded
+	size   int64   // values per item (row) or in the tensor (columnar)
+	shape  []int64 // item shape (row) or tensor shape (columnar)
+	inObj  bool    // named in the current instance object
 }
 
 func (p *filler) init() {
@@ -406,11 +407,16 @@ func buildTensors(r *Request, n int, at func(int) *input, batch int64, ensureBuf
 		}
 		r.shape = append(r.shape, in.shape...)
 		t := tensor.Tensor{Name: in.spec.Name, DataType: in.spec.DataType, Shape: r.shape[start:len(r.shape):len(r.shape)]}
-		if t.DataType == tensor.Bytes {
+		switch {
+		case t.DataType == tensor.Bytes:
 			t.Strings = in.strs[:n:n]
-		} else {
+		case in.blocks != nil:
+			r.setBlocks(&t, in, n*int64(t.DataType.Size()))
+		default:
 			ensureBuf(in)
-			*in.buf = in.data
+			if cap(in.data) > cap(*in.buf) {
+				*in.buf = in.data // outgrew the pooled buffer: pool the larger one
+			}
 			sz := int64(t.DataType.Size())
 			t.Data = in.data[: n*sz : n*sz]
 		}

@@ -345,18 +345,20 @@ func (d *Decoder) countLeaf(i int) bool {
 }
 
 // ensureBuf gives an input a pooled data buffer, sized by the hint when
-// the body has a single input.
+// the body has a single input, with room for one more element (streaming
+// mode stores the data in blocks: see room).
 func (d *Decoder) ensureBuf(in *input) {
-	if in.buf != nil {
-		return
+	if in.buf == nil {
+		in.buf = getBuf()
+		in.data = (*in.buf)[:0]
+		d.req.bufs = append(d.req.bufs, in.buf)
+		if len(d.ins) == 1 && d.hint > 0 {
+			n := min(d.hint, d.lim.MaxElements)
+			in.data = slices.Grow(in.data, int(n)*in.spec.DataType.Size())
+		}
+		d.firstBlock(in)
 	}
-	in.buf = getBuf()
-	in.data = (*in.buf)[:0]
-	d.req.bufs = append(d.req.bufs, in.buf)
-	if len(d.ins) == 1 && d.hint > 0 {
-		n := min(d.hint, d.lim.MaxElements)
-		in.data = slices.Grow(in.data, int(n)*in.spec.DataType.Size())
-	}
+	d.room(in)
 }
 
 // ensureStrs sizes a BYTES input's string list by the hint when the body
@@ -384,13 +386,20 @@ func (d *Decoder) finish() error {
 		}
 		got := int64(len(in.strs))
 		if in.spec.DataType != tensor.Bytes {
-			got = int64(len(in.data) / in.spec.DataType.Size())
+			got = int64(in.dataLen() / in.spec.DataType.Size())
 		}
 		if got != want {
 			return d.fail()
 		}
 	}
-	buildTensors(d.req, len(d.ins), func(i int) *input { return &d.ins[i].input }, d.batch, d.ensureBuf)
+	// Only a buffer for an input that got no value: room must not seal a
+	// full block here.
+	giveBuf := func(in *input) {
+		if in.buf == nil {
+			d.ensureBuf(in)
+		}
+	}
+	buildTensors(d.req, len(d.ins), func(i int) *input { return &d.ins[i].input }, d.batch, giveBuf)
 	if err := verifyInputsSize(d.sig, d.req.Inputs); err != nil {
 		return d.fail()
 	}
@@ -398,17 +407,25 @@ func (d *Decoder) finish() error {
 }
 
 // arena holds string bytes copied out of chunks in blocks that never
-// move, so the slices handed out stay valid.
+// move, so the slices handed out stay valid. Blocks start small and double
+// up to arenaBlock: a body with one escaped string must not cost 64 KiB.
 type arena struct{ block []byte }
 
-const arenaBlock = 64 << 10
+const (
+	arenaFirst = 1 << 10
+	arenaBlock = 64 << 10
+)
 
 func (a *arena) copy(s []byte) []byte {
 	if len(s) > arenaBlock/4 {
 		return slices.Clone(s)
 	}
 	if cap(a.block)-len(a.block) < len(s) {
-		a.block = make([]byte, 0, arenaBlock)
+		size := min(max(2*cap(a.block), arenaFirst), arenaBlock)
+		for size < len(s) {
+			size *= 2
+		}
+		a.block = make([]byte, 0, size)
 	}
 	start := len(a.block)
 	a.block = append(a.block, s...)

@@ -572,7 +572,9 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 	}
 	i := d.lookup(name)
 	if i < 0 {
-		d.valueErr(0, errNoNamedInput(name), true, false)
+		if !d.bad() { // whole-body mode builds no error text
+			d.valueErr(0, errNoNamedInput(name), true, false)
+		}
 		return
 	}
 	if d.ins[i].inObj {
@@ -655,7 +657,9 @@ func (d *Decoder) close() {
 		}
 		if !ok && !d.bad() {
 			names := sortedNames(len(d.ins), func(i int) string { return d.ins[i].spec.Name })
-			d.valueErr(0, errKeysMissing(d.x.elem, d.dumpBytes(dumpInst), names), false, false)
+			if !d.bad() { // whole-body mode builds no error text
+				d.valueErr(0, errKeysMissing(d.x.elem, d.dumpBytes(dumpInst), names), false, false)
+			}
 			ok = true
 		}
 	case roleInputs:
@@ -781,14 +785,18 @@ func (d *Decoder) closeB64(f *opFrame) bool {
 			d.valueErr(0, undecided(`first instance starting with "b64" while an input has that name`), false, false)
 		default:
 			x.ekey = []byte(keyB64)
-			d.valueErr(0, errNoNamedInput(x.ekey), true, false)
+			if !d.bad() { // whole-body mode builds no error text
+				d.valueErr(0, errNoNamedInput(x.ekey), true, false)
+			}
 		}
 	case b64Inst:
 		if isB64 {
 			d.valueErr(0, errExpectObject(x.elem), false, false)
 		} else {
 			x.ekey = []byte(keyB64)
-			d.valueErr(0, errNoNamedInput(x.ekey), true, false)
+			if !d.bad() { // whole-body mode builds no error text
+				d.valueErr(0, errNoNamedInput(x.ekey), true, false)
+			}
 		}
 	case b64Inputs:
 		// Only a b64 value gets here (b64Deviate makes the others
@@ -813,7 +821,9 @@ func (d *Decoder) closeB64(f *opFrame) bool {
 func (d *Decoder) b64Value(i int, root bool) {
 	in := &d.ins[i]
 	if in.spec.DataType != tensor.Bytes {
-		d.valueErr(i, errType(b64Dump(d.x.b64), jsontext.Object, in.spec.DataType), true, false)
+		if !d.bad() { // whole-body mode builds no error text
+			d.valueErr(i, errType(b64Dump(d.x.b64), jsontext.Object, in.spec.DataType), true, false)
+		}
 		return
 	}
 	out, ok := base64Unescape(make([]byte, 0, len(d.x.b64)/4*3+3), d.x.b64)
@@ -852,6 +862,18 @@ func (d *Decoder) limitErr(i int) {
 func (d *Decoder) str(buf []byte, p int, key bool) int {
 	d.strKey = key
 	q, ok := scanString(buf, p)
+	if !ok && d.x == nil && d.alias {
+		// Whole-body mode: the chunk is the body, so the string is
+		// unescaped where it lies, without copying its raw text first;
+		// a bad one is left to the exact parser.
+		out, end, err := jsontext.AppendUnescaped(nil, buf, p)
+		if err != nil {
+			d.fail()
+			return len(buf)
+		}
+		d.strDone(out, true)
+		return end
+	}
 	if !ok {
 		// An escape (or a raw control character): the raw text is kept
 		// to the closing quote, then unescaped.
@@ -1016,11 +1038,15 @@ func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) {
 	in := &d.ins[i]
 	switch {
 	case !d.leafLevel(i, int(v.level)):
-		d.valueErr(i, errLevel(tokenDump(jsontext.String, jsontext.Num{}, s), int(v.level), in.curRank), true, false)
+		if !d.bad() { // whole-body mode builds no error text
+			d.valueErr(i, errLevel(tokenDump(jsontext.String, jsontext.Num{}, s), int(v.level), in.curRank), true, false)
+		}
 	case !d.countLeaf(i):
 		d.limitErr(i)
 	case in.spec.DataType != tensor.Bytes:
-		d.valueErr(i, errType(tokenDump(jsontext.String, jsontext.Num{}, s), jsontext.String, in.spec.DataType), true, false)
+		if !d.bad() { // whole-body mode builds no error text
+			d.valueErr(i, errType(tokenDump(jsontext.String, jsontext.Num{}, s), jsontext.String, in.spec.DataType), true, false)
+		}
 	default:
 		if !(inChunk && d.alias) {
 			s = d.arena.copy(s)
@@ -1165,20 +1191,28 @@ func (d *Decoder) scalarLeaf(v slot, k jsontext.Kind, num jsontext.Num) {
 	dt := in.spec.DataType
 	switch {
 	case !d.leafLevel(i, int(v.level)):
-		d.valueErr(i, errLevel(tokenDump(k, num, nil), int(v.level), in.curRank), true, false)
+		if !d.bad() { // whole-body mode builds no error text
+			d.valueErr(i, errLevel(tokenDump(k, num, nil), int(v.level), in.curRank), true, false)
+		}
 	case !d.countLeaf(i):
 		d.limitErr(i)
 	case dt == tensor.Bytes:
-		d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
+		if !d.bad() { // whole-body mode builds no error text
+			d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
+		}
 	default:
 		d.ensureBuf(&in.input)
 		var res leafResult
 		in.data, res = appendLeaf(in.data, dt, k, num)
 		switch res {
 		case leafTypeError:
-			d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
+			if !d.bad() { // whole-body mode builds no error text
+				d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
+			}
 		case leafUnimplemented:
-			d.valueErr(i, errUnimplemented(tokenDump(k, num, nil), dt), true, false)
+			if !d.bad() { // whole-body mode builds no error text
+				d.valueErr(i, errUnimplemented(tokenDump(k, num, nil), dt), true, false)
+			}
 		default:
 			if v.level == 0 {
 				d.endItemCheck(i)
@@ -1208,6 +1242,7 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 		want = in.cur[f.level]
 	}
 	float := dt == tensor.FP32 || dt == tensor.FP64
+	esz := dt.Size()
 	var cnt, lists int64
 	fn := f.n
 	for cnt < elemBudget && cnt+lists < nodeBudget {
@@ -1223,6 +1258,12 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 				break
 			}
 			v = num.Float64()
+		}
+		if cap(data)-len(data) < esz {
+			// Full: the next block (streaming) or a larger buffer.
+			in.data = data
+			d.room(&in.input)
+			data = in.data
 		}
 		switch dt {
 		case tensor.FP32:

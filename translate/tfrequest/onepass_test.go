@@ -37,7 +37,8 @@ func decodeChunks(body []byte, sig *tensor.Signature, lim tensor.Limits, cuts []
 }
 
 // sameRequest reports how two parsed requests differ ("" if not at all):
-// format, signature, names, dtypes, shapes, and the data byte for byte.
+// format, signature, names, dtypes, shapes, and the data byte for byte
+// (as Blocks gives it: a streamed body's data may lie in several blocks).
 func sameRequest(a, b *Request) string {
 	switch {
 	case a.Format != b.Format:
@@ -52,7 +53,7 @@ func sameRequest(a, b *Request) string {
 	for i := range a.Inputs {
 		x, y := &a.Inputs[i], &b.Inputs[i]
 		if x.Name != y.Name || x.DataType != y.DataType || !slices.Equal(x.Shape, y.Shape) ||
-			!bytes.Equal(x.Data, y.Data) || len(x.Strings) != len(y.Strings) {
+			!bytes.Equal(bytes.Join(a.Blocks(i), nil), bytes.Join(b.Blocks(i), nil)) || len(x.Strings) != len(y.Strings) {
 			return "tensor " + render(a.Inputs[i:i+1]) + " vs " + render(b.Inputs[i:i+1])
 		}
 		for j := range x.Strings {

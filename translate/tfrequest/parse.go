@@ -26,9 +26,11 @@ type Request struct {
 	// Signature is the signature the request was parsed against.
 	Signature *tensor.Signature
 
-	doc   *jsontext.Document
-	bufs  []*[]byte
-	shape []int64 // backing store for the Inputs' shapes
+	doc    *jsontext.Document
+	bufs   []*[]byte
+	pooled []*[]byte  // streamed data blocks (blockPool)
+	pieces [][][]byte // streamed inputs' data blocks, parallel to Inputs (see Blocks)
+	shape  []int64    // backing store for the Inputs' shapes
 }
 
 // Release returns the Request's pooled memory (the parsed document and the
@@ -48,6 +50,7 @@ func (r *Request) Release() {
 		putBuf(b)
 	}
 	r.bufs = nil
+	r.releaseBlocks()
 	r.Inputs = nil
 }
 

@@ -2,7 +2,9 @@ package v2
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -46,9 +48,40 @@ func EncodeRequest(dst []byte, inputs []tensor.Tensor, opt EncodeOptions) (body 
 	case Triton, KServe:
 		return encodeBinary(dst, inputs, opt)
 	case MLServer:
-		return encodeJSON(dst, inputs, opt)
+		return encodeJSON(dst, inputs, nil, opt)
 	}
 	return dst, 0, "", apierr.Errorf(apierr.Internal, "v2: unknown server kind %v", opt.Kind)
+}
+
+// EncodeRequestParts is EncodeRequest for tensors whose fixed-size data is
+// held in pieces, as a streamed request stores it: data(i) gives
+// inputs[i].Data as consecutive slices, each of whole elements (Data itself
+// is not read; data is not called for BYTES inputs). The body comes back in
+// parts that concatenate to the very bytes EncodeRequest would write. For
+// the binary extension the parts are the JSON header, then each input's
+// block as the pieces themselves, not copied (they must outlive the
+// parts; BOOL and BYTES blocks are built); a JSON-only body is one part.
+func EncodeRequestParts(inputs []tensor.Tensor, data func(i int) [][]byte, opt EncodeOptions) (parts [][]byte, headerLength int, contentType string, err error) {
+	switch opt.Kind {
+	case Triton, KServe:
+		return encodeBinaryParts(inputs, data, opt)
+	case MLServer:
+		body, hl, ct, err := encodeJSON(nil, inputs, data, opt)
+		if err != nil {
+			return nil, 0, "", err
+		}
+		return [][]byte{body}, hl, ct, nil
+	}
+	return nil, 0, "", apierr.Errorf(apierr.Internal, "v2: unknown server kind %v", opt.Kind)
+}
+
+// piecesOf is input i's data pieces, nil when data is nil (whole tensors:
+// the functions below then read Data).
+func piecesOf(data func(int) [][]byte, inputs []tensor.Tensor, i int) [][]byte {
+	if data == nil || inputs[i].DataType == tensor.Bytes {
+		return nil
+	}
+	return data(i)
 }
 
 // scratchPool holds the buffers request headers and JSON bodies are built
@@ -75,7 +108,60 @@ func putScratch(b *[]byte, used []byte) {
 // size of the tensors, so this is the one allocation that matters.
 func encodeBinary(dst []byte, inputs []tensor.Tensor, opt EncodeOptions) ([]byte, int, string, error) {
 	sp := getScratch()
-	hdr := (*sp)[:0]
+	hdr, total, err := appendBinaryHeader((*sp)[:0], inputs, nil, opt)
+	if err != nil {
+		putScratch(sp, hdr)
+		return dst, 0, "", err
+	}
+	need := len(hdr) + total
+	if cap(dst)-len(dst) < need {
+		grown := make([]byte, len(dst), len(dst)+need)
+		copy(grown, dst)
+		dst = grown
+	}
+	dst = append(dst, hdr...)
+	headerLength := len(hdr)
+	putScratch(sp, hdr)
+	for i := range inputs {
+		dst = appendBlock(dst, &inputs[i], nil)
+	}
+	return dst, headerLength, ContentTypeBinary, nil
+}
+
+// encodeBinaryParts is encodeBinary in parts (EncodeRequestParts): the
+// header in an allocation of its own, then the pieces of every input.
+func encodeBinaryParts(inputs []tensor.Tensor, data func(int) [][]byte, opt EncodeOptions) ([][]byte, int, string, error) {
+	sp := getScratch()
+	hdr, _, err := appendBinaryHeader((*sp)[:0], inputs, data, opt)
+	if err != nil {
+		putScratch(sp, hdr)
+		return nil, 0, "", err
+	}
+	parts := [][]byte{slices.Clone(hdr)}
+	putScratch(sp, hdr)
+	for i := range inputs {
+		t := &inputs[i]
+		pieces := piecesOf(data, inputs, i)
+		switch t.DataType {
+		case tensor.Bytes, tensor.Bool:
+			// Built: length prefixes, or bytes normalised to 0/1.
+			block := make([]byte, 0, blockSize(t, pieces))
+			parts = append(parts, appendBlock(block, t, pieces))
+		default:
+			for _, p := range pieces {
+				if len(p) > 0 {
+					parts = append(parts, p)
+				}
+			}
+		}
+	}
+	return parts, len(parts[0]), ContentTypeBinary, nil
+}
+
+// appendBinaryHeader appends the binary extension's JSON header for inputs
+// (data as for EncodeRequestParts, nil for whole tensors) and returns it
+// with the total size of the blocks that follow it.
+func appendBinaryHeader(hdr []byte, inputs []tensor.Tensor, data func(int) [][]byte, opt EncodeOptions) ([]byte, int, error) {
 	hdr = append(hdr, '{')
 	if opt.ID != "" {
 		hdr = append(hdr, `"id":`...)
@@ -86,10 +172,9 @@ func encodeBinary(dst []byte, inputs []tensor.Tensor, opt EncodeOptions) ([]byte
 	total := 0
 	for i := range inputs {
 		t := &inputs[i]
-		size, err := binarySize(t, opt.Kind)
+		size, err := binarySize(t, piecesOf(data, inputs, i), opt.Kind)
 		if err != nil {
-			putScratch(sp, hdr)
-			return dst, 0, "", err
+			return hdr, 0, err
 		}
 		if i > 0 {
 			hdr = append(hdr, ',')
@@ -101,20 +186,7 @@ func encodeBinary(dst []byte, inputs []tensor.Tensor, opt EncodeOptions) ([]byte
 		total += size
 	}
 	hdr = append(hdr, `],"parameters":{"binary_data_output":true}}`...)
-
-	need := len(hdr) + total
-	if cap(dst)-len(dst) < need {
-		grown := make([]byte, len(dst), len(dst)+need)
-		copy(grown, dst)
-		dst = grown
-	}
-	dst = append(dst, hdr...)
-	headerLength := len(hdr)
-	putScratch(sp, hdr)
-	for i := range inputs {
-		dst = appendBlock(dst, &inputs[i])
-	}
-	return dst, headerLength, ContentTypeBinary, nil
+	return hdr, total, nil
 }
 
 // appendInputHead appends `{"name":…,"shape":[…],"datatype":"…"` (no
@@ -138,10 +210,10 @@ func appendInputHead(dst []byte, t *tensor.Tensor, oneForScalar bool) []byte {
 	return append(dst, '"')
 }
 
-// binarySize validates t for the binary extension on kind and returns the
-// size of its block.
-func binarySize(t *tensor.Tensor, kind ServerKind) (int, error) {
-	if err := checkTensor(t); err != nil {
+// binarySize validates t (its data in pieces, nil for t.Data) for the
+// binary extension on kind and returns the size of its block.
+func binarySize(t *tensor.Tensor, pieces [][]byte, kind ServerKind) (int, error) {
+	if err := checkData(t, pieces); err != nil {
 		return 0, err
 	}
 	switch t.DataType {
@@ -150,7 +222,6 @@ func binarySize(t *tensor.Tensor, kind ServerKind) (int, error) {
 			return 0, unsupportedBF16(t, kind)
 		}
 	case tensor.Bytes:
-		size := 0
 		for _, s := range t.Strings {
 			if uint64(len(s)) > math.MaxUint32 {
 				return 0, apierr.InvalidArgumentf("input '%s': a string element of %d bytes exceeds the 4 GiB limit of the v2 binary format", t.Name, len(s))
@@ -158,17 +229,61 @@ func binarySize(t *tensor.Tensor, kind ServerKind) (int, error) {
 			if kind == KServe && !utf8.Valid(s) {
 				return 0, apierr.InvalidArgumentf("input '%s' holds a string that is not valid UTF-8; the KServe server decodes BYTES tensors as UTF-8 text and cannot accept it", t.Name)
 			}
+		}
+	}
+	return blockSize(t, pieces), nil
+}
+
+// blockSize is the size of t's binary block.
+func blockSize(t *tensor.Tensor, pieces [][]byte) int {
+	if t.DataType == tensor.Bytes {
+		size := 0
+		for _, s := range t.Strings {
 			size += 4 + len(s)
 		}
-		return size, nil
+		return size
 	}
-	return len(t.Data), nil
+	if pieces == nil {
+		return len(t.Data)
+	}
+	size := 0
+	for _, p := range pieces {
+		size += len(p)
+	}
+	return size
 }
 
 // checkTensor rejects a malformed tensor. Callers build tensors from
 // parsed requests, so this is a bug guard, reported as an internal error.
 func checkTensor(t *tensor.Tensor) error {
 	if err := t.Validate(); err != nil {
+		return apierr.Wrap(apierr.Internal, err, "internal error: malformed tensor for input '"+t.Name+"'")
+	}
+	return nil
+}
+
+// checkData is checkTensor for a tensor whose data is in pieces (nil:
+// t.Data): they must hold whole elements, as many as the shape says.
+func checkData(t *tensor.Tensor, pieces [][]byte) error {
+	if pieces == nil || t.DataType == tensor.Bytes || !t.DataType.Valid() {
+		return checkTensor(t)
+	}
+	sz := t.DataType.Size()
+	n, err := tensor.NumElements(t.Shape)
+	if err == nil {
+		size := 0
+		for _, p := range pieces {
+			if len(p)%sz != 0 {
+				err = fmt.Errorf("tensor %q: a data piece of %d bytes splits an element", t.Name, len(p))
+				break
+			}
+			size += len(p)
+		}
+		if err == nil && int64(size) != n*int64(sz) {
+			err = fmt.Errorf("tensor %q: %w: shape %v needs %d bytes, have %d", t.Name, tensor.ErrShape, t.Shape, n*int64(sz), size)
+		}
+	}
+	if err != nil {
 		return apierr.Wrap(apierr.Internal, err, "internal error: malformed tensor for input '"+t.Name+"'")
 	}
 	return nil
@@ -189,9 +304,12 @@ func kindTitle(k ServerKind) string {
 }
 
 // appendBlock appends t's binary block: the little-endian elements as they
-// are (BOOL normalised to 0/1), or for BYTES each element as a 4-byte
-// little-endian length and its bytes.
-func appendBlock(dst []byte, t *tensor.Tensor) []byte {
+// are (BOOL normalised to 0/1), from its data pieces (nil: t.Data), or for
+// BYTES each element as a 4-byte little-endian length and its bytes.
+func appendBlock(dst []byte, t *tensor.Tensor, pieces [][]byte) []byte {
+	if pieces == nil {
+		pieces = [][]byte{t.Data}
+	}
 	switch t.DataType {
 	case tensor.Bytes:
 		for _, s := range t.Strings {
@@ -199,14 +317,18 @@ func appendBlock(dst []byte, t *tensor.Tensor) []byte {
 			dst = append(dst, s...)
 		}
 	case tensor.Bool:
-		for _, b := range t.Data {
-			if b != 0 {
-				b = 1
+		for _, p := range pieces {
+			for _, b := range p {
+				if b != 0 {
+					b = 1
+				}
+				dst = append(dst, b)
 			}
-			dst = append(dst, b)
 		}
 	default:
-		dst = append(dst, t.Data...)
+		for _, p := range pieces {
+			dst = append(dst, p...)
+		}
 	}
 	return dst
 }

@@ -34,18 +34,20 @@ import (
 // numpy, for which [] is one element.
 //
 // The body is built in a pooled scratch and copied once into an
-// allocation of its exact size.
-func encodeJSON(dst []byte, inputs []tensor.Tensor, opt EncodeOptions) ([]byte, int, string, error) {
+// allocation of its exact size. data gives the tensors' data in pieces as
+// for EncodeRequestParts; nil reads their Data.
+func encodeJSON(dst []byte, inputs []tensor.Tensor, data func(int) [][]byte, opt EncodeOptions) ([]byte, int, string, error) {
 	est := 64 + len(opt.ID)
 	for i := range inputs {
 		t := &inputs[i]
-		if err := checkTensor(t); err != nil {
+		pieces := piecesOf(data, inputs, i)
+		if err := checkData(t, pieces); err != nil {
 			return dst, 0, "", err
 		}
 		if t.DataType == tensor.BF16 {
 			return dst, 0, "", unsupportedBF16(t, MLServer)
 		}
-		est += 96 + len(t.Name) + 21*len(t.Shape) + jsonDataEstimate(t)
+		est += 96 + len(t.Name) + 21*len(t.Shape) + jsonDataEstimate(t, blockSize(t, pieces))
 	}
 	sp := getScratch()
 	buf := (*sp)[:0]
@@ -66,7 +68,7 @@ func encodeJSON(dst []byte, inputs []tensor.Tensor, opt EncodeOptions) ([]byte, 
 		}
 		buf = appendInputHead(buf, t, false)
 		var err error
-		if buf, err = appendJSONData(buf, t); err != nil {
+		if buf, err = appendJSONData(buf, t, piecesOf(data, inputs, i)); err != nil {
 			putScratch(sp, buf)
 			return dst, 0, "", err
 		}
@@ -85,16 +87,15 @@ func encodeJSON(dst []byte, inputs []tensor.Tensor, opt EncodeOptions) ([]byte, 
 }
 
 // jsonDataEstimate is an upper bound of the JSON text of t's elements for
-// fixed types (so the scratch grows once), and a close guess for BYTES.
-func jsonDataEstimate(t *tensor.Tensor) int {
-	n := t.Len()
-	switch t.DataType {
-	case tensor.Bytes:
-		size := 0
-		for _, s := range t.Strings {
-			size += len(s) + 3
-		}
+// fixed types (so the scratch grows once), and a close guess for BYTES;
+// size is the tensor's binary block size (blockSize).
+func jsonDataEstimate(t *tensor.Tensor, size int) int {
+	if t.DataType == tensor.Bytes {
+		// Each string's bytes and 4 more: its quotes, a comma, one to spare.
 		return size
+	}
+	n := size / t.DataType.Size()
+	switch t.DataType {
 	case tensor.Bool:
 		return 6 * n
 	case tensor.Uint8, tensor.Int8:
@@ -108,16 +109,33 @@ func jsonDataEstimate(t *tensor.Tensor) int {
 }
 
 // appendJSONData appends `,"data":[…]` and, for base64 BYTES,
-// `,"parameters":{"content_type":"base64"}`.
-func appendJSONData(dst []byte, t *tensor.Tensor) ([]byte, error) {
+// `,"parameters":{"content_type":"base64"}`; pieces are t's data as for
+// appendBlock.
+func appendJSONData(dst []byte, t *tensor.Tensor, pieces [][]byte) ([]byte, error) {
 	if t.DataType == tensor.Bytes {
 		return appendJSONStrings(dst, t), nil
 	}
+	if pieces == nil {
+		pieces = [][]byte{t.Data}
+	}
 	dst = append(dst, `,"data":[`...)
-	d := t.Data
-	n := t.Len()
+	first := true
+	for _, d := range pieces {
+		var err error
+		if dst, err = appendJSONNumbers(dst, t, d, first); err != nil {
+			return dst, err
+		}
+		first = first && len(d) == 0
+	}
+	return append(dst, ']'), nil
+}
+
+// appendJSONNumbers appends the elements in d (whole elements of t's
+// datatype) as JSON values, comma-separated; first says no value precedes.
+func appendJSONNumbers(dst []byte, t *tensor.Tensor, d []byte, first bool) ([]byte, error) {
+	n := len(d) / t.DataType.Size()
 	for i := 0; i < n; i++ {
-		if i > 0 {
+		if i > 0 || !first {
 			dst = append(dst, ',')
 		}
 		switch t.DataType {
@@ -163,7 +181,7 @@ func appendJSONData(dst []byte, t *tensor.Tensor) ([]byte, error) {
 			}
 		}
 	}
-	return append(dst, ']'), nil
+	return dst, nil
 }
 
 // appendJSONFloat appends v in shortest round-trip form for its precision,

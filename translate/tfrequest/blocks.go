@@ -1,0 +1,120 @@
+package tfrequest
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// A streamed body's numeric data is stored in blocks that never move: when
+// one fills up the next is started, so growth costs one pooled block and no
+// copy, whatever the tensor's size, and no outgrown buffer is left behind
+// as garbage. The v2 body then aliases the blocks (Request.Blocks), so the
+// tensor data is written once, by the decoder, and never copied again.
+//
+// The first block of an input starts small (a pooled data buffer) and
+// doubles up to BlockSize, so a small request does not pin a whole block;
+// those early copies are bounded by BlockSize. The whole-body mode keeps
+// one contiguous buffer, presized from the body, which is faster to fill.
+
+// BlockSize is the size of a streamed input's data blocks. It is a multiple
+// of every element size, so a block always holds whole elements.
+const BlockSize = 256 << 10
+
+// blockPool holds data blocks between requests, all of BlockSize capacity.
+var blockPool = sync.Pool{New: func() any { b := make([]byte, 0, BlockSize); return &b }}
+
+// firstBlock bounds a streamed input's first buffer, which may come from
+// the pool larger than a block: every block holds at most BlockSize.
+func (d *Decoder) firstBlock(in *input) {
+	if !d.alias && cap(in.data) > BlockSize {
+		in.data = in.data[:0:BlockSize]
+	}
+}
+
+// room makes room for one more element in in.data (ensureBuf's job once
+// the input has a buffer): whole-body mode grows the buffer as append
+// would; streaming mode grows the first block up to BlockSize, then seals
+// the full block and starts the next one.
+func (d *Decoder) room(in *input) {
+	esz := in.spec.DataType.Size()
+	if cap(in.data)-len(in.data) >= esz {
+		return
+	}
+	if d.alias {
+		in.data = slices.Grow(in.data, esz)
+		return
+	}
+	if len(in.blocks) == 0 && cap(in.data) < BlockSize {
+		// The first block, still from the small pool: double it (the
+		// pool gets the grown buffer back).
+		grown := make([]byte, len(in.data), min(max(2*cap(in.data), esz), BlockSize))
+		copy(grown, in.data)
+		in.data = grown
+		*in.buf = grown
+		return
+	}
+	in.blocks = append(in.blocks, in.data)
+	b := blockPool.Get().(*[]byte)
+	d.req.pooled = append(d.req.pooled, b)
+	in.buf = b
+	in.data = (*b)[:0]
+}
+
+// dataLen is the number of data bytes an input holds, all blocks included.
+func (in *input) dataLen() int {
+	n := len(in.data)
+	for _, b := range in.blocks {
+		n += len(b)
+	}
+	return n
+}
+
+// setBlocks makes t's data the blocks of in (a streamed input): the first
+// n bytes of its sealed blocks and current block, in order. Data is set too
+// when they are a single block, else left nil.
+func (r *Request) setBlocks(t *tensor.Tensor, in *input, n int64) {
+	blocks := make([][]byte, 0, len(in.blocks)+1)
+	for _, b := range append(in.blocks, in.data) {
+		k := min(int64(len(b)), n)
+		if k == 0 && len(blocks) > 0 {
+			break
+		}
+		blocks = append(blocks, b[:k:k])
+		n -= k
+	}
+	if len(blocks) == 1 {
+		t.Data = blocks[0]
+	}
+	if r.pieces == nil {
+		r.pieces = make([][][]byte, cap(r.Inputs))
+	}
+	r.pieces[len(r.Inputs)] = blocks
+}
+
+// Blocks returns the data of Inputs[i] as the consecutive pieces it is
+// stored in, each holding whole elements: one piece (Inputs[i].Data) for
+// the whole-body parsers, fixed-size blocks for a streamed body (Decoder),
+// whose Data is nil when it spans more than one. The pieces alias pooled
+// memory owned by the Request, valid until Release. BYTES inputs have
+// none (their Strings are the data).
+func (r *Request) Blocks(i int) [][]byte {
+	if i < len(r.pieces) && r.pieces[i] != nil {
+		return r.pieces[i]
+	}
+	if r.Inputs[i].DataType == tensor.Bytes {
+		return nil
+	}
+	return [][]byte{r.Inputs[i].Data}
+}
+
+// releaseBlocks returns the Request's data blocks to their pool.
+func (r *Request) releaseBlocks() {
+	for _, b := range r.pooled {
+		*b = (*b)[:0]
+		blockPool.Put(b)
+	}
+	r.pooled = nil
+	r.pieces = nil
+}

@@ -1,0 +1,105 @@
+package tfrequest
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// bigBody writes a body of n values of one input, row format as rows of
+// width values, or columnar as one flat list.
+func bigBody(n, width int, columnar bool, value func(i int) string) []byte {
+	var b strings.Builder
+	if columnar {
+		b.WriteString(`{"inputs": [`)
+	} else {
+		b.WriteString(`{"instances": [[`)
+	}
+	for i := range n {
+		switch {
+		case i == 0:
+		case !columnar && i%width == 0:
+			b.WriteString("], [")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(value(i))
+	}
+	if columnar {
+		b.WriteString("]}")
+	} else {
+		b.WriteString("]]}")
+	}
+	return []byte(b.String())
+}
+
+// TestDecoderBlocks: a streamed body whose data outgrows one block gives
+// the tensors Parse gives (compared through Blocks), in full blocks of
+// BlockSize but the last, with Data nil; in whole-body mode the data
+// stays one contiguous piece.
+func TestDecoderBlocks(t *testing.T) {
+	num := func(i int) string { return strconv.Itoa(i%200 - 100) }
+	cases := []struct {
+		dtype    string
+		n        int
+		columnar bool
+		value    func(int) string
+	}{
+		{"FP32", 3 * BlockSize / 4, false, func(i int) string { return strconv.FormatFloat(float64(i)/7, 'g', 7, 64) }},
+		{"FP64", BlockSize/8*2 + 5, true, func(i int) string { return strconv.FormatFloat(float64(i)/3, 'g', -1, 64) }},
+		{"INT8", BlockSize + 30, false, num},
+		{"INT64", BlockSize/8 + 1, true, num},
+		{"FP16", BlockSize/2 + 20, false, num},
+		{"BOOL", BlockSize + 1, true, func(i int) string { return strconv.FormatBool(i%3 == 0) }},
+	}
+	for _, c := range cases {
+		sig := sigOf("x:" + c.dtype)
+		n := c.n
+		if !c.columnar {
+			n -= n % 10 // whole rows
+		}
+		body := bigBody(n, 10, c.columnar, c.value)
+		exact, err := Parse(body, fixed(sig), tensor.Limits{})
+		if err != nil {
+			t.Fatalf("%s: Parse: %v", c.dtype, err)
+		}
+		size := len(exact.Inputs[0].Data)
+		for _, chunk := range []int{1000, 4093, 64 << 10} {
+			var cuts []int
+			for p := chunk; p < len(body); p += chunk {
+				cuts = append(cuts, p)
+			}
+			got, err := decodeChunks(body, sig, tensor.Limits{}, cuts, false)
+			if err != nil {
+				t.Fatalf("%s in %d-byte chunks: %v", c.dtype, chunk, err)
+			}
+			if d := sameRequest(exact, got); d != "" {
+				t.Errorf("%s in %d-byte chunks: %s", c.dtype, chunk, d)
+			}
+			blocks := got.Blocks(0)
+			if want := (size + BlockSize - 1) / BlockSize; len(blocks) != want || got.Inputs[0].Data != nil {
+				t.Errorf("%s in %d-byte chunks: %d blocks (Data nil: %v), want %d and nil", c.dtype, chunk, len(blocks), got.Inputs[0].Data == nil, want)
+			}
+			for i, b := range blocks[:len(blocks)-1] {
+				if len(b) != BlockSize {
+					t.Errorf("%s: block %d holds %d bytes, want %d", c.dtype, i, len(b), BlockSize)
+				}
+			}
+			got.Release()
+			if got.pieces != nil || got.pooled != nil {
+				t.Errorf("%s: Release kept the blocks", c.dtype)
+			}
+		}
+		whole, err := ParseOnePass(body, fixed(sig), tensor.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := whole.Blocks(0); len(b) != 1 || len(b[0]) != size {
+			t.Errorf("%s whole body: %d pieces, want 1 of %d bytes", c.dtype, len(b), size)
+		}
+		whole.Release()
+		exact.Release()
+	}
+}
