@@ -388,7 +388,7 @@ func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
 // requestAction is the Continue action that sends a translated request
 // upstream: its headers (the body is the caller's to attach or stream).
 func (s *Session) requestAction(req translate.V2Request) Action {
-	n := len(req.Body)
+	n := req.Len()
 	s.cfg.Metrics.BodySize(observe.StageV2Request, n)
 	a := Action{
 		Verdict: Continue,
@@ -582,6 +582,7 @@ func (s *Session) Fail(err error) Action { return s.fail(err) }
 // away) is counted with status 499.
 func (s *Session) Close() {
 	s.rstream.endSpan()
+	s.rstream.v2.Release()
 	s.cfg.Admission.Release(s.reserved)
 	s.reserved = 0
 	if s.state != stIdle && s.state != stPassThrough && !s.finished {

@@ -18,7 +18,6 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/tracing"
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
@@ -65,6 +64,7 @@ type reqStream struct {
 	n        int64                    // body bytes so far
 	dec      *translate.RequestStream // predict, identity encoding
 	text     []byte                   // the gathered body otherwise
+	v2       translate.V2Request      // the translated body, released at Close
 
 	// The response: the streamed translation (nil when gathered), its
 	// inference-header-content-length, its output and time spent.
@@ -122,16 +122,9 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 		return s.fail(err)
 	}
 	if rs.dec != nil {
-		if rs.n <= replayBytes {
-			// Kept for the exact parser (see replayBytes).
-			rs.text = append(rs.text, chunk...)
-		} else {
-			rs.text = nil
-		}
 		if len(chunk) > 0 {
-			// A write error is sticky and surfaces again, with TF's
-			// text, from Close: TF reports the body's syntax errors
-			// before anything else, so the whole body must be seen.
+			// An error is final and Close returns it again; the rest
+			// of the body is still read (and bounded) like any other.
 			_ = rs.dec.Write(chunk)
 		}
 	} else {
@@ -151,7 +144,7 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 		if a.Verdict != Continue {
 			return a
 		}
-		return s.streamOut(out, a, a.Body)
+		return s.streamOut(out, a, [][]byte{a.Body})
 	}
 	t0 := time.Now()
 	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
@@ -159,30 +152,21 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	rs.dec = nil
 	span.End()
 	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
-	if errors.Is(err, tfrequest.ErrFallback) {
-		if rs.text != nil || rs.n == 0 {
-			req, ex, err = translate.TranslateRequest(rs.text, s.resolve, translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits})
-		} else {
-			err = apierr.InvalidArgumentf("Request body could not be parsed as a TF Serving predict request")
-		}
-	}
-	rs.text = nil
 	if err != nil {
 		return s.fail(err)
 	}
-	if n := int64(len(req.Body)); n > s.reserved {
+	// The body's parts alias the decoder's blocks until the exchange
+	// ends (the proxy's upstream request reads them where they are).
+	rs.v2 = req
+	if n := int64(req.Len()); n > s.reserved {
 		// The tensors came out larger than reserved (integers: "1,"
 		// becomes 8 bytes of INT64): count what is really held.
 		s.cfg.Admission.Hold(n - s.reserved)
 		s.reserved = n
 	}
 	s.exchange = ex
-	return s.streamOut(out, s.requestAction(req), req.Body)
+	return s.streamOut(out, s.requestAction(req), req.Chunks())
 }
-
-// replayBytes is how much of a streamed predict body is kept for the
-// exact parser, which decides what the one-pass decoder does not.
-const replayBytes = 1 << 20
 
 // admitStream reserves, for a streamed request body of which n bytes are
 // known, what it holds per byte: admission.StreamFactor when it is parsed
@@ -198,24 +182,32 @@ func (s *Session) admitStream(n int64) error {
 	return nil
 }
 
-// streamOut hands a translated body to out: the headers action, then the
-// body in pieces.
-func (s *Session) streamOut(out Sink, a Action, body []byte) Action {
+// streamOut hands a translated body, given in parts, to out: the headers
+// action, then the body in pieces of at most MaxPiece bytes.
+func (s *Session) streamOut(out Sink, a Action, parts [][]byte) Action {
 	a.Body, a.ReplaceBody = nil, false
 	if err := out.Headers(a); err != nil {
 		return s.reset(err)
 	}
-	for {
-		n := min(len(body), MaxPiece)
-		last := n == len(body)
-		if err := out.Body(body[:n], last); err != nil {
+	for i, body := range parts {
+		for {
+			n := min(len(body), MaxPiece)
+			last := n == len(body)
+			if err := out.Body(body[:n], last && i == len(parts)-1); err != nil {
+				return s.reset(err)
+			}
+			if last {
+				break
+			}
+			body = body[n:]
+		}
+	}
+	if len(parts) == 0 {
+		if err := out.Body(nil, true); err != nil {
 			return s.reset(err)
 		}
-		if last {
-			return Action{Verdict: Continue}
-		}
-		body = body[n:]
 	}
+	return Action{Verdict: Continue}
 }
 
 // reset ends an exchange whose output broke midway.
@@ -261,7 +253,7 @@ func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out
 			return a
 		}
 		s.state = stDone
-		return s.streamOut(out, a, a.Body)
+		return s.streamOut(out, a, [][]byte{a.Body})
 	}
 	if err := s.admitResponse(rs.n); err != nil {
 		return s.fail(err)

@@ -150,6 +150,12 @@ func TestAdmissionBudget(t *testing.T) {
 		if a := <-done; a.err != nil || a.status != 504 {
 			t.Errorf("holder via %s: %d %v, want 504", via, a.status, a.err)
 		}
+		// The holder's side stream ends a moment after its client got
+		// Envoy's 504: its reservation goes with it.
+		deadline = time.Now().Add(answerDeadline)
+		for s.metrics.Value("tfsbridge_inflight_bytes") != 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
 		checkAnswer(t, "small once free via "+via, s.post(via, "/v1/models/good:predict", small), 200, "")
 		checkAnswer(t, "huge via "+via, s.post(via, "/v1/models/good:predict", huge), 503,
 			fmt.Sprintf("%s%d bytes of working memory, more than the whole in-flight budget of %d bytes", busy, int64(len(huge))*factor, budget))
