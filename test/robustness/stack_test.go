@@ -33,6 +33,9 @@ var transports = []string{viaProxy, viaExtproc, viaExtprocFD}
 // replies and resets some cases expect instead of tfsbridge's answers.
 func throughEnvoy(via string) bool { return via == viaExtproc || via == viaExtprocFD }
 
+// streamingTransports never hold a body whole.
+var streamingTransports = []string{viaProxy, viaExtprocFD}
+
 // streams reports a transport that never holds a body whole: what it
 // reserves of the in-flight budget is admission.StreamFactor per byte.
 func streams(via string) bool { return via == viaProxy || via == viaExtprocFD }
