@@ -30,13 +30,14 @@ type pump struct {
 	quit    chan struct{}
 	done    chan struct{}
 	unblock func() // makes a pending Read return
+	eof     *atomic.Bool
 	once    sync.Once
 }
 
 // startPump reads r in reads of at most size bytes; eof (when not nil) is set at the end
 // of the body, unblock (when not nil) interrupts a Read when the pump is stopped.
 func startPump(r io.Reader, size int, eof *atomic.Bool, unblock func()) *pump {
-	p := &pump{ch: make(chan chunk), quit: make(chan struct{}), done: make(chan struct{}), unblock: unblock}
+	p := &pump{ch: make(chan chunk), quit: make(chan struct{}), done: make(chan struct{}), unblock: unblock, eof: eof}
 	go p.run(r, max(size, 1), eof)
 	return p
 }
@@ -77,7 +78,10 @@ func (p *pump) finish() {
 		select {
 		case <-p.done:
 		default:
-			if p.unblock != nil {
+			// A pump that has read the end of the body is only on its way
+			// out: interrupting it would leave the read deadline on a
+			// keep-alive connection whose next request would then fail.
+			if p.unblock != nil && (p.eof == nil || !p.eof.Load()) {
 				p.unblock()
 			}
 		}
