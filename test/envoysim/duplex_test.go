@@ -34,12 +34,12 @@ func streamed(req *extprocv3.ProcessingRequest, b []byte, eos bool) *extprocv3.P
 }
 
 // streamedChunks splits body into streamed_response replies of at most size bytes, the
-// last with end_of_stream (one empty reply for an empty body).
-func streamedChunks(req *extprocv3.ProcessingRequest, body []byte, size int) []*extprocv3.ProcessingResponse {
+// last with end_of_stream eos (one empty reply for an empty body).
+func streamedChunks(req *extprocv3.ProcessingRequest, body []byte, size int, eos bool) []*extprocv3.ProcessingResponse {
 	var out []*extprocv3.ProcessingResponse
 	for i := 0; ; i += size {
 		end := min(i+size, len(body))
-		out = append(out, streamed(req, body[i:end], end == len(body)))
+		out = append(out, streamed(req, body[i:end], eos && end == len(body)))
 		if end == len(body) {
 			return out
 		}
@@ -62,6 +62,17 @@ type echoProc struct {
 	immediate bool
 	// tweak edits each headers reply before it is sent.
 	tweak func(req *extprocv3.ProcessingRequest, r *extprocv3.ProcessingResponse)
+	// eosBeforeTrailers wrongly ends a body that has trailers with end_of_stream.
+	eosBeforeTrailers bool
+}
+
+// trailersReply answers a trailers message, adding x-proc: 1.
+func trailersReply(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	tr := &extprocv3.TrailersResponse{HeaderMutation: setHeaders(raw("x-proc", "1"))}
+	if req.GetRequestTrailers() != nil {
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: tr}}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: tr}}
 }
 
 // transform is what the echo processor does to body bytes, so a body that bypassed the
@@ -71,6 +82,8 @@ func transform(b []byte) []byte { return bytes.ToUpper(b) }
 // duplexEcho is a compliant FULL_DUPLEX_STREAMED processor for both directions. By default
 // it holds each headers reply until it has seen the whole body (as GIE's EPP does), then
 // sends it and the transformed body in streamed_response chunks of at most o.chunk bytes.
+// A message with trailers ends with the trailers reply (adding x-proc: 1), not with
+// end_of_stream.
 func duplexEcho(o echoProc) func() responder {
 	if o.chunk == 0 {
 		o.chunk = 64 << 10
@@ -99,9 +112,21 @@ func duplexEcho(o echoProc) func() responder {
 				if !b.GetEndOfStream() {
 					return nil
 				}
-				out := append([]*extprocv3.ProcessingResponse{held}, streamedChunks(req, transform(body), o.chunk)...)
+				out := append([]*extprocv3.ProcessingResponse{held}, streamedChunks(req, transform(body), o.chunk, true)...)
 				held, body = nil, nil
 				return out
+			case "request_trailers", "response_trailers":
+				var out []*extprocv3.ProcessingResponse
+				if held != nil {
+					bodyReq := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{}}
+					if req.GetResponseTrailers() != nil {
+						bodyReq.Request = &extprocv3.ProcessingRequest_ResponseBody{}
+					}
+					out = append(out, held)
+					out = append(out, streamedChunks(bodyReq, transform(body), o.chunk, o.eosBeforeTrailers)...)
+				}
+				held, body = nil, nil
+				return append(out, trailersReply(req))
 			}
 			return nil
 		}
@@ -794,4 +819,72 @@ func TestBufferedRequestDuplexResponse(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	ev.wantNoViolations()
+}
+
+// TestDuplexTrailers: a message with trailers ends with a trailers message, and the
+// trailers reply (not end_of_stream) ends it.
+func TestDuplexTrailers(t *testing.T) {
+	respBody := pattern(5000, 6)
+	upstreamWithTrailers := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Trailer", "X-Resp")
+		_, _ = w.Write(respBody)
+		w.Header().Set("X-Resp", "v")
+	}
+	send := func(ev *env) (*http.Response, string) {
+		req, err := http.NewRequest("POST", ev.envoy.URL()+"/v1/models/m:predict", io.MultiReader(strings.NewReader(reqBody)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Trailer = http.Header{"X-Checksum": {"abc"}}
+		resp, err := ev.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, string(b)
+	}
+	t.Run("compliant", func(t *testing.T) {
+		ev := newEnv(t, Config{Mode: duplexMode(), DownstreamReadSize: 8}, &procServer{perStream: duplexEcho(echoProc{})}, upstreamWithTrailers)
+		resp, body := send(ev)
+		if resp.StatusCode != 200 || body != string(transform(respBody)) {
+			t.Fatalf("got %d, %d bytes", resp.StatusCode, len(body))
+		}
+		if got := resp.Trailer; got.Get("X-Resp") != "v" || got.Get("X-Proc") != "1" {
+			t.Errorf("response trailers %v", got)
+		}
+		up := ev.up.requests()
+		if up[0].body != strings.ToUpper(reqBody) || up[0].trailer.Get("X-Checksum") != "abc" || up[0].trailer.Get("X-Proc") != "1" {
+			t.Errorf("upstream %q, trailers %v", up[0].body, up[0].trailer)
+		}
+		ps := ev.proc.stream(t, 0)
+		waitEnd(t, ps)
+		var tk []string
+		for _, m := range ps.messages() {
+			if b := bodyOf(m); b != nil && b.GetEndOfStream() {
+				t.Errorf("%s with end_of_stream on a message with trailers", kindOf(m))
+			}
+			if k := kindOf(m); strings.HasSuffix(k, "_trailers") {
+				tk = append(tk, k)
+			}
+		}
+		if !reflect.DeepEqual(tk, []string{"request_trailers", "response_trailers"}) {
+			t.Errorf("trailers messages %v", tk)
+		}
+		if v, _ := hget(ps.messages()[len(ps.messages())-1].GetResponseTrailers().GetTrailers(), "x-resp"); v != "v" {
+			t.Errorf("response_trailers carry x-resp %q", v)
+		}
+		ev.wantNoViolations()
+	})
+	t.Run("end_of_stream before the trailers", func(t *testing.T) {
+		ev := newEnv(t, Config{Mode: duplexMode()}, &procServer{perStream: duplexEcho(echoProc{eosBeforeTrailers: true})}, upstreamWithTrailers)
+		resp, _ := send(ev)
+		if resp.StatusCode != 500 || ev.lastExchange().Details != "envoysim_streamed_body_ended_before_trailers" {
+			t.Fatalf("status %d, details %q", resp.StatusCode, ev.lastExchange().Details)
+		}
+		ev.wantViolation("ends with trailers")
+	})
 }

@@ -109,6 +109,7 @@ type upRequest struct {
 	body              string
 	contentLength     int64
 	transferEncoding  []string
+	trailer           http.Header
 }
 
 // upstream records requests and answers with handler (default: 200 JSON).
@@ -131,7 +132,7 @@ func startUpstream(t *testing.T, handler http.HandlerFunc) *upstream {
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
-		u.got = append(u.got, upRequest{method: r.Method, uri: r.RequestURI, host: r.Host, header: r.Header.Clone(), body: string(b), contentLength: r.ContentLength, transferEncoding: r.TransferEncoding})
+		u.got = append(u.got, upRequest{method: r.Method, uri: r.RequestURI, host: r.Host, header: r.Header.Clone(), body: string(b), contentLength: r.ContentLength, transferEncoding: r.TransferEncoding, trailer: r.Trailer.Clone()})
 		u.mu.Unlock()
 		handler(w, r)
 	}))
@@ -323,6 +324,10 @@ func kindOf(req *extprocv3.ProcessingRequest) string {
 		return "request_body"
 	case *extprocv3.ProcessingRequest_ResponseBody:
 		return "response_body"
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		return "request_trailers"
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		return "response_trailers"
 	default:
 		return "other"
 	}
