@@ -529,14 +529,10 @@ func TestDuplexRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := ev.client.Do(req)
+			resp, _, err := ev.send(req)
 			code := 0
 			if err == nil {
-				_, rerr := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if rerr == nil {
-					code = resp.StatusCode
-				}
+				code = resp.StatusCode
 			}
 			if code != tc.wantStatus {
 				t.Fatalf("status %d (err %v), want %d; violations %q", code, err, tc.wantStatus, ev.envoy.Violations())
@@ -735,12 +731,10 @@ func TestDuplexBodyEndedEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := ev.client.Do(req)
+	resp, _, err := ev.send(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 	if resp.StatusCode != 500 || ev.lastExchange().Details != "envoysim_streamed_body_ended_early" {
 		t.Fatalf("status %d, details %q", resp.StatusCode, ev.lastExchange().Details)
 	}
@@ -836,16 +830,11 @@ func TestDuplexTrailers(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Trailer = http.Header{"X-Checksum": {"abc"}}
-		resp, err := ev.client.Do(req)
+		resp, b, err := ev.send(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp, string(b)
+		return resp, b
 	}
 	t.Run("compliant", func(t *testing.T) {
 		ev := newEnv(t, Config{Mode: duplexMode(), DownstreamReadSize: 8}, &procServer{perStream: duplexEcho(echoProc{})}, upstreamWithTrailers)

@@ -208,16 +208,23 @@ func (ev *env) do(method, path, body string, hdr ...string) (int, http.Header, s
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Add(hdr[i], hdr[i+1])
 	}
-	resp, err := ev.client.Do(req)
+	resp, b, err := ev.send(req)
 	if err != nil {
 		ev.t.Fatalf("%s %s: %v", method, path, err)
 	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// send sends req through the stand-in and reads the whole answer; err reports a failed
+// exchange (e.g. a stream reset mid-body).
+func (ev *env) send(req *http.Request) (*http.Response, string, error) {
+	resp, err := ev.client.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		ev.t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
+	return resp, string(b), err
 }
 
 // lastExchange returns the single most recent exchange.
