@@ -91,15 +91,21 @@
 //     afterwards the stream is reset. CONTINUE_AND_REPLACE in a headers reply sets body
 //     mode NONE; its body mutation replaces the body and the rest of the original is
 //     drained.
+//   - Full duplex: a message with trailers (chunked HTTP/1 from the client or the
+//     upstream) sends no end_of_stream on its body; a trailers message follows the last
+//     chunk at once, and the trailers reply (its header mutation applied) ends the
+//     message, which then goes on with the trailers. end_of_stream in a streamed_response
+//     of such a message gets a 500 "envoysim_streamed_body_ended_before_trailers".
 //   - Full duplex, our own rule: a streamed_response chunk above MaxStreamedChunk
 //     (64 KiB) is a violation. Stats count chunks per direction and the largest each way.
 //
 // # What is not modelled
 //
 // HTTP/2 or TLS downstream; body modes STREAMED, BUFFERED_PARTIAL and GRPC, and a
-// mode_override to FULL_DUPLEX_STREAMED; trailers (HTTP/1 REST carries none: request
-// trailers are dropped and no trailers message is ever sent, though full duplex needs
-// trailer mode SEND); send_body_without_waiting_for_header_response; the early close of
+// mode_override to FULL_DUPLEX_STREAMED; trailers outside FULL_DUPLEX_STREAMED (trailer
+// mode SKIP: they are dropped); a trailers reply before the headers reply, which Envoy
+// would apply and the stand-in treats as spurious;
+// send_body_without_waiting_for_header_response; the early close of
 // the side stream after the last reply (ext_proc_stream_close_optimization; the
 // stand-in closes it when the exchange ends); in full duplex, an upstream answer or
 // failure while the request body still streams is handled after the processor ended

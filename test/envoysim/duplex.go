@@ -18,6 +18,8 @@ type duplexSink interface {
 	headers(h *headerMap, bodyFollows bool) (*localReply, error)
 	// data hands on body bytes in order; eos ends the message.
 	data(b []byte, eos bool) error
+	// trailers ends the message with trailers.
+	trailers(t *headerMap) error
 }
 
 // duplexRun is one direction of a FULL_DUPLEX_STREAMED exchange: Filter::onHeaders and
@@ -25,13 +27,13 @@ type duplexSink interface {
 // body chunk the moment it arrives (no buffer, no message timer) and injects the
 // processor's streamed_response chunks into the filter chain as they come back.
 type duplexRun struct {
-	f      *filter
-	p, bp  phase // headers and body phase of the direction
-	d      *direction
-	h      *headerMap
-	sink   duplexSink
-	src    <-chan chunk
-	dirIdx int // 0 request, 1 response (Stats arrays)
+	f         *filter
+	p, bp, tp phase // headers, body and trailers phase of the direction
+	d         *direction
+	h         *headerMap
+	sink      duplexSink
+	src       <-chan chunk
+	dirIdx    int // 0 request, 1 response (Stats arrays)
 
 	hasBody bool
 	// pending: the headers message is out and its reply not applied yet (Envoy's
@@ -39,9 +41,12 @@ type duplexRun struct {
 	pending bool
 	// gone: the headers went on (to the router, or downstream).
 	gone bool
-	// sent counts body messages sent; sentEOS: the last one (end_of_stream) is out.
+	// sent counts body messages sent; sentEOS: the end of the message is out (a body
+	// message with end_of_stream, or the trailers message).
 	sent    int
 	sentEOS bool
+	// trailers are the trailers sent to the processor, held until its trailers reply.
+	trailers *headerMap
 	// direct: the processor is out of the picture (processing complete, or the body
 	// mode became NONE); chunks go straight to the sink, or nowhere once replaced.
 	direct bool
@@ -54,9 +59,9 @@ type duplexRun struct {
 // when processing fails or the processor answers immediately; gone reports whether the
 // headers had already gone on by then.
 func (f *filter) streamDuplex(p phase, h *headerMap, src *pump, sink duplexSink) (lr *localReply, gone bool, err error) {
-	r := &duplexRun{f: f, p: p, bp: phaseRequestBody, d: f.dir(p), h: h, sink: sink, hasBody: src != nil}
+	r := &duplexRun{f: f, p: p, bp: phaseRequestBody, tp: phaseRequestTrailers, d: f.dir(p), h: h, sink: sink, hasBody: src != nil}
 	if !p.isRequest() {
-		r.bp, r.dirIdx = phaseResponseBody, 1
+		r.bp, r.tp, r.dirIdx = phaseResponseBody, phaseResponseTrailers, 1
 	}
 	if src != nil {
 		r.src = src.ch
@@ -149,24 +154,44 @@ func (r *duplexRun) onChunk(c chunk) (*localReply, error) {
 	if r.direct || f.complete {
 		r.direct = true
 		if r.d.replaced {
-			// CONTINUE_AND_REPLACE: the rest of the original body is drained.
+			// CONTINUE_AND_REPLACE: the rest of the original body (and its trailers,
+			// as send_trailers is off) is drained.
 			return nil, nil
 		}
 		if c.eos {
 			r.ended = true
 		}
+		if c.trailers != nil {
+			if err := r.sink.data(c.data, false); err != nil {
+				return nil, err
+			}
+			return nil, r.sink.trailers(c.trailers)
+		}
 		return nil, r.sink.data(c.data, c.eos)
 	}
-	if _, lr, err := f.send(bodyMessage(r.bp, c.data, c.eos), r.bp); err != nil || lr != nil {
-		return lr, err
+	// With trailers the last data callback is not the end of the stream; the codec
+	// hands no empty data before trailers.
+	if c.trailers == nil || len(c.data) > 0 {
+		r.sentEOS = c.eos && c.trailers == nil
+		if _, lr, err := f.send(bodyMessage(r.bp, c.data, r.sentEOS), r.bp); err != nil || lr != nil {
+			return lr, err
+		}
+		r.sent++
+		f.e.stats.chunksSent[r.dirIdx].Add(1)
+		storeMax(&f.e.stats.largestSent, uint64(len(c.data)))
+	}
+	if c.trailers != nil && !f.complete {
+		// onTrailers: sent at once in this mode, whatever is outstanding.
+		r.sentEOS, r.trailers = true, c.trailers
+		if _, lr, err := f.send(trailersMessage(r.tp, c.trailers), r.tp); err != nil || lr != nil {
+			return lr, err
+		}
 	}
 	if f.complete {
+		// The stream broke under the send: what went out is lost, the rest goes on.
+		r.sentEOS, r.trailers = c.eos, c.trailers
 		return r.unprocessed()
 	}
-	r.sent++
-	r.sentEOS = c.eos
-	f.e.stats.chunksSent[r.dirIdx].Add(1)
-	storeMax(&f.e.stats.largestSent, uint64(len(c.data)))
 	return nil, nil
 }
 
@@ -196,7 +221,8 @@ func (r *duplexRun) onReceive(rcv received) (*localReply, error) {
 		}
 	}
 	var cr *extprocv3.CommonResponse
-	headers, body := false, false
+	var tm *extprocv3.HeaderMutation
+	headers, body, trailers := false, false, false
 	switch x := resp.GetResponse().(type) {
 	case *extprocv3.ProcessingResponse_ImmediateResponse:
 		return f.onImmediate(r.p, x.ImmediateResponse), nil
@@ -208,6 +234,10 @@ func (r *duplexRun) onReceive(rcv received) (*localReply, error) {
 		cr, body = x.RequestBody.GetResponse(), r.bp == phaseRequestBody
 	case *extprocv3.ProcessingResponse_ResponseBody:
 		cr, body = x.ResponseBody.GetResponse(), r.bp == phaseResponseBody
+	case *extprocv3.ProcessingResponse_RequestTrailers:
+		tm, trailers = x.RequestTrailers.GetHeaderMutation(), r.tp == phaseRequestTrailers
+	case *extprocv3.ProcessingResponse_ResponseTrailers:
+		tm, trailers = x.ResponseTrailers.GetHeaderMutation(), r.tp == phaseResponseTrailers
 	case nil:
 		return r.spurious("unhandled message", "reply with no response set")
 	}
@@ -222,6 +252,14 @@ func (r *duplexRun) onReceive(rcv received) (*localReply, error) {
 		return r.spurious("spurious message", "%s reply while no body chunk is outstanding", replyKind(resp))
 	case body:
 		return r.onBodyReply(cr)
+	case trailers && r.pending:
+		// Envoy would even apply it (it takes a trailers reply at any time in this
+		// mode); the stand-in holds to the protocol order.
+		return r.spurious("spurious message", "%s reply before the %s reply: replies must come in protocol order", replyKind(resp), r.p)
+	case trailers && r.trailers == nil:
+		return r.spurious("spurious message", "%s reply while no trailers message is outstanding", replyKind(resp))
+	case trailers:
+		return r.onTrailersReply(tm)
 	}
 	return r.spurious("spurious message", "%s reply while streaming the %s", replyKind(resp), r.bp)
 }
@@ -250,6 +288,9 @@ func (r *duplexRun) unprocessed() (*localReply, error) {
 	}
 	if r.sentEOS && !r.ended {
 		r.ended = true
+		if r.trailers != nil {
+			return nil, r.sink.trailers(r.trailers)
+		}
 		return nil, r.sink.data(nil, true)
 	}
 	return nil, nil
@@ -284,12 +325,7 @@ func (r *duplexRun) onHeadersReply(cr *extprocv3.CommonResponse) (*localReply, e
 	}
 	bm := cr.GetBodyMutation()
 	if bm == nil {
-		lr, err := r.release(r.hasBody)
-		if err != nil || lr != nil || r.ended || !r.sentEOS {
-			return lr, err
-		}
-		r.ended = true
-		return nil, r.sink.data(nil, true)
+		return r.unprocessed()
 	}
 	r.h.del("content-length")
 	d.replaced = true
@@ -298,6 +334,20 @@ func (r *duplexRun) onHeadersReply(cr *extprocv3.CommonResponse) (*localReply, e
 	}
 	r.ended = true
 	return nil, r.sink.data(applyBodyMutation(nil, bm), true)
+}
+
+// onTrailersReply is ProcessorState::handleTrailersResponse: the mutated trailers go on and
+// end the message.
+func (r *duplexRun) onTrailersReply(m *extprocv3.HeaderMutation) (*localReply, error) {
+	f := r.f
+	f.e.stats.msgsReceived.Add(1)
+	if m != nil {
+		if lr := f.mutateHeaders(r.tp, r.trailers, m, false, false); lr != nil {
+			return lr, nil
+		}
+	}
+	r.ended = true
+	return nil, r.sink.trailers(r.trailers)
 }
 
 // onBodyReply is ProcessorState::handleDuplexStreamedBodyResponse: only streamed_response
@@ -327,6 +377,10 @@ func (r *duplexRun) onBodyReply(cr *extprocv3.CommonResponse) (*localReply, erro
 	storeMax(&f.e.stats.largestReceived, uint64(len(b)))
 	if max := f.e.cfg.MaxStreamedChunk; len(b) > max {
 		f.violation(r.bp, "streamed_response chunk of %d bytes exceeds %d bytes (keep each body reply within ~64 KiB)", len(b), max)
+	}
+	if eos && r.trailers != nil {
+		f.violation(r.bp, "streamed_response end_of_stream on a message that ends with trailers: Envoy would end the stream before the trailers (end it with the trailers reply)")
+		return f.fail("envoysim_streamed_body_ended_before_trailers"), nil
 	}
 	if eos && !r.sentEOS {
 		f.violation(r.bp, "streamed_response end_of_stream before Envoy sent the end of the body (%d chunk(s) sent so far): the rest would be injected after the end of the stream", r.sent)

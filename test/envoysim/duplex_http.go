@@ -14,11 +14,12 @@ import (
 const upstreamReadSize = 64 << 10
 
 // chunk is one data callback: the bytes the codec handed the filter chain at once, the
-// end of the body, or why the body could not be read.
+// end of the message (with its trailers, if any), or why the body could not be read.
 type chunk struct {
-	data []byte
-	eos  bool
-	err  error
+	data     []byte
+	eos      bool
+	trailers *headerMap // with eos: the trailers that end the message (nil: none)
+	err      error
 }
 
 // pump reads a body on its own goroutine and delivers it in data callbacks, so the filter
@@ -34,15 +35,25 @@ type pump struct {
 	once    sync.Once
 }
 
-// startPump reads r in reads of at most size bytes; eof (when not nil) is set at the end
-// of the body, unblock (when not nil) interrupts a Read when the pump is stopped.
-func startPump(r io.Reader, size int, eof *atomic.Bool, unblock func()) *pump {
-	p := &pump{ch: make(chan chunk), quit: make(chan struct{}), done: make(chan struct{}), unblock: unblock, eof: eof}
-	go p.run(r, max(size, 1), eof)
+// pumpSource is a body to pump: reads of at most size bytes from r; eof (when not nil) is
+// set at the end of the body, trailers (when not nil) gives the trailers once r is at its
+// end, unblock (when not nil) interrupts a Read when the pump is stopped.
+type pumpSource struct {
+	r        io.Reader
+	size     int
+	eof      *atomic.Bool
+	trailers func() http.Header
+	unblock  func()
+}
+
+func startPump(src pumpSource) *pump {
+	p := &pump{ch: make(chan chunk), quit: make(chan struct{}), done: make(chan struct{}), unblock: src.unblock, eof: src.eof}
+	go p.run(src)
 	return p
 }
 
-func (p *pump) run(r io.Reader, size int, eof *atomic.Bool) {
+func (p *pump) run(src pumpSource) {
+	r, size, eof := src.r, max(src.size, 1), src.eof
 	defer close(p.done)
 	buf := make([]byte, size)
 	for {
@@ -53,6 +64,9 @@ func (p *pump) run(r io.Reader, size int, eof *atomic.Bool) {
 			c.eos = true
 			if eof != nil {
 				eof.Store(true)
+			}
+			if src.trailers != nil {
+				c.trailers = trailerMap(src.trailers())
 			}
 		case err != nil:
 			c.err = err
@@ -89,6 +103,16 @@ func (p *pump) finish() {
 	<-p.done
 }
 
+// trailerMap is the trailers t as the codec hands them on: nil when none carries a value.
+func trailerMap(t http.Header) *headerMap {
+	m := &headerMap{}
+	m.appendHTTPHeader(t)
+	if len(m.entries) == 0 {
+		return nil
+	}
+	return m
+}
+
 // knownPump delivers a body that is already in memory in one data callback (a buffer
 // filter before ext_proc, or a local reply).
 func knownPump(b []byte) *pump {
@@ -106,11 +130,13 @@ func (x *exchange) serveDuplex(h *headerMap, hasBody bool, buffered []byte) erro
 	case buffered != nil:
 		src = knownPump(buffered)
 	case hasBody:
-		src = startPump(x.r.Body, x.e.cfg.DownstreamReadSize, &x.bodyRead, func() {
-			// Stop a read the client may never complete; the connection is closed
-			// after the response anyway (the body was not read to its end).
-			_ = http.NewResponseController(x.w).SetReadDeadline(time.Now())
-		})
+		src = startPump(pumpSource{r: x.r.Body, size: x.e.cfg.DownstreamReadSize, eof: &x.bodyRead,
+			trailers: func() http.Header { return x.r.Trailer },
+			unblock: func() {
+				// Stop a read the client may never complete; the connection is
+				// closed after the response anyway (the body was not read to its end).
+				_ = http.NewResponseController(x.w).SetReadDeadline(time.Now())
+			}})
 	}
 	if src != nil {
 		defer src.finish()
@@ -141,6 +167,9 @@ type upstreamSink struct {
 	x   *exchange
 	pw  *io.PipeWriter
 	res chan upstreamResult
+	// trailer is the upstream request's Trailer map: net/http sends what it holds when
+	// the body ends.
+	trailer http.Header
 }
 
 type upstreamResult struct {
@@ -160,6 +189,10 @@ func (u *upstreamSink) headers(h *headerMap, bodyFollows bool) (*localReply, err
 	if lr != nil {
 		u.abort()
 		return lr, nil
+	}
+	if bodyFollows {
+		u.trailer = http.Header{}
+		req.Trailer = u.trailer
 	}
 	u.res = make(chan upstreamResult, 1)
 	go func() {
@@ -190,6 +223,16 @@ func (u *upstreamSink) data(b []byte, eos bool) error {
 		u.pw = nil
 	}
 	return nil
+}
+
+func (u *upstreamSink) trailers(t *headerMap) error {
+	if u.pw == nil {
+		return nil
+	}
+	for _, e := range t.entries {
+		u.trailer.Add(e.key, e.value)
+	}
+	return u.data(nil, true)
 }
 
 // result waits for the upstream's answer to a request whose body was handed on whole.
@@ -228,7 +271,7 @@ func (x *exchange) encodeDuplex(h *headerMap, src bodySource) error {
 		if c, ok := src.r.(io.Closer); ok {
 			unblock = func() { _ = c.Close() }
 		}
-		p = startPump(src.r, upstreamReadSize, nil, unblock)
+		p = startPump(pumpSource{r: src.r, size: upstreamReadSize, trailers: func() http.Header { return src.trailer }, unblock: unblock})
 	}
 	if p != nil {
 		defer p.finish()
@@ -277,5 +320,17 @@ func (s *downstreamSink) data(b []byte, _ bool) error {
 		return errAborted
 	}
 	s.x.flush()
+	return nil
+}
+
+func (s *downstreamSink) trailers(t *headerMap) error {
+	if !s.send {
+		return nil
+	}
+	// net/http sends these as the trailers of the chunked response when the handler ends.
+	hdr := s.x.w.Header()
+	for _, e := range t.entries {
+		hdr.Add(http.TrailerPrefix+e.key, e.value)
+	}
 	return nil
 }

@@ -18,14 +18,6 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// duplexMode is FULL_DUPLEX_STREAMED both ways, with the trailer modes Envoy requires.
-func duplexMode() *extprocfilterv3.ProcessingMode {
-	m := DefaultMode()
-	m.RequestBodyMode, m.ResponseBodyMode = extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED, extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
-	m.RequestTrailerMode, m.ResponseTrailerMode = extprocfilterv3.ProcessingMode_SEND, extprocfilterv3.ProcessingMode_SEND
-	return m
-}
-
 // streamed is a body reply carrying one streamed_response chunk.
 func streamed(req *extprocv3.ProcessingRequest, b []byte, eos bool) *extprocv3.ProcessingResponse {
 	return common(req, &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{
@@ -34,12 +26,12 @@ func streamed(req *extprocv3.ProcessingRequest, b []byte, eos bool) *extprocv3.P
 }
 
 // streamedChunks splits body into streamed_response replies of at most size bytes, the
-// last with end_of_stream (one empty reply for an empty body).
-func streamedChunks(req *extprocv3.ProcessingRequest, body []byte, size int) []*extprocv3.ProcessingResponse {
+// last with end_of_stream eos (one empty reply for an empty body).
+func streamedChunks(req *extprocv3.ProcessingRequest, body []byte, size int, eos bool) []*extprocv3.ProcessingResponse {
 	var out []*extprocv3.ProcessingResponse
 	for i := 0; ; i += size {
 		end := min(i+size, len(body))
-		out = append(out, streamed(req, body[i:end], end == len(body)))
+		out = append(out, streamed(req, body[i:end], eos && end == len(body)))
 		if end == len(body) {
 			return out
 		}
@@ -62,6 +54,17 @@ type echoProc struct {
 	immediate bool
 	// tweak edits each headers reply before it is sent.
 	tweak func(req *extprocv3.ProcessingRequest, r *extprocv3.ProcessingResponse)
+	// eosBeforeTrailers wrongly ends a body that has trailers with end_of_stream.
+	eosBeforeTrailers bool
+}
+
+// trailersReply answers a trailers message, adding x-proc: 1.
+func trailersReply(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	tr := &extprocv3.TrailersResponse{HeaderMutation: setHeaders(raw("x-proc", "1"))}
+	if req.GetRequestTrailers() != nil {
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: tr}}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: tr}}
 }
 
 // transform is what the echo processor does to body bytes, so a body that bypassed the
@@ -71,6 +74,8 @@ func transform(b []byte) []byte { return bytes.ToUpper(b) }
 // duplexEcho is a compliant FULL_DUPLEX_STREAMED processor for both directions. By default
 // it holds each headers reply until it has seen the whole body (as GIE's EPP does), then
 // sends it and the transformed body in streamed_response chunks of at most o.chunk bytes.
+// A message with trailers ends with the trailers reply (adding x-proc: 1), not with
+// end_of_stream.
 func duplexEcho(o echoProc) func() responder {
 	if o.chunk == 0 {
 		o.chunk = 64 << 10
@@ -99,9 +104,21 @@ func duplexEcho(o echoProc) func() responder {
 				if !b.GetEndOfStream() {
 					return nil
 				}
-				out := append([]*extprocv3.ProcessingResponse{held}, streamedChunks(req, transform(body), o.chunk)...)
+				out := append([]*extprocv3.ProcessingResponse{held}, streamedChunks(req, transform(body), o.chunk, true)...)
 				held, body = nil, nil
 				return out
+			case "request_trailers", "response_trailers":
+				var out []*extprocv3.ProcessingResponse
+				if held != nil {
+					bodyReq := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{}}
+					if req.GetResponseTrailers() != nil {
+						bodyReq.Request = &extprocv3.ProcessingRequest_ResponseBody{}
+					}
+					out = append(out, held)
+					out = append(out, streamedChunks(bodyReq, transform(body), o.chunk, o.eosBeforeTrailers)...)
+				}
+				held, body = nil, nil
+				return append(out, trailersReply(req))
 			}
 			return nil
 		}
@@ -150,7 +167,7 @@ func TestDuplexEcho(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			reqBody, respBody := pattern(tc.reqLen, 1), pattern(tc.respLen, 7)
-			ev := newEnv(t, Config{Mode: duplexMode(), DownstreamReadSize: tc.readSize, MessageTimeout: 50 * time.Millisecond},
+			ev := newEnv(t, Config{Mode: FullDuplexMode(), DownstreamReadSize: tc.readSize, MessageTimeout: 50 * time.Millisecond},
 				&procServer{perStream: duplexEcho(echoProc{chunk: tc.chunk, immediate: tc.immediate})}, chunkedUpstream(respBody, tc.upWrite))
 			method := "POST"
 			if tc.reqLen == 0 {
@@ -237,7 +254,7 @@ func TestDuplexEcho(t *testing.T) {
 func TestDuplexUpstreamChunking(t *testing.T) {
 	got := make(chan struct{}, 16)
 	echo := duplexEcho(echoProc{})
-	ev := newEnv(t, Config{Mode: duplexMode()}, &procServer{perStream: func() responder {
+	ev := newEnv(t, Config{Mode: FullDuplexMode()}, &procServer{perStream: func() responder {
 		r := echo()
 		return func(n int, req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
 			if kindOf(req) == "response_body" {
@@ -280,7 +297,7 @@ func TestDuplexUpstreamChunking(t *testing.T) {
 // TestDuplexBodyFlowsBeforeHeadersReply checks that Envoy keeps sending body chunks while
 // the processor withholds the headers reply, and that nothing goes upstream before it.
 func TestDuplexBodyFlowsBeforeHeadersReply(t *testing.T) {
-	ev := newEnv(t, Config{Mode: duplexMode(), DownstreamReadSize: 100}, &procServer{perStream: duplexEcho(echoProc{})}, nil)
+	ev := newEnv(t, Config{Mode: FullDuplexMode(), DownstreamReadSize: 100}, &procServer{perStream: duplexEcho(echoProc{})}, nil)
 	reqBody := pattern(1000, 3)
 	if code, _, _ := ev.do("POST", "/v1/models/m:predict", string(reqBody)); code != 200 {
 		t.Fatalf("status %d", code)
@@ -498,20 +515,16 @@ func TestDuplexRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Mode: duplexMode(), DownstreamReadSize: 1000, MaxStreamedChunk: 4096, FailureModeAllow: tc.fma, AllowModeOverride: true}
+			cfg := Config{Mode: FullDuplexMode(), DownstreamReadSize: 1000, MaxStreamedChunk: 4096, FailureModeAllow: tc.fma, AllowModeOverride: true}
 			ev := newEnv(t, cfg, &procServer{perStream: tc.proc}, chunkedUpstream(pattern(3000, 2), 1000))
 			req, err := http.NewRequest("POST", ev.envoy.URL()+"/v1/models/m:predict", strings.NewReader(reqBody))
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := ev.client.Do(req)
+			resp, _, err := ev.send(req)
 			code := 0
 			if err == nil {
-				_, rerr := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if rerr == nil {
-					code = resp.StatusCode
-				}
+				code = resp.StatusCode
 			}
 			if code != tc.wantStatus {
 				t.Fatalf("status %d (err %v), want %d; violations %q", code, err, tc.wantStatus, ev.envoy.Violations())
@@ -540,7 +553,7 @@ func TestDuplexRules(t *testing.T) {
 func TestDuplexStreamFailures(t *testing.T) {
 	reqBody := pattern(20000, 9)
 	t.Run("gRPC error after a body chunk fails closed despite failure_mode_allow", func(t *testing.T) {
-		ev := newEnv(t, Config{Mode: duplexMode(), DownstreamReadSize: 1000, FailureModeAllow: true}, &procServer{custom: func(s extprocv3.ExternalProcessor_ProcessServer, ps *procStream) error {
+		ev := newEnv(t, Config{Mode: FullDuplexMode(), DownstreamReadSize: 1000, FailureModeAllow: true}, &procServer{custom: func(s extprocv3.ExternalProcessor_ProcessServer, ps *procStream) error {
 			for {
 				req, ok := ps.recv(s)
 				if !ok {
@@ -560,7 +573,7 @@ func TestDuplexStreamFailures(t *testing.T) {
 		}
 	})
 	t.Run("gRPC error before any body fails open", func(t *testing.T) {
-		ev := newEnv(t, Config{Mode: duplexMode(), FailureModeAllow: true}, &procServer{custom: func(s extprocv3.ExternalProcessor_ProcessServer, ps *procStream) error {
+		ev := newEnv(t, Config{Mode: FullDuplexMode(), FailureModeAllow: true}, &procServer{custom: func(s extprocv3.ExternalProcessor_ProcessServer, ps *procStream) error {
 			ps.recv(s)
 			return status.Error(codes.Unavailable, "down")
 		}}, nil)
@@ -573,7 +586,7 @@ func TestDuplexStreamFailures(t *testing.T) {
 		}
 	})
 	t.Run("clean close mid-body loses what the processor held", func(t *testing.T) {
-		ev := newEnv(t, Config{Mode: duplexMode(), DownstreamReadSize: 1000}, &procServer{custom: func(s extprocv3.ExternalProcessor_ProcessServer, ps *procStream) error {
+		ev := newEnv(t, Config{Mode: FullDuplexMode(), DownstreamReadSize: 1000}, &procServer{custom: func(s extprocv3.ExternalProcessor_ProcessServer, ps *procStream) error {
 			for {
 				req, ok := ps.recv(s)
 				if !ok || kindOf(req) == "request_body" {
@@ -614,7 +627,7 @@ func TestDuplexConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base
-			c.Mode = duplexMode()
+			c.Mode = FullDuplexMode()
 			tc.mut(c.Mode)
 			_, _, err := c.normalized()
 			if (err == nil) != tc.ok {
@@ -622,7 +635,7 @@ func TestDuplexConfig(t *testing.T) {
 			}
 		})
 	}
-	got, _, err := Config{ProcessorAddr: "x:1", Upstream: "http://x:2", Mode: duplexMode()}.normalized()
+	got, _, err := Config{ProcessorAddr: "x:1", Upstream: "http://x:2", Mode: FullDuplexMode()}.normalized()
 	if err != nil || got.DownstreamReadSize != DefaultDownstreamReadSize || got.MaxStreamedChunk != DefaultMaxStreamedChunk {
 		t.Errorf("defaults: %v %+v", err, got)
 	}
@@ -630,7 +643,7 @@ func TestDuplexConfig(t *testing.T) {
 
 // TestDuplexRequestBufferedResponse mixes a full-duplex request with a BUFFERED response.
 func TestDuplexRequestBufferedResponse(t *testing.T) {
-	mode := duplexMode()
+	mode := FullDuplexMode()
 	mode.ResponseBodyMode, mode.ResponseTrailerMode = extprocfilterv3.ProcessingMode_BUFFERED, extprocfilterv3.ProcessingMode_SKIP
 	echo := duplexEcho(echoProc{})
 	ev := newEnv(t, Config{Mode: mode, DownstreamReadSize: 512}, &procServer{perStream: func() responder {
@@ -663,7 +676,7 @@ func TestDuplexRequestBufferedResponse(t *testing.T) {
 // TestDuplexStrayReplyAfterBody catches a body reply after the processor ended the body.
 func TestDuplexStrayReplyAfterBody(t *testing.T) {
 	echo := duplexEcho(echoProc{})
-	ev := newEnv(t, Config{Mode: duplexMode()}, &procServer{perStream: func() responder {
+	ev := newEnv(t, Config{Mode: FullDuplexMode()}, &procServer{perStream: func() responder {
 		r := echo()
 		return func(n int, req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
 			out := r(n, req)
@@ -686,7 +699,7 @@ func TestDuplexStrayReplyAfterBody(t *testing.T) {
 // TestDuplexBodyEndedEarly: a processor that ends the body before Envoy sent its end.
 func TestDuplexBodyEndedEarly(t *testing.T) {
 	replied := make(chan struct{})
-	ev := newEnv(t, Config{Mode: duplexMode()}, &procServer{perStream: func() responder {
+	ev := newEnv(t, Config{Mode: FullDuplexMode()}, &procServer{perStream: func() responder {
 		return func(_ int, req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
 			if kindOf(req) != "request_body" {
 				return nil
@@ -710,12 +723,10 @@ func TestDuplexBodyEndedEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := ev.client.Do(req)
+	resp, _, err := ev.send(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 	if resp.StatusCode != 500 || ev.lastExchange().Details != "envoysim_streamed_body_ended_early" {
 		t.Fatalf("status %d, details %q", resp.StatusCode, ev.lastExchange().Details)
 	}
@@ -744,7 +755,7 @@ func TestDuplexLocalReplies(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.Mode = duplexMode()
+			tc.cfg.Mode = FullDuplexMode()
 			ev := newEnv(t, tc.cfg, &procServer{perStream: duplexEcho(echoProc{})}, nil)
 			code, hdr, body := ev.do("POST", "/v1/models/m:predict", reqBody)
 			if code != tc.wantCode || !strings.HasPrefix(body, tc.wantBody) || hdr.Get("Content-Length") != "" {
@@ -762,7 +773,7 @@ func TestDuplexLocalReplies(t *testing.T) {
 
 // TestBufferedRequestDuplexResponse mixes a BUFFERED request with a full-duplex response.
 func TestBufferedRequestDuplexResponse(t *testing.T) {
-	mode := duplexMode()
+	mode := FullDuplexMode()
 	mode.RequestBodyMode, mode.RequestTrailerMode = extprocfilterv3.ProcessingMode_BUFFERED, extprocfilterv3.ProcessingMode_SKIP
 	echo := duplexEcho(echoProc{chunk: 1000})
 	respBody := pattern(10000, 8)
@@ -794,4 +805,67 @@ func TestBufferedRequestDuplexResponse(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	ev.wantNoViolations()
+}
+
+// TestDuplexTrailers: a message with trailers ends with a trailers message, and the
+// trailers reply (not end_of_stream) ends it.
+func TestDuplexTrailers(t *testing.T) {
+	respBody := pattern(5000, 6)
+	upstreamWithTrailers := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Trailer", "X-Resp")
+		_, _ = w.Write(respBody)
+		w.Header().Set("X-Resp", "v")
+	}
+	send := func(ev *env) (*http.Response, string) {
+		req, err := http.NewRequest("POST", ev.envoy.URL()+"/v1/models/m:predict", io.MultiReader(strings.NewReader(reqBody)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Trailer = http.Header{"X-Checksum": {"abc"}}
+		resp, b, err := ev.send(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+	t.Run("compliant", func(t *testing.T) {
+		ev := newEnv(t, Config{Mode: FullDuplexMode(), DownstreamReadSize: 8}, &procServer{perStream: duplexEcho(echoProc{})}, upstreamWithTrailers)
+		resp, body := send(ev)
+		if resp.StatusCode != 200 || body != string(transform(respBody)) {
+			t.Fatalf("got %d, %d bytes", resp.StatusCode, len(body))
+		}
+		if got := resp.Trailer; got.Get("X-Resp") != "v" || got.Get("X-Proc") != "1" {
+			t.Errorf("response trailers %v", got)
+		}
+		up := ev.up.requests()
+		if up[0].body != strings.ToUpper(reqBody) || up[0].trailer.Get("X-Checksum") != "abc" || up[0].trailer.Get("X-Proc") != "1" {
+			t.Errorf("upstream %q, trailers %v", up[0].body, up[0].trailer)
+		}
+		ps := ev.proc.stream(t, 0)
+		waitEnd(t, ps)
+		var tk []string
+		for _, m := range ps.messages() {
+			if b := bodyOf(m); b != nil && b.GetEndOfStream() {
+				t.Errorf("%s with end_of_stream on a message with trailers", kindOf(m))
+			}
+			if k := kindOf(m); strings.HasSuffix(k, "_trailers") {
+				tk = append(tk, k)
+			}
+		}
+		if !reflect.DeepEqual(tk, []string{"request_trailers", "response_trailers"}) {
+			t.Errorf("trailers messages %v", tk)
+		}
+		if v, _ := hget(ps.messages()[len(ps.messages())-1].GetResponseTrailers().GetTrailers(), "x-resp"); v != "v" {
+			t.Errorf("response_trailers carry x-resp %q", v)
+		}
+		ev.wantNoViolations()
+	})
+	t.Run("end_of_stream before the trailers", func(t *testing.T) {
+		ev := newEnv(t, Config{Mode: FullDuplexMode()}, &procServer{perStream: duplexEcho(echoProc{eosBeforeTrailers: true})}, upstreamWithTrailers)
+		resp, _ := send(ev)
+		if resp.StatusCode != 500 || ev.lastExchange().Details != "envoysim_streamed_body_ended_before_trailers" {
+			t.Fatalf("status %d, details %q", resp.StatusCode, ev.lastExchange().Details)
+		}
+		ev.wantViolation("ends with trailers")
+	})
 }

@@ -29,6 +29,10 @@ const (
 	phaseRequestBody
 	phaseResponseHeaders
 	phaseResponseBody
+	// Trailers are only sent in FULL_DUPLEX_STREAMED (the one mode modelled with trailer
+	// mode SEND).
+	phaseRequestTrailers
+	phaseResponseTrailers
 )
 
 func (p phase) String() string {
@@ -39,13 +43,19 @@ func (p phase) String() string {
 		return "request_body"
 	case phaseResponseHeaders:
 		return "response_headers"
+	case phaseRequestTrailers:
+		return "request_trailers"
+	case phaseResponseTrailers:
+		return "response_trailers"
 	default:
 		return "response_body"
 	}
 }
 
 func (p phase) isHeaders() bool { return p == phaseRequestHeaders || p == phaseResponseHeaders }
-func (p phase) isRequest() bool { return p == phaseRequestHeaders || p == phaseRequestBody }
+func (p phase) isRequest() bool {
+	return p == phaseRequestHeaders || p == phaseRequestBody || p == phaseRequestTrailers
+}
 
 // direction is Envoy's ProcessorState for one direction (decoding = request, encoding =
 // response), reduced to what the modelled modes need.
@@ -214,6 +224,18 @@ func bodyMessage(p phase, body []byte, endStream bool) *extprocv3.ProcessingRequ
 		req.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: hb}
 	} else {
 		req.Request = &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: hb}
+	}
+	return req
+}
+
+// trailersMessage is the trailers message of phase p.
+func trailersMessage(p phase, t *headerMap) *extprocv3.ProcessingRequest {
+	ht := &extprocv3.HttpTrailers{Trailers: t.proto()}
+	req := &extprocv3.ProcessingRequest{MetadataContext: &corev3.Metadata{}}
+	if p == phaseRequestTrailers {
+		req.Request = &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: ht}
+	} else {
+		req.Request = &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: ht}
 	}
 	return req
 }

@@ -109,6 +109,7 @@ type upRequest struct {
 	body              string
 	contentLength     int64
 	transferEncoding  []string
+	trailer           http.Header
 }
 
 // upstream records requests and answers with handler (default: 200 JSON).
@@ -131,7 +132,7 @@ func startUpstream(t *testing.T, handler http.HandlerFunc) *upstream {
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
-		u.got = append(u.got, upRequest{method: r.Method, uri: r.RequestURI, host: r.Host, header: r.Header.Clone(), body: string(b), contentLength: r.ContentLength, transferEncoding: r.TransferEncoding})
+		u.got = append(u.got, upRequest{method: r.Method, uri: r.RequestURI, host: r.Host, header: r.Header.Clone(), body: string(b), contentLength: r.ContentLength, transferEncoding: r.TransferEncoding, trailer: r.Trailer.Clone()})
 		u.mu.Unlock()
 		handler(w, r)
 	}))
@@ -207,16 +208,23 @@ func (ev *env) do(method, path, body string, hdr ...string) (int, http.Header, s
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Add(hdr[i], hdr[i+1])
 	}
-	resp, err := ev.client.Do(req)
+	resp, b, err := ev.send(req)
 	if err != nil {
 		ev.t.Fatalf("%s %s: %v", method, path, err)
 	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// send sends req through the stand-in and reads the whole answer; err reports a failed
+// exchange (e.g. a stream reset mid-body).
+func (ev *env) send(req *http.Request) (*http.Response, string, error) {
+	resp, err := ev.client.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		ev.t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
+	return resp, string(b), err
 }
 
 // lastExchange returns the single most recent exchange.
@@ -323,6 +331,10 @@ func kindOf(req *extprocv3.ProcessingRequest) string {
 		return "request_body"
 	case *extprocv3.ProcessingRequest_ResponseBody:
 		return "response_body"
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		return "request_trailers"
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		return "response_trailers"
 	default:
 		return "other"
 	}

@@ -456,6 +456,9 @@ type bodySource struct {
 	data  []byte
 	r     io.Reader
 	size  int64 // declared size of a streaming body, -1 if unknown
+	// trailer holds a streaming body's trailers once r reached its end (net/http fills
+	// the map then); nil when there are none.
+	trailer http.Header
 }
 
 func noBody() bodySource                         { return bodySource{none: true} }

@@ -109,6 +109,7 @@ func (x *exchange) roundTrip(req *http.Request) (*upstreamResponse, *localReply,
 	// The router stamps this before the encoder filters run, so the processor sees it.
 	rh.add("x-envoy-upstream-service-time", strconv.FormatInt(time.Since(start).Milliseconds(), 10))
 	src := streamBody(resp.Body, resp.ContentLength)
+	src.trailer = resp.Trailer
 	if bodyless || resp.ContentLength == 0 {
 		src = noBody()
 	}
