@@ -115,6 +115,8 @@ type duplex struct {
 	heldReq, heldResp *session.Action
 	// bodyDeadline fires when the request body is late (BodyTimeout).
 	bodyDeadline *time.Timer
+	// trailers is set while a trailers message ends a body.
+	trailers bool
 }
 
 // received is one Recv result, passed from the receiving goroutine.
@@ -208,8 +210,9 @@ func (d *duplex) handle(req *extprocv3.ProcessingRequest) error {
 
 	case *extprocv3.ProcessingRequest_RequestTrailers:
 		if d.req {
-			// Trailers end a body whose last chunk did not say so.
-			if err := d.body(ctx, nil, true, true); err != nil {
+			// Trailers end a body whose last chunk did not say so;
+			// the trailers reply, not the last chunk, then ends it.
+			if err := d.bodyEnd(ctx, true); err != nil {
 				return err
 			}
 		}
@@ -235,7 +238,7 @@ func (d *duplex) handle(req *extprocv3.ProcessingRequest) error {
 
 	case *extprocv3.ProcessingRequest_ResponseTrailers:
 		if d.resp {
-			if err := d.body(ctx, nil, true, false); err != nil {
+			if err := d.bodyEnd(ctx, false); err != nil {
 				return err
 			}
 		}
@@ -245,6 +248,14 @@ func (d *duplex) handle(req *extprocv3.ProcessingRequest) error {
 		return d.send(resp)
 	}
 	return nil
+}
+
+// bodyEnd ends a body at its trailers: what is left of the translated body
+// goes out without end_of_stream, since the trailers reply ends it.
+func (d *duplex) bodyEnd(ctx context.Context, request bool) error {
+	d.trailers = true
+	defer func() { d.trailers = false }()
+	return d.body(ctx, nil, true, request)
 }
 
 // body handles one full-duplex body chunk: translated when the session
@@ -315,7 +326,7 @@ func (s sink) Headers(a session.Action) error {
 
 // Body sends one streamed_response chunk.
 func (s sink) Body(p []byte, end bool) error {
-	return s.d.send(streamedReply(p, end, s.request))
+	return s.d.send(streamedReply(p, end && !s.d.trailers, s.request))
 }
 
 // duplexHeadersReply is headersReply without mode_override, which Envoy

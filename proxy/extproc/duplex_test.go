@@ -244,3 +244,52 @@ func TestParseBodyMode(t *testing.T) {
 		t.Error("ParseBodyMode(streamed) succeeded")
 	}
 }
+
+// TestFullDuplexTrailers: a body whose end is its trailers message is
+// translated then, its last streamed chunk without end_of_stream (the
+// trailers reply ends the message, as Envoy requires).
+func TestFullDuplexTrailers(t *testing.T) {
+	h := start(t)
+	s := h.stream(t)
+	if err := s.Send(withConfig(requestHeaders(false, ":method", "POST", ":path", "/v1/models/half_plus_two:predict"), fullDuplex)); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*extprocv3.ProcessingRequest{
+		chunkMsg([]byte(`{"instances": [1.0, `), false, true),
+		chunkMsg([]byte(`2.0, 5.0]}`), false, true),
+		{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: &extprocv3.HttpTrailers{}}},
+	} {
+		if err := s.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kinds []string
+	var body []byte
+	for {
+		resp, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r := resp.GetResponse().(type) {
+		case *extprocv3.ProcessingResponse_RequestHeaders:
+			kinds = append(kinds, "headers")
+		case *extprocv3.ProcessingResponse_RequestBody:
+			sr := r.RequestBody.GetResponse().GetBodyMutation().GetStreamedResponse()
+			if sr.GetEndOfStream() {
+				t.Errorf("a body chunk ends the stream before the trailers")
+			}
+			body = append(body, sr.GetBody()...)
+			kinds = append(kinds, "body")
+		case *extprocv3.ProcessingResponse_RequestTrailers:
+			kinds = append(kinds, "trailers")
+		default:
+			t.Fatalf("reply %v", resp)
+		}
+		if kinds[len(kinds)-1] == "trailers" {
+			break
+		}
+	}
+	if strings.Join(kinds, ",") != "headers,body,trailers" || !bytes.HasSuffix(body, f32le(1, 2, 5)) {
+		t.Errorf("replies %v, body %q", kinds, body)
+	}
+}

@@ -183,28 +183,52 @@ func (s *Session) admitStream(n int64) error {
 }
 
 // streamOut hands a translated body, given in parts, to out: the headers
-// action, then the body in pieces of at most MaxPiece bytes.
+// action, then the body in pieces of at most MaxPiece bytes. A part of at
+// least MaxPiece goes out where it lies; smaller ones (the v2 JSON header,
+// small tensors) are gathered into one piece, so that a small request is
+// one message. A gathered piece is fresh memory: request pieces must stay
+// valid until the exchange ends (see Sink).
 func (s *Session) streamOut(out Sink, a Action, parts [][]byte) Action {
 	a.Body, a.ReplaceBody = nil, false
 	if err := out.Headers(a); err != nil {
 		return s.reset(err)
 	}
-	for i, body := range parts {
-		for {
-			n := min(len(body), MaxPiece)
-			last := n == len(body)
-			if err := out.Body(body[:n], last && i == len(parts)-1); err != nil {
-				return s.reset(err)
-			}
-			if last {
-				break
-			}
-			body = body[n:]
-		}
+	total := 0
+	for _, p := range parts {
+		total += len(p)
 	}
-	if len(parts) == 0 {
-		if err := out.Body(nil, true); err != nil {
+	sent := 0
+	emit := func(p []byte) error {
+		sent += len(p)
+		return out.Body(p, sent == total)
+	}
+	if total == 0 {
+		if err := emit(nil); err != nil {
 			return s.reset(err)
+		}
+		return Action{Verdict: Continue}
+	}
+	var pend []byte
+	for _, body := range parts {
+		for len(body) > 0 {
+			if len(pend) == 0 && len(body) >= MaxPiece {
+				if err := emit(body[:MaxPiece]); err != nil {
+					return s.reset(err)
+				}
+				body = body[MaxPiece:]
+				continue
+			}
+			if pend == nil {
+				pend = make([]byte, 0, min(MaxPiece, total-sent))
+			}
+			k := min(cap(pend)-len(pend), len(body))
+			pend, body = append(pend, body[:k]...), body[k:]
+			if len(pend) == cap(pend) {
+				if err := emit(pend); err != nil {
+					return s.reset(err)
+				}
+				pend = nil
+			}
 		}
 	}
 	return Action{Verdict: Continue}
