@@ -1,9 +1,11 @@
 // Package httpproxy is tfsbridge without Envoy: a reverse proxy in front
 // of a v2 server that drives the same session as the ext_proc adapter.
-// Translated exchanges (TF Serving predict) have their bodies buffered,
-// within the body limit, and rewritten; everything else — native v2
-// calls, health checks — is streamed through untouched by
-// httputil.ReverseProxy, which also handles hop-by-hop headers.
+// Translated exchanges (TF Serving predict, classify, regress) stream
+// through the session's chunk events (stream.go): the TF JSON is parsed
+// as it arrives and never held whole, the v2 answer is translated as it
+// comes back. Everything else — native v2 calls, health checks — is
+// streamed through untouched by httputil.ReverseProxy, which also handles
+// hop-by-hop headers.
 package httpproxy
 
 import (
