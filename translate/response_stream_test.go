@@ -2,12 +2,16 @@ package translate
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/test/conformance"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
@@ -331,4 +335,49 @@ func FuzzResponseStream(f *testing.F) {
 			t.Fatalf("cuts %v: %s", cuts, diff)
 		}
 	})
+}
+
+// TestResponseStreamConformance streams the v2 response bodies of the
+// conformance vectors that give one as text and binary blocks, in both
+// formats, against the whole-body translation.
+func TestResponseStreamConformance(t *testing.T) {
+	ran, ok := 0, 0
+	for _, c := range conformance.MustLoad(t, "oip_cases.json") {
+		for _, raw := range []json.RawMessage{c.Input, c.Expected} {
+			var v struct {
+				JSONText  string `json:"json_text"`
+				BinaryHex string `json:"binary_hex"`
+			}
+			if json.Unmarshal(raw, &v) != nil || !strings.Contains(v.JSONText, `"outputs"`) {
+				continue
+			}
+			bin, err := hex.DecodeString(v.BinaryHex)
+			if err != nil {
+				t.Fatalf("%s: %v", c.ID, err)
+			}
+			hl := -1
+			if len(bin) > 0 {
+				hl = len(v.JSONText)
+			}
+			for _, f := range []tfrequest.Format{tfrequest.Row, tfrequest.Columnar} {
+				sc := streamCase{body: append([]byte(v.JSONText), bin...), hl: hl, ex: Exchange{Format: f}}
+				want, wantErr := sc.whole()
+				if wantErr == nil {
+					ok++
+				}
+				for _, size := range []int{1, 7, 4096} {
+					got, err, _, _ := runStream(t, sc, evenCuts(len(sc.body), size))
+					if diff := sameResult(want, wantErr, got, err); diff != "" {
+						t.Errorf("%s, format %v, chunks of %d: %s", c.ID, f, size, diff)
+					}
+				}
+			}
+			ran++
+			break
+		}
+	}
+	t.Logf("%d vectors, %d translations succeed", ran, ok)
+	if ran < 5 || ok < 2*ran-2 {
+		t.Fatalf("%d vectors carry a response body, %d translations succeed", ran, ok)
+	}
 }
