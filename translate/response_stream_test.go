@@ -110,6 +110,8 @@ func streamCases() []streamCase {
 		streamCase{name: "JSON only", body: []byte(`{"outputs":[{"name":"y","datatype":"INT64","shape":[2],"data":[9007199254740993,-1]}]}`), hl: -1, ex: row},
 		streamCase{name: "header only, ragged", body: good[:goodLen], hl: goodLen, ex: row, late: true},
 		streamCase{name: "over the output limit", body: good, hl: goodLen, ex: row, lim: tensor.Limits{MaxOutputBytes: 20}},
+		streamCase{name: "data over the output limit", body: good, hl: goodLen, ex: row, lim: tensor.Limits{MaxOutputBytes: 7}},
+		streamCase{name: "data over the output limit, cut short", body: good[:len(good)-2], hl: goodLen, ex: row, lim: tensor.Limits{MaxOutputBytes: 7}},
 	)
 	mixed := []byte(`{"outputs":[{"name":"j","datatype":"INT32","shape":[2],"data":[4,5]},` +
 		`{"name":"k","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}}]}`)
