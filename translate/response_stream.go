@@ -142,6 +142,7 @@ func (s *ResponseStream) Close() error {
 				err = apierr.Errorf(apierr.Internal, "response stream: the body is incomplete with all its data")
 			}
 			s.release()
+			s.header, s.outputs, s.data = nil, nil, nil // the tensors' memory, if the stream is kept
 			return s.fail(err)
 		}
 		s.holdAll() // short, or too long: the whole-body error decides
