@@ -7,8 +7,8 @@ import (
 )
 
 // PieceSize is the most bytes Body.Stream hands over at once: the chunk
-// size of a streamed body (Envoy's ext_proc takes at most 64 KiB per
-// streamed_response chunk).
+// size tfsbridge streams bodies in (ext_proc streamed_response chunks and
+// the proxy's writes alike).
 const PieceSize = 64 << 10
 
 // Body is one response body (predict, classify or regress) whose checks
