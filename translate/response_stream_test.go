@@ -175,10 +175,14 @@ func le64(vs ...int64) []byte {
 // the pieces out received.
 func runStream(t testing.TB, c streamCase, cuts []int) ([]byte, error, int, *ResponseStream) {
 	var got []byte
-	pieces := 0
+	pieces, short := 0, 0
 	s := NewResponseStream(c.hl, c.m, c.ex, c.lim, func(p []byte) error {
-		if len(p) == 0 || len(p) > tfresponse.PieceSize {
-			t.Fatalf("piece of %d bytes", len(p))
+		// Every piece is full but the last.
+		if len(p) == 0 || len(p) > tfresponse.PieceSize || short > 0 {
+			t.Fatalf("piece of %d bytes after %d short ones", len(p), short)
+		}
+		if len(p) < tfresponse.PieceSize {
+			short++
 		}
 		got = append(got, p...)
 		pieces++
@@ -309,19 +313,31 @@ func TestResponseStreamOutError(t *testing.T) {
 }
 
 // FuzzResponseStream: any body, split at random points, streams to the
-// whole-body translation's bytes or error.
+// whole-body translation's bytes or error, for predict in both formats
+// and for classify and regress (mode).
 func FuzzResponseStream(f *testing.F) {
 	for _, c := range streamCases() {
-		if c.m == 0 && c.ex.Signature == nil && len(c.body) < 4096 {
-			f.Add(c.body, int32(c.hl), c.ex.Format == tfrequest.Row, c.ex.Unbatched, uint64(len(c.body)))
+		if c.ex.Signature == nil && len(c.body) < 4096 {
+			mode := uint8(0)
+			if c.ex.Format == tfrequest.Columnar {
+				mode = 1
+			}
+			f.Add(c.body, int32(c.hl), mode, c.ex.Unbatched, uint8(1), uint64(len(c.body)))
+		}
+		if c.m != 0 {
+			f.Add(c.body, int32(c.hl), uint8(c.m)+1, false, uint8(c.ex.Examples), uint64(len(c.body)))
 		}
 	}
-	f.Fuzz(func(t *testing.T, body []byte, hl int32, row, unbatched bool, seed uint64) {
-		ex := Exchange{Format: tfrequest.Columnar, Unbatched: unbatched}
-		if row {
-			ex.Format = tfrequest.Row
+	f.Fuzz(func(t *testing.T, body []byte, hl int32, mode uint8, unbatched bool, examples uint8, seed uint64) {
+		c := streamCase{body: body, hl: int(hl), ex: Exchange{Format: tfrequest.Row, Unbatched: unbatched}}
+		switch mode % 4 {
+		case 1:
+			c.ex.Format = tfrequest.Columnar
+		case 2:
+			c.m, c.ex = tfexample.Classify, Exchange{Signature: classifier, Examples: int(examples)}
+		case 3:
+			c.m, c.ex = tfexample.Regress, Exchange{Signature: regressor, Examples: int(examples)}
 		}
-		c := streamCase{body: body, hl: int(hl), ex: ex}
 		want, wantErr := c.whole()
 		r := rand.New(rand.NewPCG(seed, 0))
 		var cuts []int
