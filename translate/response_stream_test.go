@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -397,5 +398,38 @@ func TestResponseStreamConformance(t *testing.T) {
 	t.Logf("%d vectors, %d translations succeed", ran, ok)
 	if ran < 5 || ok < 2*ran-2 {
 		t.Fatalf("%d vectors carry a response body, %d translations succeed", ran, ok)
+	}
+}
+
+// TestResponseStreamMemory: streaming an image answer allocates its v2
+// binary data and about one piece, not its TF text (three times larger).
+func TestResponseStreamMemory(t *testing.T) {
+	body, hl, ex := imageResponse()
+	data := len(body) - hl
+	run := func() int64 {
+		var n int64
+		s := NewResponseStream(hl, 0, ex, tensor.Limits{}, func(p []byte) error { n += int64(len(p)); return nil })
+		for p := 0; p < len(body); p += 16 << 10 {
+			if err := s.Write(body[p:min(p+16<<10, len(body))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	text := run() // warms the pools
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const runs = 5
+	for range runs {
+		run()
+	}
+	runtime.ReadMemStats(&after)
+	perRun := int64(after.TotalAlloc-before.TotalAlloc) / runs
+	t.Logf("%d bytes allocated per stream of %d data bytes, %d bytes of text", perRun, data, text)
+	if limit := int64(data) + 3*tfresponse.PieceSize; perRun > limit || text < 3*int64(data) {
+		t.Errorf("%d bytes allocated per stream of %d data bytes (limit %d) for %d bytes of text", perRun, data, limit, text)
 	}
 }
