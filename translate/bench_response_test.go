@@ -54,33 +54,6 @@ func BenchmarkResponseImage(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(out)), "out_B")
 	})
-
-	// On a shared machine the two runs above can see different loads;
-	// alternating them in one loop gives a ratio both saw alike: output
-	// throughput, tfsbridge over the baseline (both bodies' own sizes).
-	b.Run("alternating", func(b *testing.B) {
-		base, err := json.Marshal(nested)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out, err := TranslateResponse(body, headerLen, ex, tensor.Limits{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var tBase, tOurs time.Duration
-		for b.Loop() {
-			t0 := time.Now()
-			if _, err := json.Marshal(nested); err != nil {
-				b.Fatal(err)
-			}
-			t1 := time.Now()
-			if _, err := TranslateResponse(body, headerLen, ex, tensor.Limits{}); err != nil {
-				b.Fatal(err)
-			}
-			tBase, tOurs = tBase+t1.Sub(t0), tOurs+time.Since(t1)
-		}
-		b.ReportMetric(float64(len(out))/float64(tOurs)*float64(tBase)/float64(len(base)), "tfsbridge/baseline-MB/s")
-	})
 }
 
 // imageResponse is the v2 answer of an image model: a JSON header and one

@@ -25,7 +25,10 @@ import (
 // with several outputs writes a row only once every output's part of it
 // is there: the blocks are held, as the whole-body translation holds them.
 // Memory: the v2 binary data plus one piece of at most
-// tfresponse.PieceSize bytes, never the whole TF body.
+// tfresponse.PieceSize bytes, never the whole TF body. Fixed-size blocks
+// are allocated when the header has been checked, their total first held
+// to lim.MaxOutputBytes (when set), so a header cannot make the stream
+// allocate what its answer could never be written within.
 //
 // An error is returned as soon as it is certain to be the whole-body
 // translation's. A check that fails with an error that a short or long
@@ -139,6 +142,7 @@ func (s *ResponseStream) Close() error {
 				err = apierr.Errorf(apierr.Internal, "response stream: the body is incomplete with all its data")
 			}
 			s.release()
+			s.header, s.outputs, s.data = nil, nil, nil // the tensors' memory, if the stream is kept
 			return s.fail(err)
 		}
 		s.holdAll() // short, or too long: the whole-body error decides
@@ -154,6 +158,20 @@ func (s *ResponseStream) startBinary() error {
 		if final {
 			return badGateway(err)
 		}
+		s.state, s.hold = stHold, s.header
+		return nil
+	}
+	// Fixed-size data is allocated whole before it arrives, so it is held
+	// to the output cap first: every element's text is at least its
+	// bytes, so data over the cap is refused by the body's size check in
+	// any case, and the header alone must not cost its declared size.
+	fixed := uint64(0)
+	for _, b := range h.Blocks {
+		if h.Outputs[b.Output].DataType != tensor.Bytes {
+			fixed += b.Size // each bounded by lim.MaxElements elements
+		}
+	}
+	if s.lim.MaxOutputBytes > 0 && fixed > uint64(s.lim.MaxOutputBytes) {
 		s.state, s.hold = stHold, s.header
 		return nil
 	}

@@ -2,12 +2,17 @@ package translate
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/test/conformance"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
@@ -106,6 +111,8 @@ func streamCases() []streamCase {
 		streamCase{name: "JSON only", body: []byte(`{"outputs":[{"name":"y","datatype":"INT64","shape":[2],"data":[9007199254740993,-1]}]}`), hl: -1, ex: row},
 		streamCase{name: "header only, ragged", body: good[:goodLen], hl: goodLen, ex: row, late: true},
 		streamCase{name: "over the output limit", body: good, hl: goodLen, ex: row, lim: tensor.Limits{MaxOutputBytes: 20}},
+		streamCase{name: "data over the output limit", body: good, hl: goodLen, ex: row, lim: tensor.Limits{MaxOutputBytes: 7}},
+		streamCase{name: "data over the output limit, cut short", body: good[:len(good)-2], hl: goodLen, ex: row, lim: tensor.Limits{MaxOutputBytes: 7}},
 	)
 	mixed := []byte(`{"outputs":[{"name":"j","datatype":"INT32","shape":[2],"data":[4,5]},` +
 		`{"name":"k","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}}]}`)
@@ -169,10 +176,14 @@ func le64(vs ...int64) []byte {
 // the pieces out received.
 func runStream(t testing.TB, c streamCase, cuts []int) ([]byte, error, int, *ResponseStream) {
 	var got []byte
-	pieces := 0
+	pieces, short := 0, 0
 	s := NewResponseStream(c.hl, c.m, c.ex, c.lim, func(p []byte) error {
-		if len(p) == 0 || len(p) > tfresponse.PieceSize {
-			t.Fatalf("piece of %d bytes", len(p))
+		// Every piece is full but the last.
+		if len(p) == 0 || len(p) > tfresponse.PieceSize || short > 0 {
+			t.Fatalf("piece of %d bytes after %d short ones", len(p), short)
+		}
+		if len(p) < tfresponse.PieceSize {
+			short++
 		}
 		got = append(got, p...)
 		pieces++
@@ -303,19 +314,31 @@ func TestResponseStreamOutError(t *testing.T) {
 }
 
 // FuzzResponseStream: any body, split at random points, streams to the
-// whole-body translation's bytes or error.
+// whole-body translation's bytes or error, for predict in both formats
+// and for classify and regress (mode).
 func FuzzResponseStream(f *testing.F) {
 	for _, c := range streamCases() {
-		if c.m == 0 && c.ex.Signature == nil && len(c.body) < 4096 {
-			f.Add(c.body, int32(c.hl), c.ex.Format == tfrequest.Row, c.ex.Unbatched, uint64(len(c.body)))
+		if c.ex.Signature == nil && len(c.body) < 4096 {
+			mode := uint8(0)
+			if c.ex.Format == tfrequest.Columnar {
+				mode = 1
+			}
+			f.Add(c.body, int32(c.hl), mode, c.ex.Unbatched, uint8(1), uint64(len(c.body)))
+		}
+		if c.m != 0 {
+			f.Add(c.body, int32(c.hl), uint8(c.m)+1, false, uint8(c.ex.Examples), uint64(len(c.body)))
 		}
 	}
-	f.Fuzz(func(t *testing.T, body []byte, hl int32, row, unbatched bool, seed uint64) {
-		ex := Exchange{Format: tfrequest.Columnar, Unbatched: unbatched}
-		if row {
-			ex.Format = tfrequest.Row
+	f.Fuzz(func(t *testing.T, body []byte, hl int32, mode uint8, unbatched bool, examples uint8, seed uint64) {
+		c := streamCase{body: body, hl: int(hl), ex: Exchange{Format: tfrequest.Row, Unbatched: unbatched}}
+		switch mode % 4 {
+		case 1:
+			c.ex.Format = tfrequest.Columnar
+		case 2:
+			c.m, c.ex = tfexample.Classify, Exchange{Signature: classifier, Examples: int(examples)}
+		case 3:
+			c.m, c.ex = tfexample.Regress, Exchange{Signature: regressor, Examples: int(examples)}
 		}
-		c := streamCase{body: body, hl: int(hl), ex: ex}
 		want, wantErr := c.whole()
 		r := rand.New(rand.NewPCG(seed, 0))
 		var cuts []int
@@ -331,4 +354,82 @@ func FuzzResponseStream(f *testing.F) {
 			t.Fatalf("cuts %v: %s", cuts, diff)
 		}
 	})
+}
+
+// TestResponseStreamConformance streams the v2 response bodies of the
+// conformance vectors that give one as text and binary blocks, in both
+// formats, against the whole-body translation.
+func TestResponseStreamConformance(t *testing.T) {
+	ran, ok := 0, 0
+	for _, c := range conformance.MustLoad(t, "oip_cases.json") {
+		for _, raw := range []json.RawMessage{c.Input, c.Expected} {
+			var v struct {
+				JSONText  string `json:"json_text"`
+				BinaryHex string `json:"binary_hex"`
+			}
+			if json.Unmarshal(raw, &v) != nil || !strings.Contains(v.JSONText, `"outputs"`) {
+				continue
+			}
+			bin, err := hex.DecodeString(v.BinaryHex)
+			if err != nil {
+				t.Fatalf("%s: %v", c.ID, err)
+			}
+			hl := -1
+			if len(bin) > 0 {
+				hl = len(v.JSONText)
+			}
+			for _, f := range []tfrequest.Format{tfrequest.Row, tfrequest.Columnar} {
+				sc := streamCase{body: append([]byte(v.JSONText), bin...), hl: hl, ex: Exchange{Format: f}}
+				want, wantErr := sc.whole()
+				if wantErr == nil {
+					ok++
+				}
+				for _, size := range []int{1, 7, 4096} {
+					got, err, _, _ := runStream(t, sc, evenCuts(len(sc.body), size))
+					if diff := sameResult(want, wantErr, got, err); diff != "" {
+						t.Errorf("%s, format %v, chunks of %d: %s", c.ID, f, size, diff)
+					}
+				}
+			}
+			ran++
+			break
+		}
+	}
+	t.Logf("%d vectors, %d translations succeed", ran, ok)
+	if ran < 5 || ok < 2*ran-2 {
+		t.Fatalf("%d vectors carry a response body, %d translations succeed", ran, ok)
+	}
+}
+
+// TestResponseStreamMemory: streaming an image answer allocates its v2
+// binary data and about one piece, not its TF text (three times larger).
+func TestResponseStreamMemory(t *testing.T) {
+	body, hl, ex := imageResponse()
+	data := len(body) - hl
+	run := func() int64 {
+		var n int64
+		s := NewResponseStream(hl, 0, ex, tensor.Limits{}, func(p []byte) error { n += int64(len(p)); return nil })
+		for p := 0; p < len(body); p += 16 << 10 {
+			if err := s.Write(body[p:min(p+16<<10, len(body))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	text := run() // warms the pools
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const runs = 5
+	for range runs {
+		run()
+	}
+	runtime.ReadMemStats(&after)
+	perRun := int64(after.TotalAlloc-before.TotalAlloc) / runs
+	t.Logf("%d bytes allocated per stream of %d data bytes, %d bytes of text", perRun, data, text)
+	if limit := int64(data) + 3*tfresponse.PieceSize; perRun > limit || text < 3*int64(data) {
+		t.Errorf("%d bytes allocated per stream of %d data bytes (limit %d) for %d bytes of text", perRun, data, limit, text)
+	}
 }

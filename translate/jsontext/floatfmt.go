@@ -1,6 +1,7 @@
 package jsontext
 
 import (
+	"encoding/binary"
 	"math"
 	"math/big"
 	"math/bits"
@@ -65,7 +66,7 @@ func AppendFloat32(dst []byte, f float32) []byte {
 		margin = 61
 	}
 	if t := d % 1000; t >= margin && t <= 1000-margin { // step 2
-		return appendDecimal(dst, b>>31 != 0, d, 9, exp, false)
+		return appendNine(dst, b>>31 != 0, d, exp)
 	}
 	return appendChoice(dst, float64(f), b>>31 != 0, d, exp, 32, 9, 1000, margin)
 }
@@ -364,18 +365,56 @@ func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int, expForm bool) []
 	return dst[:n+i]
 }
 
+// appendNine is appendDecimal(dst, neg, d, 9, exp, false): nine digits,
+// every float32's %.9g. The fixed forms ("0.000ddd", "ddd.ddd"), where
+// nearly every value of a real tensor falls, are written with whole-word
+// stores, and the trailing zeros to drop are counted in the digits' word
+// rather than read back from memory.
+func appendNine(dst []byte, neg bool, d uint64, exp int) []byte {
+	if exp < -4 || exp >= 9 {
+		return appendDecimal(dst, neg, d, 9, exp, false)
+	}
+	n := len(dst)
+	dst = slices.Grow(dst, 24) // longest: "-0.000" + 9 digits
+	b := dst[n : n+24]
+	i := 0
+	if neg {
+		b[0] = '-'
+		i = 1
+	}
+	lead := byte('0' + d/100_000_000)
+	raw := eightDigitsRaw(uint32(d % 100_000_000))
+	tz := bits.LeadingZeros64(raw) >> 3 // zero digits ending the last eight (the lead is not zero)
+	digits := raw | 0x3030_3030_3030_3030
+	if exp < 0 { // "0." and -exp-1 zeros, then the digits
+		binary.LittleEndian.PutUint64(b[i:], 0x3030_3030_3030_2e30) // "0.000000"
+		i += 1 - exp
+		b[i] = lead
+		binary.LittleEndian.PutUint64(b[i+1:], digits)
+		return dst[:n+i+9-tz]
+	}
+	// "ddd.ddd": exp+1 integer digits, 8-exp fraction digits, of which
+	// the trailing zeros are dropped, keeping at least ".0".
+	b[i] = lead
+	binary.LittleEndian.PutUint64(b[i+1:], digits)
+	point := i + exp + 1
+	copy(b[point+1:i+10], b[point:i+9])
+	b[point] = '.'
+	if frac := 8 - exp; tz < frac {
+		return dst[:n+i+10-tz]
+	}
+	b[point+1] = '0'
+	return dst[:n+point+2]
+}
+
 // putDigits writes d into b as exactly len(b) decimal digits. Nine digits,
-// every float32, are split into independent halves.
+// every float32, are the leading digit and eight written at once
+// (eightDigits).
 func putDigits(b []byte, d uint64) {
 	if len(b) == 9 {
 		v := uint32(d)
-		r := v % 100_000_000
-		h, l := r/10_000, r%10_000
 		b[0] = byte('0' + v/100_000_000)
-		b[1], b[2] = digitPairs[h/100*2], digitPairs[h/100*2+1]
-		b[3], b[4] = digitPairs[h%100*2], digitPairs[h%100*2+1]
-		b[5], b[6] = digitPairs[l/100*2], digitPairs[l/100*2+1]
-		b[7], b[8] = digitPairs[l%100*2], digitPairs[l%100*2+1]
+		binary.LittleEndian.PutUint64(b[1:], eightDigits(v%100_000_000))
 		return
 	}
 	i := len(b)
@@ -387,6 +426,25 @@ func putDigits(b []byte, d uint64) {
 	if i == 1 {
 		b[0] = byte('0' + d)
 	}
+}
+
+// eightDigits returns v < 10^8 as eight ASCII digits packed little-endian
+// (the first digit in the low byte), computed in parallel lanes of one
+// 64-bit word: v split into two 4-digit halves in 32-bit lanes, each
+// divided by 100 into 2-digit pairs in 16-bit lanes, each of those by 10
+// into digits in 8-bit lanes. A division by 100 is a multiplication by
+// 10486/2^20, exact below 43699; by 10, by 103/2^10, exact below 179; no
+// lane's product reaches the next lane.
+func eightDigits(v uint32) uint64 { return eightDigitsRaw(v) | 0x3030_3030_3030_3030 }
+
+// eightDigitsRaw is eightDigits with digit values (0-9) in the bytes
+// rather than ASCII.
+func eightDigitsRaw(v uint32) uint64 {
+	x := uint64(v/10_000) | uint64(v%10_000)<<32
+	q := (x * 10486 >> 20) & 0x0000_007F_0000_007F
+	x = q | (x-q*100)<<16
+	q = (x * 103 >> 10) & 0x000F_000F_000F_000F
+	return q | (x-q*10)<<8
 }
 
 func appendInt(dst []byte, v int64) []byte   { return strconv.AppendInt(dst, v, 10) }

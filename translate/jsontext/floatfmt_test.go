@@ -1,6 +1,7 @@
 package jsontext
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -343,5 +344,32 @@ func TestSixDigitsRoundTrip(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestEightDigits checks the lane arithmetic against digit-by-digit
+// division: every value below 10^6 and around every power of ten, and a
+// stride through the rest (the whole range passed once, in a second).
+func TestEightDigits(t *testing.T) {
+	check := func(v uint32) {
+		var got, want [8]byte
+		binary.LittleEndian.PutUint64(got[:], eightDigits(v))
+		for i, x := 7, v; i >= 0; i, x = i-1, x/10 {
+			want[i] = byte('0' + x%10)
+		}
+		if got != want {
+			t.Fatalf("eightDigits(%d) = %q", v, got)
+		}
+	}
+	for v := uint32(0); v < 1_000_000; v++ {
+		check(v)
+	}
+	for p := uint32(10); p <= 100_000_000; p *= 10 {
+		for v := p - 1000; v < p+1000 && v < 100_000_000; v++ {
+			check(v)
+		}
+	}
+	for v := uint32(1_000_000); v < 100_000_000; v += 997 {
+		check(v)
 	}
 }

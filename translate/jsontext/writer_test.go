@@ -47,9 +47,10 @@ func TestFloat32s(t *testing.T) {
 	}
 }
 
-// TestSingleLineFloat32s: the one-pass nested writer gives the bytes of
-// StartArray/Float32/EndArray calls in single-line mode, for shapes with
-// empty dimensions and values before and after.
+// TestSingleLineFloat32s: the one-pass nested writer, in one call or in
+// parts of any size, gives the bytes of StartArray/Float32/EndArray calls
+// in single-line mode, for shapes with empty dimensions and values before
+// and after.
 func TestSingleLineFloat32s(t *testing.T) {
 	vals := []float32{0.1, 1, -2.5e-7, float32(math.NaN()), 3e38, 0, 123456.79, 5, -1, 0.25, 7, 8}
 	le := make([]byte, 0, 4*len(vals))
@@ -76,17 +77,28 @@ func TestSingleLineFloat32s(t *testing.T) {
 		for _, d := range shape {
 			n *= int(d)
 		}
-		write := func(oneCall bool) string {
+		// part 0: nested calls; -1: SingleLineFloat32s; else
+		// SingleLineFloat32sPart with part elements at a time.
+		write := func(part int) string {
 			w := NewWriter(nil)
 			w.StartObject()
 			w.Key("predictions")
 			w.StartArray()
 			w.SetSingleLine(true)
 			w.Float32(9)
-			if oneCall {
+			switch part {
+			case -1:
 				w.SingleLineFloat32s(le[:4*n], shape)
-			} else {
+			case 0:
 				nested(w, le[:4*n], shape)
+			default:
+				var nest Nest
+				for i := 0; !nest.Done(); i += part {
+					w.SingleLineFloat32sPart(&nest, shape, le[4*min(i, n):4*min(i+part, n)])
+					if nest.Written() != int64(min(i+part, n)) {
+						t.Fatalf("shape %v: %d written after %d", shape, nest.Written(), min(i+part, n))
+					}
+				}
 			}
 			w.Float32(10)
 			w.SetSingleLine(false)
@@ -94,8 +106,11 @@ func TestSingleLineFloat32s(t *testing.T) {
 			w.EndObject()
 			return string(w.Bytes())
 		}
-		if got, want := write(true), write(false); got != want {
-			t.Errorf("shape %v:\n got %q\nwant %q", shape, got, want)
+		want := write(0)
+		for _, part := range []int{-1, 1, 2, 5} {
+			if got := write(part); got != want {
+				t.Errorf("shape %v, part %d:\n got %q\nwant %q", shape, part, got, want)
+			}
 		}
 	}
 }

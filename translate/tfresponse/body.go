@@ -7,8 +7,8 @@ import (
 )
 
 // PieceSize is the most bytes Body.Stream hands over at once: the chunk
-// size of a streamed body (Envoy's ext_proc takes at most 64 KiB per
-// streamed_response chunk).
+// size tfsbridge streams bodies in (ext_proc streamed_response chunks and
+// the proxy's writes alike).
 const PieceSize = 64 << 10
 
 // Body is one response body (predict, classify or regress) whose checks
@@ -38,11 +38,13 @@ type walker interface {
 	step(b *Body, limit int) bool
 }
 
+// newBody returns the Body of sc (pooled with it, so a whole-body
+// translation allocates no Body of its own).
 func newBody(sc *scratch, outputs []tensor.Tensor, walk walker, bound int64) *Body {
-	b := &Body{sc: sc, outputs: outputs, walk: walk, bound: bound}
-	b.avail = make([]int64, len(outputs))
+	b := &sc.body
+	*b = Body{sc: sc, outputs: outputs, walk: walk, bound: bound, avail: b.avail[:0]}
 	for i := range outputs {
-		b.avail[i] = elements(&outputs[i])
+		b.avail = append(b.avail, elements(&outputs[i]))
 	}
 	return b
 }
@@ -128,11 +130,11 @@ func (b *Body) AppendTo(dst []byte) []byte {
 	return append(dst, sc.buf...)
 }
 
-// Release returns the Body's working memory to the pool. The Body must not
-// be used afterwards.
+// Release returns the Body, and its working memory, to the pool. The Body
+// must not be used afterwards.
 func (b *Body) Release() {
-	if b.sc != nil {
-		b.sc.release()
+	if sc := b.sc; sc != nil {
 		b.sc = nil
+		sc.release() // b lives in sc: it is cleared there
 	}
 }

@@ -26,12 +26,16 @@ var maxEmptyArrays = tensor.DefaultLimits.MaxElements
 const maxPooledBuffer = 64 << 20
 
 // scratch is the per-body working state, pooled: the pretty writer, the
-// buffer it writes into, the output order and a base64 buffer.
+// buffer it writes into, the output order, a base64 buffer, and the Body
+// itself.
 type scratch struct {
 	w     *jsontext.Writer
 	buf   []byte
 	order []int
 	b64   []byte
+
+	body    Body        // the Body using this scratch
+	predict predictWalk // its walker, for a predict body
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{w: jsontext.NewWriter(nil)} }}
@@ -127,7 +131,9 @@ func (sc *scratch) newPredict(outputs []tensor.Tensor, format tfrequest.Format, 
 	if err != nil {
 		return nil, err
 	}
-	walk := &predictWalk{order: order, row: format == tfrequest.Row, batch: batch, multi: len(outputs) > 1}
+	walk := &sc.predict
+	*walk = predictWalk{order: order, row: format == tfrequest.Row, batch: batch, multi: len(outputs) > 1, cur: cursor{nest: walk.cur.nest}}
+	walk.cur.nest.Reset()
 	return newBody(sc, outputs, walk, bound), nil
 }
 
@@ -214,6 +220,9 @@ func (sc *scratch) release() {
 		sc.buf = nil
 	}
 	sc.w.Reset(nil)
+	// Keep the slices' memory, not the tensors they referred to.
+	sc.body = Body{avail: sc.body.avail[:0]}
+	sc.predict = predictWalk{cur: cursor{nest: sc.predict.cur.nest}}
 	scratchPool.Put(sc)
 }
 

@@ -3,6 +3,7 @@ package v2
 import (
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -288,6 +289,49 @@ func TestDecodeHugeShapeNoAlloc(t *testing.T) {
 		ms2.read()
 		if per := (ms2.bytes - ms1.bytes) / 10; per > 4096 {
 			t.Errorf("%s: %d bytes allocated per failed decode (%v allocs)", b, per, allocs)
+		}
+	}
+}
+
+// TestDecodeResponseHeader: the header alone gives the outputs, the blocks
+// in body order, and says which errors no binary section could change.
+func TestDecodeResponseHeader(t *testing.T) {
+	out := func(name, dt, shape string, size int) string {
+		return `{"name":"` + name + `","datatype":"` + dt + `","shape":` + shape +
+			`,"parameters":{"binary_data_size":` + strconv.Itoa(size) + `}}`
+	}
+	hdr := func(outs ...string) []byte {
+		return []byte(`{"outputs":[` + strings.Join(outs, ",") + `]}`)
+	}
+	h, _, err := DecodeResponseHeader(hdr(out("a", "FP32", "[2]", 8), `{"name":"j","datatype":"INT32","shape":[1],"data":[7]}`,
+		out("e", "FP32", "[0]", 0), out("s", "BYTES", "[1]", 9)), nil, tensor.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Block{{0, 8}, {2, 0}, {3, 9}}; !reflect.DeepEqual(h.Blocks, want) {
+		t.Errorf("blocks %v, want %v", h.Blocks, want)
+	}
+	if len(h.Outputs) != 4 || h.Outputs[0].Data != nil || h.Outputs[1].Int64At(0) != 7 || h.Outputs[3].Strings != nil {
+		t.Errorf("outputs %+v", h.Outputs)
+	}
+	if err := FillBytes(&h.Outputs[3], []byte{5, 0, 0, 0, 'h', 'e', 'l', 'l', 'o'}); err != nil || string(h.Outputs[3].Strings[0]) != "hello" {
+		t.Errorf("FillBytes: %q, %v", h.Outputs[3].Strings, err)
+	}
+	for _, c := range []struct {
+		name   string
+		header []byte
+		final  bool
+	}{
+		{"not JSON", []byte("{"), true},
+		{"unknown datatype first", hdr(out("a", "FP33", "[1]", 4), out("b", "FP32", "[1]", 4)), true},
+		{"after an empty block", hdr(out("a", "FP32", "[0]", 0), out("b", "FP33", "[1]", 4)), true},
+		{"size mismatch of the first block", hdr(out("a", "FP32", "[2]", 4)), false},
+		{"after a non-empty block", hdr(out("a", "FP32", "[1]", 4), out("b", "FP33", "[1]", 4)), false},
+		{"duplicate names, no blocks", hdr(`{"name":"a","datatype":"INT32","shape":[1],"data":[1]}`, `{"name":"a","datatype":"INT32","shape":[1],"data":[1]}`), false},
+	} {
+		_, final, err := DecodeResponseHeader(c.header, nil, tensor.Limits{})
+		if err == nil || final != c.final {
+			t.Errorf("%s: final %v, error %v; want final %v", c.name, final, err, c.final)
 		}
 	}
 }
