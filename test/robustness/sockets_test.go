@@ -384,7 +384,8 @@ func TestHeapStaysFlat(t *testing.T) {
 	// on a busy machine eight concurrent 512 KiB metadata round trips can
 	// take longer than the short timeouts the first part relies on.
 	s.dropIdle()
-	s = newStack(t, stackConfig{upstream: h.URL(), backendTimeout: 30 * time.Second, requestTimeout: 30 * time.Second})
+	s = newStack(t, stackConfig{upstream: h.URL(), backendTimeout: 30 * time.Second, requestTimeout: 30 * time.Second,
+		readTimeout: 30 * time.Second, readHeader: 30 * time.Second})
 	long := strings.Repeat("m", 512<<10)
 	for i := range 8 { // warm the new stack's pools and connections
 		s.post(viaProxy, "/v1/models/w"+strconv.Itoa(i)+long+":predict", []byte(`{"instances":[1.0]}`))
