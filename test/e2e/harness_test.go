@@ -214,7 +214,7 @@ func (s *stack) startEnvoy(t testing.TB) {
 	if limit == 0 {
 		limit = defaultBufferLimit
 	}
-	env, err := envoysim.Start(envoysim.Config{
+	s.env = startEnvoysim(t, envoysim.Config{
 		ProcessorAddr:        s.grpcAddr,
 		Upstream:             s.v2URL,
 		Mode:                 envoysim.DefaultMode(),
@@ -225,26 +225,27 @@ func (s *stack) startEnvoy(t testing.TB) {
 		UpstreamTimeout:      s.cfg.RouteTimeout,
 		HeaderRoutes:         s.headerRoutes(),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.env = env
-	t.Cleanup(func() { _ = env.Close() })
 	// The same Envoy in full-duplex mode, before the same ext_proc
 	// server (--body-mode auto follows each stream): no buffer limit,
 	// no message timeout, no mode override in this mode.
-	fd, err := envoysim.Start(envoysim.Config{
+	s.envFD = startEnvoysim(t, envoysim.Config{
 		ProcessorAddr:   s.grpcAddr,
 		Upstream:        s.v2URL,
 		Mode:            envoysim.FullDuplexMode(),
 		UpstreamTimeout: s.cfg.RouteTimeout,
 		HeaderRoutes:    s.headerRoutes(),
 	})
+}
+
+// startEnvoysim starts a stand-in that stops with the test.
+func startEnvoysim(t testing.TB, cfg envoysim.Config) *envoysim.Envoy {
+	t.Helper()
+	env, err := envoysim.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.envFD = fd
-	t.Cleanup(func() { _ = fd.Close() })
+	t.Cleanup(func() { _ = env.Close() })
+	return env
 }
 
 // envoy returns the stand-in a transport goes through (nil for the proxy).

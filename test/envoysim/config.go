@@ -100,14 +100,12 @@ func DefaultMode() *extprocfilterv3.ProcessingMode {
 // deploy/envoy/envoy-full-duplex.yaml: headers SEND, both bodies
 // FULL_DUPLEX_STREAMED, trailers SEND (Envoy requires it with that mode).
 func FullDuplexMode() *extprocfilterv3.ProcessingMode {
-	return &extprocfilterv3.ProcessingMode{
-		RequestHeaderMode:   extprocfilterv3.ProcessingMode_SEND,
-		ResponseHeaderMode:  extprocfilterv3.ProcessingMode_SEND,
-		RequestBodyMode:     extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED,
-		ResponseBodyMode:    extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED,
-		RequestTrailerMode:  extprocfilterv3.ProcessingMode_SEND,
-		ResponseTrailerMode: extprocfilterv3.ProcessingMode_SEND,
-	}
+	m := DefaultMode()
+	m.RequestBodyMode = extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
+	m.ResponseBodyMode = extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
+	m.RequestTrailerMode = extprocfilterv3.ProcessingMode_SEND
+	m.ResponseTrailerMode = extprocfilterv3.ProcessingMode_SEND
+	return m
 }
 
 // normalized returns a copy of c with defaults filled in, or why it cannot be simulated.
