@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -114,4 +115,96 @@ func BenchmarkPredictExchange(b *testing.B) {
 		}
 		s.Close()
 	}
+}
+
+// FuzzSessionStream drives one exchange twice, whole (RequestBody,
+// ResponseBody) and streamed in chunks of the fuzzed sizes (RequestChunk,
+// ResponseChunk): the answers must be the same — the same status and
+// error body, or the same v2 request bytes and the same TF answer bytes —
+// except where a streamed answer legitimately resets (it failed after its
+// first bytes went out).
+func FuzzSessionStream(f *testing.F) {
+	header := `{"model_name":"m","outputs":[{"name":"y","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}}]}`
+	f.Add([]byte(`{"instances": [1.0, 2.0]}`), 3, 200, itoa(len(header)), append([]byte(header), 0, 0, 128, 63, 0, 0, 0, 64), 5)
+	f.Add([]byte(`{"inputs": {"x": [1, "a"]}}`), 1, 200, "", []byte(`{"outputs":[{"name":"y","datatype":"FP32","shape":[1],"data":[1]}]}`), 2)
+	f.Add([]byte(`{"instances": [1]}`), 7, 404, "", []byte(`{"error":"gone"}`), 1)
+	f.Add([]byte(`{"instances": [1]}`), 7, 200, "9999", []byte(header), 64)
+	cfg := &Config{Backend: newStaticBackend(), MaxBodyBytes: 1 << 16}
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, body []byte, reqChunk, status int, ihcl string, respBody []byte, respChunk int) {
+		if status < 100 || status > 599 {
+			return
+		}
+		reqChunk, respChunk = 1+abs(reqChunk)%97, 1+abs(respChunk)%97
+		h := hdr{"x-request-id": "fuzz"}
+		rh := hdr{"inference-header-content-length": ihcl}
+
+		whole := New(cfg)
+		defer whole.Close()
+		whole.RequestHeaders(ctx, "POST", "/v1/models/m:predict", h, false)
+		wa := whole.RequestBody(ctx, body)
+
+		streamed := New(cfg)
+		defer streamed.Close()
+		streamed.RequestHeaders(ctx, "POST", "/v1/models/m:predict", h, false)
+		sa := streamChunks(t, streamed.RequestChunk, body, reqChunk)
+		if !sameAnswer(t, "request", wa, sa) || wa.Verdict != Continue {
+			return
+		}
+		whole.ResponseHeaders(ctx, status, rh, false)
+		wa = whole.ResponseBody(ctx, respBody)
+		streamed.ResponseHeaders(ctx, status, rh, false)
+		sa = streamChunks(t, streamed.ResponseChunk, respBody, respChunk)
+		if sa.Verdict == Reset {
+			if wa.Verdict != Respond || wa.Status < 500 {
+				t.Fatalf("streamed answer reset; whole answer %v %d %q", wa.Verdict, wa.Status, wa.Body)
+			}
+			return
+		}
+		sameAnswer(t, "response", wa, sa)
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// streamChunks feeds body to event in chunks of n bytes and returns the
+// answer as the whole-body path gives it: Respond as is, Continue with the
+// body the sink received.
+func streamChunks(t *testing.T, event func(context.Context, []byte, bool, Sink) Action, body []byte, n int) Action {
+	var rec recordSink
+	ctx := context.Background()
+	for i := 0; ; i += n {
+		end := i+n >= len(body)
+		a := event(ctx, body[min(i, len(body)):min(i+n, len(body))], end, &rec)
+		switch {
+		case a.Verdict == Pending && !end:
+			continue
+		case a.Verdict != Continue:
+			return a
+		case len(rec.headers) != 1 || rec.ends != 1:
+			t.Fatalf("streamed %d headers and %d ends", len(rec.headers), rec.ends)
+		}
+		out := rec.headers[0]
+		out.Body, out.ReplaceBody = rec.body, true
+		return out
+	}
+}
+
+// sameAnswer fails unless whole and streamed answer alike; it reports
+// whether both went on.
+func sameAnswer(t *testing.T, what string, whole, streamed Action) bool {
+	t.Helper()
+	if whole.Verdict != streamed.Verdict {
+		t.Fatalf("%s: whole %v %d %q, streamed %v %d %q", what, whole.Verdict, whole.Status, whole.Body,
+			streamed.Verdict, streamed.Status, streamed.Body)
+	}
+	if whole.Status != streamed.Status || !bytes.Equal(whole.Body, streamed.Body) {
+		t.Fatalf("%s: whole %d %q\nstreamed %d %q", what, whole.Status, whole.Body, streamed.Status, streamed.Body)
+	}
+	return whole.Verdict == Continue
 }
