@@ -61,9 +61,12 @@ func (r *V2Request) Chunks() [][]byte {
 	return r.Parts
 }
 
-// Release returns the pooled memory the body aliases; the body must not be
-// used afterwards. It may be called more than once, and on the zero value.
-// Without it the memory is simply garbage collected.
+// Release returns the pooled memory the body aliases, to be reused by the
+// next requests: call it only once nothing reads the body any more — after
+// it has been written out, not merely handed to something that keeps the
+// slices (the reverse proxy's upstream request reads them later). It may
+// be called more than once, and on the zero value. Without it the memory
+// is simply garbage collected.
 func (r *V2Request) Release() {
 	if r == nil {
 		return

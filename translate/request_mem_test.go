@@ -28,44 +28,36 @@ func imageStream(n, size int, write func([]byte) error) error {
 		return nil
 	}
 	x := uint32(1)
-	buf = append(buf, `{"instances": [`...)
-	for img := range n {
-		if img > 0 {
-			buf = append(buf, ", "...)
-		}
+	// list writes a list of lists down to the values, flushing as it goes.
+	var list func(dims []int) error
+	list = func(dims []int) error {
 		buf = append(buf, '[')
-		for y := range 224 {
-			if y > 0 {
+		for i := range dims[0] {
+			if i > 0 {
 				buf = append(buf, ", "...)
 			}
-			buf = append(buf, '[')
-			for px := range 224 {
-				if px > 0 {
-					buf = append(buf, ", "...)
+			if len(dims) > 1 {
+				if err := list(dims[1:]); err != nil {
+					return err
 				}
-				buf = append(buf, '[')
-				for c := range 3 {
-					if c > 0 {
-						buf = append(buf, ", "...)
-					}
-					x = x*1664525 + 1013904223
-					v := x >> 8 % 10000000
-					buf = append(buf, "0.0000000"...)
-					for i := len(buf) - 1; v > 0; i-- {
-						buf[i] = byte('0' + v%10)
-						v /= 10
-					}
-				}
-				buf = append(buf, ']')
+				continue
 			}
-			buf = append(buf, ']')
-			if err := flush(false); err != nil {
-				return err
+			x = x*1664525 + 1013904223
+			v := x >> 8 % 10000000
+			buf = append(buf, "0.0000000"...)
+			for i := len(buf) - 1; v > 0; i-- {
+				buf[i] = byte('0' + v%10)
+				v /= 10
 			}
 		}
 		buf = append(buf, ']')
+		return flush(false)
 	}
-	buf = append(buf, "]}"...)
+	buf = append(buf, `{"instances": `...)
+	if err := list([]int{n, 224, 224, 3}); err != nil {
+		return err
+	}
+	buf = append(buf, '}')
 	return flush(true)
 }
 

@@ -70,6 +70,7 @@ func ParseOnePass(body []byte, resolve Resolver, lim tensor.Limits) (*Request, e
 // shape; a caller that kept the text runs Parse over it, others answer
 // with a generic 400 until the exact streaming errors exist (see above).
 // Chunks are copied where needed; the caller may reuse them after Write.
+// Numeric data is stored in fixed blocks that never move (blocks.go).
 type Decoder struct {
 	resolve  Resolver
 	lim      tensor.Limits

@@ -21,7 +21,9 @@ type Request struct {
 	Format Format
 	// Inputs are the input tensors in signature input order. Their Data
 	// and Strings may alias the request body and pooled memory owned by
-	// the Request: they stay valid until Release.
+	// the Request: they stay valid until Release. A streamed body's
+	// numeric data may span several blocks, and Data is then nil: Blocks
+	// gives the data of every input, whichever parser made it.
 	Inputs []tensor.Tensor
 	// Signature is the signature the request was parsed against.
 	Signature *tensor.Signature
