@@ -47,7 +47,11 @@ import (
 //     the object is not a {"b64": "…"} value;
 //   - named "inputs" that together exceed the element limit (TF counts
 //     them in signature order, the stream in document order);
-//   - a number token longer than 4096 bytes.
+//   - a number token longer than 4096 bytes split across chunks.
+//
+// (Two more texts exist as safety nets that no test reaches: "unsupported
+// construct" for a decoder path without an exact answer, and "internal
+// check failed" for a broken invariant at the end.)
 var ErrUndecided = errors.New("tfrequest: body not decidable in one streaming pass")
 
 // undecided is the 400 for what the stream cannot decide.
@@ -401,6 +405,7 @@ func (d *Decoder) rootErr() error {
 		return root(msgSignatureType)
 	}
 	name := d.req.SignatureName
+	lost := false
 	switch {
 	case !x.resolved:
 		// Neither "instances" nor "inputs": TF still resolves first.
@@ -420,7 +425,10 @@ func (d *Decoder) rootErr() error {
 			return errNoInputMap(name)
 		}
 		if !x.resolveOK || !sameInputs(sig, d.sig) {
-			return undecided(`"signature_name" after the inputs names another signature`)
+			// The values were read against other inputs; the root
+			// checks that follow do not depend on them.
+			lost = true
+			break
 		}
 		d.sig, d.req.Signature = sig, sig
 	case !x.resolveOK:
@@ -438,6 +446,8 @@ func (d *Decoder) rootErr() error {
 		return root(msgInstancesEmpty)
 	case d.req.Format == 0:
 		return errMissingKey()
+	case lost:
+		return undecided(`"signature_name" after the inputs names another signature`)
 	}
 	return nil
 }

@@ -182,3 +182,46 @@ var streamSeeds = []string{
 	`[1, {"a": [true, null]}, "x"]`,
 	"\xEF\xBB\xBF{\"instances\": [1]}\x00",
 }
+
+// TestStreamSignatures: the resolver's answers reach the stream as they
+// reach Parse — errors as is, a signature without inputs, and a
+// "signature_name" read after the values (resolved late: decided when it
+// names the same inputs, undecided otherwise).
+func TestStreamSignatures(t *testing.T) {
+	a, same, other := sigOf("x:FP32"), sigOf("x:FP32"), sigOf("y:FP32")
+	resolve := func(name string) (*tensor.Signature, error) {
+		switch name {
+		case "", "a":
+			return a, nil
+		case "same":
+			return same, nil
+		case "other":
+			return other, nil
+		case "empty":
+			return &tensor.Signature{}, nil
+		}
+		return nil, apierr.Errorf(apierr.NotFound, "Serving signature name: %q not found in signature def", name)
+	}
+	for _, tc := range []struct {
+		body      string
+		undecided bool
+	}{
+		{body: `{"signature_name": "a", "instances": [1, 2]}`},
+		{body: `{"instances": [1, 2], "signature_name": "same"}`},
+		{body: `{"instances": [1, "x"], "signature_name": "same"}`},
+		{body: `{"instances": [1, 2], "signature_name": "other"}`, undecided: true},
+		{body: `{"instances": [1, 2], "signature_name": "nope"}`},
+		{body: `{"instances": [1, 2], "signature_name": "empty"}`},
+		{body: `{"signature_name": "nope", "instances": [1, 2]}`},
+		{body: `{"signature_name": "empty", "inputs": [1, 2]}`},
+		{body: `{"signature_name": "nope"}`},
+		{body: `{"signature_name": "empty", "z": 1}`},
+		{body: `{"signature_name": 7, "instances": [1, 2]}`},
+		{body: `{"instances": [1, 2], "signature_name": "other", "inputs": 3}`},
+		{body: `{"instances": [], "signature_name": "other"}`},
+	} {
+		if got := checkStream(t, []byte(tc.body), resolve, tensor.Limits{}); got != tc.undecided {
+			t.Errorf("%s: undecided = %v, want %v", tc.body, got, tc.undecided)
+		}
+	}
+}

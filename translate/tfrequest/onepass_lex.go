@@ -9,8 +9,10 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
-// maxPending bounds a number or literal split across chunks; a longer one
-// (legal JSON: digits beyond the 17th are read and dropped) falls back.
+// maxPending bounds a number or literal split across chunks. A longer one
+// is legal JSON (digits beyond the 17th are read and dropped) but rare:
+// longAtom decides it when rapidjson would stop inside the bytes held,
+// else whole-body mode falls back and exact mode answers ErrUndecided.
 const maxPending = 4096
 
 // slot is what the next value is for.
