@@ -70,10 +70,12 @@ func TranslateRequest(tfBody []byte, resolve tfrequest.Resolver, opt RequestOpti
 // never holding its text whole: Write each chunk, then Close. It answers
 // as TranslateRequest over the whole body would.
 //
-// The one-pass decoder reads the chunks; while the body is at most
-// RequestOptions.ReplayBytes long a copy of its text is kept too, and a
-// body the decoder does not decide is answered by TranslateRequest over
-// that copy. Longer bodies are decided by the decoder alone.
+// The one-pass decoder (tfrequest.NewDecoder, exact mode) reads the
+// chunks; while the body is at most RequestOptions.ReplayBytes long a copy
+// of its text is kept too, and a body the decoder does not accept is
+// answered by TranslateRequest over that copy. Longer bodies are answered
+// by the decoder alone — TF Serving's status and text too, but for the
+// few bodies tfrequest.ErrUndecided lists, which get a 400 saying so.
 type RequestStream struct {
 	dec     *tfrequest.Decoder
 	resolve tfrequest.Resolver
