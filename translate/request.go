@@ -118,17 +118,15 @@ func (s *RequestStream) Write(chunk []byte) error {
 // Close ends the body and returns what TranslateRequest would.
 func (s *RequestStream) Close() (V2Request, Exchange, error) {
 	defer s.dropText()
-	if s.decErr == nil {
-		req, err := s.dec.Close()
-		if err == nil {
-			return encodeRequest(req, s.opt)
-		}
-		s.decErr = err
+	// Close also releases what a decoder that failed in Write holds.
+	req, err := s.dec.Close()
+	if err == nil {
+		return encodeRequest(req, s.opt)
 	}
 	if s.text != nil {
 		return TranslateRequest(*s.text, s.resolve, s.opt)
 	}
-	return V2Request{}, Exchange{}, s.decErr
+	return V2Request{}, Exchange{}, err
 }
 
 // dropText gives the kept text back.

@@ -111,7 +111,6 @@ type dumpSlot struct {
 	s     jsontext.DumpStream
 	depth int
 	on    bool
-	buf   []byte
 }
 
 func newExactState() *exactState {
@@ -218,7 +217,7 @@ func (d *Decoder) undecidedValue(i int, why string) {
 func (d *Decoder) dumpStart(k int, depth int) {
 	x := d.x
 	sl := &x.dumps[k]
-	sl.s.Reset(sl.buf[:0])
+	sl.s.Restart()
 	sl.depth = depth
 	if !sl.on {
 		sl.on = true
@@ -228,9 +227,7 @@ func (d *Decoder) dumpStart(k int, depth int) {
 
 // dumpBytes returns dump k as captured so far.
 func (d *Decoder) dumpBytes(k int) []byte {
-	sl := &d.x.dumps[k]
-	sl.buf = sl.s.Bytes()
-	return sl.buf
+	return d.x.dumps[k].s.Bytes()
 }
 
 // feed passes one token to every dump capturing.
@@ -251,7 +248,6 @@ func (d *Decoder) dumpStop(k int) {
 	sl := &d.x.dumps[k]
 	if sl.on {
 		sl.on = false
-		sl.buf = sl.s.Bytes()
 		d.x.ndump--
 	}
 }
