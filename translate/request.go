@@ -1,8 +1,6 @@
 package translate
 
 import (
-	"sync"
-
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 	"github.com/tfsbridge/tfsbridge/translate/v2"
@@ -137,18 +135,32 @@ func (s *RequestStream) dropText() {
 	}
 }
 
-// replayPool holds the text buffers of streamed bodies between requests,
-// so keeping a body's first ReplayBytes costs a copy, not an allocation.
-var replayPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// replayFree holds the text buffers of a few streamed bodies between
+// requests, so keeping a body's first ReplayBytes costs a copy, not an
+// allocation grown by doubling. Unlike a sync.Pool it survives garbage
+// collections, which a busy proxy runs every few requests; it is small,
+// so it pins at most a few MiB.
+var replayFree = make(chan *[]byte, 4)
 
-func getReplay() *[]byte { return replayPool.Get().(*[]byte) }
+func getReplay() *[]byte {
+	select {
+	case b := <-replayFree:
+		return b
+	default:
+		b := make([]byte, 0, 64<<10)
+		return &b
+	}
+}
 
 func putReplay(b *[]byte) {
-	if cap(*b) > 4*DefaultReplayBytes {
+	if cap(*b) > 2*DefaultReplayBytes {
 		return // one unusual ReplayBytes must not pin its buffer
 	}
 	*b = (*b)[:0]
-	replayPool.Put(b)
+	select {
+	case replayFree <- b:
+	default:
+	}
 }
 
 // encodeRequest is the step after parsing: batch adaptation and the v2 body.
