@@ -43,8 +43,9 @@ import (
 //   - a "signature_name" with a non-empty value after "instances" or
 //     "inputs" that resolves to inputs other than the default signature's
 //     (the values were read against the default signature);
-//   - a "b64" key where an input named "b64" is also in the signature and
-//     the object is not a {"b64": "…"} value;
+//   - an instance object or the "inputs" object whose first key is "b64"
+//     when the signature also has an input named "b64" (a b64 value or
+//     that input: TF tells them apart by the whole object);
 //   - named "inputs" that together exceed the element limit (TF counts
 //     them in signature order, the stream in document order);
 //   - a number token longer than 4096 bytes split across chunks.
