@@ -448,7 +448,7 @@ func (d *Decoder) otherValue(s slot, k jsontext.Kind) {
 	case slotInstances:
 		x.instBad = true
 	case slotB64:
-		d.b64Deviate(d.top(), nil)
+		d.b64Deviate(d.top(), nil, false)
 	}
 }
 
@@ -544,7 +544,7 @@ func (d *Decoder) key(k []byte) {
 		if d.bad() {
 			return
 		}
-		d.b64Deviate(f, k)
+		d.b64Deviate(f, k, true)
 	}
 }
 
@@ -586,9 +586,9 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 }
 
 // b64Deviate handles an object read as a {"b64": "…"} candidate that turns
-// out to be another object: at its key k, or (k nil) at its "b64"
+// out to be another object: at its key k (atKey), or at its "b64"
 // member's value, which is no string.
-func (d *Decoder) b64Deviate(f *opFrame, k []byte) {
+func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 	first := f.flags&b64Not == 0
 	f.flags |= b64Not
 	f.next = slotSkip
@@ -597,7 +597,7 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte) {
 		// Named tensors, whose first member names none.
 		f.role = roleInputs
 		d.x.named = true
-		if k != nil {
+		if atKey {
 			d.key(k)
 		}
 	case b64Leaf:
@@ -608,13 +608,13 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte) {
 		d.dumpStart(dumpLeaf, len(d.stack)-1)
 		s := &d.x.dumps[dumpLeaf].s
 		s.Open(true)
-		if k == nil || f.n > 1 {
+		if !atKey || f.n > 1 {
 			s.String([]byte(keyB64))
 			if f.flags&b64Str != 0 {
 				s.String(d.x.b64)
 			}
 		}
-		if k != nil {
+		if atKey {
 			s.String(k)
 		}
 	}
