@@ -48,7 +48,8 @@ import (
 //     that input: TF tells them apart by the whole object);
 //   - named "inputs" that together exceed the element limit (TF counts
 //     them in signature order, the stream in document order);
-//   - a number token longer than 4096 bytes split across chunks.
+//   - a number longer than 4096 bytes (a long fraction or exponent;
+//     rapidjson refuses long integers early) cut by a chunk boundary.
 //
 // (Two more texts exist as safety nets that no test reaches: "unsupported
 // construct" for a decoder path without an exact answer, and "internal

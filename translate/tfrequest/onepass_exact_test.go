@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -219,6 +220,53 @@ func TestStreamSignatures(t *testing.T) {
 		{body: `{"signature_name": 7, "instances": [1, 2]}`},
 		{body: `{"instances": [1, 2], "signature_name": "other", "inputs": 3}`},
 		{body: `{"instances": [], "signature_name": "other"}`},
+	} {
+		if got := checkStream(t, []byte(tc.body), resolve, tensor.Limits{}); got != tc.undecided {
+			t.Errorf("%s: undecided = %v, want %v", tc.body, got, tc.undecided)
+		}
+	}
+}
+
+// TestStreamLongTokens: a number or literal longer than maxPending cut by
+// chunks is decided where rapidjson stops inside the bytes held, and
+// undecided (documented) only when it is one long number.
+func TestStreamLongTokens(t *testing.T) {
+	digits := strings.Repeat("1", 5000)
+	sig := sigOf("x:FP64")
+	for _, tc := range []struct {
+		body      string
+		undecided bool
+	}{
+		{body: `{"instances": [` + digits + `]}`}, // too big for a double: told early
+		{body: `{"instances": [0.` + digits + `]}`, undecided: true},
+		{body: `{"instances": [1e-` + digits + `]}`, undecided: true},
+		{body: `{"instances": [1` + strings.Repeat("x", 5000) + `]}`},
+		{body: `{"instances": [tru` + strings.Repeat("e", 5000) + `]}`},
+		{body: `{"instances": [1e` + digits + `]}`},
+		{body: `{"instances": [-` + strings.Repeat("-", 5000) + `]}`},
+		{body: digits + `x`},
+	} {
+		if !Undecidable([]byte(tc.body), sig, tensor.Limits{}) && tc.undecided {
+			t.Errorf("%.40s…: Undecidable does not list it", tc.body)
+		}
+		if got := checkStream(t, []byte(tc.body), fixed(sig), tensor.Limits{}); got != tc.undecided {
+			t.Errorf("%.40s…: undecided = %v, want %v", tc.body, got, tc.undecided)
+		}
+	}
+	// No default signature: a late name cannot be checked.
+	resolve := func(name string) (*tensor.Signature, error) {
+		if name == "" {
+			return nil, apierr.Errorf(apierr.FailedPrecondition, "Default serving signature key not found.")
+		}
+		return sig, nil
+	}
+	for _, tc := range []struct {
+		body      string
+		undecided bool
+	}{
+		{body: `{"instances": [1], "signature_name": "a"}`, undecided: true},
+		{body: `{"instances": [1]}`},
+		{body: `{"signature_name": "a", "instances": [1]}`},
 	} {
 		if got := checkStream(t, []byte(tc.body), resolve, tensor.Limits{}); got != tc.undecided {
 			t.Errorf("%s: undecided = %v, want %v", tc.body, got, tc.undecided)
