@@ -87,6 +87,9 @@ type Decoder struct {
 	arena  arena  // string bytes copied out of chunks
 	failed bool
 	dups   bool // an instance object named an input twice
+	// dumpOnly: every value is skipped, the root dump is all it makes
+	// (onepass_instdump.go).
+	dumpOnly bool
 
 	// x is the exact mode's state (NewDecoder): nil in whole-body mode,
 	// where any error falls back to Parse.

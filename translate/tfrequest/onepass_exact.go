@@ -97,12 +97,15 @@ type exactState struct {
 
 	dumps [numDumps]dumpSlot
 	ndump int // dumps collecting
+	inst  instDump
+
+	chunk []byte // the chunk being written (nil outside Write)
+	pos   int    // offset in it after the token just read
 }
 
 // The dumps an error text may need, at most one of each open at a time.
 const (
 	dumpRoot = iota // the document (FormatError of the root checks)
-	dumpInst        // the instance object (keys must be equal to)
 	dumpLeaf        // an object where a tensor value belongs
 	numDumps
 )

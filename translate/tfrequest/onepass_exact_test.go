@@ -273,3 +273,24 @@ func TestStreamLongTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamInstanceDumps: an instance object that misses an input is
+// dumped from its kept text when short, and by the dump-only decoder when
+// longer than instRawMax (whatever its first tokens look like).
+func TestStreamInstanceDumps(t *testing.T) {
+	nums := strings.Repeat("1.5, ", instRawMax/4) + "2"
+	space := strings.Repeat(" ", instRawMax+10)
+	sig := sigOf("a:FP32", "s:BYTES")
+	for _, body := range []string{
+		`{"instances": [{"a": [1, 2], "s": "x"}, {"a": [` + nums + `]}]}`,
+		`{"instances": [{"a": [` + nums + `]}]}`,
+		`{"instances": [{` + space + `"a"` + space + `:` + space + `[1, 2]}]}`,
+		`{"instances": [{"s": "` + strings.Repeat("q", instRawMax+5) + `", "z": 1}]}`,
+		`{"instances": [{"s": "` + strings.Repeat("q", instRawMax+5) + `"}]}`,
+		`{"instances": [{"a": 1, "s": "x"}, {"s": "y"` + space + `}]}`,
+	} {
+		if checkStream(t, []byte(body), fixed(sig), tensor.Limits{}) {
+			t.Errorf("%.60s…: undecided", body)
+		}
+	}
+}

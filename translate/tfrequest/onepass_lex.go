@@ -55,6 +55,9 @@ func (d *Decoder) Write(buf []byte) error {
 	}
 	n := len(buf)
 	p := 0
+	if d.x != nil {
+		d.x.chunk = buf
+	}
 	for p < n && !d.failed {
 		switch d.st {
 		case lxStart:
@@ -88,7 +91,7 @@ func (d *Decoder) Write(buf []byte) error {
 				}
 			case c == ']' && !f.obj, c == '}' && f.obj:
 				p++
-				d.close()
+				d.closeAt(p)
 			default:
 				d.synAt(afterMsg(f), p)
 			}
@@ -107,7 +110,7 @@ func (d *Decoder) Write(buf []byte) error {
 				p = d.str(buf, p+1, true)
 			case c == '}' && d.st == lxKey:
 				p++
-				d.close()
+				d.closeAt(p)
 			default:
 				d.synAt(jsontext.MsgObjectMissName, p)
 			}
@@ -132,13 +135,26 @@ func (d *Decoder) Write(buf []byte) error {
 			p = n
 		}
 	}
-	if d.x != nil {
-		d.x.off += int64(n)
+	if x := d.x; x != nil {
+		x.off += int64(n)
+		if x.inst.on {
+			d.instDumpFeed(buf[x.inst.from:])
+			x.inst.from = 0
+		}
+		x.chunk = nil
 	}
 	if d.failed {
 		return d.writeErr()
 	}
 	return nil
+}
+
+// closeAt is close for a closing bracket that ends just before buf[p].
+func (d *Decoder) closeAt(p int) {
+	if d.x != nil {
+		d.x.pos = p
+	}
+	d.close()
 }
 
 // writeErr is Write's sticky error.
@@ -274,7 +290,7 @@ func (d *Decoder) value(buf []byte, p int) int {
 		f.n++
 	}
 	s := d.slot()
-	if d.skipping() {
+	if d.skipping() || d.dumpOnly {
 		s = slot{kind: slotSkip}
 	}
 	if x := d.x; x != nil {
@@ -321,6 +337,9 @@ func (d *Decoder) value(buf []byte, p int) int {
 		d.openArray(s)
 		return p + 1
 	case '{':
+		if d.x != nil {
+			d.x.pos = p
+		}
 		d.openObject(s)
 		return p + 1
 	}
@@ -427,11 +446,11 @@ func (d *Decoder) openObject(s slot) {
 	}
 }
 
-// dumpInstance starts the dump of an instance object (exact mode), which
-// "keys must be equal to" prints.
+// dumpInstance keeps what the dump of an instance object needs (exact
+// mode), which "keys must be equal to" prints.
 func (d *Decoder) dumpInstance(depth int) {
 	if d.x != nil {
-		d.dumpStart(dumpInst, depth)
+		d.instDumpStart(depth, d.x.pos)
 	}
 }
 
@@ -626,6 +645,9 @@ func (d *Decoder) close() {
 	f := d.stack[idx]
 	d.stack = d.stack[:idx]
 	d.feedClose(f.obj, idx)
+	if x := d.x; x != nil && x.inst.on && idx == x.inst.depth {
+		d.instDumpEnd(x.pos)
+	}
 	if x := d.x; x != nil && x.skipTo >= 0 && idx >= x.skipTo {
 		// Read for syntax only; a list TF would have found at the wrong
 		// length before the error inside it takes its place.
@@ -657,7 +679,7 @@ func (d *Decoder) close() {
 		}
 		if !ok && !d.bad() {
 			names := sortedNames(len(d.ins), func(i int) string { return d.ins[i].spec.Name })
-			d.valueErr(0, errKeysMissing(d.x.elem, d.dumpBytes(dumpInst), names), false, false)
+			d.valueErr(0, errKeysMissing(d.x.elem, d.instDumpBytes(), names), false, false)
 			ok = true
 		}
 	case roleInputs:
