@@ -18,9 +18,9 @@ import (
 //
 // It has two modes. Whole-body mode (ParseOnePass) decodes the common
 // shapes (row "instances" of nested arrays or of named-input objects,
-// columnar "inputs" as one value or as named tensors, strings, escapes,
-// duplicated and NUL-cut instance keys, {"b64": …} objects for BYTES) and
-// stops with ErrFallback at anything else, every error included: the
+// columnar "inputs" as one value or as named tensors, strings, duplicated
+// instance keys, {"b64": …} objects for BYTES) and stops with ErrFallback
+// at anything else — strings with escapes, every error included: the
 // caller holds the text, and the exact parser (Parse) answers with TF
 // Serving's texts and precedence from one place. Exact mode (NewDecoder,
 // for streams whose text is gone once read) decides every body itself,

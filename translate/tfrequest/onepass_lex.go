@@ -593,6 +593,9 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 	}
 	i := d.lookup(name)
 	if i < 0 {
+		if d.bad() { // whole-body mode: no text to build
+			return
+		}
 		d.valueErr(0, errNoNamedInput(name), true, false)
 		return
 	}
@@ -878,7 +881,12 @@ func (d *Decoder) str(buf []byte, p int, key bool) int {
 	q, ok := scanString(buf, p)
 	if !ok {
 		// An escape (or a raw control character): the raw text is kept
-		// to the closing quote, then unescaped.
+		// to the closing quote, then unescaped (exact mode; whole-body
+		// mode leaves these rare strings to Parse, which keeps their
+		// unescaped bytes in pooled memory).
+		if d.bad() {
+			return q
+		}
 		d.pend = append(d.pend[:0], buf[p:q]...)
 		d.st = lxString
 		d.esc, d.bs = true, false
@@ -902,6 +910,9 @@ func (d *Decoder) strMore(buf []byte, p int) int {
 	q, ok := scanString(buf, p)
 	d.pend = append(d.pend, buf[p:q]...)
 	if !ok {
+		if d.bad() {
+			return q
+		}
 		d.esc, d.bs = true, false
 		return d.strRaw(buf, q)
 	}
@@ -1040,10 +1051,16 @@ func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) {
 	in := &d.ins[i]
 	switch {
 	case !d.leafLevel(i, int(v.level)):
+		if d.bad() { // whole-body mode: no text to build
+			return
+		}
 		d.valueErr(i, errLevel(tokenDump(jsontext.String, jsontext.Num{}, s), int(v.level), in.curRank), true, false)
 	case !d.countLeaf(i):
 		d.limitErr(i)
 	case in.spec.DataType != tensor.Bytes:
+		if d.bad() { // whole-body mode: no text to build
+			return
+		}
 		d.valueErr(i, errType(tokenDump(jsontext.String, jsontext.Num{}, s), jsontext.String, in.spec.DataType), true, false)
 	default:
 		if !(inChunk && d.alias) {
@@ -1189,10 +1206,16 @@ func (d *Decoder) scalarLeaf(v slot, k jsontext.Kind, num jsontext.Num) {
 	dt := in.spec.DataType
 	switch {
 	case !d.leafLevel(i, int(v.level)):
+		if d.bad() { // whole-body mode: no text to build
+			return
+		}
 		d.valueErr(i, errLevel(tokenDump(k, num, nil), int(v.level), in.curRank), true, false)
 	case !d.countLeaf(i):
 		d.limitErr(i)
 	case dt == tensor.Bytes:
+		if d.bad() { // whole-body mode: no text to build
+			return
+		}
 		d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
 	default:
 		d.ensureBuf(&in.input)
@@ -1200,8 +1223,14 @@ func (d *Decoder) scalarLeaf(v slot, k jsontext.Kind, num jsontext.Num) {
 		in.data, res = appendLeaf(in.data, dt, k, num)
 		switch res {
 		case leafTypeError:
+			if d.bad() { // whole-body mode: no text to build
+				return
+			}
 			d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
 		case leafUnimplemented:
+			if d.bad() { // whole-body mode: no text to build
+				return
+			}
 			d.valueErr(i, errUnimplemented(tokenDump(k, num, nil), dt), true, false)
 		default:
 			if v.level == 0 {
