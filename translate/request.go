@@ -1,8 +1,6 @@
 package translate
 
 import (
-	"sync"
-
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 	"github.com/tfsbridge/tfsbridge/translate/v2"
@@ -70,10 +68,12 @@ func TranslateRequest(tfBody []byte, resolve tfrequest.Resolver, opt RequestOpti
 // never holding its text whole: Write each chunk, then Close. It answers
 // as TranslateRequest over the whole body would.
 //
-// The one-pass decoder reads the chunks; while the body is at most
-// RequestOptions.ReplayBytes long a copy of its text is kept too, and a
-// body the decoder does not decide is answered by TranslateRequest over
-// that copy. Longer bodies are decided by the decoder alone.
+// The one-pass decoder (tfrequest.NewDecoder, exact mode) reads the
+// chunks; while the body is at most RequestOptions.ReplayBytes long a copy
+// of its text is kept too, and a body the decoder does not accept is
+// answered by TranslateRequest over that copy. Longer bodies are answered
+// by the decoder alone — TF Serving's status and text too, but for the
+// few bodies tfrequest.ErrUndecided lists, which get a 400 saying so.
 type RequestStream struct {
 	dec     *tfrequest.Decoder
 	resolve tfrequest.Resolver
@@ -119,17 +119,15 @@ func (s *RequestStream) Write(chunk []byte) error {
 // calls Release on the V2Request once the body is sent.
 func (s *RequestStream) Close() (V2Request, Exchange, error) {
 	defer s.dropText()
-	if s.decErr == nil {
-		req, err := s.dec.Close()
-		if err == nil {
-			return encodeRequestParts(req, s.opt)
-		}
-		s.decErr = err
+	// Close also releases what a decoder that failed in Write holds.
+	req, err := s.dec.Close()
+	if err == nil {
+		return encodeRequestParts(req, s.opt)
 	}
 	if s.text != nil {
 		return TranslateRequest(*s.text, s.resolve, s.opt)
 	}
-	return V2Request{}, Exchange{}, s.decErr
+	return V2Request{}, Exchange{}, err
 }
 
 // dropText gives the kept text back.
@@ -140,18 +138,32 @@ func (s *RequestStream) dropText() {
 	}
 }
 
-// replayPool holds the text buffers of streamed bodies between requests,
-// so keeping a body's first ReplayBytes costs a copy, not an allocation.
-var replayPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// replayFree holds the text buffers of a few streamed bodies between
+// requests, so keeping a body's first ReplayBytes costs a copy, not an
+// allocation grown by doubling. Unlike a sync.Pool it survives garbage
+// collections, which a busy proxy runs every few requests; it is small,
+// so it pins at most a few MiB.
+var replayFree = make(chan *[]byte, 4)
 
-func getReplay() *[]byte { return replayPool.Get().(*[]byte) }
+func getReplay() *[]byte {
+	select {
+	case b := <-replayFree:
+		return b
+	default:
+		b := make([]byte, 0, 64<<10)
+		return &b
+	}
+}
 
 func putReplay(b *[]byte) {
-	if cap(*b) > 4*DefaultReplayBytes {
+	if cap(*b) > 2*DefaultReplayBytes {
 		return // one unusual ReplayBytes must not pin its buffer
 	}
 	*b = (*b)[:0]
-	replayPool.Put(b)
+	select {
+	case replayFree <- b:
+	default:
+	}
 }
 
 // encodeRequest is the step after parsing: batch adaptation and the v2 body.

@@ -12,6 +12,11 @@ type DumpStream struct {
 	w       Writer
 	limit   int
 	stopped bool
+	// tail is the string token that crossed the limit, copied and
+	// rendered only when the dump is asked for: it may be megabytes (a
+	// b64 payload), and most dumps are never printed.
+	tail    []byte
+	hasTail bool
 }
 
 // Reset starts a new dump appended to dst, limited to DumpLimit bytes.
@@ -22,10 +27,21 @@ func (s *DumpStream) reset(dst []byte, limit int) {
 	s.w.SetSingleLine(true)
 	s.limit = len(dst) + limit
 	s.stopped = false
+	s.hasTail = false
 }
 
+// Restart starts a new dump in the buffer of the last one.
+func (s *DumpStream) Restart() { s.reset(s.w.buf[:0], DumpLimit) }
+
 // Bytes returns the dump so far.
-func (s *DumpStream) Bytes() []byte { return s.w.Bytes() }
+func (s *DumpStream) Bytes() []byte {
+	if s.hasTail {
+		s.hasTail = false
+		s.w.buf = growFor(s.w.buf, s.tail, len(s.w.stack))
+		s.w.StringBytes(s.tail)
+	}
+	return s.w.Bytes()
+}
 
 // Full reports that no further token would be written.
 func (s *DumpStream) Full() bool { return s.stopped || len(s.w.buf) >= s.limit }
@@ -68,6 +84,12 @@ func (s *DumpStream) Close(obj bool) bool {
 // String writes a string token; rapidjson writes a key the same way.
 func (s *DumpStream) String(v []byte) bool {
 	if !s.room() {
+		return false
+	}
+	if len(s.w.buf)+len(v)+2 >= s.limit {
+		// The last token: kept as is, rendered by Bytes.
+		s.tail = append(s.tail[:0], v...)
+		s.hasTail, s.stopped = true, true
 		return false
 	}
 	s.w.buf = growFor(s.w.buf, v, len(s.w.stack))

@@ -16,31 +16,19 @@ import (
 // fed with Write in chunks of any size and finished with Close; a chunk may
 // end anywhere, inside a number, a literal, a string or a key.
 //
-// It decides only what it can decide alone: a well-formed body in one of
-// the common shapes (row "instances" of nested arrays or of named-input
-// objects, columnar "inputs" as one value or as named tensors, strings
-// and {"b64": …} objects for BYTES). Anything else — every error included,
-// and rarer constructs such as string escapes, duplicated instance keys or
-// a "b64" key where an instance object could also be meant — stops it
-// with ErrFallback, and the caller runs the exact parser (Parse) over the
-// whole text. That keeps TF Serving's error texts and precedence (syntax
-// errors anywhere in the body before any semantic error, dumps of the
-// offending value) in one place.
-//
-// Open problem for true streaming, where the text is not held and cannot
-// be re-read: the exact message must then be produced by the decoder
-// itself. The plan: at the first semantic error record its kind and the
-// ≤256-byte token dump jsontext.AppendDump would print (the dump is
-// bounded, so it can be captured from the bytes at hand, with the
-// partial-token buffer for a value split across chunks), switch to a
-// syntax-only scan of the rest of the body, and at Close report a syntax
-// error if one came later (TF checks syntax first), else the recorded
-// semantic error. Errors whose text depends on the whole document (a
-// dump of a whole instance object, "keys must be equal to") need a bounded
-// copy of that object's first 256 dump bytes kept while it is open.
+// It has two modes. Whole-body mode (ParseOnePass) decodes the common
+// shapes (row "instances" of nested arrays or of named-input objects,
+// columnar "inputs" as one value or as named tensors, strings, escapes,
+// duplicated and NUL-cut instance keys, {"b64": …} objects for BYTES) and
+// stops with ErrFallback at anything else, every error included: the
+// caller holds the text, and the exact parser (Parse) answers with TF
+// Serving's texts and precedence from one place. Exact mode (NewDecoder,
+// for streams whose text is gone once read) decides every body itself,
+// errors included, as Parse would; onepass_exact.go says how, and
+// ErrUndecided lists the few bodies it cannot tell.
 
-// ErrFallback reports a body the one-pass decoder does not decide: valid
-// or not, the exact parser must be run over the whole text.
+// ErrFallback reports a body the whole-body decoder does not decide:
+// valid or not, the exact parser must be run over the whole text.
 var ErrFallback = errors.New("tfrequest: body needs the exact parser")
 
 // ParseOnePass is Parse through the one-pass decoder: the same Request or
@@ -65,12 +53,13 @@ func ParseOnePass(body []byte, resolve Resolver, lim tensor.Limits) (*Request, e
 }
 
 // Decoder is the streaming form of ParseOnePass: Write the body in chunks,
-// then Close. Any error is ErrFallback (sticky): the decoder cannot tell
-// which of TF Serving's errors the body deserves, or does not handle its
-// shape; a caller that kept the text runs Parse over it, others answer
-// with a generic 400 until the exact streaming errors exist (see above).
-// Chunks are copied where needed; the caller may reuse them after Write.
-// Numeric data is stored in fixed blocks that never move (blocks.go).
+// then Close. A decoder from NewDecoder is in exact mode: Close returns
+// what Parse over the whole text would, Request or *apierr.Error (for the
+// bodies ErrUndecided lists, a 400 wrapping it); Write returns an error
+// only once the answer is certain (a JSON syntax error, which TF reports
+// before anything else), and Close then returns the same. Chunks are
+// copied where needed; the caller may reuse them after Write. Numeric
+// data is stored in fixed blocks that never move (blocks.go).
 type Decoder struct {
 	resolve  Resolver
 	lim      tensor.Limits
@@ -99,6 +88,9 @@ type Decoder struct {
 	arena  arena  // string bytes copied out of chunks
 	failed bool
 	dups   bool // an instance object named an input twice
+	// dumpOnly: every value is skipped, the root dump is all it makes
+	// (onepass_instdump.go).
+	dumpOnly bool
 
 	// x is the exact mode's state (NewDecoder): nil in whole-body mode,
 	// where any error falls back to Parse.

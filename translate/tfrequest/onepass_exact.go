@@ -43,11 +43,17 @@ import (
 //   - a "signature_name" with a non-empty value after "instances" or
 //     "inputs" that resolves to inputs other than the default signature's
 //     (the values were read against the default signature);
-//   - a "b64" key where an input named "b64" is also in the signature and
-//     the object is not a {"b64": "…"} value;
+//   - an instance object or the "inputs" object whose first key is "b64"
+//     when the signature also has an input named "b64" (a b64 value or
+//     that input: TF tells them apart by the whole object);
 //   - named "inputs" that together exceed the element limit (TF counts
 //     them in signature order, the stream in document order);
-//   - a number token longer than 4096 bytes.
+//   - a number longer than 4096 bytes (a long fraction or exponent;
+//     rapidjson refuses long integers early) cut by a chunk boundary.
+//
+// (Two more texts exist as safety nets that no test reaches: "unsupported
+// construct" for a decoder path without an exact answer, and "internal
+// check failed" for a broken invariant at the end.)
 var ErrUndecided = errors.New("tfrequest: body not decidable in one streaming pass")
 
 // undecided is the 400 for what the stream cannot decide.
@@ -91,12 +97,15 @@ type exactState struct {
 
 	dumps [numDumps]dumpSlot
 	ndump int // dumps collecting
+	inst  instDump
+
+	chunk []byte // the chunk being written (nil outside Write)
+	pos   int    // offset in it after the token just read
 }
 
 // The dumps an error text may need, at most one of each open at a time.
 const (
 	dumpRoot = iota // the document (FormatError of the root checks)
-	dumpInst        // the instance object (keys must be equal to)
 	dumpLeaf        // an object where a tensor value belongs
 	numDumps
 )
@@ -107,7 +116,6 @@ type dumpSlot struct {
 	s     jsontext.DumpStream
 	depth int
 	on    bool
-	buf   []byte
 }
 
 func newExactState() *exactState {
@@ -214,7 +222,7 @@ func (d *Decoder) undecidedValue(i int, why string) {
 func (d *Decoder) dumpStart(k int, depth int) {
 	x := d.x
 	sl := &x.dumps[k]
-	sl.s.Reset(sl.buf[:0])
+	sl.s.Restart()
 	sl.depth = depth
 	if !sl.on {
 		sl.on = true
@@ -224,9 +232,7 @@ func (d *Decoder) dumpStart(k int, depth int) {
 
 // dumpBytes returns dump k as captured so far.
 func (d *Decoder) dumpBytes(k int) []byte {
-	sl := &d.x.dumps[k]
-	sl.buf = sl.s.Bytes()
-	return sl.buf
+	return d.x.dumps[k].s.Bytes()
 }
 
 // feed passes one token to every dump capturing.
@@ -247,7 +253,6 @@ func (d *Decoder) dumpStop(k int) {
 	sl := &d.x.dumps[k]
 	if sl.on {
 		sl.on = false
-		sl.buf = sl.s.Bytes()
 		d.x.ndump--
 	}
 }
@@ -401,6 +406,7 @@ func (d *Decoder) rootErr() error {
 		return root(msgSignatureType)
 	}
 	name := d.req.SignatureName
+	lost := false
 	switch {
 	case !x.resolved:
 		// Neither "instances" nor "inputs": TF still resolves first.
@@ -420,7 +426,10 @@ func (d *Decoder) rootErr() error {
 			return errNoInputMap(name)
 		}
 		if !x.resolveOK || !sameInputs(sig, d.sig) {
-			return undecided(`"signature_name" after the inputs names another signature`)
+			// The values were read against other inputs; the root
+			// checks that follow do not depend on them.
+			lost = true
+			break
 		}
 		d.sig, d.req.Signature = sig, sig
 	case !x.resolveOK:
@@ -438,6 +447,8 @@ func (d *Decoder) rootErr() error {
 		return root(msgInstancesEmpty)
 	case d.req.Format == 0:
 		return errMissingKey()
+	case lost:
+		return undecided(`"signature_name" after the inputs names another signature`)
 	}
 	return nil
 }

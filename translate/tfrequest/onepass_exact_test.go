@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -181,4 +182,115 @@ var streamSeeds = []string{
 	`{"instances": [{}]}`,
 	`[1, {"a": [true, null]}, "x"]`,
 	"\xEF\xBB\xBF{\"instances\": [1]}\x00",
+}
+
+// TestStreamSignatures: the resolver's answers reach the stream as they
+// reach Parse — errors as is, a signature without inputs, and a
+// "signature_name" read after the values (resolved late: decided when it
+// names the same inputs, undecided otherwise).
+func TestStreamSignatures(t *testing.T) {
+	a, same, other := sigOf("x:FP32"), sigOf("x:FP32"), sigOf("y:FP32")
+	resolve := func(name string) (*tensor.Signature, error) {
+		switch name {
+		case "", "a":
+			return a, nil
+		case "same":
+			return same, nil
+		case "other":
+			return other, nil
+		case "empty":
+			return &tensor.Signature{}, nil
+		}
+		return nil, apierr.Errorf(apierr.NotFound, "Serving signature name: %q not found in signature def", name)
+	}
+	for _, tc := range []struct {
+		body      string
+		undecided bool
+	}{
+		{body: `{"signature_name": "a", "instances": [1, 2]}`},
+		{body: `{"instances": [1, 2], "signature_name": "same"}`},
+		{body: `{"instances": [1, "x"], "signature_name": "same"}`},
+		{body: `{"instances": [1, 2], "signature_name": "other"}`, undecided: true},
+		{body: `{"instances": [1, 2], "signature_name": "nope"}`},
+		{body: `{"instances": [1, 2], "signature_name": "empty"}`},
+		{body: `{"signature_name": "nope", "instances": [1, 2]}`},
+		{body: `{"signature_name": "empty", "inputs": [1, 2]}`},
+		{body: `{"signature_name": "nope"}`},
+		{body: `{"signature_name": "empty", "z": 1}`},
+		{body: `{"signature_name": 7, "instances": [1, 2]}`},
+		{body: `{"instances": [1, 2], "signature_name": "other", "inputs": 3}`},
+		{body: `{"instances": [], "signature_name": "other"}`},
+	} {
+		if got := checkStream(t, []byte(tc.body), resolve, tensor.Limits{}); got != tc.undecided {
+			t.Errorf("%s: undecided = %v, want %v", tc.body, got, tc.undecided)
+		}
+	}
+}
+
+// TestStreamLongTokens: a number or literal longer than maxPending cut by
+// chunks is decided where rapidjson stops inside the bytes held, and
+// undecided (documented) only when it is one long number.
+func TestStreamLongTokens(t *testing.T) {
+	digits := strings.Repeat("1", 5000)
+	sig := sigOf("x:FP64")
+	for _, tc := range []struct {
+		body      string
+		undecided bool
+	}{
+		{body: `{"instances": [` + digits + `]}`}, // too big for a double: told early
+		{body: `{"instances": [0.` + digits + `]}`, undecided: true},
+		{body: `{"instances": [1e-` + digits + `]}`, undecided: true},
+		{body: `{"instances": [1` + strings.Repeat("x", 5000) + `]}`},
+		{body: `{"instances": [tru` + strings.Repeat("e", 5000) + `]}`},
+		{body: `{"instances": [1e` + digits + `]}`},
+		{body: `{"instances": [-` + strings.Repeat("-", 5000) + `]}`},
+		{body: digits + `x`},
+	} {
+		if !Undecidable([]byte(tc.body), sig, tensor.Limits{}) && tc.undecided {
+			t.Errorf("%.40s…: Undecidable does not list it", tc.body)
+		}
+		if got := checkStream(t, []byte(tc.body), fixed(sig), tensor.Limits{}); got != tc.undecided {
+			t.Errorf("%.40s…: undecided = %v, want %v", tc.body, got, tc.undecided)
+		}
+	}
+	// No default signature: a late name cannot be checked.
+	resolve := func(name string) (*tensor.Signature, error) {
+		if name == "" {
+			return nil, apierr.Errorf(apierr.FailedPrecondition, "Default serving signature key not found.")
+		}
+		return sig, nil
+	}
+	for _, tc := range []struct {
+		body      string
+		undecided bool
+	}{
+		{body: `{"instances": [1], "signature_name": "a"}`, undecided: true},
+		{body: `{"instances": [1]}`},
+		{body: `{"signature_name": "a", "instances": [1]}`},
+	} {
+		if got := checkStream(t, []byte(tc.body), resolve, tensor.Limits{}); got != tc.undecided {
+			t.Errorf("%s: undecided = %v, want %v", tc.body, got, tc.undecided)
+		}
+	}
+}
+
+// TestStreamInstanceDumps: an instance object that misses an input is
+// dumped from its kept text when short, and by the dump-only decoder when
+// longer than instRawMax (whatever its first tokens look like).
+func TestStreamInstanceDumps(t *testing.T) {
+	nums := strings.Repeat("1.5, ", instRawMax/4) + "2"
+	space := strings.Repeat(" ", instRawMax+10)
+	sig := sigOf("a:FP32", "s:BYTES")
+	for _, body := range []string{
+		`{"instances": [{"a": [1, 2], "s": "x"}, {"a": [` + nums + `]}]}`,
+		`{"instances": [{"a": [` + nums + `]}]}`,
+		`{"instances": [{` + space + `"a"` + space + `:` + space + `[1, 2]}]}`,
+		`{"instances": [{"s": "` + strings.Repeat("q", instRawMax+5) + `", "z": 1}]}`,
+		`{"instances": [{"s": "` + strings.Repeat("q", instRawMax+5) + `"}]}`,
+		`{"instances": [{"a": 1, "s": "x"}, {"s": "y"` + space + `}]}`,
+	} {
+		if checkStream(t, []byte(body), fixed(sig), tensor.Limits{}) {
+			t.Errorf("%.60s…: undecided", body)
+		}
+	}
 }

@@ -9,8 +9,10 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
-// maxPending bounds a number or literal split across chunks; a longer one
-// (legal JSON: digits beyond the 17th are read and dropped) falls back.
+// maxPending bounds a number or literal split across chunks. A longer one
+// is legal JSON (digits beyond the 17th are read and dropped) but rare:
+// longAtom decides it when rapidjson would stop inside the bytes held,
+// else whole-body mode falls back and exact mode answers ErrUndecided.
 const maxPending = 4096
 
 // slot is what the next value is for.
@@ -53,6 +55,9 @@ func (d *Decoder) Write(buf []byte) error {
 	}
 	n := len(buf)
 	p := 0
+	if d.x != nil {
+		d.x.chunk = buf
+	}
 	for p < n && !d.failed {
 		switch d.st {
 		case lxStart:
@@ -86,7 +91,7 @@ func (d *Decoder) Write(buf []byte) error {
 				}
 			case c == ']' && !f.obj, c == '}' && f.obj:
 				p++
-				d.close()
+				d.closeAt(p)
 			default:
 				d.synAt(afterMsg(f), p)
 			}
@@ -105,7 +110,7 @@ func (d *Decoder) Write(buf []byte) error {
 				p = d.str(buf, p+1, true)
 			case c == '}' && d.st == lxKey:
 				p++
-				d.close()
+				d.closeAt(p)
 			default:
 				d.synAt(jsontext.MsgObjectMissName, p)
 			}
@@ -130,13 +135,26 @@ func (d *Decoder) Write(buf []byte) error {
 			p = n
 		}
 	}
-	if d.x != nil {
-		d.x.off += int64(n)
+	if x := d.x; x != nil {
+		x.off += int64(n)
+		if x.inst.on {
+			d.instDumpFeed(buf[x.inst.from:])
+			x.inst.from = 0
+		}
+		x.chunk = nil
 	}
 	if d.failed {
 		return d.writeErr()
 	}
 	return nil
+}
+
+// closeAt is close for a closing bracket that ends just before buf[p].
+func (d *Decoder) closeAt(p int) {
+	if d.x != nil {
+		d.x.pos = p
+	}
+	d.close()
 }
 
 // writeErr is Write's sticky error.
@@ -272,7 +290,7 @@ func (d *Decoder) value(buf []byte, p int) int {
 		f.n++
 	}
 	s := d.slot()
-	if d.skipping() {
+	if d.skipping() || d.dumpOnly {
 		s = slot{kind: slotSkip}
 	}
 	if x := d.x; x != nil {
@@ -319,6 +337,9 @@ func (d *Decoder) value(buf []byte, p int) int {
 		d.openArray(s)
 		return p + 1
 	case '{':
+		if d.x != nil {
+			d.x.pos = p
+		}
 		d.openObject(s)
 		return p + 1
 	}
@@ -425,11 +446,11 @@ func (d *Decoder) openObject(s slot) {
 	}
 }
 
-// dumpInstance starts the dump of an instance object (exact mode), which
-// "keys must be equal to" prints.
+// dumpInstance keeps what the dump of an instance object needs (exact
+// mode), which "keys must be equal to" prints.
 func (d *Decoder) dumpInstance(depth int) {
 	if d.x != nil {
-		d.dumpStart(dumpInst, depth)
+		d.instDumpStart(depth, d.x.pos)
 	}
 }
 
@@ -446,7 +467,7 @@ func (d *Decoder) otherValue(s slot, k jsontext.Kind) {
 	case slotInstances:
 		x.instBad = true
 	case slotB64:
-		d.b64Deviate(d.top(), nil)
+		d.b64Deviate(d.top(), nil, false)
 	}
 }
 
@@ -542,7 +563,7 @@ func (d *Decoder) key(k []byte) {
 		if d.bad() {
 			return
 		}
-		d.b64Deviate(f, k)
+		d.b64Deviate(f, k, true)
 	}
 }
 
@@ -586,9 +607,9 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 }
 
 // b64Deviate handles an object read as a {"b64": "…"} candidate that turns
-// out to be another object: at its key k, or (k nil) at its "b64"
+// out to be another object: at its key k (atKey), or at its "b64"
 // member's value, which is no string.
-func (d *Decoder) b64Deviate(f *opFrame, k []byte) {
+func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 	first := f.flags&b64Not == 0
 	f.flags |= b64Not
 	f.next = slotSkip
@@ -597,7 +618,7 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte) {
 		// Named tensors, whose first member names none.
 		f.role = roleInputs
 		d.x.named = true
-		if k != nil {
+		if atKey {
 			d.key(k)
 		}
 	case b64Leaf:
@@ -608,13 +629,13 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte) {
 		d.dumpStart(dumpLeaf, len(d.stack)-1)
 		s := &d.x.dumps[dumpLeaf].s
 		s.Open(true)
-		if k == nil || f.n > 1 {
+		if !atKey || f.n > 1 {
 			s.String([]byte(keyB64))
 			if f.flags&b64Str != 0 {
 				s.String(d.x.b64)
 			}
 		}
-		if k != nil {
+		if atKey {
 			s.String(k)
 		}
 	}
@@ -626,6 +647,9 @@ func (d *Decoder) close() {
 	f := d.stack[idx]
 	d.stack = d.stack[:idx]
 	d.feedClose(f.obj, idx)
+	if x := d.x; x != nil && x.inst.on && idx == x.inst.depth {
+		d.instDumpEnd(x.pos)
+	}
 	if x := d.x; x != nil && x.skipTo >= 0 && idx >= x.skipTo {
 		// Read for syntax only; a list TF would have found at the wrong
 		// length before the error inside it takes its place.
@@ -658,7 +682,7 @@ func (d *Decoder) close() {
 		if !ok && !d.bad() {
 			names := sortedNames(len(d.ins), func(i int) string { return d.ins[i].spec.Name })
 			if !d.bad() { // whole-body mode builds no error text
-				d.valueErr(0, errKeysMissing(d.x.elem, d.dumpBytes(dumpInst), names), false, false)
+				d.valueErr(0, errKeysMissing(d.x.elem, d.instDumpBytes(), names), false, false)
 			}
 			ok = true
 		}

@@ -1,0 +1,79 @@
+package tfrequest
+
+import "math"
+
+// An instance object missing an input prints its own dump ("keys must be
+// equal to"), which is known to be needed only once the object has ended.
+// Dumping every instance as it is read would put each one on the slow path
+// (a DumpStream fed token by token, numbers formatted); instead its text is
+// kept, a byte copy per chunk, while it is at most instRawMax long, and
+// dumped only if it misses a key. A longer instance hands its text so far
+// to a dump-only decoder, which then reads the rest of the instance as it
+// arrives until its dump is complete (at most 256 bytes of output, so it
+// soon stops).
+
+// instRawMax is how much of an instance object's text is kept as is.
+const instRawMax = 64 << 10
+
+// instDump is the dump-to-be of the open instance object (exact mode).
+type instDump struct {
+	on    bool
+	depth int      // stack index of the instance object
+	from  int      // where its text resumes in the chunk being written
+	raw   []byte   // its text so far, while at most instRawMax long
+	sub   *Decoder // the dump-only decoder reading it once longer
+}
+
+// newDumpDecoder returns a decoder that only renders the dump of the
+// value it reads (every value skipped, no limits but nesting).
+func newDumpDecoder(d *Decoder) *Decoder {
+	sub := newDecoder(nil, d.lim, false)
+	sub.x = newExactState()
+	sub.dumpOnly = true
+	sub.maxNodes = math.MaxInt64
+	return sub
+}
+
+// instDumpStart starts keeping the instance object opening at buf[p] of
+// the chunk being written; it will sit at stack index depth.
+func (d *Decoder) instDumpStart(depth, p int) {
+	in := &d.x.inst
+	in.on, in.depth, in.from = true, depth, p
+	in.raw = in.raw[:0]
+	in.sub = nil
+}
+
+// instDumpFeed passes the next bytes of the instance's text on.
+func (d *Decoder) instDumpFeed(b []byte) {
+	in := &d.x.inst
+	switch {
+	case in.sub != nil:
+		if in.sub.x.dumps[dumpRoot].on {
+			in.sub.Write(b)
+		}
+	case len(in.raw)+len(b) <= instRawMax:
+		in.raw = append(in.raw, b...)
+	default:
+		in.sub = newDumpDecoder(d)
+		in.sub.Write(in.raw)
+		in.sub.Write(b)
+	}
+}
+
+// instDumpEnd ends the instance's text at chunk offset end (just after its
+// closing brace).
+func (d *Decoder) instDumpEnd(end int) {
+	in := &d.x.inst
+	d.instDumpFeed(d.x.chunk[in.from:end])
+	in.on = false
+}
+
+// instDumpBytes returns the dump of the instance object that just ended.
+func (d *Decoder) instDumpBytes() []byte {
+	in := &d.x.inst
+	if in.sub == nil {
+		in.sub = newDumpDecoder(d)
+		in.sub.Write(in.raw)
+	}
+	return in.sub.dumpBytes(dumpRoot)
+}
