@@ -35,6 +35,15 @@ import (
 // within the body limit and translated whole at their end, as in
 // buffered mode, and then streamed out the same way.
 
+// replayBytes is how much of a streamed predict body's text is kept for
+// the exact parser (translate.RequestOptions.ReplayBytes). The decoder
+// answers every body itself but four rare constructs (tfrequest.
+// ErrUndecided); keeping the first 64 KiB gives those TF's exact text in
+// the small bodies where client mistakes are made, and costs a large body
+// one 64 KiB copy instead of the default 1 MiB (which showed as ~10% of the
+// full-duplex image path).
+const replayBytes = 64 << 10
+
 // MaxPiece bounds each body piece given to a Sink: Envoy recommends
 // streamed_response chunks of at most 64 KiB (larger ones are accepted
 // but held whole in its buffers).
@@ -102,7 +111,7 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	if !rs.started {
 		rs.started = true
 		if s.examplesMethod() == 0 && s.reqEncoding == "" {
-			opt := translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits}
+			opt := translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits, ReplayBytes: replayBytes}
 			rs.dec = translate.NewRequestStream(s.resolve, opt)
 		}
 	}
