@@ -5,8 +5,10 @@
 // every TF Serving / v2 decision is the session's.
 //
 // The Envoy filter is expected to run with request and response headers
-// SEND, bodies BUFFERED, trailers SKIP, allow_mode_override: true and
-// failure_mode_allow: false (see docs/architecture.md).
+// SEND and failure_mode_allow: false, and either bodies BUFFERED, trailers
+// SKIP and allow_mode_override: true (this file's loop), or bodies
+// FULL_DUPLEX_STREAMED with trailers SEND (duplex.go); --body-mode says
+// which (see docs/architecture.md).
 package extproc
 
 import (
