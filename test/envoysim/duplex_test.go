@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -735,12 +734,7 @@ func TestDuplexBodyEndedEarly(t *testing.T) {
 
 // TestDuplexLocalReplies: Envoy's own replies run through a full-duplex response path.
 func TestDuplexLocalReplies(t *testing.T) {
-	refused, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadUpstream := "http://" + refused.Addr().String()
-	_ = refused.Close()
+	deadUpstream := refusedURL(t)
 	tests := []struct {
 		name      string
 		cfg       Config

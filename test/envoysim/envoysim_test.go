@@ -728,12 +728,7 @@ func TestImmediateResponse(t *testing.T) {
 }
 
 func TestLocalRepliesRunThroughExtProc(t *testing.T) {
-	refused, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadUpstream := "http://" + refused.Addr().String()
-	_ = refused.Close()
+	deadUpstream := refusedURL(t)
 	slowUpstream := func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():

@@ -389,3 +389,15 @@ func waitEnd(t *testing.T, ps *procStream) error {
 	defer ps.mu.Unlock()
 	return ps.end
 }
+
+// refusedURL is the URL of a loopback port nothing listens on (it was
+// bound, then closed): an upstream that refuses connections.
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String()
+}
