@@ -146,3 +146,29 @@ func TestStreamAdmission(t *testing.T) {
 		})
 	}
 }
+
+// A streamed binary answer reserves StreamFactor per byte of it on top of
+// what the request holds.
+func TestStreamedResponseAdmission(t *testing.T) {
+	e := newEnv(t, "triton")
+	e.cfg.Admission = admission.New(1<<20, e.metrics)
+	s := predictSession(t, e, `{"instances": [1.0, 2.0, 5.0]}`)
+	held := e.cfg.Admission.InUse()
+	header := `{"model_name":"half_plus_two","outputs":[{"name":"y","datatype":"FP32","shape":[3],"parameters":{"binary_data_size":12}}]}`
+	body := append([]byte(header), f32le(2.5, 3, 4.5)...)
+	ctx := context.Background()
+	s.ResponseHeaders(ctx, 200, hdr{"inference-header-content-length": fmt.Sprint(len(header))}, false)
+	var rec recordSink
+	if a := s.ResponseChunk(ctx, body[:10], false, &rec); a.Verdict != Pending {
+		t.Fatalf("first chunk: %v", a.Verdict)
+	}
+	if got, want := e.cfg.Admission.InUse(), held+10*admission.StreamFactor; got != want {
+		t.Errorf("after 10 bytes of answer: %d reserved, want %d (the request's %d and the answer's)", got, want, held)
+	}
+	if a := s.ResponseChunk(ctx, body[10:], true, &rec); a.Verdict != Continue {
+		t.Fatalf("last chunk: %v %d %s", a.Verdict, a.Status, a.Body)
+	}
+	if got, want := e.cfg.Admission.InUse(), held+int64(len(body))*admission.StreamFactor; got != want {
+		t.Errorf("after the answer: %d reserved, want %d", got, want)
+	}
+}

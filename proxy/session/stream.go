@@ -83,6 +83,9 @@ type reqStream struct {
 	out          *pieceWriter
 	translating  time.Duration
 	span         trace.Span
+	// respReserved is the part of the session's reservation that is the
+	// response's (the request's stays held until the exchange ends).
+	respReserved int64
 }
 
 // endSpan ends the streamed answer's span, once.
@@ -355,9 +358,15 @@ func (s *Session) startResponseStream(ctx context.Context, out Sink) error {
 // tensor data (StreamFactor per byte), never the TF body, which leaves in
 // pieces.
 func (s *Session) admitResponse(n int64) error {
-	if need := n * admission.StreamFactor; need > s.reserved {
-		return s.admit(int(need), int(s.reserved), 1)
+	rs := &s.rstream
+	need := n * admission.StreamFactor
+	if need <= rs.respReserved {
+		return nil
 	}
+	if err := s.admit(int(need), int(rs.respReserved), 1); err != nil {
+		return err
+	}
+	rs.respReserved = need
 	return nil
 }
 
