@@ -181,7 +181,7 @@ func bodyAction(ctx context.Context, sess *session.Session, body *extprocv3.Http
 	event func(context.Context, []byte) session.Action) session.Action {
 	if !body.GetEndOfStream() && sess.AwaitingBody() {
 		return sess.Fail(apierr.New(apierr.Internal,
-			"tfsbridge needs the ext_proc body mode BUFFERED: received a partial body"))
+			"tfsbridge needs the ext_proc body mode BUFFERED or FULL_DUPLEX_STREAMED: received a partial body (STREAMED or BUFFERED_PARTIAL?)"))
 	}
 	return event(ctx, body.GetBody())
 }

@@ -334,7 +334,7 @@ func TestImmediateResponses(t *testing.T) {
 			404, string(tfresponse.Error(nil, "Servable not found for request: Latest(nope)")), "tfsbridge_NOT_FOUND"},
 		{"partial body", requestHeaders(false, ":method", "POST", ":path", "/v1/models/half_plus_two:predict"),
 			requestBody([]byte(`{"instances"`), false),
-			500, string(tfresponse.Error(nil, "tfsbridge needs the ext_proc body mode BUFFERED: received a partial body")), "tfsbridge_INTERNAL"},
+			500, string(tfresponse.Error(nil, "tfsbridge needs the ext_proc body mode BUFFERED or FULL_DUPLEX_STREAMED: received a partial body (STREAMED or BUFFERED_PARTIAL?)")), "tfsbridge_INTERNAL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
