@@ -198,8 +198,13 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	// session at the request headers (net/http keeps that header).
 	upstream, a, ok := p.readRequest(ctx, ex, r)
 	if !ok {
-		if a.Verdict == session.Respond {
+		switch a.Verdict {
+		case session.Respond:
 			p.respond(w, a)
+		case session.Reset:
+			// The client went away: nobody to answer.
+		default:
+			p.respond(w, sess.Fail(apierr.New(apierr.Internal, "request was not translated")))
 		}
 		return
 	}
