@@ -160,8 +160,14 @@ func (p *Proxy) streamResponse(ex *exchange, resp *http.Response) error {
 	if res.err != nil {
 		return fmt.Errorf("read v2 response body: %w", res.err)
 	}
-	if res.a.Verdict != session.Continue {
+	switch res.a.Verdict {
+	case session.Continue:
+	case session.Respond:
 		return p.replaceResponse(ex, resp, res.a)
+	default:
+		// Neither translated nor answered: never pass on a body the
+		// pump already read.
+		return p.replaceResponse(ex, resp, ex.sess.Fail(apierr.New(apierr.Internal, "response was not translated")))
 	}
 	ex.w.deadline(p.cfg.WriteTimeout)
 	applyHeaders(resp.Header, res.a)
