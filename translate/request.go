@@ -130,6 +130,15 @@ func (s *RequestStream) Close() (V2Request, Exchange, error) {
 	return V2Request{}, Exchange{}, err
 }
 
+// Abort ends a stream that will not be closed (the exchange failed or the
+// client went away): its kept text and the decoder's pooled blocks go back
+// at once instead of waiting for the collector. Nothing is resolved or
+// built; the stream cannot be used afterwards.
+func (s *RequestStream) Abort() {
+	s.dropText()
+	s.dec.Abort()
+}
+
 // dropText gives the kept text back.
 func (s *RequestStream) dropText() {
 	if s.text != nil {

@@ -172,3 +172,27 @@ func TestStreamedResponseAdmission(t *testing.T) {
 		t.Errorf("after the answer: %d reserved, want %d", got, want)
 	}
 }
+
+// An exchange that ends mid-body (the client went away) gives back its
+// reservation and its decoder's blocks when the session closes.
+func TestStreamAbandoned(t *testing.T) {
+	e := newEnv(t, "triton")
+	e.cfg.Admission = admission.New(1<<20, e.metrics)
+	s := New(e.cfg)
+	ctx := context.Background()
+	s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{}, false)
+	var rec recordSink
+	if a := s.RequestChunk(ctx, []byte(`{"instances": [1.0, 2.`), false, &rec); a.Verdict != Pending {
+		t.Fatalf("first chunk: %v", a.Verdict)
+	}
+	if e.cfg.Admission.InUse() == 0 {
+		t.Fatal("nothing reserved for the body so far")
+	}
+	s.Close()
+	if got := e.cfg.Admission.InUse(); got != 0 || s.rstream.dec != nil {
+		t.Errorf("after Close: %d reserved, decoder %v", got, s.rstream.dec)
+	}
+	if got := e.metrics.Value("tfsbridge_requests_total", "code", "499"); got != 1 {
+		t.Errorf("abandoned exchanges counted: %v, want 1 (499)", got)
+	}
+}

@@ -583,6 +583,11 @@ func (s *Session) Fail(err error) Action { return s.fail(err) }
 func (s *Session) Close() {
 	s.rstream.endSpan()
 	s.rstream.v2.Release()
+	if s.rstream.dec != nil {
+		// A streamed body that never ended (a failure, a client gone).
+		s.rstream.dec.Abort()
+		s.rstream.dec = nil
+	}
 	s.cfg.Admission.Release(s.reserved)
 	s.reserved = 0
 	if s.state != stIdle && s.state != stPassThrough && !s.finished {

@@ -209,6 +209,14 @@ func (d *Decoder) abort() {
 	d.pend = nil
 }
 
+// Abort gives back what the decoder holds (its pooled blocks) when the
+// body will not be finished: the exchange failed or went away. The
+// decoder cannot be used afterwards.
+func (d *Decoder) Abort() {
+	d.failed = true
+	d.abort()
+}
+
 // Close finishes the body and returns the Request, as Parse would: in
 // exact mode (NewDecoder) the same Request or the same error; in
 // whole-body mode ErrFallback where Parse must decide.
