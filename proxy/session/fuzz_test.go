@@ -150,14 +150,14 @@ func FuzzSessionStream(f *testing.F) {
 		streamed := New(cfg)
 		defer streamed.Close()
 		streamed.RequestHeaders(ctx, "POST", "/v1/models/m:predict", h, false)
-		sa := streamChunks(t, streamed.RequestChunk, body, reqChunk)
+		sa := streamBody(t, streamed.RequestChunk, body, reqChunk)
 		if !sameAnswer(t, "request", wa, sa) || wa.Verdict != Continue {
 			return
 		}
 		whole.ResponseHeaders(ctx, status, rh, false)
 		wa = whole.ResponseBody(ctx, respBody)
 		streamed.ResponseHeaders(ctx, status, rh, false)
-		sa = streamChunks(t, streamed.ResponseChunk, respBody, respChunk)
+		sa = streamBody(t, streamed.ResponseChunk, respBody, respChunk)
 		if sa.Verdict == Reset {
 			if wa.Verdict != Respond || wa.Status < 500 {
 				t.Fatalf("streamed answer reset; whole answer %v %d %q", wa.Verdict, wa.Status, wa.Body)
@@ -173,29 +173,6 @@ func abs(n int) int {
 		return -n
 	}
 	return n
-}
-
-// streamChunks feeds body to event in chunks of n bytes and returns the
-// answer as the whole-body path gives it: Respond as is, Continue with the
-// body the sink received.
-func streamChunks(t *testing.T, event func(context.Context, []byte, bool, Sink) Action, body []byte, n int) Action {
-	var rec recordSink
-	ctx := context.Background()
-	for i := 0; ; i += n {
-		end := i+n >= len(body)
-		a := event(ctx, body[min(i, len(body)):min(i+n, len(body))], end, &rec)
-		switch {
-		case a.Verdict == Pending && !end:
-			continue
-		case a.Verdict != Continue:
-			return a
-		case len(rec.headers) != 1 || rec.ends != 1:
-			t.Fatalf("streamed %d headers and %d ends", len(rec.headers), rec.ends)
-		}
-		out := rec.headers[0]
-		out.Body, out.ReplaceBody = rec.body, true
-		return out
-	}
 }
 
 // sameAnswer fails unless whole and streamed answer alike; it reports
