@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // A census-like classify request (256 examples of 12 named float features)
@@ -51,7 +51,7 @@ func BenchmarkExamplesRequest(b *testing.B) {
 		b.SetBytes(int64(len(examples)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := TranslateExamplesRequest(examples, tfexample.Classify, fixedSig(classifier), RequestOptions{Kind: v2.Triton}); err != nil {
+			if _, _, err := TranslateExamplesRequest(examples, tfexample.Classify, fixedSig(classifier), RequestOptions{Kind: oip.Triton}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -60,7 +60,7 @@ func BenchmarkExamplesRequest(b *testing.B) {
 		b.SetBytes(int64(len(rows)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := TranslateRequest(rows, fixedSig(rowSig), RequestOptions{Kind: v2.Triton}); err != nil {
+			if _, _, err := TranslateRequest(rows, fixedSig(rowSig), RequestOptions{Kind: oip.Triton}); err != nil {
 				b.Fatal(err)
 			}
 		}

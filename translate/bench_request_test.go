@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // imageDoc returns a 1×224×224×3 row-format request as a client sends it:
@@ -88,7 +88,7 @@ func benchImage(b *testing.B, digits int) {
 		}
 	})
 	b.Run("tfsbridge", func(b *testing.B) {
-		opt := RequestOptions{Kind: v2.Triton}
+		opt := RequestOptions{Kind: oip.Triton}
 		req, _, err := TranslateRequest(doc, imageResolve, opt)
 		if err != nil {
 			b.Fatal(err)
@@ -119,7 +119,7 @@ func BenchmarkRequestImage17(b *testing.B) { benchImage(b, -1) }
 // reused buffer first as a proxy receives them.
 func benchImageChunked(b *testing.B, digits, size int) {
 	doc := imageDoc(digits)
-	opt := RequestOptions{Kind: v2.Triton}
+	opt := RequestOptions{Kind: oip.Triton}
 	b.Run("whole", func(b *testing.B) {
 		b.SetBytes(int64(len(doc)))
 		b.ReportAllocs()

@@ -2,11 +2,11 @@ package translate
 
 import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // TranslateExamplesRequest turns a TF Serving :classify or :regress body
@@ -16,7 +16,7 @@ import (
 // tfexample.CheckSignature (the model must be a classification or
 // regression model), then the serialized examples as the BYTES input
 // "inputs" of shape [N] (or [N,1], see tfexample.InputShape) through
-// v2.EncodeRequest, binary or JSON per server kind.
+// oip.EncodeRequest, binary or JSON per server kind.
 //
 // Errors are *apierr.Error with TF Serving's text and status.
 func TranslateExamplesRequest(tfBody []byte, m tfexample.Method, resolve tfrequest.Resolver, opt RequestOptions) (V2Request, Exchange, error) {
@@ -39,7 +39,7 @@ func TranslateExamplesRequest(tfBody []byte, m tfexample.Method, resolve tfreque
 		Strings:  req.Examples,
 	}}
 	inputsToWire(sig, inputs)
-	body, hl, ct, err := v2.EncodeRequest(nil, inputs, v2.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
+	body, hl, ct, err := oip.EncodeRequest(nil, inputs, oip.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
 	if err != nil {
 		return V2Request{}, Exchange{}, err
 	}

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 var (
@@ -28,7 +28,7 @@ func TestTranslateExamplesRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []v2.ServerKind{v2.Triton, v2.MLServer} {
+	for _, kind := range []oip.ServerKind{oip.Triton, oip.MLServer} {
 		t.Run(kind.String(), func(t *testing.T) {
 			req, ex, err := TranslateExamplesRequest([]byte(body), tfexample.Classify, fixedSig(classifier), RequestOptions{Kind: kind})
 			if err != nil {
@@ -41,7 +41,7 @@ func TestTranslateExamplesRequest(t *testing.T) {
 			if len(h.Inputs) != 1 || h.Inputs[0].Name != "inputs" || h.Inputs[0].Datatype != "BYTES" || len(h.Inputs[0].Shape) != 1 || h.Inputs[0].Shape[0] != 2 {
 				t.Fatalf("inputs %+v", h.Inputs)
 			}
-			if kind == v2.Triton {
+			if kind == oip.Triton {
 				if got, w := string(rest), string(respBytes(string(want.Examples[0]), string(want.Examples[1]))); got != w {
 					t.Errorf("block %x, want %x", got, w)
 				}
@@ -76,7 +76,7 @@ func TestTranslateExamplesRequestErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := TranslateExamplesRequest([]byte(c.body), c.m, c.resolve, RequestOptions{Kind: v2.KServe})
+			_, _, err := TranslateExamplesRequest([]byte(c.body), c.m, c.resolve, RequestOptions{Kind: oip.KServe})
 			e := apierr.As(err)
 			if err == nil || e.HTTPStatus() != c.status || e.Msg != c.msg {
 				t.Fatalf("error %v, want %d %q", err, c.status, c.msg)
@@ -157,7 +157,7 @@ func TestTranslateExamplesRequestRenamed(t *testing.T) {
 		{&sig, "serialized_examples"},
 		{classifier, "inputs"},
 	} {
-		req, _, err := TranslateExamplesRequest([]byte(`{"examples": [{"x": 1.0}]}`), tfexample.Classify, fixedSig(c.sig), RequestOptions{Kind: v2.Triton})
+		req, _, err := TranslateExamplesRequest([]byte(`{"examples": [{"x": 1.0}]}`), tfexample.Classify, fixedSig(c.sig), RequestOptions{Kind: oip.Triton})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,15 +1,15 @@
 package translate
 
 import (
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // RequestOptions configure TranslateRequest.
 type RequestOptions struct {
 	// Kind is the v2 server the body is for (binary extension or JSON).
-	Kind v2.ServerKind
+	Kind oip.ServerKind
 	// ID is the v2 request "id"; empty sends none.
 	ID string
 	// Limits bound what the TF body may make the parser build.
@@ -42,7 +42,7 @@ func (o RequestOptions) replayBytes() int64 {
 
 // TranslateRequest turns a TF Serving predict body into a v2 infer body:
 // tfrequest.Parse (TF's checks, order and messages; resolve supplies the
-// signature), then batch adaptation, then v2.EncodeRequest. The Exchange
+// signature), then batch adaptation, then oip.EncodeRequest. The Exchange
 // it returns is what TranslateResponse needs to answer in TF's format.
 //
 // Batch adaptation (docs/open-inference-protocol.md §9): row format always
@@ -181,7 +181,7 @@ func encodeRequest(req *tfrequest.Request, opt RequestOptions) (V2Request, Excha
 	// body, after which the pool can have it back.
 	defer req.Release()
 	ex := adaptBatch(req)
-	body, hl, ct, err := v2.EncodeRequest(nil, req.Inputs, v2.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
+	body, hl, ct, err := oip.EncodeRequest(nil, req.Inputs, oip.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
 	if err != nil {
 		return V2Request{}, Exchange{}, err
 	}
@@ -194,7 +194,7 @@ func encodeRequest(req *tfrequest.Request, opt RequestOptions) (V2Request, Excha
 // released at once.
 func encodeRequestParts(req *tfrequest.Request, opt RequestOptions) (V2Request, Exchange, error) {
 	ex := adaptBatch(req)
-	parts, hl, ct, err := v2.EncodeRequestParts(req.Inputs, req.Blocks, v2.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
+	parts, hl, ct, err := oip.EncodeRequestParts(req.Inputs, req.Blocks, oip.EncodeOptions{Kind: opt.Kind, ID: opt.ID})
 	if err != nil {
 		req.Release()
 		return V2Request{}, Exchange{}, err

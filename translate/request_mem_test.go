@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // imageStream writes a row-format predict body of n 224×224×3 images,
@@ -125,7 +125,7 @@ func TestRequestStreamMemory(t *testing.T) {
 	stop := heapPeak()
 
 	sig := &tensor.Signature{Batched: true, Inputs: []tensor.Spec{{Name: "img", DataType: tensor.FP32, Shape: []int64{-1, 224, 224, 3}}}}
-	s := NewRequestStream(func(string) (*tensor.Signature, error) { return sig, nil }, RequestOptions{Kind: v2.Triton})
+	s := NewRequestStream(func(string) (*tensor.Signature, error) { return sig, nil }, RequestOptions{Kind: oip.Triton})
 	var jsonBytes int
 	err := imageStream(images, 64<<10, func(c []byte) error {
 		jsonBytes += len(c)

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // TestOnePassBodies: TranslateRequest (one pass) and RequestStream (the
@@ -27,7 +27,7 @@ func TestOnePassBodies(t *testing.T) {
 		{single, `{"instances": [[0.30000000000000004, -1e-300, 12345678901234567890]]}`}, // unbatched: one instance, declared rank 1
 		{single, `{"inputs": [1, 2, 3]}`},
 	}
-	for _, kind := range []v2.ServerKind{v2.Triton, v2.KServe, v2.MLServer} {
+	for _, kind := range []oip.ServerKind{oip.Triton, oip.KServe, oip.MLServer} {
 		opt := RequestOptions{Kind: kind, ID: "r1"}
 		for _, c := range cases {
 			resolve := func(string) (*tensor.Signature, error) { return c.sig, nil }

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // jsonList is "[v(0), v(1), …]" with n values.
@@ -99,7 +99,7 @@ func TestRequestStreamParts(t *testing.T) {
 	}
 	for _, c := range cases {
 		resolve := func(string) (*tensor.Signature, error) { return c.sig, nil }
-		for _, kind := range []v2.ServerKind{v2.Triton, v2.KServe, v2.MLServer} {
+		for _, kind := range []oip.ServerKind{oip.Triton, oip.KServe, oip.MLServer} {
 			opt := RequestOptions{Kind: kind, ID: "p"}
 			want, wantEx, wantErr := TranslateRequest([]byte(c.body), resolve, opt)
 			for _, size := range []int{7, 4093, 64 << 10} {
@@ -121,10 +121,10 @@ func TestRequestStreamParts(t *testing.T) {
 					got.ContentType != want.ContentType || gotEx != wantEx {
 					t.Errorf("%s, %v, %d-byte chunks: stream differs\n got %.300q\nwant %.300q", c.name, kind, size, body, want.Body)
 				}
-				if binary := kind != v2.MLServer; binary != (got.Parts != nil) || binary == (got.Body != nil) {
+				if binary := kind != oip.MLServer; binary != (got.Parts != nil) || binary == (got.Body != nil) {
 					t.Errorf("%s, %v: %d parts and a %d-byte Body", c.name, kind, len(got.Parts), len(got.Body))
 				}
-				if kind != v2.MLServer && c.parts != 0 && len(got.Parts) != c.parts {
+				if kind != oip.MLServer && c.parts != 0 && len(got.Parts) != c.parts {
 					t.Errorf("%s, %v: %d parts, want %d (the header, each data block, each built block)", c.name, kind, len(got.Parts), c.parts)
 				}
 				got.Release()

@@ -9,14 +9,14 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/test/conformance"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // streamOpt is RequestStream with the text dropped at once: the one-pass
 // decoder answers alone, as for a body above ReplayBytes.
-var streamOpt = RequestOptions{Kind: v2.Triton, ID: "s1", ReplayBytes: 1, Limits: tensor.Limits{MaxDepth: 16, MaxElements: 1 << 8}}
+var streamOpt = RequestOptions{Kind: oip.Triton, ID: "s1", ReplayBytes: 1, Limits: tensor.Limits{MaxDepth: 16, MaxElements: 1 << 8}}
 
 // streamAt writes body to a RequestStream cut at the sorted offsets cuts
 // and closes it; a Write error ends it early (Close must agree).

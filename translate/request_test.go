@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 type v2Input struct {
@@ -83,14 +83,14 @@ func TestTranslateRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, ex, err := TranslateRequest([]byte(tt.body), func(string) (*tensor.Signature, error) { return tt.sig, nil },
-				RequestOptions{Kind: v2.Triton, ID: "r1"})
+				RequestOptions{Kind: oip.Triton, ID: "r1"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if ex.Format != tt.format || ex.Unbatched != tt.unbatched || ex.Signature != tt.sig {
 				t.Errorf("exchange %+v, want format %v unbatched %v", ex, tt.format, tt.unbatched)
 			}
-			if req.ContentType != v2.ContentTypeBinary || req.HeaderLength <= 0 {
+			if req.ContentType != oip.ContentTypeBinary || req.HeaderLength <= 0 {
 				t.Errorf("content type %q header length %d", req.ContentType, req.HeaderLength)
 			}
 			h, blocks := decodeHeader(t, req)
@@ -115,11 +115,11 @@ func TestTranslateRequest(t *testing.T) {
 func TestTranslateRequestJSON(t *testing.T) {
 	sig := &tensor.Signature{Model: "m", Inputs: []tensor.Spec{{Name: "x", DataType: tensor.Int64, Shape: []int64{2}}}}
 	req, ex, err := TranslateRequest([]byte(`{"instances": [[9007199254740993, -2]]}`),
-		func(string) (*tensor.Signature, error) { return sig, nil }, RequestOptions{Kind: v2.MLServer})
+		func(string) (*tensor.Signature, error) { return sig, nil }, RequestOptions{Kind: oip.MLServer})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.HeaderLength != -1 || req.ContentType != v2.ContentTypeJSON || !ex.Unbatched {
+	if req.HeaderLength != -1 || req.ContentType != oip.ContentTypeJSON || !ex.Unbatched {
 		t.Errorf("header length %d, content type %q, unbatched %v", req.HeaderLength, req.ContentType, ex.Unbatched)
 	}
 	dec := json.NewDecoder(bytes.NewReader(req.Body))
@@ -149,7 +149,7 @@ func TestTranslateRequestErrors(t *testing.T) {
 		t.Errorf("resolver error: %v", err)
 	}
 	// An encoder refusal (BF16 on MLServer) is a 400 too.
-	_, _, err = TranslateRequest([]byte(`{"inputs": [1.5]}`), resolve, RequestOptions{Kind: v2.MLServer})
+	_, _, err = TranslateRequest([]byte(`{"inputs": [1.5]}`), resolve, RequestOptions{Kind: oip.MLServer})
 	if e := apierr.As(err); e.HTTPStatus() != 400 {
 		t.Errorf("encoder error: %v", err)
 	}

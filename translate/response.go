@@ -4,15 +4,15 @@ import (
 	"errors"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // TranslateResponse turns a successful v2 infer response body into the TF
 // Serving predict body the client expects, at most lim.MaxOutputBytes
-// when set: v2.DecodeResponse (headerLength
+// when set: oip.DecodeResponse (headerLength
 // is the Inference-Header-Content-Length value, -1 when the body is JSON
 // only), then, when ex.Unbatched, a leading dimension of 1 put back on
 // every output (the request side dropped it for a model that does not
@@ -74,10 +74,10 @@ func rebatch(outputs []tensor.Tensor) {
 	}
 }
 
-// decodeOutputs is v2.DecodeResponse with every error an *apierr.Error
+// decodeOutputs is oip.DecodeResponse with every error an *apierr.Error
 // (BadGateway unless the decoder said otherwise).
 func decodeOutputs(v2Body []byte, headerLength int, ex Exchange, lim tensor.Limits) ([]tensor.Tensor, error) {
-	outputs, err := v2.DecodeResponse(v2Body, headerLength, ex.Signature, lim)
+	outputs, err := oip.DecodeResponse(v2Body, headerLength, ex.Signature, lim)
 	if err != nil {
 		return nil, badGateway(err)
 	}

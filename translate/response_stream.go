@@ -2,10 +2,10 @@ package translate
 
 import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
-	"github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // ResponseStream translates one v2 response body fed in chunks, writing
@@ -14,7 +14,7 @@ import (
 // body.
 //
 // A binary body (headerLength > 0) goes through three stages. The JSON
-// header is collected and decoded (v2.DecodeResponseHeader), and every
+// header is collected and decoded (oip.DecodeResponseHeader), and every
 // check that needs no tensor data is made (every output's name, datatype,
 // shape, declared size, the signature, lim.MaxOutputBytes, TF Serving's
 // own checks) before the first TF byte is written. Then the binary blocks
@@ -57,7 +57,7 @@ type ResponseStream struct {
 	// filled and how much of it has arrived, bytes past the last block,
 	// BYTES blocks not yet complete, and the body once checked.
 	outputs []tensor.Tensor
-	blocks  []v2.Block
+	blocks  []oip.Block
 	data    [][]byte
 	cur     int
 	got     uint64
@@ -153,7 +153,7 @@ func (s *ResponseStream) Close() error {
 // startBinary decodes the complete JSON header. Its error is returned when
 // final; any other means the body is held for Close.
 func (s *ResponseStream) startBinary() error {
-	h, final, err := v2.DecodeResponseHeader(s.header, s.ex.Signature, s.lim)
+	h, final, err := oip.DecodeResponseHeader(s.header, s.ex.Signature, s.lim)
 	if err != nil {
 		if final {
 			return badGateway(err)
@@ -257,7 +257,7 @@ func (s *ResponseStream) binary(p []byte) error {
 		s.cur, s.got = s.cur+1, 0
 		if t.DataType == tensor.Bytes {
 			// Final: the header passed and every earlier block is whole.
-			if err := v2.FillBytes(t, s.data[s.cur-1]); err != nil {
+			if err := oip.FillBytes(t, s.data[s.cur-1]); err != nil {
 				return badGateway(err)
 			}
 			s.pending--

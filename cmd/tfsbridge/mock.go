@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
-	"github.com/tfsbridge/tfsbridge/test/mockv2"
 )
 
 const mockSummary = `Runs the built-in v2 mock inference server with sample models (half_plus_two,

@@ -23,9 +23,9 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/tracing"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // Defaults for Config fields left zero.
@@ -87,9 +87,9 @@ type Client struct {
 	baseURL   *url.URL
 	http      *http.Client
 	fixedKind bool
-	kind      v2.ServerKind
+	kind      oip.ServerKind
 	sigs      *cache[*tensor.Signature]
-	kinds     *cache[v2.ServerKind]
+	kinds     *cache[oip.ServerKind]
 	token     *tokenFile // nil without BearerTokenFile
 }
 
@@ -132,13 +132,13 @@ func New(cfg Config) (*Client, error) {
 			// a 502).
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		sigs:  newCache[*tensor.Signature](cfg.MetadataTTL, cfg.ErrorTTL, cfg.MaxCacheEntries, time.Now),
-		kinds: newCache[v2.ServerKind](kindTTL, cfg.ErrorTTL, 1, time.Now),
+		kinds: newCache[oip.ServerKind](kindTTL, cfg.ErrorTTL, 1, time.Now),
 	}
 	if cfg.BearerTokenFile != "" {
 		c.token = newTokenFile(cfg.BearerTokenFile)
 	}
 	if cfg.Kind != "" && cfg.Kind != KindAuto {
-		k, err := v2.ParseServerKind(cfg.Kind)
+		k, err := oip.ParseServerKind(cfg.Kind)
 		if err != nil {
 			return nil, fmt.Errorf("backend kind: %w", err)
 		}
@@ -170,7 +170,7 @@ func (c *Client) BaseURL() *url.URL {
 
 // Kind returns the server kind: the configured one, or the one detected
 // from GET /v2 (cached).
-func (c *Client) Kind(ctx context.Context) (v2.ServerKind, error) {
+func (c *Client) Kind(ctx context.Context) (oip.ServerKind, error) {
 	if c.fixedKind {
 		return c.kind, nil
 	}
@@ -178,7 +178,7 @@ func (c *Client) Kind(ctx context.Context) (v2.ServerKind, error) {
 	return k, asAPIError(err)
 }
 
-func (c *Client) fetchKind(ctx context.Context) (v2.ServerKind, error) {
+func (c *Client) fetchKind(ctx context.Context) (oip.ServerKind, error) {
 	resp, err := c.get(ctx, "/v2")
 	if err != nil {
 		return 0, err
@@ -186,7 +186,7 @@ func (c *Client) fetchKind(ctx context.Context) (v2.ServerKind, error) {
 	if resp.status != http.StatusOK {
 		return 0, c.statusError(resp, nil)
 	}
-	k, err := v2.KindFromServerMetadata(resp.body)
+	k, err := oip.KindFromServerMetadata(resp.body)
 	if err != nil {
 		c.cfg.Metrics.BackendError(kindBadGateway)
 		return 0, badGateway(err, "Unrecognized v2 inference server (GET /v2)")
@@ -275,12 +275,12 @@ func (c *Client) fetchSignature(ctx context.Context, r route.Route) (*tensor.Sig
 	if resp.status != http.StatusOK {
 		return nil, c.statusError(resp, &r)
 	}
-	sig, err := v2.ParseModelMetadata(resp.body)
+	sig, err := oip.ParseModelMetadata(resp.body)
 	if err != nil {
 		c.cfg.Metrics.BackendError(kindBadGateway)
 		return nil, badGateway(err, "Invalid model metadata from the v2 inference server")
 	}
-	if kind == v2.Triton {
+	if kind == oip.Triton {
 		// Only the model config tells a batching model's leading -1 from
 		// a variable first dimension.
 		resp, err := c.get(ctx, r.V2ConfigPath())
@@ -290,7 +290,7 @@ func (c *Client) fetchSignature(ctx context.Context, r route.Route) (*tensor.Sig
 		if resp.status != http.StatusOK {
 			return nil, c.statusError(resp, &r)
 		}
-		if err := v2.ApplyTritonConfig(sig, resp.body); err != nil {
+		if err := oip.ApplyTritonConfig(sig, resp.body); err != nil {
 			c.cfg.Metrics.BackendError(kindBadGateway)
 			return nil, badGateway(err, "Invalid model configuration from the v2 inference server")
 		}
@@ -392,7 +392,7 @@ func (c *Client) get(ctx context.Context, path string) (_ *response, err error) 
 // 404 for a model call (r != nil) is TF's "Servable not found" text; any
 // other status keeps the v2 server's message and maps its status.
 func (c *Client) statusError(resp *response, r *route.Route) error {
-	msg := v2.DecodeError(resp.status, resp.contentType, resp.body)
+	msg := oip.DecodeError(resp.status, resp.contentType, resp.body)
 	if r != nil && resp.status == http.StatusNotFound {
 		c.cfg.Metrics.BackendError(kindNotFound)
 		return apierr.Wrap(apierr.NotFound, fmt.Errorf("%w: %s", ErrModelNotFound, msg),

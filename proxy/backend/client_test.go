@@ -17,9 +17,9 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/internal/fakev2"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 var halfPlusTwo = fakev2.HalfPlusTwo("1", "2")
@@ -319,12 +319,12 @@ func TestCacheCap(t *testing.T) {
 func TestKind(t *testing.T) {
 	for _, tt := range []struct {
 		server, config string
-		want           v2.ServerKind
+		want           oip.ServerKind
 	}{
-		{"triton", "auto", v2.Triton},
-		{"kserve", "", v2.KServe},
-		{"mlserver", "auto", v2.MLServer},
-		{"triton", "mlserver", v2.MLServer}, // configured wins, no GET /v2
+		{"triton", "auto", oip.Triton},
+		{"kserve", "", oip.KServe},
+		{"mlserver", "auto", oip.MLServer},
+		{"triton", "mlserver", oip.MLServer}, // configured wins, no GET /v2
 	} {
 		srv := fakev2.New(t, tt.server)
 		c := newClient(t, srv, tt.config)

@@ -7,7 +7,7 @@ import (
 	"syscall"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 )
 
 // ErrModelNotFound marks a 404 from the v2 server for a model (or model
@@ -46,12 +46,12 @@ func classify(err error) (*apierr.Error, string) {
 	var dnsErr *net.DNSError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return apierr.Wrap(apierr.DeadlineExceeded, err, v2.MsgTimeout), kindTimeout
+		return apierr.Wrap(apierr.DeadlineExceeded, err, oip.MsgTimeout), kindTimeout
 	case errors.Is(err, context.Canceled):
 		return apierr.Wrap(apierr.Cancelled, err, "Request cancelled"), kindCancelled
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.As(err, &dnsErr):
-		return apierr.Wrap(apierr.Unavailable, err, v2.MsgUnavailable), kindUnavailable
+		return apierr.Wrap(apierr.Unavailable, err, oip.MsgUnavailable), kindUnavailable
 	}
 	return apierr.Wrap(apierr.BadGateway, err, "Invalid response from the v2 inference server"), kindBadGateway
 }

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
-	"github.com/tfsbridge/tfsbridge/test/mockv2"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 )
 

@@ -3,8 +3,8 @@ package modelmap
 import (
 	"slices"
 
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // TFSignature returns the signature a TF client sees for s: wire (what
@@ -23,7 +23,7 @@ func (s *Signature) TFSignature(wire *tensor.Signature, tfModel string) *tensor.
 		v2sig.Inputs = s.Metadata.Inputs
 		v2sig.Outputs = s.Metadata.Outputs
 		if wire.MaxBatchSize == 0 {
-			v2sig.Batched = v2.LeadingBatchDim(v2sig.Inputs)
+			v2sig.Batched = oip.LeadingBatchDim(v2sig.Inputs)
 		}
 	}
 	if v2sig.Model == "" && s != nil {

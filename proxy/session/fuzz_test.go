@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // staticBackend knows one FP32 model, in memory, so fuzzing and
@@ -25,7 +25,7 @@ func newStaticBackend() staticBackend {
 	}}
 }
 
-func (b staticBackend) Kind(context.Context) (v2.ServerKind, error) { return v2.Triton, nil }
+func (b staticBackend) Kind(context.Context) (oip.ServerKind, error) { return oip.Triton, nil }
 
 func (b staticBackend) Signature(_ context.Context, r route.Route) (*tensor.Signature, error) {
 	if r.Model != "m" {

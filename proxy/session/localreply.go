@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 )
 
 // Behind Envoy, some answers to a translated exchange are made by Envoy
@@ -71,11 +71,11 @@ func transportError(status int, body []byte) *apierr.Error {
 	}
 	switch status {
 	case http.StatusGatewayTimeout:
-		return apierr.New(apierr.DeadlineExceeded, v2.MsgTimeout)
+		return apierr.New(apierr.DeadlineExceeded, oip.MsgTimeout)
 	case http.StatusBadGateway, http.StatusServiceUnavailable:
 		for _, p := range envoyConnectFailures {
 			if strings.HasPrefix(string(b), p) {
-				return apierr.New(apierr.Unavailable, v2.MsgUnavailable)
+				return apierr.New(apierr.Unavailable, oip.MsgUnavailable)
 			}
 		}
 	}

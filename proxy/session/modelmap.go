@@ -8,10 +8,10 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // HeaderServer is the request header that names the v2 server a mapped
@@ -155,7 +155,7 @@ func (s *Session) routed(a Action) Action {
 // session's verbs work unchanged on mapped models.
 type mappedBackend struct{ s *Session }
 
-func (b mappedBackend) Kind(ctx context.Context) (v2.ServerKind, error) {
+func (b mappedBackend) Kind(ctx context.Context) (oip.ServerKind, error) {
 	return b.s.m.server.Kind(ctx)
 }
 

@@ -10,9 +10,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // Bounds on the readiness calls one status request may cause: a model
@@ -84,7 +84,7 @@ func (s *Session) status(ctx context.Context) Action {
 func (s *Session) readiness(ctx context.Context, r route.Route, versions []string) ([]bool, error) {
 	ready := make([]bool, len(versions))
 	kind, kindErr := s.cfg.Backend.Kind(ctx)
-	if r.HasVersion || len(versions) == 1 || (kindErr == nil && kind == v2.KServe) {
+	if r.HasVersion || len(versions) == 1 || (kindErr == nil && kind == oip.KServe) {
 		ok, err := s.cfg.Backend.ModelReady(ctx, r)
 		if err != nil {
 			return nil, err

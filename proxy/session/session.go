@@ -54,10 +54,10 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/tracing"
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // DefaultMaxBodyBytes is the body limit when Config.MaxBodyBytes is 0.
@@ -67,7 +67,7 @@ const DefaultMaxBodyBytes = 64 << 20
 // *backend.Client implements it. Every error must be an *apierr.Error
 // with TF's text; a NotFound code means the model (version) is unknown.
 type Backend interface {
-	Kind(ctx context.Context) (v2.ServerKind, error)
+	Kind(ctx context.Context) (oip.ServerKind, error)
 	Signature(ctx context.Context, r route.Route) (*tensor.Signature, error)
 	ModelReady(ctx context.Context, r route.Route) (bool, error)
 }
@@ -148,7 +148,7 @@ type Session struct {
 	// inference (predict, classify, regress)
 	sig         *tensor.Signature
 	sigErr      error
-	kind        v2.ServerKind
+	kind        oip.ServerKind
 	reqEncoding string
 	exchange    translate.Exchange
 
@@ -486,7 +486,7 @@ func (s *Session) ResponseBody(ctx context.Context, body []byte) Action {
 	}
 	headerLength := -1
 	if s.respIHCL != "" {
-		if headerLength, err = v2.ParseHeaderLength(s.respIHCL, len(body)); err != nil {
+		if headerLength, err = oip.ParseHeaderLength(s.respIHCL, len(body)); err != nil {
 			return s.fail(asBadGateway(err))
 		}
 	}
@@ -542,7 +542,7 @@ func (s *Session) upstreamError(body []byte) *apierr.Error {
 	if e := transportError(s.respStatus, body); e != nil {
 		return e
 	}
-	msg := v2.DecodeError(s.respStatus, s.respType, body)
+	msg := oip.DecodeError(s.respStatus, s.respType, body)
 	if s.respStatus == http.StatusNotFound {
 		return apierr.Wrap(apierr.NotFound, errors.New(msg), "Servable not found for request: "+s.route.Servable())
 	}

@@ -18,9 +18,9 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/internal/fakev2"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // hdr is a HeaderGetter for tests.
@@ -462,7 +462,7 @@ func TestResponse(t *testing.T) {
 		{name: "404 is TF's not found", status: 404, body: []byte(`{"error":"Request for unknown model: 'half_plus_two' is not found"}`),
 			wantStatus: 404, wantBody: tfError("Servable not found for request: Latest(half_plus_two)")},
 		{name: "422 becomes 400", status: 422, headers: hdr{"content-type": "application/json"}, body: []byte(detail),
-			wantStatus: 400, wantBody: tfError(v2.DecodeError(422, "application/json", []byte(detail)))},
+			wantStatus: 400, wantBody: tfError(oip.DecodeError(422, "application/json", []byte(detail)))},
 		{name: "plain 500", status: 500, headers: hdr{"content-type": "text/plain"}, body: []byte("Internal Server Error"),
 			wantStatus: 500, wantBody: tfError("Internal Server Error")},
 		{name: "503", status: 503, body: []byte(`{"error":"Server not ready"}`), wantStatus: 503, wantBody: tfError("Server not ready")},
@@ -471,12 +471,12 @@ func TestResponse(t *testing.T) {
 		// reverse proxy's TF error for the same failure.
 		{name: "envoy connect failure", status: 503, headers: hdr{"content-type": "text/plain"},
 			body:       []byte("upstream connect error or disconnect/reset before headers. reset reason: connection failure"),
-			wantStatus: 503, wantBody: tfError(v2.MsgUnavailable)},
+			wantStatus: 503, wantBody: tfError(oip.MsgUnavailable)},
 		{name: "envoy no healthy upstream", status: 503, headers: hdr{"content-type": "text/plain"},
-			body: []byte("no healthy upstream"), wantStatus: 503, wantBody: tfError(v2.MsgUnavailable)},
+			body: []byte("no healthy upstream"), wantStatus: 503, wantBody: tfError(oip.MsgUnavailable)},
 		{name: "envoy route timeout", status: 504, headers: hdr{"content-type": "text/plain"},
-			body: []byte("upstream request timeout"), wantStatus: 504, wantBody: tfError(v2.MsgTimeout)},
-		{name: "empty 504", status: 504, wantStatus: 504, wantBody: tfError(v2.MsgTimeout)},
+			body: []byte("upstream request timeout"), wantStatus: 504, wantBody: tfError(oip.MsgTimeout)},
+		{name: "empty 504", status: 504, wantStatus: 504, wantBody: tfError(oip.MsgTimeout)},
 		// A v2 server's own JSON error keeps its message, and another
 		// gateway's text is relayed.
 		{name: "v2 504", status: 504, body: []byte(`{"error":"model timed out"}`), wantStatus: 504, wantBody: tfError("model timed out")},

@@ -18,7 +18,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/tracing"
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 )
 
 // Streamed bodies (ext_proc FULL_DUPLEX_STREAMED, the reverse proxy):
@@ -299,7 +299,7 @@ func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out
 	if err == nil && end {
 		if rs.n < int64(rs.headerLength) {
 			// Exactly the buffered path's complaint.
-			_, err = v2.ParseHeaderLength(s.respIHCL, int(rs.n))
+			_, err = oip.ParseHeaderLength(s.respIHCL, int(rs.n))
 		} else {
 			err = rs.resp.Close()
 		}
@@ -342,7 +342,7 @@ func (s *Session) startResponseStream(ctx context.Context, out Sink) error {
 	if s.respStatus != http.StatusOK || s.respIHCL == "" || (enc != "" && enc != "identity") {
 		return nil
 	}
-	hl, err := v2.ParseHeaderLength(s.respIHCL, math.MaxInt)
+	hl, err := oip.ParseHeaderLength(s.respIHCL, math.MaxInt)
 	if err != nil {
 		return err
 	}

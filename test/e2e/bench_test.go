@@ -17,8 +17,8 @@ import (
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // imageElements is a 1×224×224×3 image.
@@ -99,7 +99,7 @@ func withV2(b *testing.B, p pathPayload, model, input string, shape []int64, x [
 		binary.LittleEndian.PutUint32(data[4*j:], math.Float32bits(v))
 	}
 	in := []tensor.Tensor{{Name: input, DataType: tensor.FP32, Shape: shape, Data: data}}
-	body, hl, ct, err := v2.EncodeRequest(nil, in, v2.EncodeOptions{Kind: v2.Triton})
+	body, hl, ct, err := oip.EncodeRequest(nil, in, oip.EncodeOptions{Kind: oip.Triton})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
-	"github.com/tfsbridge/tfsbridge/test/mockv2"
 )
 
 // Transport names: the two ways a TF Serving client reaches tfsbridge.

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
-	"github.com/tfsbridge/tfsbridge/test/mockv2"
 )
 
 // mapServer is the second mock v2 server of a model map stack; it counts

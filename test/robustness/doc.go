@@ -13,7 +13,7 @@
 //     with runtime.MemStats; fuzz_test.go seeds fuzz targets with them.
 //   - sockets_test.go, hostile_test.go: the same bombs over real sockets,
 //     through both transports (the standalone proxy, and the ext_proc
-//     service behind test/envoysim), in front of test/mockv2 and in front
+//     service behind test/envoysim), in front of internal/mockv2 and in front
 //     of a hostile v2 server (garbage headers, lying lengths, endless and
 //     slow bodies, 1xx/204/304, connections cut mid-body). Every answer
 //     must come within a deadline; goroutines return to their baseline and

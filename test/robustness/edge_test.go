@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
-	"github.com/tfsbridge/tfsbridge/test/mockv2"
 )
 
 // The edges of the exchange rather than its bodies: where a request may

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfsbridge/tfsbridge/test/mockv2"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
+	"github.com/tfsbridge/tfsbridge/internal/mockv2"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 )
 
 // Envoy in front of tfsbridge has limits and timeouts of its own. These
@@ -149,6 +149,6 @@ func TestRouteTimeoutTexts(t *testing.T) {
 	s := newStack(t, stackConfig{upstream: h.URL(), routeTimeout: 300 * time.Millisecond, requestTimeout: 300 * time.Millisecond})
 	for _, via := range transports {
 		a := s.post(via, "/v1/models/slow_headers:predict", []byte(`{"instances":[1.0]}`))
-		checkAnswer(t, "slow_headers via "+via, a, 504, v2.MsgTimeout)
+		checkAnswer(t, "slow_headers via "+via, a, 504, oip.MsgTimeout)
 	}
 }

@@ -6,9 +6,9 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // maxSeed keeps fuzz seeds small: the fuzzer mutates them byte by byte.
@@ -30,7 +30,7 @@ func FuzzTranslateRequest(f *testing.F) {
 	f.Add([]byte(`{"instances":[{"a":[1.5],"b":{"b64":"aGk="}},{"b":"x","a":[2]}]}`), uint8(2))
 	f.Add([]byte(`{"inputs":{"a":[[1],[2]],"b":[["\u00e9"],["\ud83d\ude00"]]}}`), uint8(5))
 	sigs := []*tensor.Signature{sigFloat, sigInt, sigMulti, sigBytes}
-	kinds := []v2.ServerKind{v2.Triton, v2.KServe, v2.MLServer}
+	kinds := []oip.ServerKind{oip.Triton, oip.KServe, oip.MLServer}
 	f.Fuzz(func(t *testing.T, body []byte, sel uint8) {
 		sig := sigs[int(sel)%len(sigs)]
 		kind := kinds[int(sel/4)%len(kinds)]

@@ -13,10 +13,10 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // metricReader reads one counter or gauge: the stack's *observe.Metrics.
@@ -56,7 +56,7 @@ type amplificationCase struct {
 
 func amplificationCases() []amplificationCase {
 	zeros := fill(`{"instances": [`, "0,", `]}`, memorySize)
-	request := func(kind v2.ServerKind) func([]byte) error {
+	request := func(kind oip.ServerKind) func([]byte) error {
 		return func(b []byte) error {
 			_, _, err := translate.TranslateRequest(b, resolverFor(sigFloat), translate.RequestOptions{Kind: kind})
 			return err
@@ -79,12 +79,12 @@ func amplificationCases() []amplificationCase {
 	meta := fill(`{"name":"m","versions":["1"],"platform":"p","inputs":[{"name":"x","datatype":"FP32","shape":[`, "-1,",
 		`]}],"outputs":[{"name":"y","datatype":"FP32","shape":[-1]}]}`, memorySize)
 	return []amplificationCase{
-		{"request to binary v2", zeros, admission.RequestFactor, request(v2.Triton), ""},
-		{"request to JSON v2", zeros, admission.RequestFactor, request(v2.KServe), ""},
+		{"request to binary v2", zeros, admission.RequestFactor, request(oip.Triton), ""},
+		{"request to JSON v2", zeros, admission.RequestFactor, request(oip.KServe), ""},
 		{"binary BYTES answer", strs, admission.ResponseFactor, response(sigBytesY, len(h)), ""},
 		{"JSON answer", jsonData, admission.ResponseFactor, response(sigFloat, -1), ""},
 		{"metadata", meta, admission.ResponseFactor, func(b []byte) error {
-			sig, err := v2.ParseModelMetadata(b)
+			sig, err := oip.ParseModelMetadata(b)
 			if err != nil {
 				return err
 			}

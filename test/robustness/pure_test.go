@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
-	v2 "github.com/tfsbridge/tfsbridge/translate/v2"
 )
 
 // The allocation bounds below are derived from the data structures, not
@@ -70,7 +70,7 @@ type requestCase struct {
 	name string
 	body string
 	sig  *tensor.Signature
-	kind v2.ServerKind
+	kind oip.ServerKind
 	lim  tensor.Limits
 	// status 0 means the body is one TF Serving accepts; shape is then the
 	// first v2 input's expected shape.
@@ -95,7 +95,7 @@ func requestCases() []requestCase {
 			shape: []int64{million}, alloc: requestBound},
 		{name: "10^6 empty strings", body: `{"instances":` + list(`""`, million) + `}`, sig: sigBytes,
 			shape: []int64{million}, alloc: requestBound},
-		{name: "10^6 empty strings to MLServer (JSON)", body: `{"instances":` + list(`""`, million) + `}`, sig: sigBytes, kind: v2.MLServer,
+		{name: "10^6 empty strings to MLServer (JSON)", body: `{"instances":` + list(`""`, million) + `}`, sig: sigBytes, kind: oip.MLServer,
 			shape: []int64{million}, alloc: requestBound},
 		{name: "10^6 zero-size instances", body: `{"instances":` + list(`[]`, million) + `}`, sig: sigFloat,
 			shape: []int64{million, 0}, alloc: requestBound},
@@ -115,7 +115,7 @@ func requestCases() []requestCase {
 			shape: []int64{1}, alloc: requestBound},
 		{name: "invalid UTF-8 string to Triton", body: "{\"instances\":[\"\xff\xfe\xc0\"]}", sig: sigBytes,
 			shape: []int64{1}, alloc: requestBound},
-		{name: "invalid UTF-8 string to KServe", body: "{\"instances\":[\"\xff\xfe\xc0\"]}", sig: sigBytes, kind: v2.KServe,
+		{name: "invalid UTF-8 string to KServe", body: "{\"instances\":[\"\xff\xfe\xc0\"]}", sig: sigBytes, kind: oip.KServe,
 			status: 400, prefix: "input 's' holds a string that is not valid UTF-8", alloc: errorBound},
 		{name: "invalid UTF-8 key", body: "{\"instances\":[{\"\xff\":1}]}", sig: sigMulti,
 			status: 400, prefix: "Failed to process element: 0 key: \xff of 'instances' list. Error: INVALID_ARGUMENT: JSON object: does not have named input: \xff", alloc: errorBound},
@@ -145,7 +145,7 @@ func requestCases() []requestCase {
 			status: 400, prefix: "JSON Parse error: The surrogate pair in string is invalid. at offset: 15", alloc: errorBound},
 		{name: "lone low surrogate passes to Triton", body: `{"instances":["\udc00"]}`, sig: sigBytes,
 			shape: []int64{1}, alloc: requestBound},
-		{name: "lone low surrogate is not UTF-8 for KServe", body: `{"instances":["\udc00"]}`, sig: sigBytes, kind: v2.KServe,
+		{name: "lone low surrogate is not UTF-8 for KServe", body: `{"instances":["\udc00"]}`, sig: sigBytes, kind: oip.KServe,
 			status: 400, prefix: "input 's' holds a string that is not valid UTF-8", alloc: errorBound},
 		{name: "trailing garbage is ignored", body: `{"instances":[1]} }}}]]]"garbage` + strings.Repeat("\xff", 1000), sig: sigFloat,
 			shape: []int64{1}, alloc: requestBound},
@@ -396,7 +396,7 @@ func TestHostileResponses(t *testing.T) {
 	}
 }
 
-// TestHostileDecode runs the response cases through v2.DecodeResponse
+// TestHostileDecode runs the response cases through oip.DecodeResponse
 // alone: whatever it accepts is a list of valid tensors within the
 // element limit, whatever it refuses is a 502.
 func TestHostileDecode(t *testing.T) {
@@ -407,7 +407,7 @@ func TestHostileDecode(t *testing.T) {
 				err  error
 			)
 			checkAlloc(t, len(c.body), c.alloc, func() {
-				outs, err = v2.DecodeResponse(c.body, c.hl, c.sig, tensor.Limits{})
+				outs, err = oip.DecodeResponse(c.body, c.hl, c.sig, tensor.Limits{})
 			})
 			if err != nil {
 				wantAPIError(t, err, 502, "invalid response from inference server: ")
@@ -470,7 +470,7 @@ func TestHostileMetadata(t *testing.T) {
 			// encoding/json: a dimension costs 2 body bytes and up to 16
 			// bytes of slice growth, plus the decoder's own state.
 			checkAlloc(t, len(c.body), bound{PerByte: 32, Fixed: 64 << 10}, func() {
-				sig, err = v2.ParseModelMetadata([]byte(c.body))
+				sig, err = oip.ParseModelMetadata([]byte(c.body))
 			})
 			if c.status != 200 {
 				wantAPIError(t, err, c.status, c.prefix)
@@ -504,7 +504,7 @@ func TestHostileMetadata(t *testing.T) {
 			sig := &tensor.Signature{Inputs: []tensor.Spec{{Name: "x", DataType: tensor.FP32, Shape: []int64{-1}}}}
 			var err error
 			checkAlloc(t, len(c.body), bound{PerByte: 4, Fixed: 64 << 10}, func() {
-				err = v2.ApplyTritonConfig(sig, []byte(c.body))
+				err = oip.ApplyTritonConfig(sig, []byte(c.body))
 			})
 			if !c.ok {
 				wantAPIError(t, err, 502, "invalid model config from inference server: ")

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
-	"github.com/tfsbridge/tfsbridge/test/mockv2"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 

@@ -1,6 +1,6 @@
 // Package fakev2 is a scriptable stand-in for a v2 server's control API
 // (GET /v2, model metadata, Triton config, readiness, health) for the
-// proxy packages' tests. Unlike test/mockv2 it runs no models: tests set
+// proxy packages' tests. Unlike internal/mockv2 it runs no models: tests set
 // the exact answers they want, count the calls made, and can make any
 // path fail.
 package fakev2

@@ -1,4 +1,4 @@
-// Package v2 is tfsbridge's Open Inference Protocol (v2) wire layer: it
+// Package oip is tfsbridge's Open Inference Protocol (v2) wire layer: it
 // encodes tensors as v2 infer request bodies, decodes v2 infer responses
 // back into tensors, and reads the v2 metadata, Triton config and error
 // bodies the proxy needs around them.
@@ -16,4 +16,4 @@
 // Every error a client can see is an *apierr.Error: 400 for inputs a server
 // cannot take, 502 (apierr.BadGateway) for responses that cannot be
 // translated.
-package v2
+package oip
