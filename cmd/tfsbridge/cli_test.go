@@ -42,8 +42,8 @@ func TestExitCodes(t *testing.T) {
 		{name: "unknown command", args: []string{"serve"}, code: 2, stderr: `tfsbridge: unknown command "serve" for "tfsbridge" (see "tfsbridge --help")`},
 		{name: "unknown flag", args: []string{"extproc", "--nope"}, code: 2, stderr: `tfsbridge: unknown flag: --nope (see "tfsbridge extproc --help")`},
 		{name: "bad size", args: []string{"proxy", "--max-body-bytes", "lots"}, code: 2, stderrPart: `"--max-body-bytes"`},
-		{name: "bad log level from env", args: []string{"mock"}, env: map[string]string{"TFSBRIDGE_LOG_LEVEL": "loud"}, code: 2, stderrPart: `--log-level: log level "loud"`},
-		{name: "bad log format", args: []string{"demo", "--log-format=xml"}, code: 2, stderrPart: `--log-format: log format "xml"`},
+		{name: "bad log level from env", args: []string{"mock"}, env: map[string]string{"TFSBRIDGE_LOG_LEVEL": "loud"}, code: 2, stderrPart: `environment TFSBRIDGE_LOG_LEVEL="loud" (--log-level): want debug, info, warn or error`},
+		{name: "bad log format", args: []string{"demo", "--log-format=xml"}, code: 2, stderrPart: `invalid argument "xml" for "--log-format" flag: want text or json`},
 		{name: "bad env value", args: []string{"extproc"}, env: map[string]string{"TFSBRIDGE_MAX_BODY_BYTES": "64Mo"},
 			code: 2, stderrPart: `environment TFSBRIDGE_MAX_BODY_BYTES="64Mo" (--max-body-bytes): invalid size`},
 		{name: "invalid value", args: []string{"extproc", "--max-body-bytes=0"}, code: 2, stderrPart: "--max-body-bytes must be positive"},
@@ -134,13 +134,13 @@ func TestCommandEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ what, got, want string }{
-		{"proxy --http-addr", p.httpAddr, "10.0.0.1:8501"},
-		{"proxy --metrics-addr", p.metricsAddr, "10.0.0.1:9090"},
-		{"extproc --grpc-addr", e.grpcAddr, "10.0.0.1:9002"},
+		{"proxy --http-addr", p.addrs.Proxy, "10.0.0.1:8501"},
+		{"proxy --metrics-addr", p.addrs.Admin, "10.0.0.1:9090"},
+		{"extproc --grpc-addr", e.addrs.Extproc, "10.0.0.1:9002"},
 		{"mock --http-addr", m.httpAddr, "127.0.0.1:18000"},
-		{"demo --http-addr", d.httpAddr, "127.0.0.1:18501"},
-		{"demo --grpc-addr", d.grpcAddr, "127.0.0.1:9002"},
-		{"demo --metrics-addr", d.metricsAddr, ""},
+		{"demo --http-addr", d.addrs.Proxy, "127.0.0.1:18501"},
+		{"demo --grpc-addr", d.addrs.Extproc, "127.0.0.1:9002"},
+		{"demo --metrics-addr", d.addrs.Admin, ""},
 		{"proxy --log-level", p.log.level, "debug"},
 		{"mock --log-level", m.log.level, "debug"},
 		{"demo --log-level", d.log.level, "debug"},
@@ -151,8 +151,8 @@ func TestCommandEnv(t *testing.T) {
 	}
 	// The command line wins over the command's variable.
 	d, err = parseDemo([]string{"--http-addr=127.0.0.1:0"}, envOf(env), io.Discard)
-	if err != nil || d.httpAddr != "127.0.0.1:0" {
-		t.Errorf("demo --http-addr over TFSBRIDGE_DEMO_HTTP_ADDR: %v, %q", err, d.httpAddr)
+	if err != nil || d.addrs.Proxy != "127.0.0.1:0" {
+		t.Errorf("demo --http-addr over TFSBRIDGE_DEMO_HTTP_ADDR: %v, %q", err, d.addrs.Proxy)
 	}
 }
 

@@ -36,7 +36,7 @@ func TestOpsFlags(t *testing.T) {
 	}
 
 	for args, want := range map[string]string{
-		"--readiness=model":     "--readiness must be tfsbridge or backend",
+		"--readiness=model":     `invalid argument "model" for "--readiness" flag: want tfsbridge or backend`,
 		"--drain-delay=-1s":     "--drain-delay must not be negative",
 		"--tls-cert-file=c.pem": "TLS must name both",
 	} {
@@ -53,8 +53,8 @@ func TestDemoDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.grpcAddr != "127.0.0.1:9002" || o.metricsAddr != "127.0.0.1:9090" || o.httpAddr != "127.0.0.1:8501" ||
-		o.mockAddr != "127.0.0.1:8000" || o.ops.drainDelay != 0 {
-		t.Errorf("demo defaults: grpc %q metrics %q http %q mock %q drain %v", o.grpcAddr, o.metricsAddr, o.httpAddr, o.mockAddr, o.ops.drainDelay)
+	if o.addrs.Extproc != "127.0.0.1:9002" || o.addrs.Admin != "127.0.0.1:9090" || o.addrs.Proxy != "127.0.0.1:8501" ||
+		o.mockAddr != "127.0.0.1:8000" || o.bridge.DrainDelay != 0 {
+		t.Errorf("demo defaults: grpc %q metrics %q http %q mock %q drain %v", o.addrs.Extproc, o.addrs.Admin, o.addrs.Proxy, o.mockAddr, o.bridge.DrainDelay)
 	}
 }

@@ -90,6 +90,12 @@ func TestValidate(t *testing.T) {
 		{"negative idle timeout", func(o *Options) { o.Proxy.IdleTimeout = -1 }, "Proxy.IdleTimeout"},
 		{"zero write timeout", func(o *Options) { o.Proxy.WriteTimeout = 0 }, "Proxy.WriteTimeout"},
 		{"zero value", func(o *Options) { *o = Options{} }, "Proxy.RequestTimeout"},
+		{"https backend", func(o *Options) { o.BackendURL = "https://triton.example:8443/base" }, ""},
+		{"backend without scheme", func(o *Options) { o.BackendURL = "localhost:8000" }, "BackendURL"},
+		{"backend without host", func(o *Options) { o.BackendURL = "http:///v2" }, "BackendURL"},
+		{"backend with query", func(o *Options) { o.BackendURL = "http://h:8000/?x=1" }, "BackendURL"},
+		{"backend kind any case", func(o *Options) { o.BackendKind = "KServe" }, ""},
+		{"backend kind typo", func(o *Options) { o.BackendKind = "trition" }, "BackendKind"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
