@@ -135,9 +135,9 @@ func strictCompletion(root *cobra.Command) {
 		}
 		c.Args = func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return fmt.Errorf("completion: missing shell: want %s", orList(shells))
+				return fmt.Errorf("missing shell: want %s", orList(shells))
 			}
-			return fmt.Errorf("completion: unknown shell %q: want %s", args[0], orList(shells))
+			return fmt.Errorf("unknown shell %q: want %s", args[0], orList(shells))
 		}
 		c.RunE = func(*cobra.Command, []string) error { return nil } // Args refuses first
 	}

@@ -84,11 +84,23 @@ func stringFlag(p *string, name, help string) binding {
 }
 
 func boolFlag(p *bool, name, help string) binding {
-	return bind(p, name, "bool", help, strconv.ParseBool, strconv.FormatBool)
+	return bind(p, name, "bool", help, func(s string) (bool, error) {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			return false, errors.New("want true or false")
+		}
+		return v, nil
+	}, strconv.FormatBool)
 }
 
 func durationFlag(p *time.Duration, name, help string) binding {
-	return bind(p, name, "duration", help, time.ParseDuration, time.Duration.String)
+	return bind(p, name, "duration", help, func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, errors.New("want a duration such as 250ms, 5s or 1m30s")
+		}
+		return d, nil
+	}, time.Duration.String)
 }
 
 // intFlag and int64Flag parse as pflag does (base prefixes allowed).
@@ -106,13 +118,16 @@ func int64Flag(p *int64, name, help string) binding {
 	}, func(n int64) string { return strconv.FormatInt(n, 10) })
 }
 
-// numError drops strconv's repetition of the input, which the flag's
-// error already quotes.
+// numError says what a number flag wants, without strconv's repetition
+// of the input, which the flag's error already quotes.
 func numError(err error) error {
-	if ne, ok := err.(*strconv.NumError); ok {
-		return ne.Err
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, strconv.ErrRange):
+		return errors.New("out of range")
 	}
-	return err
+	return errors.New("want a whole number")
 }
 
 // sizeFlag binds a byte count, written as a size (see byteSize).
@@ -196,11 +211,11 @@ func addrFlag(p *string, name, help string, unix, optional bool) binding {
 			_, err = net.LookupPort("tcp", port)
 		}
 		if err != nil || strings.ContainsAny(host, "/ ") {
-			want := "host:port, such as 127.0.0.1:8501 or :8501"
+			want := "want host:port, such as 127.0.0.1:8501 or :8501"
 			if unix {
 				want += ", or unix:///path/to.sock"
 			}
-			return "", fmt.Errorf("address %q: want %s", s, want)
+			return "", errors.New(want)
 		}
 		return s, nil
 	}, func(s string) string { return s })
