@@ -186,6 +186,7 @@ func TestLongDashArgs(t *testing.T) {
 // flag wants. Enums, URLs and addresses are checked before anything
 // starts, not when the server is built or binds.
 func TestBadValues(t *testing.T) {
+	dir := t.TempDir()
 	for _, tt := range []struct {
 		args []string
 		env  map[string]string
@@ -236,6 +237,10 @@ func TestBadValues(t *testing.T) {
 			`--max-json-depth must be positive (see "tfsbridge proxy --help")`},
 		{[]string{"extproc", "--max-body-bytes=8MiB"}, map[string]string{"TFSBRIDGE_GRPC_MAX_RECV_BYTES": "1MiB"},
 			`environment TFSBRIDGE_GRPC_MAX_RECV_BYTES="1MiB" (--grpc-max-recv-bytes) must be 0 (no limit of ours) or at least the body limit (see "tfsbridge extproc --help")`},
+		{[]string{"extproc", "--tls-cert-file", dir + "/none.pem"}, nil,
+			`invalid argument "` + dir + `/none.pem" for "--tls-cert-file" flag: stat ` + dir + `/none.pem: no such file or directory (see "tfsbridge extproc --help")`},
+		{[]string{"proxy"}, map[string]string{"TFSBRIDGE_BACKEND_CA_FILE": dir},
+			`environment TFSBRIDGE_BACKEND_CA_FILE="` + dir + `" (--backend-ca-file): ` + dir + `: not a regular file (a directory) (see "tfsbridge proxy --help")`},
 		{[]string{"completion", "tcsh"}, nil,
 			`unknown shell "tcsh": want bash, fish, powershell or zsh (see "tfsbridge completion --help")`},
 		{[]string{"completion"}, nil,

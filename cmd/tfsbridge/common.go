@@ -95,7 +95,7 @@ func servingBindings(o *servingConfig) []binding {
 		addrFlag(&o.addrs.Admin, "metrics-addr", "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.", true, true),
 		boolFlag(&b.Pprof, "pprof", "Serve Go's runtime profiles (CPU, heap, goroutine, block, mutex, trace) under /debug/pprof/ on the admin server, and sample blocking and mutex contention for them (process-wide while on). Off by default: profiles cost CPU while they run and show the process's insides, so turn it on only where the admin port is private."),
 		durationFlag(&b.ShutdownTimeout, "shutdown-timeout", "On SIGTERM, after --drain-delay, how long in-flight requests may take to finish."),
-		stringFlag(&b.ModelMapFile, "model-map", "YAML model map: labels, signatures, renamed models and tensors, several v2 servers. Polled every 2s and reloaded when it changes; a bad file at start is a usage error naming the line. Empty maps nothing (the demo then uses a small map of its own)."),
+		fileFlag(&b.ModelMapFile, "model-map", "YAML model map: labels, signatures, renamed models and tensors, several v2 servers. Polled every 2s and reloaded when it changes; a bad file at start is a usage error naming the line. Empty maps nothing (the demo then uses a small map of its own)."),
 	}
 	bs = append(bs, o.log.bindings()...)
 	return append(bs, opsBindings(b)...)

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tfsbridge/tfsbridge/internal/fileread"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
 
@@ -40,6 +41,8 @@ type binding struct {
 	own bool
 	// values are an enum's values, offered by shell completion.
 	values []string
+	// file is a path: the shell completes file names.
+	file bool
 	// defaultDoc replaces the default in README's table when it is
 	// computed at start (from the memory limit, say).
 	defaultDoc string
@@ -133,6 +136,23 @@ func numError(err error) error {
 // sizeFlag binds a byte count, written as a size (see byteSize).
 func sizeFlag(p *int64, name, help string) binding {
 	return bind(p, name, "size", help, parseSize, func(n int64) string { b := byteSize(n); return b.String() })
+}
+
+// fileFlag binds the path of a file read at start: empty, or a regular
+// file (symlinks followed, as Kubernetes mounts them), checked before
+// anything starts so that a wrong path is a usage error.
+func fileFlag(p *string, name, help string) binding {
+	b := bind(p, name, "string", help, func(s string) (string, error) {
+		if s == "" {
+			return s, nil
+		}
+		if _, err := fileread.Stat(s); err != nil {
+			return "", err
+		}
+		return s, nil
+	}, func(s string) string { return s })
+	b.file = true
+	return b
 }
 
 // textFlag binds a field whose type parses itself (UnmarshalText) and
@@ -277,7 +297,7 @@ func register(c *cobra.Command, bs []binding) {
 		if len(values) > 0 {
 			completion = cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)
 		}
-		if strings.HasSuffix(b.name, "-file") || b.name == "model-map" {
+		if b.file {
 			completion = nil // file names: the shell's default
 		}
 		if completion != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,13 @@ import (
 )
 
 func TestOpsFlags(t *testing.T) {
+	// The files must exist: a wrong path is a usage error.
+	t.Chdir(t.TempDir())
+	for _, f := range []string{"c.pem", "k.pem", "ca.pem", "v2ca.pem", "bc.pem", "bk.pem"} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	o, err := parseExtproc([]string{"--readiness=backend", "--tls-cert-file=c.pem", "--tls-key-file=k.pem",
 		"--tls-client-ca-file=ca.pem", "--backend-ca-file=v2ca.pem"},
 		envOf(map[string]string{"TFSBRIDGE_DRAIN_DELAY": "0s", "TFSBRIDGE_BACKEND_CERT_FILE": "bc.pem", "TFSBRIDGE_BACKEND_KEY_FILE": "bk.pem"}), io.Discard)
