@@ -203,7 +203,7 @@ func urlFlag(p *string, name, help string, optional bool) binding {
 			return "", fmt.Errorf("want an http:// or https:// URL such as http://127.0.0.1:8000%s", hint)
 		}
 		if u.RawQuery != "" || u.Fragment != "" {
-			return "", fmt.Errorf("want a URL without a query or fragment")
+			return "", errors.New("want a URL without a query or fragment")
 		}
 		return s, nil
 	}, func(s string) string { return s })
@@ -218,10 +218,14 @@ func addrFlag(p *string, name, help string, unix, optional bool) binding {
 		if s == "" && optional {
 			return s, nil
 		}
-		if network, _, err := bridge.SplitAddr(s); unix && err != nil {
-			return "", err
-		} else if unix && network == "unix" {
-			return s, nil
+		if unix {
+			network, _, err := bridge.SplitAddr(s)
+			if err != nil {
+				return "", err
+			}
+			if network == "unix" {
+				return s, nil
+			}
 		}
 		host, port, err := net.SplitHostPort(s)
 		if err == nil && port == "" {
