@@ -44,9 +44,10 @@ func TestOpsFlags(t *testing.T) {
 	}
 
 	for args, want := range map[string]string{
-		"--readiness=model":     `invalid argument "model" for "--readiness" flag: want tfsbridge or backend`,
-		"--drain-delay=-1s":     "--drain-delay must not be negative",
-		"--tls-cert-file=c.pem": "TLS must name both",
+		"--readiness=model":         `invalid argument "model" for "--readiness" flag: want tfsbridge or backend`,
+		"--drain-delay=-1s":         "--drain-delay must not be negative",
+		"--tls-cert-file=c.pem":     "--tls-key-file must be set with the certificate file",
+		"--backend-key-file=bk.pem": "--backend-cert-file must be set with the key file",
 	} {
 		_, err := parseExtproc([]string{args}, envOf(nil), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -202,6 +202,11 @@ func (o *Options) Validate() error {
 		{"DrainDelay", o.DrainDelay < 0, "must not be negative"},
 		{"Readiness", !validReadiness(o.Readiness), "must be tfsbridge or backend"},
 		{"DrainEnvoyAdmin", !validAdminURL(o.DrainEnvoyAdmin), "must be empty or an http:// URL"},
+		// A certificate and its key go together; the missing one is named.
+		{"TLS.Extproc.KeyFile", o.TLS.Extproc.CertFile != "" && o.TLS.Extproc.KeyFile == "", "must be set with the certificate file"},
+		{"TLS.Extproc.CertFile", o.TLS.Extproc.CertFile == "" && o.TLS.Extproc.KeyFile != "", "must be set with the key file"},
+		{"TLS.Backend.KeyFile", o.TLS.Backend.CertFile != "" && o.TLS.Backend.KeyFile == "", "must be set with the certificate file"},
+		{"TLS.Backend.CertFile", o.TLS.Backend.CertFile == "" && o.TLS.Backend.KeyFile != "", "must be set with the key file"},
 		{"TLS", o.TLS.invalid(), "must name both a certificate and its key file"},
 		{"MaxBodyBytes", o.MaxBodyBytes <= 0, "must be positive"},
 		{"MaxInflightBytes", o.MaxInflightBytes <= 0, "must be positive"},
