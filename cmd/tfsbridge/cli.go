@@ -79,18 +79,18 @@ func serveCommand(name, short, long string, s subcommand, env environment) *cobr
 		Args:  noArgs,
 	}
 	bs := s.bindings()
-	c.RunE = func(c *cobra.Command, _ []string) error {
-		if err := prepare(c, s, bs, env); err != nil {
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := prepare(cmd, s, bs, env); err != nil {
 			return err
 		}
-		warnUnknownEnv(c.ErrOrStderr(), c, env)
+		warnUnknownEnv(cmd.ErrOrStderr(), cmd, env)
 		// OTEL_* variables are read here; a bad one is a usage error.
-		stopTracing, err := startTracing(c.Context(), env.LookupEnv)
+		stopTracing, err := startTracing(cmd.Context(), env.LookupEnv)
 		if err != nil {
 			return err
 		}
 		defer stopTracing()
-		if err := s.run(c.Context(), c.OutOrStdout(), c.ErrOrStderr()); err != nil {
+		if err := s.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 			return &runtimeError{err}
 		}
 		return nil
