@@ -1,18 +1,14 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"time"
-
-	"github.com/spf13/pflag"
+	"net"
 
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
+	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
-	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
 
 // logOptions are the logging flags every command has.
@@ -20,160 +16,117 @@ type logOptions struct {
 	level, format string
 }
 
-func (o *logOptions) register(fs *pflag.FlagSet) {
-	fs.StringVar(&o.level, "log-level", "info", "Log level: debug, info, warn or error.")
-	fs.StringVar(&o.format, "log-format", "text", "Log format: text or json.")
+func defaultLog() logOptions { return logOptions{level: "info", format: "text"} }
+
+func (o *logOptions) bindings() []binding {
+	return []binding{
+		enumFlag(&o.level, "log-level", "Log level: debug, info, warn or error. Every line of an exchange carries its request_id (Envoy's x-request-id); 5xx answers are logged at warn, 4xx at info.",
+			[]string{"debug", "info", "warn", "error"}, slogLevel),
+		enumFlag(&o.format, "log-format", "Log format: text or json.", []string{"text", "json"}, nil),
+	}
 }
 
-// validate refuses a bad --log-level or --log-format before anything
-// runs, as the usage error it is.
-func (o *logOptions) validate() error {
-	if _, err := observe.NewLogger(io.Discard, o.level, "text"); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	if _, err := observe.NewLogger(io.Discard, "info", o.format); err != nil {
-		return fmt.Errorf("--log-format: %w", err)
-	}
-	return nil
+// slogLevel accepts the other spellings slog takes ("warn+2").
+func slogLevel(s string) bool {
+	var lv slog.Level
+	return lv.UnmarshalText([]byte(s)) == nil
 }
 
 func (o *logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	return observe.NewLogger(w, o.level, o.format)
 }
 
-// bridgeOptions are the flags shared by extproc and proxy: the backend,
-// the limits, metrics and shutdown. Their defaults are bridge's.
-type bridgeOptions struct {
-	log              logOptions
-	backendURL       string
-	backendKind      string
-	backendTimeout   time.Duration
-	metadataTTL      time.Duration
-	metadataErrorTTL time.Duration
-	maxBody          byteSize
-	maxInflight      byteSize
-	maxDepth         int
-	maxElements      int64
-	passthrough      session.Passthrough
-	metricsAddr      string
-	pprof            bool
-	shutdownTimeout  time.Duration
-	modelMap         string
-	ops              opsOptions
+// servingConfig is what a command that serves a bridge (extproc, proxy,
+// demo) configures: the bridge's options, its listen addresses and
+// logging. The flags set these fields directly.
+type servingConfig struct {
+	bridge bridge.Options
+	addrs  bridge.Addrs
+	log    logOptions
 }
 
-func (o *bridgeOptions) register(fs *pflag.FlagSet) {
-	d := bridge.DefaultOptions()
-	fs.StringVar(&o.backendURL, "backend", d.BackendURL, "Root URL of the v2 inference server (Triton, KServe, MLServer).")
-	fs.StringVar(&o.backendKind, "backend-kind", d.BackendKind, "v2 server kind: auto (detect with GET /v2), triton, kserve or mlserver.")
-	o.registerServing(fs)
+func newServingConfig(addrs bridge.Addrs) servingConfig {
+	return servingConfig{bridge: bridge.DefaultOptions(), addrs: addrs, log: defaultLog()}
 }
 
-// registerServing registers every shared flag but the backend's: the demo
-// brings its own backend, so offering --backend there would only mislead.
-func (o *bridgeOptions) registerServing(fs *pflag.FlagSet) {
-	d := bridge.DefaultOptions()
-	o.log.register(fs)
-	fs.DurationVar(&o.backendTimeout, "backend-timeout", d.BackendTimeout, "Timeout of each metadata, config and readiness call to the v2 server.")
-	fs.DurationVar(&o.metadataTTL, "metadata-ttl", d.MetadataTTL, "How long a model's fetched signature is reused.")
-	fs.DurationVar(&o.metadataErrorTTL, "metadata-error-ttl", d.MetadataErrorTTL, "How long a failed metadata fetch (unknown model, backend down) is remembered; 0 disables.")
-	o.maxBody = byteSize(d.MaxBodyBytes)
-	fs.Var(&o.maxBody, "max-body-bytes", "Largest request or response body translated, a `size` such as 64Mi, 64MiB or 67108864; larger ones get 413.")
-	o.maxInflight = byteSize(d.MaxInflightBytes)
-	fs.Var(&o.maxInflight, "max-inflight-bytes", "Memory budget of all translated exchanges together, a `size`: each body reserves its size times its amplification factor (20 for requests, 32 for responses) until the exchange ends; over it new TF requests get 503. The default is half of GOMEMLIMIT, or of the cgroup memory limit, else 4GiB.")
-	fs.IntVar(&o.maxDepth, "max-json-depth", d.MaxJSONDepth, "Deepest JSON nesting accepted in a body.")
-	fs.Int64Var(&o.maxElements, "max-elements", d.MaxElements, "Most tensor elements one body may carry.")
-	fs.TextVar(&o.passthrough, "passthrough", d.Passthrough,
-		"Which requests other than TF Serving's reach the v2 server, a `policy`: none, inference (the v2 inference endpoints: health, server and model metadata, model readiness, infer) or all; the rest get a TF-style 404.")
-	fs.StringVar(&o.metricsAddr, "metrics-addr", bridge.DefaultMetricsAddr, "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.")
-	fs.BoolVar(&o.pprof, "pprof", false, "Serve Go's runtime profiles (CPU, heap, goroutine, block, mutex, trace) under /debug/pprof/ on the admin server, and sample blocking and mutex contention for them.")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "On SIGTERM, how long in-flight requests may take to finish.")
-	fs.StringVar(&o.modelMap, "model-map", "", "YAML model map: labels, signatures, renamed models and tensors, several v2 servers (re-read when it changes); empty maps nothing.")
-	o.ops.register(fs)
-}
+// fields returns the options the flags set, for fieldFlags.
+func (o *servingConfig) fields() *bridge.Options { return &o.bridge }
 
-// options returns the bridge options the flags set; the proxy's timeouts
-// keep their defaults (proxyOptions sets them).
-func (o *bridgeOptions) options(log *slog.Logger) bridge.Options {
-	b := bridge.DefaultOptions()
-	b.BackendURL = o.backendURL
-	b.BackendKind = o.backendKind
-	b.BackendTimeout = o.backendTimeout
-	b.MetadataTTL = o.metadataTTL
-	b.MetadataErrorTTL = o.metadataErrorTTL
-	b.MaxBodyBytes = int64(o.maxBody)
-	b.MaxInflightBytes = int64(o.maxInflight)
-	b.MaxJSONDepth = o.maxDepth
-	b.MaxElements = o.maxElements
-	b.Passthrough = o.passthrough
-	b.ShutdownTimeout = o.shutdownTimeout
-	b.ModelMapFile = o.modelMap
-	b.Pprof = o.pprof
+// options returns the bridge options the flags set, logging to log.
+func (o *servingConfig) options(log *slog.Logger) bridge.Options {
+	b := o.bridge
 	b.Logger = log
-	o.ops.apply(&b)
 	return b
 }
 
-func (o *bridgeOptions) validate() error {
-	return o.check(o.options(nil))
-}
-
-// check validates a command's bridge options as its flags set them: a
-// problem is a usage error naming the flag.
-func (o *bridgeOptions) check(b bridge.Options) error {
-	if err := o.log.validate(); err != nil {
+// check validates the options as the flags set them; prepare turns a
+// *bridge.FieldError into the flag that set the field.
+func (o *servingConfig) check() error {
+	if err := o.bridge.Validate(); err != nil {
 		return err
 	}
-	if err := flagError(b.Validate()); err != nil {
-		return err
-	}
-	return checkModelMap(o.modelMap)
+	return checkModelMap(o.bridge.ModelMapFile)
 }
 
-// flagNames maps bridge.Options fields to the flags that set them, so that
-// a validation error names what the user typed.
-var flagNames = map[string]string{
-	"BackendTimeout":          "backend-timeout",
-	"BodyTimeout":             "body-timeout",
-	"MetadataTTL":             "metadata-ttl",
-	"MetadataErrorTTL":        "metadata-error-ttl",
-	"MaxBodyBytes":            "max-body-bytes",
-	"MaxInflightBytes":        "max-inflight-bytes",
-	"GRPCMaxRecvBytes":        "grpc-max-recv-bytes",
-	"MaxJSONDepth":            "max-json-depth",
-	"MaxElements":             "max-elements",
-	"ShutdownTimeout":         "shutdown-timeout",
-	"DrainDelay":              "drain-delay",
-	"DrainEnvoyAdmin":         "drain-envoy",
-	"Readiness":               "readiness",
-	"Proxy.RequestTimeout":    "request-timeout",
-	"Proxy.ReadTimeout":       "read-timeout",
-	"Proxy.ReadHeaderTimeout": "read-header-timeout",
-	"Proxy.IdleTimeout":       "idle-timeout",
-	"Proxy.WriteTimeout":      "write-timeout",
+// backendBindings are the v2 server's flags (not the demo's: it brings
+// its own backend, so offering --backend there would only mislead).
+func backendBindings(o *bridge.Options) []binding {
+	return []binding{
+		urlFlag(&o.BackendURL, "backend", "Root URL of the v2 inference server (Triton, KServe, MLServer).", false),
+		enumFlag(&o.BackendKind, "backend-kind", "v2 server kind: auto (detect with GET /v2), triton, kserve or mlserver.",
+			[]string{backend.KindAuto, "triton", "kserve", "mlserver"}, nil),
+	}
 }
 
-// flagError rewrites a *bridge.FieldError in terms of its flag.
-func flagError(err error) error {
-	var fe *bridge.FieldError
-	if errors.As(err, &fe) {
-		if name, ok := flagNames[fe.Field]; ok {
-			return fmt.Errorf("--%s %s", name, fe.Problem)
-		}
+// servingBindings are the flags of every command that serves a bridge.
+func servingBindings(o *servingConfig) []binding {
+	b := &o.bridge
+	bs := []binding{
+		durationFlag(&b.BackendTimeout, "backend-timeout", "Timeout of each metadata, config and readiness call to the v2 server."),
+		durationFlag(&b.MetadataTTL, "metadata-ttl", "How long a model's fetched signature is reused."),
+		durationFlag(&b.MetadataErrorTTL, "metadata-error-ttl", "How long a failed metadata fetch (unknown model, backend down) is remembered; 0 disables."),
+		sizeFlag(&b.MaxBodyBytes, "max-body-bytes", "Largest request or response body translated, a `size` such as 64Mi, 64MiB or 67108864; larger ones get 413 (requests, refused at the headers when content-length says so) or 502 (responses)."),
+		sizeFlag(&b.MaxInflightBytes, "max-inflight-bytes", "Memory budget of all translated exchanges together, a `size`: each body reserves its size times its amplification factor (20 for requests, 32 for responses) until the exchange ends; over it new TF requests get 503. The default is half of GOMEMLIMIT, or of the cgroup memory limit, else 4GiB.").
+			defaultIs("derived"),
+		intFlag(&b.MaxJSONDepth, "max-json-depth", "Deepest JSON nesting accepted in a body."),
+		int64Flag(&b.MaxElements, "max-elements", "Most tensor elements one body may carry."),
+		textFlag(&b.Passthrough, "passthrough", "Which requests other than TF Serving's reach the v2 server, a `policy`: none, inference (the v2 inference endpoints: health, server and model metadata, model readiness, infer) or all; the rest get a TF-style 404.").
+			completes("none", "inference", "all"),
+		addrFlag(&o.addrs.Admin, "metrics-addr", "Address of the admin server (/metrics, /healthz, /readyz); empty disables it.", true, true),
+		boolFlag(&b.Pprof, "pprof", "Serve Go's runtime profiles (CPU, heap, goroutine, block, mutex, trace) under /debug/pprof/ on the admin server, and sample blocking and mutex contention for them (process-wide while on). Off by default: profiles cost CPU while they run and show the process's insides, so turn it on only where the admin port is private."),
+		durationFlag(&b.ShutdownTimeout, "shutdown-timeout", "On SIGTERM, after --drain-delay, how long in-flight requests may take to finish."),
+		fileFlag(&b.ModelMapFile, "model-map", "YAML model map: labels, signatures, renamed models and tensors, several v2 servers. Polled every 2s and reloaded when it changes; a bad file at start is a usage error naming the line. Empty maps nothing (the demo then uses a small map of its own)."),
 	}
-	return err
+	bs = append(bs, o.log.bindings()...)
+	return append(bs, opsBindings(b)...)
 }
 
 // buildBridge assembles the bridge from the options a command's flags
 // set, logging to stderr as its log flags say.
-func buildBridge(lo logOptions, stderr io.Writer, options func(*slog.Logger) bridge.Options) (*bridge.Bridge, error) {
-	log, err := lo.logger(stderr)
+func buildBridge(o *servingConfig, stderr io.Writer) (*bridge.Bridge, error) {
+	log, err := o.log.logger(stderr)
 	if err != nil {
 		return nil, err
 	}
-	b, err := bridge.New(options(log))
+	b, err := bridge.New(o.options(log))
 	if err == nil {
 		log.Info("tfsbridge memory bounds", "max_inflight_bytes", b.Session.Admission.Limit(), "go_memory_limit", admission.MemoryLimit())
 	}
-	return b, flagError(err)
+	return b, err
+}
+
+// listenAttrs are the start log line's addresses of the servers l
+// serves; a server that is off (an empty address) is left out rather
+// than logged as <nil>.
+func listenAttrs(l bridge.Listeners) []any {
+	var attrs []any
+	for _, x := range []struct {
+		key string
+		lis net.Listener
+	}{{"grpc_addr", l.Extproc}, {"http_addr", l.Proxy}, {"metrics_addr", l.Admin}} {
+		if x.lis != nil {
+			attrs = append(attrs, x.key, x.lis.Addr().String())
+		}
+	}
+	return attrs
 }

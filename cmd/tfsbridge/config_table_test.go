@@ -1,155 +1,95 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"flag"
 	"os"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 )
 
-// servingCommands are the commands whose flags README's Configuration
-// table lists, in the table's order.
-var servingCommands = []string{"extproc", "proxy", "mock", "demo"}
+var update = flag.Bool("update", false, "rewrite README's generated Configuration table from the flags")
 
-// envFlag is what one environment variable sets: one flag, with one
-// meaning and default, on some commands.
-type envFlag struct {
-	flag, def, usage string
-	commands         []string
-}
-
-// flagTree collects every serving command's flags by environment variable.
-// Two commands share a variable only when the flag's help and default
-// are the same on both; otherwise the test fails (the naming rule).
-func flagTree(t *testing.T) map[string]*envFlag {
-	t.Helper()
+// TestReadmeConfiguration holds README's Configuration table to the
+// command tree: the table between the markers is exactly what
+// "tfsbridge docs config" prints. -update rewrites it.
+func TestReadmeConfiguration(t *testing.T) {
 	root, _ := newTree(envOf(nil))
-	all := map[string]*envFlag{}
-	for _, name := range servingCommands {
-		c, _, err := root.Find([]string{name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Flags().VisitAll(func(fl *pflag.Flag) {
-			env := flagEnv(fl)
-			e := all[env]
-			if e == nil {
-				e = &envFlag{flag: fl.Name, def: fl.DefValue, usage: fl.Usage}
-				all[env] = e
-			} else if e.flag != fl.Name || e.def != fl.DefValue || e.usage != fl.Usage {
-				t.Errorf("%s is read by --%s of %v and --%s of %s, which differ in meaning or default: give one a command-prefixed variable (commandEnv)",
-					env, e.flag, e.commands, fl.Name, name)
-			}
-			e.commands = append(e.commands, name)
-		})
-	}
-	return all
-}
-
-// readmeRow is one row of README's Configuration table.
-type readmeRow struct {
-	flag, env, def string
-	commands       []string
-}
-
-var readmeCell = regexp.MustCompile("^`(--[a-z0-9-]+)`$")
-
-// readmeTable parses README's Configuration table: one flag and one
-// variable per row, the default in backquotes (or words when there is
-// none), the commands comma-separated.
-func readmeTable(t *testing.T) []readmeRow {
-	t.Helper()
-	doc, err := os.ReadFile("../../README.md")
+	table, err := configTable(root, servingCommands)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(doc), "\n## Configuration\n")
-	if !ok {
-		t.Fatal("README has no Configuration section")
+	const path = "../../README.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	want, err := spliceTable(string(doc), table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "\n## Configuration\n")
 	section, _, _ = strings.Cut(section, "\n## ")
-	var rows []readmeRow
-	for _, line := range strings.Split(section, "\n") {
-		if !strings.HasPrefix(line, "| `--") {
-			continue
-		}
-		cells := strings.Split(line, " | ")
-		if len(cells) < 5 {
-			t.Errorf("README row has %d cells: %s", len(cells), line)
-			continue
-		}
-		m := readmeCell.FindStringSubmatch(strings.TrimPrefix(cells[0], "| "))
-		if m == nil || !strings.HasPrefix(cells[1], "`TFSBRIDGE_") || strings.Count(cells[1], "`") != 2 {
-			t.Errorf("README row: want one `--flag` and one `TFSBRIDGE_…` variable: %s", line)
-			continue
-		}
-		rows = append(rows, readmeRow{flag: strings.TrimPrefix(m[1], "--"), env: strings.Trim(cells[1], "`"),
-			def: cells[2], commands: strings.Split(cells[3], ", ")})
+	if !strings.Contains(section, readmeTableBegin) {
+		t.Error("the generated table is not in README's Configuration section")
 	}
-	return rows
-}
-
-// sameDefault tells whether README's default cell describes fl's default:
-// the value in backquotes (durations and sizes compared by value), or
-// words when the default is empty or derived at run time.
-func sameDefault(cell string, fl *envFlag, derived bool) bool {
-	v, quoted := strings.CutPrefix(cell, "`")
-	v, _, _ = strings.Cut(v, "`")
-	switch {
-	case derived || fl.def == "":
-		return !quoted
-	case !quoted:
-		return false
-	case v == fl.def:
-		return true
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
-	if a, err := time.ParseDuration(v); err == nil {
-		b, err := time.ParseDuration(fl.def)
-		return err == nil && a == b
-	}
-	a, errA := parseSize(v)
-	b, errB := parseSize(fl.def)
-	return errA == nil && errB == nil && a == b
-}
-
-// TestReadmeConfiguration holds README's Configuration table and the
-// command tree to each other, both ways: every variable of every serving
-// command has its row, with its flag, default and commands, and every row
-// names a variable a command reads.
-func TestReadmeConfiguration(t *testing.T) {
-	tree := flagTree(t)
-	seen := map[string]bool{}
-	for _, r := range readmeTable(t) {
-		if seen[r.env] {
-			t.Errorf("README lists %s twice", r.env)
+	if got := string(doc); got != want {
+		gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+		for i := range min(len(gl), len(wl)) {
+			if gl[i] != wl[i] {
+				t.Fatalf("README line %d differs from the flags' table; run go test ./cmd/tfsbridge -run TestReadmeConfiguration -update\nREADME: %s\nflags:  %s", i+1, gl[i], wl[i])
+			}
 		}
-		seen[r.env] = true
-		fl, ok := tree[r.env]
-		if !ok {
-			t.Errorf("README lists %s (--%s), which no command reads", r.env, r.flag)
-			continue
-		}
-		if r.flag != fl.flag {
-			t.Errorf("README: %s sets --%s; the code: --%s", r.env, r.flag, fl.flag)
-		}
-		if !slices.Equal(r.commands, fl.commands) {
-			t.Errorf("README: --%s (%s) on %v; the code: %v", r.flag, r.env, r.commands, fl.commands)
-		}
-		if !sameDefault(r.def, fl, derivedDefaults[fl.flag]) {
-			t.Errorf("README: --%s (%s) defaults to %s; the code: %q", r.flag, r.env, r.def, fl.def)
-		}
-	}
-	for env, fl := range tree {
-		if !seen[env] {
-			t.Errorf("README's Configuration table lacks %s (--%s on %v)", env, fl.flag, fl.commands)
-		}
+		t.Fatalf("README's table length differs from the flags' (%d vs %d lines); run go test ./cmd/tfsbridge -run TestReadmeConfiguration -update", len(gl), len(wl))
 	}
 }
 
-// derivedDefaults are flags whose default is computed at start; README
-// describes it in words.
-var derivedDefaults = map[string]bool{"max-inflight-bytes": true}
+// The table is the hidden "docs config" command's output, and its rows
+// are what the flags say: one variable per row, computed defaults in
+// words (the table must not depend on the machine that generated it).
+func TestDocsConfig(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"docs", "config"}, envOf(nil), &out, &errOut); code != 0 || errOut.Len() != 0 {
+		t.Fatalf("docs config: exit %d, stderr %q", code, errOut.String())
+	}
+	for _, row := range []string{
+		"| `--backend` | `TFSBRIDGE_BACKEND` | `http://127.0.0.1:8000` | extproc, proxy | ",
+		"| `--max-inflight-bytes` | `TFSBRIDGE_MAX_INFLIGHT_BYTES` | derived | extproc, proxy, demo | ",
+		"| `--log-level` | `TFSBRIDGE_LOG_LEVEL` | `info` | extproc, proxy, mock, demo | ",
+		"| `--http-addr` | `TFSBRIDGE_MOCK_HTTP_ADDR` | `127.0.0.1:8000` | mock | ",
+		"| `--drain-delay` | `TFSBRIDGE_DEMO_DRAIN_DELAY` | `0s` | demo | ",
+		"| `--model-map` | `TFSBRIDGE_MODEL_MAP` | none | extproc, proxy, demo | ",
+	} {
+		if !strings.Contains(out.String(), "\n"+row) {
+			t.Errorf("docs config lacks the row %q", row)
+		}
+	}
+	if code := run(context.Background(), []string{"docs"}, envOf(nil), &out, &errOut); code != 2 {
+		t.Errorf("docs without config: exit %d, want 2", code)
+	}
+}
+
+// configTable refuses a variable that two commands read with different
+// meanings: the naming rule's check can fail.
+func TestConfigTableNamingRule(t *testing.T) {
+	root := &cobra.Command{Use: "tfsbridge"}
+	for _, c := range []struct{ name, def string }{{"a", ":1"}, {"b", ":2"}} {
+		addr := c.def
+		cmd := &cobra.Command{Use: c.name, RunE: func(*cobra.Command, []string) error { return nil }}
+		register(cmd, []binding{stringFlag(&addr, "http-addr", "Listen address.")})
+		root.AddCommand(cmd)
+	}
+	_, err := configTable(root, []string{"a", "b"})
+	if err == nil || !strings.Contains(err.Error(), "TFSBRIDGE_HTTP_ADDR is read by --http-addr of [a] and --http-addr of b") {
+		t.Errorf("configTable = %v, want the naming rule's error", err)
+	}
+}

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
@@ -19,44 +19,40 @@ commands. Stops cleanly on Ctrl-C or SIGTERM.`
 
 // demoOptions are the flags of "tfsbridge demo".
 type demoOptions struct {
-	bridgeOptions
+	servingConfig
 	mockAddr string
 	kind     string
-	httpAddr string
-	grpcAddr string
 }
 
 // The demo binds loopback addresses only: it is for trying tfsbridge
-// on one's own machine, not for serving others.
-func (o *demoOptions) register(fs *pflag.FlagSet) {
-	fs.StringVar(&o.mockAddr, "mock-addr", "127.0.0.1:8000", "Address of the mock v2 server.")
-	registerKind(fs, &o.kind)
-	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8501", "Address of the HTTP proxy.")
-	fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:9002", "Address of the ext_proc gRPC server.")
-	o.registerServing(fs) // the backend is the demo's own mock (--mock-addr, --kind)
-	setDefault(fs, "metrics-addr", "127.0.0.1:9090")
-	// A demo is local and has no load balancer to drain from.
-	setDefault(fs, "drain-delay", "0s")
+// on one's own machine, not for serving others. It has no load balancer
+// to drain from.
+func newDemoOptions() *demoOptions {
+	o := &demoOptions{
+		servingConfig: newServingConfig(bridge.Addrs{Proxy: "127.0.0.1:8501", Extproc: "127.0.0.1:9002", Admin: "127.0.0.1:9090"}),
+		mockAddr:      "127.0.0.1:8000",
+		kind:          "triton",
+	}
+	o.bridge.DrainDelay = 0
+	return o
+}
+
+func (o *demoOptions) bindings() []binding {
+	bs := slices.Concat([]binding{
+		addrFlag(&o.mockAddr, "mock-addr", "Address of the mock v2 server.", false, false),
+		kindFlag(&o.kind),
+		addrFlag(&o.addrs.Proxy, "http-addr", "Address of the HTTP proxy.", true, false),
+		addrFlag(&o.addrs.Extproc, "grpc-addr", "Address of the ext_proc gRPC server.", true, false),
+	}, servingBindings(&o.servingConfig)) // the backend is the demo's own mock (--mock-addr, --kind)
 	// Meanings or defaults of their own: a TFSBRIDGE_HTTP_ADDR meant for
 	// "proxy" must not move the demo.
-	commandEnv(fs, "demo", "http-addr", "grpc-addr", "metrics-addr", "drain-delay")
-}
-
-func (o *demoOptions) validate() error {
-	if err := validKind(o.kind); err != nil {
-		return err
+	for i, b := range bs {
+		switch b.name {
+		case "http-addr", "grpc-addr", "metrics-addr", "drain-delay":
+			bs[i] = b.commandEnv()
+		}
 	}
-	return o.bridgeOptions.validate()
-}
-
-// setDefault changes a registered flag's default, for a command whose
-// defaults differ from the shared ones (the demo's loopback addresses).
-func setDefault(fs *pflag.FlagSet, name, value string) {
-	fl := fs.Lookup(name)
-	if err := fl.Value.Set(value); err != nil {
-		panic("flag --" + name + ": " + err.Error())
-	}
-	fl.DefValue = value
+	return bs
 }
 
 func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
@@ -69,22 +65,22 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	o.backendURL = "http://" + mockAddr.String()
-	o.backendKind = o.kind
-	ownMap := o.modelMap == ""
+	o.bridge.BackendURL = "http://" + mockAddr.String()
+	o.bridge.BackendKind = o.kind
+	ownMap := o.bridge.ModelMapFile == ""
 	if ownMap {
 		file, cleanup, err := writeDemoMap()
 		if err != nil {
 			return err
 		}
 		defer cleanup()
-		o.modelMap = file
+		o.bridge.ModelMapFile = file
 	}
-	b, err := buildBridge(o.log, stderr, o.options)
+	b, err := buildBridge(&o.servingConfig, stderr)
 	if err != nil {
 		return err
 	}
-	l, err := bridge.Listen(bridge.Addrs{Proxy: o.httpAddr, Extproc: o.grpcAddr, Admin: o.metricsAddr})
+	l, err := bridge.Listen(o.addrs)
 	if err != nil {
 		return err
 	}
@@ -92,7 +88,7 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	// pasted at once waits in the backlog rather than failing.
 	demoMapFile := ""
 	if ownMap {
-		demoMapFile = o.modelMap
+		demoMapFile = o.bridge.ModelMapFile
 	}
 	printDemo(stdout, o.kind, mockAddr, l.Proxy.Addr(), l.Extproc.Addr(), bridge.Addr(l.Admin), demoMapFile)
 	g.Go(func() error { return b.Serve(ctx, l) })

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -10,71 +9,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
-
-// envPrefix prefixes every flag's environment variable.
-const envPrefix = "TFSBRIDGE_"
-
-// envAnnotation holds a flag's environment variable when it is not the
-// shared TFSBRIDGE_<FLAG>; see commandEnv.
-const envAnnotation = "tfsbridge-env"
-
-// lookupEnv is os.LookupEnv's shape, injectable for tests.
-type lookupEnv func(key string) (string, bool)
-
-// envName is the shared variable of a flag: --grpc-addr ↔ TFSBRIDGE_GRPC_ADDR.
-// It is used by every command on which the flag means the same thing
-// (same help, same default), so the deploy manifests' variables keep working.
-func envName(flag string) string {
-	return envPrefix + snake(flag)
-}
-
-func snake(s string) string { return strings.ToUpper(strings.ReplaceAll(s, "-", "_")) }
-
-// commandEnv gives the named flags of one command a command-prefixed
-// variable, TFSBRIDGE_<COMMAND>_<FLAG>: for flags whose meaning or default
-// differs from the production commands' (the mock's and the demo's
-// --http-addr), so that a variable set for "proxy" never moves a demo.
-func commandEnv(fs *pflag.FlagSet, command string, names ...string) {
-	for _, n := range names {
-		if err := fs.SetAnnotation(n, envAnnotation, []string{envPrefix + snake(command) + "_" + snake(n)}); err != nil {
-			panic(err) // a typo in a flag name: a programming error
-		}
-	}
-}
-
-// flagEnv returns the environment variable a flag is read from.
-func flagEnv(fl *pflag.Flag) string {
-	if v := fl.Annotations[envAnnotation]; len(v) == 1 {
-		return v[0]
-	}
-	return envName(fl.Name)
-}
-
-// showEnv appends each flag's variable to its help text.
-func showEnv(fs *pflag.FlagSet) {
-	fs.VisitAll(func(fl *pflag.Flag) { fl.Usage += " [env " + flagEnv(fl) + "]" })
-}
-
-// applyEnv sets every flag the command line left alone from its
-// environment variable: the command line wins over the environment, the
-// environment over the default.
-func applyEnv(fs *pflag.FlagSet, env lookupEnv) error {
-	var errs []error
-	fs.VisitAll(func(fl *pflag.Flag) {
-		if fl.Changed {
-			return
-		}
-		name := flagEnv(fl)
-		if v, ok := env(name); ok {
-			// Value.Set, not fs.Set: the command line's "Changed" stays
-			// the command line's, and the error is not wrapped twice.
-			if err := fl.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("environment %s=%q (--%s): %w", name, v, fl.Name, err))
-			}
-		}
-	})
-	return errors.Join(errs...)
-}
 
 // longDashArgs rewrites the single-dash long flags the standard flag
 // package accepted (-request-timeout=7s) to pflag's --request-timeout=7s,

@@ -9,7 +9,7 @@
 //	tfsbridge version   version and VCS revision (also --version)
 //	tfsbridge completion bash|zsh|fish|powershell
 //
-// Every flag can also be set from the environment (see flags.go for the
+// Every flag can also be set from the environment (see config.go for the
 // naming rule). "tfsbridge <command> --help" lists them all.
 package main
 
@@ -31,7 +31,7 @@ func main() {
 	// soft limit from the cgroup, so the heap shrinks back after bursts.
 	admission.SetSoftMemoryLimit(os.LookupEnv, admission.CgroupMemoryMax)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], osEnv{}, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -52,11 +52,12 @@ func (e *runtimeError) Unwrap() error { return e.err }
 
 // run parses and runs one command line and returns the exit code. Each
 // error is printed once, on one line, to stderr.
-func run(ctx context.Context, args []string, env lookupEnv, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, env environment, stdout, stderr io.Writer) int {
 	root := newRoot(env)
 	root.SetArgs(normalizeArgs(root, args))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	strictCompletion(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	var rt *runtimeError
 	switch {

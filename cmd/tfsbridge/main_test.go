@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,16 +19,21 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
 
-func envOf(kv map[string]string) lookupEnv {
-	return func(k string) (string, bool) {
-		v, ok := kv[k]
-		return v, ok
-	}
+// mapEnv is an environment for tests.
+type mapEnv map[string]string
+
+func (e mapEnv) LookupEnv(k string) (string, bool) {
+	v, ok := e[k]
+	return v, ok
 }
+
+func (e mapEnv) Names() []string { return slices.Collect(maps.Keys(e)) }
+
+func envOf(kv map[string]string) environment { return mapEnv(kv) }
 
 // parse parses one serving command's flags and environment as run does,
 // without running it.
-func parse(name string, args []string, env lookupEnv) (subcommand, error) {
+func parse(name string, args []string, env environment) (subcommand, error) {
 	root, subs := newTree(env)
 	c, _, err := root.Find([]string{name})
 	if err != nil {
@@ -39,35 +46,41 @@ func parse(name string, args []string, env lookupEnv) (subcommand, error) {
 		return nil, err
 	}
 	s := subs[name]
-	return s, prepare(c.Flags(), s, env)
+	return s, prepare(c, s, s.bindings(), env)
 }
 
-func parseAs[T subcommand](name string, args []string, env lookupEnv) (T, error) {
+func parseAs[T subcommand](name string, args []string, env environment) (T, error) {
 	s, err := parse(name, args, env)
 	t, _ := s.(T)
 	return t, err
 }
 
-func parseExtproc(args []string, env lookupEnv, _ io.Writer) (*extprocOptions, error) {
+func parseExtproc(args []string, env environment, _ io.Writer) (*extprocOptions, error) {
 	return parseAs[*extprocOptions]("extproc", args, env)
 }
 
-func parseProxy(args []string, env lookupEnv, _ io.Writer) (*proxyOptions, error) {
+func parseProxy(args []string, env environment, _ io.Writer) (*proxyOptions, error) {
 	return parseAs[*proxyOptions]("proxy", args, env)
 }
 
-func parseDemo(args []string, env lookupEnv, _ io.Writer) (*demoOptions, error) {
+func parseDemo(args []string, env environment, _ io.Writer) (*demoOptions, error) {
 	return parseAs[*demoOptions]("demo", args, env)
 }
 
 func TestEnvName(t *testing.T) {
-	for flag, want := range map[string]string{
-		"grpc-addr":      "TFSBRIDGE_GRPC_ADDR",
-		"max-body-bytes": "TFSBRIDGE_MAX_BODY_BYTES",
-		"backend":        "TFSBRIDGE_BACKEND",
+	for _, tt := range []struct {
+		command, flag string
+		own           bool
+		want          string
+	}{
+		{"extproc", "grpc-addr", false, "TFSBRIDGE_GRPC_ADDR"},
+		{"proxy", "max-body-bytes", false, "TFSBRIDGE_MAX_BODY_BYTES"},
+		{"proxy", "backend", false, "TFSBRIDGE_BACKEND"},
+		{"mock", "http-addr", true, "TFSBRIDGE_MOCK_HTTP_ADDR"},
+		{"demo", "drain-delay", true, "TFSBRIDGE_DEMO_DRAIN_DELAY"},
 	} {
-		if got := envName(flag); got != want {
-			t.Errorf("envName(%q) = %q, want %q", flag, got, want)
+		if got := envName(tt.command, binding{name: tt.flag, own: tt.own}); got != tt.want {
+			t.Errorf("envName(%s, --%s) = %q, want %q", tt.command, tt.flag, got, tt.want)
 		}
 	}
 }
@@ -97,8 +110,9 @@ func TestProxyFlagPrecedence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.httpAddr != tt.wantAddr || o.requestTimeout != tt.wantTimeout || int64(o.maxBody) != tt.wantBody || o.backendKind != tt.wantKind {
-				t.Errorf("got addr %q timeout %v body %d kind %q", o.httpAddr, o.requestTimeout, o.maxBody, o.backendKind)
+			b := o.bridge
+			if o.addrs.Proxy != tt.wantAddr || b.Proxy.RequestTimeout != tt.wantTimeout || b.MaxBodyBytes != tt.wantBody || b.BackendKind != tt.wantKind {
+				t.Errorf("got addr %q timeout %v body %d kind %q", o.addrs.Proxy, b.Proxy.RequestTimeout, b.MaxBodyBytes, b.BackendKind)
 			}
 		})
 	}
@@ -111,16 +125,16 @@ func TestProxyTimeoutFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.readTimeout != time.Minute || o.readHeaderTimeout != 10*time.Second || o.idleTimeout != 2*time.Minute || o.writeTimeout != time.Minute {
-		t.Errorf("defaults: read %v, read-header %v, idle %v, write %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout, o.writeTimeout)
+	if p := o.bridge.Proxy; p.ReadTimeout != time.Minute || p.ReadHeaderTimeout != 10*time.Second || p.IdleTimeout != 2*time.Minute || p.WriteTimeout != time.Minute {
+		t.Errorf("defaults: read %v, read-header %v, idle %v, write %v", p.ReadTimeout, p.ReadHeaderTimeout, p.IdleTimeout, p.WriteTimeout)
 	}
 	o, err = parseProxy([]string{"--read-timeout=3s", "--read-header-timeout=2s"},
 		envOf(map[string]string{"TFSBRIDGE_IDLE_TIMEOUT": "4s", "TFSBRIDGE_WRITE_TIMEOUT": "5s"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.readTimeout != 3*time.Second || o.readHeaderTimeout != 2*time.Second || o.idleTimeout != 4*time.Second || o.writeTimeout != 5*time.Second {
-		t.Errorf("set: read %v, read-header %v, idle %v, write %v", o.readTimeout, o.readHeaderTimeout, o.idleTimeout, o.writeTimeout)
+	if p := o.bridge.Proxy; p.ReadTimeout != 3*time.Second || p.ReadHeaderTimeout != 2*time.Second || p.IdleTimeout != 4*time.Second || p.WriteTimeout != 5*time.Second {
+		t.Errorf("set: read %v, read-header %v, idle %v, write %v", p.ReadTimeout, p.ReadHeaderTimeout, p.IdleTimeout, p.WriteTimeout)
 	}
 	if got := o.options(nil).Proxy.WriteTimeout; got != 5*time.Second {
 		t.Errorf("bridge write timeout %v, want 5s", got)
@@ -185,7 +199,7 @@ func TestPprofAndSocketFlags(t *testing.T) {
 		}
 	}
 	e, err := parseExtproc([]string{"--grpc-addr", "unix:///var/run/tfsbridge/extproc.sock"}, envOf(nil), io.Discard)
-	if err != nil || e.grpcAddr != "unix:///var/run/tfsbridge/extproc.sock" {
+	if err != nil || e.addrs.Extproc != "unix:///var/run/tfsbridge/extproc.sock" {
 		t.Errorf("--grpc-addr unix:///... = %+v, %v", e, err)
 	}
 }
@@ -212,7 +226,7 @@ func TestParseErrors(t *testing.T) {
 		{"grpc recv from env", "extproc", []string{"--max-body-bytes=8MiB"}, map[string]string{"TFSBRIDGE_GRPC_MAX_RECV_BYTES": "1MiB"}, "grpc-max-recv-bytes"},
 		{"bad passthrough", "proxy", []string{"--passthrough", "some"}, nil, "invalid pass-through policy \"some\""},
 		{"bad passthrough env", "extproc", nil, map[string]string{"TFSBRIDGE_PASSTHROUGH": "ALL"}, "TFSBRIDGE_PASSTHROUGH"},
-		{"empty socket path", "extproc", []string{"--grpc-addr", "unix://"}, nil, "--grpc-addr: address \"unix://\""},
+		{"empty socket path", "extproc", []string{"--grpc-addr", "unix://"}, nil, "invalid argument \"unix://\" for \"--grpc-addr\" flag: address \"unix://\""},
 		{"socket with a host", "extproc", nil, map[string]string{"TFSBRIDGE_GRPC_ADDR": "unix://envoy/x.sock"}, "unix:///absolute/path"},
 		{"unknown command", "serve", nil, nil, "unknown command"},
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
@@ -27,31 +26,23 @@ type mockOptions struct {
 	kind     string
 }
 
-func (o *mockOptions) register(fs *pflag.FlagSet) {
-	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8000", "Address the mock v2 server listens on (Triton's HTTP port is 8000).")
-	registerKind(fs, &o.kind)
-	o.log.register(fs)
-	commandEnv(fs, "mock", "http-addr") // not the proxy's listen address
+func newMockOptions() *mockOptions {
+	return &mockOptions{log: defaultLog(), httpAddr: "127.0.0.1:8000", kind: "triton"}
 }
 
-func (o *mockOptions) validate() error {
-	if err := o.log.validate(); err != nil {
-		return err
-	}
-	return validKind(o.kind)
+func (o *mockOptions) bindings() []binding {
+	return append([]binding{
+		// Not the proxy's listen address: a variable of its own.
+		addrFlag(&o.httpAddr, "http-addr", "Address the mock v2 server listens on (Triton's HTTP port is 8000).", false, false).commandEnv(),
+		kindFlag(&o.kind),
+	}, o.log.bindings()...)
 }
 
-// registerKind registers --kind, which means the same on mock and demo.
-func registerKind(fs *pflag.FlagSet, kind *string) {
-	fs.StringVar(kind, "kind", "triton", "Server the mock imitates: triton, kserve or mlserver.")
-}
+func (o *mockOptions) check() error { return nil }
 
-func validKind(kind string) error {
-	switch strings.ToLower(kind) {
-	case "triton", "kserve", "mlserver":
-		return nil
-	}
-	return fmt.Errorf("--kind %q: want triton, kserve or mlserver", kind)
+// kindFlag binds --kind, which means the same on mock and demo.
+func kindFlag(kind *string) binding {
+	return enumFlag(kind, "kind", "Server the mock imitates: triton, kserve or mlserver.", []string{"triton", "kserve", "mlserver"}, nil)
 }
 
 func (o *mockOptions) run(ctx context.Context, _, stderr io.Writer) error {

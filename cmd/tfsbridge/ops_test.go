@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,13 @@ import (
 )
 
 func TestOpsFlags(t *testing.T) {
+	// The files must exist: a wrong path is a usage error.
+	t.Chdir(t.TempDir())
+	for _, f := range []string{"c.pem", "k.pem", "ca.pem", "v2ca.pem", "bc.pem", "bk.pem"} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	o, err := parseExtproc([]string{"--readiness=backend", "--tls-cert-file=c.pem", "--tls-key-file=k.pem",
 		"--tls-client-ca-file=ca.pem", "--backend-ca-file=v2ca.pem"},
 		envOf(map[string]string{"TFSBRIDGE_DRAIN_DELAY": "0s", "TFSBRIDGE_BACKEND_CERT_FILE": "bc.pem", "TFSBRIDGE_BACKEND_KEY_FILE": "bk.pem"}), io.Discard)
@@ -36,9 +44,10 @@ func TestOpsFlags(t *testing.T) {
 	}
 
 	for args, want := range map[string]string{
-		"--readiness=model":     "--readiness must be tfsbridge or backend",
-		"--drain-delay=-1s":     "--drain-delay must not be negative",
-		"--tls-cert-file=c.pem": "TLS must name both",
+		"--readiness=model":         `invalid argument "model" for "--readiness" flag: want tfsbridge or backend`,
+		"--drain-delay=-1s":         "--drain-delay must not be negative",
+		"--tls-cert-file=c.pem":     "--tls-key-file must be set with the certificate file",
+		"--backend-key-file=bk.pem": "--backend-cert-file must be set with the key file",
 	} {
 		_, err := parseExtproc([]string{args}, envOf(nil), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -53,8 +62,8 @@ func TestDemoDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.grpcAddr != "127.0.0.1:9002" || o.metricsAddr != "127.0.0.1:9090" || o.httpAddr != "127.0.0.1:8501" ||
-		o.mockAddr != "127.0.0.1:8000" || o.ops.drainDelay != 0 {
-		t.Errorf("demo defaults: grpc %q metrics %q http %q mock %q drain %v", o.grpcAddr, o.metricsAddr, o.httpAddr, o.mockAddr, o.ops.drainDelay)
+	if o.addrs.Extproc != "127.0.0.1:9002" || o.addrs.Admin != "127.0.0.1:9090" || o.addrs.Proxy != "127.0.0.1:8501" ||
+		o.mockAddr != "127.0.0.1:8000" || o.bridge.DrainDelay != 0 {
+		t.Errorf("demo defaults: grpc %q metrics %q http %q mock %q drain %v", o.addrs.Extproc, o.addrs.Admin, o.addrs.Proxy, o.mockAddr, o.bridge.DrainDelay)
 	}
 }

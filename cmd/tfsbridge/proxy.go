@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"log/slog"
-	"time"
-
-	"github.com/spf13/pflag"
+	"slices"
 
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
@@ -18,56 +14,36 @@ the v2 inference endpoints are passed through untouched (--passthrough).`
 
 // proxyOptions are the flags of "tfsbridge proxy".
 type proxyOptions struct {
-	bridgeOptions
-	httpAddr          string
-	requestTimeout    time.Duration
-	readTimeout       time.Duration
-	readHeaderTimeout time.Duration
-	idleTimeout       time.Duration
-	writeTimeout      time.Duration
+	servingConfig
 }
 
-func (o *proxyOptions) register(fs *pflag.FlagSet) {
-	d := bridge.DefaultOptions().Proxy
-	fs.StringVar(&o.httpAddr, "http-addr", ":8501", "Address the HTTP proxy listens on (TF Serving's REST port is 8501).")
-	fs.DurationVar(&o.requestTimeout, "request-timeout", d.RequestTimeout,
-		"Deadline of a translated inference call upstream; past it the client gets 504, as from TF Serving's --rest_api_timeout_in_ms.")
-	fs.DurationVar(&o.readTimeout, "read-timeout", d.ReadTimeout,
-		"Longest a client may take to send a request body, from the end of its headers; a slower or unfinished body is cut (TF requests get 400, others 408) and the connection closed.")
-	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", d.ReadHeaderTimeout,
-		"Longest a client may take to send a request's headers before the connection is closed.")
-	fs.DurationVar(&o.idleTimeout, "idle-timeout", d.IdleTimeout,
-		"How long an idle keep-alive client connection is kept open.")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", d.WriteTimeout,
-		"Longest a client may take to read a translated answer, from the moment it is ready; a client that stops reading is cut and its buffer freed (pass-through answers are not bounded).")
-	o.bridgeOptions.register(fs)
+func newProxyOptions() *proxyOptions {
+	return &proxyOptions{newServingConfig(bridge.Addrs{Proxy: ":8501", Admin: bridge.DefaultMetricsAddr})}
 }
 
-func (o *proxyOptions) validate() error { return o.check(o.options(nil)) }
-
-// options adds the proxy's timeouts to the shared flags' options.
-func (o *proxyOptions) options(log *slog.Logger) bridge.Options {
-	b := o.bridgeOptions.options(log)
-	b.Proxy = bridge.ProxyOptions{
-		RequestTimeout:    o.requestTimeout,
-		ReadTimeout:       o.readTimeout,
-		ReadHeaderTimeout: o.readHeaderTimeout,
-		IdleTimeout:       o.idleTimeout,
-		WriteTimeout:      o.writeTimeout,
-	}
-	return b
+func (o *proxyOptions) bindings() []binding {
+	p := &o.bridge.Proxy
+	return slices.Concat([]binding{
+		addrFlag(&o.addrs.Proxy, "http-addr", "Address the HTTP proxy listens on (TF Serving's REST port is 8501).", true, false),
+		durationFlag(&p.RequestTimeout, "request-timeout", "Deadline of a translated inference call upstream; past it the client gets 504, as from TF Serving's --rest_api_timeout_in_ms. Behind Envoy the TF route's timeout plays this part."),
+		durationFlag(&p.ReadTimeout, "read-timeout", "Longest a client may take to send a request body, from the end of its headers; a slower or unfinished body is cut (TF requests get 400, others 408) and the connection closed."),
+		durationFlag(&p.ReadHeaderTimeout, "read-header-timeout", "Longest a client may take to send a request's headers before the connection is closed."),
+		durationFlag(&p.IdleTimeout, "idle-timeout", "How long an idle keep-alive client connection is kept open."),
+		durationFlag(&p.WriteTimeout, "write-timeout", "Longest a client may take to read a translated answer, from the moment it is ready; a client that stops reading is cut and its buffer freed (pass-through answers are not bounded)."),
+	}, backendBindings(&o.bridge), servingBindings(&o.servingConfig))
 }
 
 func (o *proxyOptions) run(ctx context.Context, _, stderr io.Writer) error {
-	b, err := buildBridge(o.log, stderr, o.options)
+	b, err := buildBridge(&o.servingConfig, stderr)
 	if err != nil {
 		return err
 	}
-	l, err := bridge.Listen(bridge.Addrs{Proxy: o.httpAddr, Admin: o.metricsAddr})
+	l, err := bridge.Listen(bridge.Addrs{Proxy: o.addrs.Proxy, Admin: o.addrs.Admin})
 	if err != nil {
 		return err
 	}
-	b.Log.Info("tfsbridge proxy serving", "http_addr", l.Proxy.Addr().String(), "metrics_addr", fmt.Sprint(bridge.Addr(l.Admin)),
-		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody), "passthrough", o.passthrough.String())
+	c := o.bridge
+	b.Log.Info("tfsbridge proxy serving", append(listenAttrs(l),
+		"backend", c.BackendURL, "backend_kind", c.BackendKind, "max_body_bytes", c.MaxBodyBytes, "passthrough", c.Passthrough.String())...)
 	return b.Serve(ctx, l)
 }

@@ -13,7 +13,7 @@ const flushTimeout = 5 * time.Second
 
 // startTracing sets up OpenTelemetry tracing from the OTEL_* environment
 // (nothing unless an OTLP endpoint is set); stop flushes pending spans.
-func startTracing(ctx context.Context, env lookupEnv) (stop func(), err error) {
+func startTracing(ctx context.Context, env func(string) (string, bool)) (stop func(), err error) {
 	version := buildinfo.Get().Version
 	shutdown, err := tracing.Setup(ctx, env, version)
 	if err != nil {

@@ -41,9 +41,8 @@ func checkModelMap(path string) error {
 	if path == "" {
 		return nil
 	}
-	_, err := modelmap.Load(path)
-	if err != nil {
-		return fmt.Errorf("--model-map %w", err)
+	if _, err := modelmap.Load(path); err != nil {
+		return &flagProblem{flag: "model-map", problem: err.Error()}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -200,17 +202,40 @@ func (o *Options) Validate() error {
 		{"DrainDelay", o.DrainDelay < 0, "must not be negative"},
 		{"Readiness", !validReadiness(o.Readiness), "must be tfsbridge or backend"},
 		{"DrainEnvoyAdmin", !validAdminURL(o.DrainEnvoyAdmin), "must be empty or an http:// URL"},
+		// A certificate and its key go together; the missing one is named.
+		{"TLS.Extproc.KeyFile", o.TLS.Extproc.CertFile != "" && o.TLS.Extproc.KeyFile == "", "must be set with the certificate file"},
+		{"TLS.Extproc.CertFile", o.TLS.Extproc.CertFile == "" && o.TLS.Extproc.KeyFile != "", "must be set with the key file"},
+		{"TLS.Backend.KeyFile", o.TLS.Backend.CertFile != "" && o.TLS.Backend.KeyFile == "", "must be set with the certificate file"},
+		{"TLS.Backend.CertFile", o.TLS.Backend.CertFile == "" && o.TLS.Backend.KeyFile != "", "must be set with the key file"},
 		{"TLS", o.TLS.invalid(), "must name both a certificate and its key file"},
 		{"MaxBodyBytes", o.MaxBodyBytes <= 0, "must be positive"},
 		{"MaxInflightBytes", o.MaxInflightBytes <= 0, "must be positive"},
 		{"GRPCMaxRecvBytes", o.GRPCMaxRecvBytes < 0 || (o.GRPCMaxRecvBytes > 0 && o.GRPCMaxRecvBytes < o.MaxBodyBytes),
 			"must be 0 (no limit of ours) or at least the body limit"},
+		{"BackendURL", !validBackendURL(o.BackendURL), "must be an http:// or https:// URL with a host and no query or fragment"},
+		{"BackendKind", !validBackendKind(o.BackendKind), "must be auto, triton, kserve or mlserver"},
 	} {
 		if c.bad {
 			return &FieldError{Field: c.field, Problem: c.want}
 		}
 	}
 	return nil
+}
+
+// validBackendURL accepts what backend.New does, so that a bad URL is an
+// invalid option rather than a failure to build.
+func validBackendURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.RawQuery == "" && u.Fragment == ""
+}
+
+func validBackendKind(kind string) bool {
+	if kind == "" || kind == backend.KindAuto {
+		return true
+	}
+	_, err := oip.ParseServerKind(kind)
+	return err == nil
 }
 
 // Bridge is one assembled tfsbridge: the parts its servers share. The

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/extproc"
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
 
 // Readiness modes (Options.Readiness, --readiness).
@@ -72,7 +73,7 @@ func (b *Bridge) drain(ctx context.Context, ext *extproc.Server, prx *http.Serve
 	if b.opts.DrainDelay <= 0 {
 		return
 	}
-	b.Log.Info("draining: not ready, still serving", "drain_delay", b.opts.DrainDelay)
+	b.Log.Info("draining: not ready, still serving", observe.DurationMS("drain_delay", b.opts.DrainDelay))
 	t := time.NewTimer(b.opts.DrainDelay)
 	defer t.Stop()
 	<-t.C

@@ -593,7 +593,7 @@ func (s *Session) Close() {
 	if s.state != stIdle && s.state != stPassThrough && !s.finished {
 		s.finish(apierr.Cancelled.HTTPStatus())
 		if s.logs(slog.LevelDebug) {
-			s.Logger().Debug("exchange abandoned", "route", s.route.String(), "elapsed", time.Since(s.start))
+			s.Logger().Debug("exchange abandoned", "route", s.route.String(), observe.DurationMS("elapsed", time.Since(s.start)))
 		}
 	}
 	s.state = stDone
@@ -634,7 +634,7 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 	if !s.logs(level) {
 		return
 	}
-	attrs := []any{"route", s.route.String(), "status", status, "elapsed", time.Since(s.start)}
+	attrs := []any{"route", s.route.String(), "status", status, observe.DurationMS("elapsed", time.Since(s.start))}
 	if e != nil {
 		attrs = append(attrs, "error", e.Error())
 	}
