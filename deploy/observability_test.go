@@ -98,6 +98,8 @@ func collectKnownMetrics(t *testing.T) knownMetrics {
 	for _, s := range envoyExtProcStats {
 		known["envoy_http_ext_proc_"+s] = []string{"envoy_http_conn_manager_prefix"}
 	}
+	// Prometheus' own series for every target: 1 when the scrape worked.
+	known["up"] = []string{}
 	return known
 }
 
@@ -201,6 +203,9 @@ func TestAlertRules(t *testing.T) {
 		`tfsbridge_model_map_reloads_total{result="failure"}`,
 		"tfsbridge_admission_rejections_total",
 		"envoy_http_ext_proc_spurious_msgs_received",
+		// tfsbridge itself down: its own series vanish with it.
+		`absent(up{job=~".*tfsbridge.*"} == 1)`,
+		`up{job=~".*tfsbridge.*"} == 0`,
 	} {
 		if !slices.ContainsFunc(mapValues(alerts), func(expr string) bool { return strings.Contains(expr, metric) }) {
 			t.Errorf("no alert watches %s", metric)
