@@ -33,6 +33,11 @@ const (
 	tfDeadline = 30 * time.Second
 
 	tfsbridgeImage = "ghcr.io/tfsbridge/tfsbridge"
+
+	// serverHeader is the request header tfsbridge names a mapped model's
+	// v2 server in (proxy/session.HeaderServer; importing that package
+	// would pull the tracing exporters into this module).
+	serverHeader = "x-tfsbridge-server"
 )
 
 // tfsbridgeFlags lists the flags of the subcommands the manifests run (all

@@ -1,15 +1,22 @@
 package deploy
 
 import (
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	"google.golang.org/protobuf/proto"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -101,11 +108,11 @@ func mountedModelMap(t *testing.T, r *rendered, d *appsv1.Deployment) *modelmap.
 }
 
 // checkTwoServerEnvoy checks the sidecar overlay's Envoy: it parses
-// strictly, its ext_proc filter is deploy/envoy/envoy.yaml's, it is the
-// bootstrap the pod mounts, and its header routes send each map server's
-// x-tfsbridge-server value to a cluster at that server's URL, before the
-// catch-all route to the pod's own v2 server. (checkSidecarBootstrap does
-// not apply as a whole: a second server lives outside the pod.)
+// strictly, its ext_proc filter and ext_proc endpoint are
+// deploy/envoy/envoy.yaml's, it is the bootstrap the pod mounts, and its
+// routes keep the model map's routing safe (checkServerRoutes).
+// (checkSidecarBootstrap does not apply as a whole: a second server lives
+// outside the pod.)
 func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *modelmap.Map) {
 	t.Helper()
 	doc := readFile(t, "model-map/envoy.yaml")
@@ -119,6 +126,11 @@ func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *mod
 	}
 	if diff := equalExtProc(tfsExtProc(t, ref), tfsExtProc(t, b)); diff != "" {
 		t.Errorf("ext_proc filter differs from deploy/envoy/envoy.yaml's:\n%s", diff)
+	}
+	// tfsbridge runs with deploy/kubernetes' --grpc-addr: Envoy must dial
+	// the same socket as the bootstrap that layout was checked with.
+	if want, got := extProcEndpoint(t, ref), extProcEndpoint(t, b); !proto.Equal(want, got) {
+		t.Errorf("ext_proc cluster dials %v, deploy/envoy/envoy.yaml (tfsbridge's --grpc-addr in this pod) %v", got, want)
 	}
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		if v.Name == "envoy-config" && v.ConfigMap != nil {
@@ -137,48 +149,155 @@ func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *mod
 			}
 		}
 	}
+	hcm := listenerHCM(t, tfsListener(t, b))
+	for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
+		checkServerRoutes(t, vh.GetRoutes(), clusters, m)
+	}
+}
+
+// checkServerRoutes checks the routes of the TF listener of a bootstrap
+// with a model map (issue 18, item 8): first one route per map server,
+// matching exactly its x-tfsbridge-server value and reaching a cluster at
+// the server's URL with TF's deadline; then the refusal of any other
+// value (serverRefusal), so a server added to the map without a route is
+// answered with an error instead of reaching the default server with its
+// bearer token; then the default server's routes, the last a catch-all to
+// the pod's v2 server, and /v1/ with TF's deadline.
+func checkServerRoutes(t *testing.T, routes []*routev3.Route, clusters map[string]string, m *modelmap.Map) {
+	t.Helper()
 	routed := map[string]bool{}
-	for _, l := range b.GetStaticResources().GetListeners() {
-		hcm := listenerHCM(t, l)
-		if httpFilter(hcm, extProcFilterName) == nil {
-			continue
-		}
-		for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
-			routes := vh.GetRoutes()
-			for i, rt := range routes {
-				hs := rt.GetMatch().GetHeaders()
-				if rt.GetRoute().GetTimeout().AsDuration() < 10*time.Second {
-					t.Errorf("route %d: timeout %v, want an explicit one of at least 10s", i, rt.GetRoute().GetTimeout().AsDuration())
+	refused, v1 := false, false
+	for i, rt := range routes {
+		hs := rt.GetMatch().GetHeaders()
+		timeout := rt.GetRoute().GetTimeout().AsDuration()
+		switch {
+		case len(hs) == 1 && hs[0].GetPresentMatch():
+			if err := serverRefusal(rt); err != nil {
+				t.Errorf("route %d: %v", i, err)
+			}
+			refused = true
+		case len(hs) > 0:
+			server := hs[0].GetStringMatch().GetExact()
+			if len(hs) != 1 || hs[0].GetName() != serverHeader || server == "" || hs[0].GetInvertMatch() {
+				t.Errorf("route %d: want one exact match on %s, got %v", i, serverHeader, hs)
+				continue
+			}
+			if refused {
+				t.Errorf("route %d for server %q comes after the refusal of unknown servers: it is never reached", i, server)
+			}
+			srv := m.Server(server)
+			if srv == nil {
+				t.Errorf("route %d matches server %q, which the model map does not define", i, server)
+				continue
+			}
+			u, err := url.Parse(srv.URL)
+			if err != nil || clusters[rt.GetRoute().GetCluster()] != u.Host {
+				t.Errorf("server %q is %s in the map but its route's cluster %s is at %s", server, srv.URL, rt.GetRoute().GetCluster(), clusters[rt.GetRoute().GetCluster()])
+			}
+			// Only TF requests carry the header.
+			if timeout != tfDeadline {
+				t.Errorf("route %d (server %q): timeout %v, want TF's deadline %v (tfsbridge --request-timeout)", i, server, timeout, tfDeadline)
+			}
+			routed[server] = true
+		default:
+			if !refused {
+				t.Errorf("route %d, which every server value reaches, comes before the refusal of unknown servers: a request for a server without a route would reach the default server with that server's token", i)
+			}
+			if clusters[rt.GetRoute().GetCluster()] != net.JoinHostPort("127.0.0.1", strconv.Itoa(v2Port)) {
+				t.Errorf("route %d: the routes without a server match must reach the pod's v2 server, not %s", i, rt.GetRoute().GetCluster())
+			}
+			if timeout < 10*time.Second {
+				t.Errorf("route %d: timeout %v, want an explicit one of at least 10s", i, timeout)
+			}
+			if rt.GetMatch().GetPrefix() == "/v1/" {
+				v1 = true
+				if timeout != tfDeadline {
+					t.Errorf("/v1/ route timeout %v, want TF's deadline %v (tfsbridge --request-timeout)", timeout, tfDeadline)
 				}
-				if len(hs) == 0 {
-					if i != len(routes)-1 || clusters[rt.GetRoute().GetCluster()] != net.JoinHostPort("127.0.0.1", strconv.Itoa(v2Port)) {
-						t.Errorf("route %d: the catch-all route must come last and reach the pod's v2 server", i)
-					}
-					continue
-				}
-				server := hs[0].GetStringMatch().GetExact()
-				if len(hs) != 1 || hs[0].GetName() != "x-tfsbridge-server" || server == "" {
-					t.Errorf("route %d: want one exact match on x-tfsbridge-server, got %v", i, hs)
-					continue
-				}
-				srv := m.Server(server)
-				if srv == nil {
-					t.Errorf("route %d matches server %q, which the model map does not define", i, server)
-					continue
-				}
-				u, err := url.Parse(srv.URL)
-				if err != nil || clusters[rt.GetRoute().GetCluster()] != u.Host {
-					t.Errorf("server %q is %s in the map but its route's cluster %s is at %s", server, srv.URL, rt.GetRoute().GetCluster(), clusters[rt.GetRoute().GetCluster()])
-				}
-				routed[server] = true
 			}
 		}
+	}
+	if !refused {
+		t.Errorf("no route refuses an %s value without a route of its own", serverHeader)
+	}
+	if !v1 {
+		t.Error(`no "/v1/" route with TF's deadline for the default server`)
+	}
+	if n := len(routes); n == 0 || len(routes[n-1].GetMatch().GetHeaders()) > 0 || routes[n-1].GetMatch().GetPrefix() != "/" {
+		t.Error("the last route must be the catch-all to the pod's v2 server")
 	}
 	for name := range m.Servers {
 		if !routed[name] {
 			t.Errorf("no Envoy route for the map's server %q", name)
 		}
 	}
+}
+
+// serverRefusal checks that rt refuses any request carrying
+// x-tfsbridge-server (it comes after the routes of the known servers):
+// whatever the path, with an error status and a body in TF's
+// {"error": "..."} shape, which tfsbridge's response path turns into the
+// TF client's answer.
+func serverRefusal(rt *routev3.Route) error {
+	hs := rt.GetMatch().GetHeaders()
+	if len(hs) != 1 || hs[0].GetName() != serverHeader || !hs[0].GetPresentMatch() || hs[0].GetInvertMatch() {
+		return fmt.Errorf("want one present_match on %s, got %v", serverHeader, hs)
+	}
+	if rt.GetMatch().GetPrefix() != "/" {
+		return fmt.Errorf("matches prefix %q, want every path (\"/\"): the v2 path tfsbridge rewrote", rt.GetMatch().GetPrefix())
+	}
+	dr := rt.GetDirectResponse()
+	if dr == nil || rt.GetRoute() != nil {
+		return fmt.Errorf("want a direct_response, not a route to a cluster")
+	}
+	var ctype string
+	for _, h := range rt.GetResponseHeadersToAdd() {
+		if strings.EqualFold(h.GetHeader().GetKey(), "content-type") {
+			ctype = h.GetHeader().GetValue()
+		}
+	}
+	return checkRefusalBody(int(dr.GetStatus()), ctype, dr.GetBody().GetInlineString())
+}
+
+// checkRefusalBody checks a refusal's status, content type and body: an
+// error status and TF's {"error": "..."} JSON, nothing else.
+func checkRefusalBody(status int, contentType, body string) error {
+	if status < 400 || status > 599 {
+		return fmt.Errorf("status %d, want an error status", status)
+	}
+	if contentType != "application/json" {
+		return fmt.Errorf("content-type %q, want application/json", contentType)
+	}
+	var e map[string]string
+	if err := json.Unmarshal([]byte(body), &e); err != nil || len(e) != 1 || strings.TrimSpace(e["error"]) == "" {
+		return fmt.Errorf(`body %q, want {"error": "..."} (TF's error shape): %v`, body, err)
+	}
+	return nil
+}
+
+// tfsListener returns the bootstrap's listener that runs ext_proc.
+func tfsListener(t *testing.T, b *bootstrapv3.Bootstrap) *listenerv3.Listener {
+	t.Helper()
+	for _, l := range b.GetStaticResources().GetListeners() {
+		if httpFilter(listenerHCM(t, l), extProcFilterName) != nil {
+			return l
+		}
+	}
+	t.Fatal("no listener runs ext_proc")
+	return nil
+}
+
+// extProcEndpoint returns the address the bootstrap's ext_proc cluster dials.
+func extProcEndpoint(t *testing.T, b *bootstrapv3.Bootstrap) *corev3.Address {
+	t.Helper()
+	name := tfsExtProc(t, b).GetGrpcService().GetEnvoyGrpc().GetClusterName()
+	for _, c := range b.GetStaticResources().GetClusters() {
+		if c.GetName() == name {
+			return singleEndpoint(t, c)
+		}
+	}
+	t.Fatalf("no ext_proc cluster %q", name)
+	return nil
 }
 
 // tfsExtProc returns the ext_proc filter of the bootstrap's TF listener.
