@@ -46,6 +46,7 @@ var tfsbridgeFlags = map[string][]string{
 	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format", "log-level",
 		"model-map", "tls-cert-file", "tls-key-file", "tls-client-ca-file",
 		"readiness", "drain-delay", "shutdown-timeout", "drain-envoy", "body-mode"},
+	"mock": {"http-addr", "kind", "log-format", "log-level"},
 }
 
 // Defaults of the shutdown flags (bridge.DefaultOptions).

@@ -3,6 +3,7 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -11,12 +12,16 @@ import (
 	"testing"
 	"time"
 
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	istionetworking "istio.io/api/networking/v1alpha3"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +41,10 @@ var modelMapLayouts = map[string]string{
 // layout hold, TFSBRIDGE_MODEL_MAP names a file in a ConfigMap mounted as
 // a directory (a subPath mount never sees updates, so hot reload would
 // silently not happen), the ConfigMap keeps its name (no hash suffix, so an
-// edit updates the mounted file in place) and the map in it is valid.
+// edit updates the mounted file in place) and the map in it is valid. And
+// in each data plane a request tfsbridge marks for a server without a
+// route of its own is refused, never sent to the default server with that
+// server's bearer token (issue 18, item 8).
 func TestModelMapLayouts(t *testing.T) {
 	for dir, deployment := range modelMapLayouts {
 		t.Run(dir, func(t *testing.T) {
@@ -46,8 +54,13 @@ func TestModelMapLayouts(t *testing.T) {
 			}
 			d := one[appsv1.Deployment](t, r, deployment)
 			m := mountedModelMap(t, r, d)
-			if dir == "model-map" {
+			switch dir {
+			case "model-map":
 				checkTwoServerEnvoy(t, r, d, m)
+			case "model-map-gateway":
+				checkGatewayServerRoutes(t, r, m)
+			case "model-map-istio":
+				checkIstioServerRefusal(t, r, m)
 			}
 		})
 	}
@@ -310,4 +323,136 @@ func tfsExtProc(t *testing.T, b *bootstrapv3.Bootstrap) *extprocv3.ExternalProce
 	}
 	t.Fatal("no listener runs ext_proc")
 	return nil
+}
+
+// checkGatewayServerRoutes checks the Envoy Gateway overlay's HTTPRoute
+// (the one tfsbridge's EnvoyExtensionPolicy targets): a rule per map
+// server matching its x-tfsbridge-server value exactly, then a rule
+// matching the header with any value on every path whose only filter is a
+// direct response in TF's error shape.
+func checkGatewayServerRoutes(t *testing.T, r *rendered, m *modelmap.Map) {
+	t.Helper()
+	pols := all[egv1a1.EnvoyExtensionPolicy](r)
+	if len(pols) != 1 || len(pols[0].Spec.TargetRefs) != 1 {
+		t.Fatal("want one EnvoyExtensionPolicy with one targetRef")
+	}
+	route := one[gwapiv1.HTTPRoute](t, r, string(pols[0].Spec.TargetRefs[0].Name))
+	routed := map[string]bool{}
+	refused := false
+	for i, rule := range route.Spec.Rules {
+		for _, match := range rule.Matches {
+			for _, h := range match.Headers {
+				if !strings.EqualFold(string(h.Name), serverHeader) {
+					continue
+				}
+				typ := gwapiv1.HeaderMatchExact
+				if h.Type != nil {
+					typ = *h.Type
+				}
+				switch {
+				case typ == gwapiv1.HeaderMatchRegularExpression && h.Value == ".*":
+					if err := gatewayRefusal(t, r, rule, match); err != nil {
+						t.Errorf("rule %d: %v", i, err)
+					}
+					refused = true
+				case typ == gwapiv1.HeaderMatchExact && m.Server(h.Value) != nil:
+					if refused {
+						t.Errorf("rule %d for server %q comes after the refusal of unknown servers", i, h.Value)
+					}
+					routed[h.Value] = true
+				default:
+					t.Errorf("rule %d: %s match %s %q: want Exact on a map server, or the refusal's RegularExpression \".*\"", i, serverHeader, typ, h.Value)
+				}
+			}
+		}
+	}
+	if !refused {
+		t.Errorf("HTTPRoute %s has no rule refusing an %s value without a rule of its own", route.Name, serverHeader)
+	}
+	for name := range m.Servers {
+		if !routed[name] {
+			t.Errorf("HTTPRoute %s has no rule for the map's server %q", route.Name, name)
+		}
+	}
+}
+
+// gatewayRefusal checks the HTTPRoute rule that refuses unknown servers.
+func gatewayRefusal(t *testing.T, r *rendered, rule gwapiv1.HTTPRouteRule, match gwapiv1.HTTPRouteMatch) error {
+	t.Helper()
+	if match.Path == nil || match.Path.Type == nil || *match.Path.Type != gwapiv1.PathMatchPathPrefix || match.Path.Value == nil || *match.Path.Value != "/" {
+		return fmt.Errorf("want PathPrefix /: the route is picked again on the rewritten v2 path")
+	}
+	if len(match.Headers) != 1 || match.Method != nil || len(match.QueryParams) > 0 {
+		return fmt.Errorf("want the %s header as the only condition besides the path", serverHeader)
+	}
+	if len(rule.BackendRefs) > 0 || len(rule.Filters) != 1 || rule.Filters[0].ExtensionRef == nil {
+		return fmt.Errorf("want no backendRefs and one ExtensionRef filter")
+	}
+	ref := rule.Filters[0].ExtensionRef
+	if ref.Group != egv1a1.GroupName || ref.Kind != "HTTPRouteFilter" {
+		return fmt.Errorf("filter %s/%s, want an Envoy Gateway HTTPRouteFilter", ref.Group, ref.Kind)
+	}
+	dr := one[egv1a1.HTTPRouteFilter](t, r, string(ref.Name)).Spec.DirectResponse
+	if dr == nil || dr.StatusCode == nil || dr.ContentType == nil || dr.Body == nil || dr.Body.Inline == nil ||
+		(dr.Body.Type != nil && *dr.Body.Type != egv1a1.ResponseValueTypeInline) {
+		return fmt.Errorf("HTTPRouteFilter %s: want a directResponse with statusCode, contentType and an inline body", ref.Name)
+	}
+	return checkRefusalBody(*dr.StatusCode, *dr.ContentType, *dr.Body.Inline)
+}
+
+// checkIstioServerRefusal checks the Istio overlay: its ext_proc runs in
+// the inbound sidecar of the default server's pods, whose only upstream is
+// the pod, so every model must stay on the default server and an
+// EnvoyFilter on the same pods and port puts the refusal of any
+// x-tfsbridge-server value first among the inbound routes.
+func checkIstioServerRefusal(t *testing.T, r *rendered, m *modelmap.Map) {
+	t.Helper()
+	if len(m.Servers) > 0 {
+		t.Errorf("the map names servers %v, which an inbound sidecar cannot reach", m.Servers)
+	}
+	var extProc, refusal *istionetworking.EnvoyFilter
+	for _, o := range all[istioObject](r) {
+		ef, ok := o.Spec.(*istionetworking.EnvoyFilter)
+		if !ok {
+			continue
+		}
+		for _, cp := range ef.GetConfigPatches() {
+			switch cp.GetApplyTo() {
+			case istionetworking.EnvoyFilter_HTTP_FILTER:
+				extProc = ef
+			case istionetworking.EnvoyFilter_HTTP_ROUTE:
+				refusal = ef
+			}
+		}
+	}
+	if extProc == nil || refusal == nil {
+		t.Fatal("want an EnvoyFilter adding ext_proc and one patching an HTTP_ROUTE")
+	}
+	if !maps.Equal(extProc.GetWorkloadSelector().GetLabels(), refusal.GetWorkloadSelector().GetLabels()) {
+		t.Errorf("the refusal selects %v, ext_proc runs on %v", refusal.GetWorkloadSelector().GetLabels(), extProc.GetWorkloadSelector().GetLabels())
+	}
+	port := extProc.GetConfigPatches()[0].GetMatch().GetListener().GetPortNumber()
+	for _, cp := range refusal.GetConfigPatches() {
+		if cp.GetApplyTo() != istionetworking.EnvoyFilter_HTTP_ROUTE {
+			continue
+		}
+		match := cp.GetMatch()
+		if match.GetContext() != istionetworking.EnvoyFilter_SIDECAR_INBOUND || match.GetRouteConfiguration().GetPortNumber() != port {
+			t.Errorf("HTTP_ROUTE patch on %s port %d, want SIDECAR_INBOUND port %d (where ext_proc runs)", match.GetContext(), match.GetRouteConfiguration().GetPortNumber(), port)
+		}
+		if cp.GetPatch().GetOperation() != istionetworking.EnvoyFilter_Patch_INSERT_FIRST {
+			t.Errorf("HTTP_ROUTE patch %s, want INSERT_FIRST: the route to the pod must not come first", cp.GetPatch().GetOperation())
+		}
+		value, err := protojson.Marshal(cp.GetPatch().GetValue())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := &routev3.Route{}
+		if err := decodeProtoStrict(value, rt); err != nil {
+			t.Fatalf("HTTP_ROUTE patch: %v", err)
+		}
+		if err := serverRefusal(rt); err != nil {
+			t.Errorf("HTTP_ROUTE patch: %v", err)
+		}
+	}
 }
