@@ -287,6 +287,11 @@ func collectKnown(t *testing.T) known {
 // Var, DurationP, ...): their first string literal argument is a flag name.
 var flagDefiners = regexp.MustCompile(`^(Bool|String|Int|Int32|Int64|Uint|Uint32|Uint64|Float32|Float64|Duration|StringSlice|StringArray|StringToString|Count|Var|Text|Func|BoolFunc|IP|BytesHex)(Var)?P?$`)
 
+// flagHelpers are the binary's own flag-defining helpers, by the usual
+// naming (sizeVar, durationFlag, ...), so that a flag defined through one
+// is found too.
+var flagHelpers = regexp.MustCompile(`(Var|Flag)P?$`)
+
 // sourceFlags parses cmd/tfsbridge's non-test files and returns every flag
 // name a pflag method defines there.
 func sourceFlags(t *testing.T) map[string]bool {
@@ -298,8 +303,14 @@ func sourceFlags(t *testing.T) map[string]bool {
 			if !ok {
 				return true
 			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || !flagDefiners.MatchString(sel.Sel.Name) {
+			var name string
+			switch fn := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				name = fn.Sel.Name
+			case *ast.Ident:
+				name = fn.Name
+			}
+			if !flagDefiners.MatchString(name) && !flagHelpers.MatchString(name) {
 				return true
 			}
 			for _, a := range call.Args {
