@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# tfsbridge image: one static binary on distroless, running as nonroot.
+# tfsbridge image: one static binary on distroless, running as nonroot (65532).
 #   docker build -t ghcr.io/tfsbridge/tfsbridge:dev .
 # Releases stamp the version (the release workflow, .github/workflows/release.yaml):
 #   docker buildx build --platform linux/amd64,linux/arm64 \
@@ -40,8 +40,11 @@ LABEL org.opencontainers.image.title="tfsbridge" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /out/tfsbridge /tfsbridge
-# nonroot is uid/gid 65532; the Kubernetes manifests set it numerically.
-USER nonroot:nonroot
+# distroless's nonroot, by number: the kubelet can only check runAsNonRoot
+# against a numeric USER, so a pod with runAsNonRoot and no runAsUser starts
+# (a named user fails with "image has non-numeric user"). The manifests set
+# the same uid explicitly too.
+USER 65532:65532
 # extproc gRPC (--grpc-addr), metrics/health (--metrics-addr), proxy (--http-addr).
 EXPOSE 9002 9090 8501
 ENTRYPOINT ["/tfsbridge"]

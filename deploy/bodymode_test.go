@@ -36,7 +36,7 @@ var bodyModeFlagValues = []string{"auto", string(buffered), string(fullDuplex)}
 const maxStreamingBuffer = 1 << 20
 
 // processingMode is the filter's processing_mode in this body mode
-// (docs/architecture.md; spec: "Body modes").
+// (docs/architecture.md; docs/envoy-extproc.md, "Body modes").
 func (m bodyMode) processingMode() *extprocv3.ProcessingMode {
 	pm := &extprocv3.ProcessingMode{
 		RequestHeaderMode:   extprocv3.ProcessingMode_SEND,

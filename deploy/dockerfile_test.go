@@ -143,8 +143,10 @@ func TestDockerfile(t *testing.T) {
 	if find(final, "COPY", "--from=build", out+" /tfsbridge") < 0 {
 		t.Errorf("final stage must COPY --from=build %s /tfsbridge", out)
 	}
-	if i := find(final, "USER"); i < 0 || final[i].args != "nonroot:nonroot" {
-		t.Error("final stage must run as USER nonroot:nonroot")
+	// Numeric, so that runAsNonRoot alone (no runAsUser) admits the pod:
+	// the kubelet cannot tell whether a named user is root.
+	if want := strconv.Itoa(distrolessUID) + ":" + strconv.Itoa(distrolessUID); find(final, "USER") < 0 || final[find(final, "USER")].args != want {
+		t.Errorf("final stage must run as USER %s (distroless's nonroot, by number)", want)
 	}
 	if find(final, "RUN") >= 0 {
 		t.Error("distroless has no shell: no RUN in the final stage")

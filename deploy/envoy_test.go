@@ -220,7 +220,7 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap, mode bodyMode
 
 // checkBufferLimit checks a per_connection_buffer_limit_bytes (0: unset,
 // Envoy's 1 MiB default) for the body mode: buffered bodies are held whole in
-// it, so it must be raised (above it Envoy answers 413 or 500; spec: Body
+// it, so it must be raised (above it Envoy answers 413 or 500; docs/envoy-extproc.md, Body
 // modes); full-duplex bodies never are, and a raised limit only lets Envoy
 // queue more per connection.
 func checkBufferLimit(t *testing.T, name string, limit uint32, mode bodyMode) {

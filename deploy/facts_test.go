@@ -33,6 +33,11 @@ const (
 	tfDeadline = 30 * time.Second
 
 	tfsbridgeImage = "ghcr.io/tfsbridge/tfsbridge"
+
+	// serverHeader is the request header tfsbridge names a mapped model's
+	// v2 server in (proxy/session.HeaderServer; importing that package
+	// would pull the tracing exporters into this module).
+	serverHeader = "x-tfsbridge-server"
 )
 
 // tfsbridgeFlags lists the flags of the subcommands the manifests run (all
@@ -41,6 +46,7 @@ var tfsbridgeFlags = map[string][]string{
 	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format", "log-level",
 		"model-map", "tls-cert-file", "tls-key-file", "tls-client-ca-file",
 		"readiness", "drain-delay", "shutdown-timeout", "drain-envoy", "body-mode"},
+	"mock": {"http-addr", "kind", "log-format", "log-level"},
 }
 
 // Defaults of the shutdown flags (bridge.DefaultOptions).

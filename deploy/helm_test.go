@@ -535,16 +535,30 @@ func TestHelmChartFollowsRelease(t *testing.T) {
 	}
 }
 
-// TestHelmChartRefuses checks values that cannot work fail at render time
-// with a message naming the problem.
+// TestHelmChartRefuses checks values that cannot work fail before
+// anything is deployed, with a message naming the problem: in
+// values.schema.json (what helm install, template and lint check first) or
+// at render time.
 func TestHelmChartRefuses(t *testing.T) {
 	c := loadChart(t)
+	if c.Schema == nil {
+		t.Fatal("the chart has no values.schema.json")
+	}
 	tests := []struct{ values, want string }{
 		{"tls: {enabled: true}", "tls.secretName"},
 		{"replicaCount: 1", "would block every eviction"},
 		{"autoscaling: {enabled: true, minReplicas: 1}", "would block every eviction"},
-		{"bodyMode: streamed", `bodyMode "streamed"`},
-		{"bodyMode: auto", `bodyMode "auto"`},
+		// The schema's refusals.
+		{"bodyMode: streamed", "/bodyMode"},
+		{"bodyMode: auto", "/bodyMode"},
+		// tfsbridge would refuse a --backend without a scheme at start,
+		// after the rollout: the schema refuses it at install.
+		{"backend: {url: triton:8000}", "/backend/url"},
+		{"backend: {url: 'ftp://triton:8000'}", "/backend/url"},
+		{"backend: {kind: trition}", "/backend/kind"},
+		{"backendd: {url: 'http://triton:8000'}", "backendd"},
+		{"image: {tag: latest}", "/image/tag"},
+		{"serviceMonitor: {interval: 30}", "/serviceMonitor/interval"},
 	}
 	for _, tt := range tests {
 		user, err := chartutil.ReadValues([]byte(tt.values))
@@ -552,10 +566,9 @@ func TestHelmChartRefuses(t *testing.T) {
 			t.Fatal(err)
 		}
 		vals, err := chartutil.ToRenderValues(c, user, chartutil.ReleaseOptions{Name: releaseName, Namespace: releaseNS}, nil)
-		if err != nil {
-			t.Fatal(err)
+		if err == nil {
+			_, err = engine.Engine{Strict: true}.Render(c, vals)
 		}
-		_, err = engine.Engine{Strict: true}.Render(c, vals)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("values %q: render error %v, want one mentioning %q", tt.values, err, tt.want)
 		}
@@ -567,7 +580,7 @@ func TestHelmChartRefuses(t *testing.T) {
 // manifest of the repository pins the chart's appVersion, never latest.
 func TestHelmChartFiles(t *testing.T) {
 	c := loadChart(t)
-	loaded := map[string]bool{"Chart.yaml": true, "values.yaml": true}
+	loaded := map[string]bool{"Chart.yaml": true, "values.yaml": true, "values.schema.json": c.Schema != nil}
 	for _, f := range c.Templates {
 		loaded[f.Name] = true
 	}

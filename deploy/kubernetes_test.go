@@ -65,6 +65,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"gateway.networking.k8s.io/v1/HTTPRoute":              k8sDecoder[gwapiv1.HTTPRoute],
 	"gateway.envoyproxy.io/v1alpha1/EnvoyExtensionPolicy": k8sDecoder[egv1a1.EnvoyExtensionPolicy],
 	"gateway.envoyproxy.io/v1alpha1/ClientTrafficPolicy":  k8sDecoder[egv1a1.ClientTrafficPolicy],
+	"gateway.envoyproxy.io/v1alpha1/HTTPRouteFilter":      k8sDecoder[egv1a1.HTTPRouteFilter],
 	"networking.istio.io/v1alpha3/EnvoyFilter": func(doc []byte) (any, error) {
 		return decodeIstio(doc, &istionetworking.EnvoyFilter{})
 	},
@@ -193,6 +194,7 @@ func TestKustomizationsDecodeStrictly(t *testing.T) {
 var coveredElsewhere = map[string]string{
 	"helm":          "TestHelmChart renders every template and TestHelmChartFiles checks every file",
 	"observability": "TestAlertRules and TestDashboard parse every file",
+	"compose":       "TestCompose loads compose.yaml with the compose-spec loader",
 }
 
 // TestEveryManifestIsRendered makes sure no YAML file escapes the tests:

@@ -1,15 +1,27 @@
 package deploy
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	istionetworking "istio.io/api/networking/v1alpha3"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +41,10 @@ var modelMapLayouts = map[string]string{
 // layout hold, TFSBRIDGE_MODEL_MAP names a file in a ConfigMap mounted as
 // a directory (a subPath mount never sees updates, so hot reload would
 // silently not happen), the ConfigMap keeps its name (no hash suffix, so an
-// edit updates the mounted file in place) and the map in it is valid.
+// edit updates the mounted file in place) and the map in it is valid. And
+// in each data plane a request tfsbridge marks for a server without a
+// route of its own is refused, never sent to the default server with that
+// server's bearer token (issue 18, item 8).
 func TestModelMapLayouts(t *testing.T) {
 	for dir, deployment := range modelMapLayouts {
 		t.Run(dir, func(t *testing.T) {
@@ -39,8 +54,13 @@ func TestModelMapLayouts(t *testing.T) {
 			}
 			d := one[appsv1.Deployment](t, r, deployment)
 			m := mountedModelMap(t, r, d)
-			if dir == "model-map" {
+			switch dir {
+			case "model-map":
 				checkTwoServerEnvoy(t, r, d, m)
+			case "model-map-gateway":
+				checkGatewayServerRoutes(t, r, m)
+			case "model-map-istio":
+				checkIstioServerRefusal(t, r, m)
 			}
 		})
 	}
@@ -101,11 +121,11 @@ func mountedModelMap(t *testing.T, r *rendered, d *appsv1.Deployment) *modelmap.
 }
 
 // checkTwoServerEnvoy checks the sidecar overlay's Envoy: it parses
-// strictly, its ext_proc filter is deploy/envoy/envoy.yaml's, it is the
-// bootstrap the pod mounts, and its header routes send each map server's
-// x-tfsbridge-server value to a cluster at that server's URL, before the
-// catch-all route to the pod's own v2 server. (checkSidecarBootstrap does
-// not apply as a whole: a second server lives outside the pod.)
+// strictly, its ext_proc filter and ext_proc endpoint are
+// deploy/envoy/envoy.yaml's, it is the bootstrap the pod mounts, and its
+// routes keep the model map's routing safe (checkServerRoutes).
+// (checkSidecarBootstrap does not apply as a whole: a second server lives
+// outside the pod.)
 func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *modelmap.Map) {
 	t.Helper()
 	doc := readFile(t, "model-map/envoy.yaml")
@@ -119,6 +139,11 @@ func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *mod
 	}
 	if diff := equalExtProc(tfsExtProc(t, ref), tfsExtProc(t, b)); diff != "" {
 		t.Errorf("ext_proc filter differs from deploy/envoy/envoy.yaml's:\n%s", diff)
+	}
+	// tfsbridge runs with deploy/kubernetes' --grpc-addr: Envoy must dial
+	// the same socket as the bootstrap that layout was checked with.
+	if want, got := extProcEndpoint(t, ref), extProcEndpoint(t, b); !proto.Equal(want, got) {
+		t.Errorf("ext_proc cluster dials %v, deploy/envoy/envoy.yaml (tfsbridge's --grpc-addr in this pod) %v", got, want)
 	}
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		if v.Name == "envoy-config" && v.ConfigMap != nil {
@@ -137,48 +162,155 @@ func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *mod
 			}
 		}
 	}
+	hcm := listenerHCM(t, tfsListener(t, b))
+	for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
+		checkServerRoutes(t, vh.GetRoutes(), clusters, m)
+	}
+}
+
+// checkServerRoutes checks the routes of the TF listener of a bootstrap
+// with a model map (issue 18, item 8): first one route per map server,
+// matching exactly its x-tfsbridge-server value and reaching a cluster at
+// the server's URL with TF's deadline; then the refusal of any other
+// value (serverRefusal), so a server added to the map without a route is
+// answered with an error instead of reaching the default server with its
+// bearer token; then the default server's routes, the last a catch-all to
+// the pod's v2 server, and /v1/ with TF's deadline.
+func checkServerRoutes(t *testing.T, routes []*routev3.Route, clusters map[string]string, m *modelmap.Map) {
+	t.Helper()
 	routed := map[string]bool{}
-	for _, l := range b.GetStaticResources().GetListeners() {
-		hcm := listenerHCM(t, l)
-		if httpFilter(hcm, extProcFilterName) == nil {
-			continue
-		}
-		for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
-			routes := vh.GetRoutes()
-			for i, rt := range routes {
-				hs := rt.GetMatch().GetHeaders()
-				if rt.GetRoute().GetTimeout().AsDuration() < 10*time.Second {
-					t.Errorf("route %d: timeout %v, want an explicit one of at least 10s", i, rt.GetRoute().GetTimeout().AsDuration())
+	refused, v1 := false, false
+	for i, rt := range routes {
+		hs := rt.GetMatch().GetHeaders()
+		timeout := rt.GetRoute().GetTimeout().AsDuration()
+		switch {
+		case len(hs) == 1 && hs[0].GetPresentMatch():
+			if err := serverRefusal(rt); err != nil {
+				t.Errorf("route %d: %v", i, err)
+			}
+			refused = true
+		case len(hs) > 0:
+			server := hs[0].GetStringMatch().GetExact()
+			if len(hs) != 1 || hs[0].GetName() != serverHeader || server == "" || hs[0].GetInvertMatch() {
+				t.Errorf("route %d: want one exact match on %s, got %v", i, serverHeader, hs)
+				continue
+			}
+			if refused {
+				t.Errorf("route %d for server %q comes after the refusal of unknown servers: it is never reached", i, server)
+			}
+			srv := m.Server(server)
+			if srv == nil {
+				t.Errorf("route %d matches server %q, which the model map does not define", i, server)
+				continue
+			}
+			u, err := url.Parse(srv.URL)
+			if err != nil || clusters[rt.GetRoute().GetCluster()] != u.Host {
+				t.Errorf("server %q is %s in the map but its route's cluster %s is at %s", server, srv.URL, rt.GetRoute().GetCluster(), clusters[rt.GetRoute().GetCluster()])
+			}
+			// Only TF requests carry the header.
+			if timeout != tfDeadline {
+				t.Errorf("route %d (server %q): timeout %v, want TF's deadline %v (tfsbridge --request-timeout)", i, server, timeout, tfDeadline)
+			}
+			routed[server] = true
+		default:
+			if !refused {
+				t.Errorf("route %d, which every server value reaches, comes before the refusal of unknown servers: a request for a server without a route would reach the default server with that server's token", i)
+			}
+			if clusters[rt.GetRoute().GetCluster()] != net.JoinHostPort("127.0.0.1", strconv.Itoa(v2Port)) {
+				t.Errorf("route %d: the routes without a server match must reach the pod's v2 server, not %s", i, rt.GetRoute().GetCluster())
+			}
+			if timeout < 10*time.Second {
+				t.Errorf("route %d: timeout %v, want an explicit one of at least 10s", i, timeout)
+			}
+			if rt.GetMatch().GetPrefix() == "/v1/" {
+				v1 = true
+				if timeout != tfDeadline {
+					t.Errorf("/v1/ route timeout %v, want TF's deadline %v (tfsbridge --request-timeout)", timeout, tfDeadline)
 				}
-				if len(hs) == 0 {
-					if i != len(routes)-1 || clusters[rt.GetRoute().GetCluster()] != net.JoinHostPort("127.0.0.1", strconv.Itoa(v2Port)) {
-						t.Errorf("route %d: the catch-all route must come last and reach the pod's v2 server", i)
-					}
-					continue
-				}
-				server := hs[0].GetStringMatch().GetExact()
-				if len(hs) != 1 || hs[0].GetName() != "x-tfsbridge-server" || server == "" {
-					t.Errorf("route %d: want one exact match on x-tfsbridge-server, got %v", i, hs)
-					continue
-				}
-				srv := m.Server(server)
-				if srv == nil {
-					t.Errorf("route %d matches server %q, which the model map does not define", i, server)
-					continue
-				}
-				u, err := url.Parse(srv.URL)
-				if err != nil || clusters[rt.GetRoute().GetCluster()] != u.Host {
-					t.Errorf("server %q is %s in the map but its route's cluster %s is at %s", server, srv.URL, rt.GetRoute().GetCluster(), clusters[rt.GetRoute().GetCluster()])
-				}
-				routed[server] = true
 			}
 		}
+	}
+	if !refused {
+		t.Errorf("no route refuses an %s value without a route of its own", serverHeader)
+	}
+	if !v1 {
+		t.Error(`no "/v1/" route with TF's deadline for the default server`)
+	}
+	if n := len(routes); n == 0 || len(routes[n-1].GetMatch().GetHeaders()) > 0 || routes[n-1].GetMatch().GetPrefix() != "/" {
+		t.Error("the last route must be the catch-all to the pod's v2 server")
 	}
 	for name := range m.Servers {
 		if !routed[name] {
 			t.Errorf("no Envoy route for the map's server %q", name)
 		}
 	}
+}
+
+// serverRefusal checks that rt refuses any request carrying
+// x-tfsbridge-server (it comes after the routes of the known servers):
+// whatever the path, with an error status and a body in TF's
+// {"error": "..."} shape, which tfsbridge's response path turns into the
+// TF client's answer.
+func serverRefusal(rt *routev3.Route) error {
+	hs := rt.GetMatch().GetHeaders()
+	if len(hs) != 1 || hs[0].GetName() != serverHeader || !hs[0].GetPresentMatch() || hs[0].GetInvertMatch() {
+		return fmt.Errorf("want one present_match on %s, got %v", serverHeader, hs)
+	}
+	if rt.GetMatch().GetPrefix() != "/" {
+		return fmt.Errorf("matches prefix %q, want every path (\"/\"): the v2 path tfsbridge rewrote", rt.GetMatch().GetPrefix())
+	}
+	dr := rt.GetDirectResponse()
+	if dr == nil || rt.GetRoute() != nil {
+		return fmt.Errorf("want a direct_response, not a route to a cluster")
+	}
+	var ctype string
+	for _, h := range rt.GetResponseHeadersToAdd() {
+		if strings.EqualFold(h.GetHeader().GetKey(), "content-type") {
+			ctype = h.GetHeader().GetValue()
+		}
+	}
+	return checkRefusalBody(int(dr.GetStatus()), ctype, dr.GetBody().GetInlineString())
+}
+
+// checkRefusalBody checks a refusal's status, content type and body: an
+// error status and TF's {"error": "..."} JSON, nothing else.
+func checkRefusalBody(status int, contentType, body string) error {
+	if status < 400 || status > 599 {
+		return fmt.Errorf("status %d, want an error status", status)
+	}
+	if contentType != "application/json" {
+		return fmt.Errorf("content-type %q, want application/json", contentType)
+	}
+	var e map[string]string
+	if err := json.Unmarshal([]byte(body), &e); err != nil || len(e) != 1 || strings.TrimSpace(e["error"]) == "" {
+		return fmt.Errorf(`body %q, want {"error": "..."} (TF's error shape): %v`, body, err)
+	}
+	return nil
+}
+
+// tfsListener returns the bootstrap's listener that runs ext_proc.
+func tfsListener(t *testing.T, b *bootstrapv3.Bootstrap) *listenerv3.Listener {
+	t.Helper()
+	for _, l := range b.GetStaticResources().GetListeners() {
+		if httpFilter(listenerHCM(t, l), extProcFilterName) != nil {
+			return l
+		}
+	}
+	t.Fatal("no listener runs ext_proc")
+	return nil
+}
+
+// extProcEndpoint returns the address the bootstrap's ext_proc cluster dials.
+func extProcEndpoint(t *testing.T, b *bootstrapv3.Bootstrap) *corev3.Address {
+	t.Helper()
+	name := tfsExtProc(t, b).GetGrpcService().GetEnvoyGrpc().GetClusterName()
+	for _, c := range b.GetStaticResources().GetClusters() {
+		if c.GetName() == name {
+			return singleEndpoint(t, c)
+		}
+	}
+	t.Fatalf("no ext_proc cluster %q", name)
+	return nil
 }
 
 // tfsExtProc returns the ext_proc filter of the bootstrap's TF listener.
@@ -191,4 +323,136 @@ func tfsExtProc(t *testing.T, b *bootstrapv3.Bootstrap) *extprocv3.ExternalProce
 	}
 	t.Fatal("no listener runs ext_proc")
 	return nil
+}
+
+// checkGatewayServerRoutes checks the Envoy Gateway overlay's HTTPRoute
+// (the one tfsbridge's EnvoyExtensionPolicy targets): a rule per map
+// server matching its x-tfsbridge-server value exactly, then a rule
+// matching the header with any value on every path whose only filter is a
+// direct response in TF's error shape.
+func checkGatewayServerRoutes(t *testing.T, r *rendered, m *modelmap.Map) {
+	t.Helper()
+	pols := all[egv1a1.EnvoyExtensionPolicy](r)
+	if len(pols) != 1 || len(pols[0].Spec.TargetRefs) != 1 {
+		t.Fatal("want one EnvoyExtensionPolicy with one targetRef")
+	}
+	route := one[gwapiv1.HTTPRoute](t, r, string(pols[0].Spec.TargetRefs[0].Name))
+	routed := map[string]bool{}
+	refused := false
+	for i, rule := range route.Spec.Rules {
+		for _, match := range rule.Matches {
+			for _, h := range match.Headers {
+				if !strings.EqualFold(string(h.Name), serverHeader) {
+					continue
+				}
+				typ := gwapiv1.HeaderMatchExact
+				if h.Type != nil {
+					typ = *h.Type
+				}
+				switch {
+				case typ == gwapiv1.HeaderMatchRegularExpression && h.Value == ".*":
+					if err := gatewayRefusal(t, r, rule, match); err != nil {
+						t.Errorf("rule %d: %v", i, err)
+					}
+					refused = true
+				case typ == gwapiv1.HeaderMatchExact && m.Server(h.Value) != nil:
+					if refused {
+						t.Errorf("rule %d for server %q comes after the refusal of unknown servers", i, h.Value)
+					}
+					routed[h.Value] = true
+				default:
+					t.Errorf("rule %d: %s match %s %q: want Exact on a map server, or the refusal's RegularExpression \".*\"", i, serverHeader, typ, h.Value)
+				}
+			}
+		}
+	}
+	if !refused {
+		t.Errorf("HTTPRoute %s has no rule refusing an %s value without a rule of its own", route.Name, serverHeader)
+	}
+	for name := range m.Servers {
+		if !routed[name] {
+			t.Errorf("HTTPRoute %s has no rule for the map's server %q", route.Name, name)
+		}
+	}
+}
+
+// gatewayRefusal checks the HTTPRoute rule that refuses unknown servers.
+func gatewayRefusal(t *testing.T, r *rendered, rule gwapiv1.HTTPRouteRule, match gwapiv1.HTTPRouteMatch) error {
+	t.Helper()
+	if match.Path == nil || match.Path.Type == nil || *match.Path.Type != gwapiv1.PathMatchPathPrefix || match.Path.Value == nil || *match.Path.Value != "/" {
+		return fmt.Errorf("want PathPrefix /: the route is picked again on the rewritten v2 path")
+	}
+	if len(match.Headers) != 1 || match.Method != nil || len(match.QueryParams) > 0 {
+		return fmt.Errorf("want the %s header as the only condition besides the path", serverHeader)
+	}
+	if len(rule.BackendRefs) > 0 || len(rule.Filters) != 1 || rule.Filters[0].ExtensionRef == nil {
+		return fmt.Errorf("want no backendRefs and one ExtensionRef filter")
+	}
+	ref := rule.Filters[0].ExtensionRef
+	if ref.Group != egv1a1.GroupName || ref.Kind != "HTTPRouteFilter" {
+		return fmt.Errorf("filter %s/%s, want an Envoy Gateway HTTPRouteFilter", ref.Group, ref.Kind)
+	}
+	dr := one[egv1a1.HTTPRouteFilter](t, r, string(ref.Name)).Spec.DirectResponse
+	if dr == nil || dr.StatusCode == nil || dr.ContentType == nil || dr.Body == nil || dr.Body.Inline == nil ||
+		(dr.Body.Type != nil && *dr.Body.Type != egv1a1.ResponseValueTypeInline) {
+		return fmt.Errorf("HTTPRouteFilter %s: want a directResponse with statusCode, contentType and an inline body", ref.Name)
+	}
+	return checkRefusalBody(*dr.StatusCode, *dr.ContentType, *dr.Body.Inline)
+}
+
+// checkIstioServerRefusal checks the Istio overlay: its ext_proc runs in
+// the inbound sidecar of the default server's pods, whose only upstream is
+// the pod, so every model must stay on the default server and an
+// EnvoyFilter on the same pods and port puts the refusal of any
+// x-tfsbridge-server value first among the inbound routes.
+func checkIstioServerRefusal(t *testing.T, r *rendered, m *modelmap.Map) {
+	t.Helper()
+	if len(m.Servers) > 0 {
+		t.Errorf("the map names servers %v, which an inbound sidecar cannot reach", m.Servers)
+	}
+	var extProc, refusal *istionetworking.EnvoyFilter
+	for _, o := range all[istioObject](r) {
+		ef, ok := o.Spec.(*istionetworking.EnvoyFilter)
+		if !ok {
+			continue
+		}
+		for _, cp := range ef.GetConfigPatches() {
+			switch cp.GetApplyTo() {
+			case istionetworking.EnvoyFilter_HTTP_FILTER:
+				extProc = ef
+			case istionetworking.EnvoyFilter_HTTP_ROUTE:
+				refusal = ef
+			}
+		}
+	}
+	if extProc == nil || refusal == nil {
+		t.Fatal("want an EnvoyFilter adding ext_proc and one patching an HTTP_ROUTE")
+	}
+	if !maps.Equal(extProc.GetWorkloadSelector().GetLabels(), refusal.GetWorkloadSelector().GetLabels()) {
+		t.Errorf("the refusal selects %v, ext_proc runs on %v", refusal.GetWorkloadSelector().GetLabels(), extProc.GetWorkloadSelector().GetLabels())
+	}
+	port := extProc.GetConfigPatches()[0].GetMatch().GetListener().GetPortNumber()
+	for _, cp := range refusal.GetConfigPatches() {
+		if cp.GetApplyTo() != istionetworking.EnvoyFilter_HTTP_ROUTE {
+			continue
+		}
+		match := cp.GetMatch()
+		if match.GetContext() != istionetworking.EnvoyFilter_SIDECAR_INBOUND || match.GetRouteConfiguration().GetPortNumber() != port {
+			t.Errorf("HTTP_ROUTE patch on %s port %d, want SIDECAR_INBOUND port %d (where ext_proc runs)", match.GetContext(), match.GetRouteConfiguration().GetPortNumber(), port)
+		}
+		if cp.GetPatch().GetOperation() != istionetworking.EnvoyFilter_Patch_INSERT_FIRST {
+			t.Errorf("HTTP_ROUTE patch %s, want INSERT_FIRST: the route to the pod must not come first", cp.GetPatch().GetOperation())
+		}
+		value, err := protojson.Marshal(cp.GetPatch().GetValue())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := &routev3.Route{}
+		if err := decodeProtoStrict(value, rt); err != nil {
+			t.Fatalf("HTTP_ROUTE patch: %v", err)
+		}
+		if err := serverRefusal(rt); err != nil {
+			t.Errorf("HTTP_ROUTE patch: %v", err)
+		}
+	}
 }

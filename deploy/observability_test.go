@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
@@ -98,6 +100,8 @@ func collectKnownMetrics(t *testing.T) knownMetrics {
 	for _, s := range envoyExtProcStats {
 		known["envoy_http_ext_proc_"+s] = []string{"envoy_http_conn_manager_prefix"}
 	}
+	// Prometheus' own series for every target: 1 when the scrape worked.
+	known["up"] = []string{}
 	return known
 }
 
@@ -201,10 +205,75 @@ func TestAlertRules(t *testing.T) {
 		`tfsbridge_model_map_reloads_total{result="failure"}`,
 		"tfsbridge_admission_rejections_total",
 		"envoy_http_ext_proc_spurious_msgs_received",
+		// tfsbridge itself down: its own series vanish with it.
+		`absent(up{job=~".*tfsbridge.*"} == 1)`,
+		`up{job=~".*tfsbridge.*"} == 0`,
 	} {
 		if !slices.ContainsFunc(mapValues(alerts), func(expr string) bool { return strings.Contains(expr, metric) }) {
 			t.Errorf("no alert watches %s", metric)
 		}
+	}
+}
+
+// TestDownAlertsSelectTfsbridge checks that the down alerts' job selector
+// matches the job Prometheus gives tfsbridge's targets: prometheus-operator
+// names it after the scraped Service, the chart's ServiceMonitor selects
+// the release's Service (tfsbridge, models-tfsbridge, ...), and a static
+// scrape config would name it tfsbridge.
+func TestDownAlertsSelectTfsbridge(t *testing.T) {
+	groups, errs := rulefmt.ParseFile(alertsFile, false, model.UTF8Validation, promqlParser, slog.New(slog.DiscardHandler))
+	if len(errs) > 0 || groups == nil {
+		t.Fatalf("alerts: %v", errs)
+	}
+	jobs := []string{"tfsbridge"}
+	for _, release := range []string{"tfsbridge", "models"} {
+		r := renderChart(t, loadChart(t), release, releaseNS, "serviceMonitor: {enabled: true}\n")
+		for _, sm := range all[monitoringv1.ServiceMonitor](r) {
+			for _, svc := range all[corev1.Service](r) {
+				if subset(sm.Spec.Selector.MatchLabels, svc.Labels) {
+					jobs = append(jobs, svc.Name)
+				}
+			}
+		}
+	}
+	if len(jobs) != 3 {
+		t.Fatalf("jobs %v: want the chart's ServiceMonitor to select one Service per release", jobs)
+	}
+	var checked int
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "TfsbridgeDown" && r.Alert != "TfsbridgeTargetDown" {
+				continue
+			}
+			ast, err := promqlParser.ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parser.Inspect(ast, func(n parser.Node, _ []parser.Node) error {
+				vs, ok := n.(*parser.VectorSelector)
+				if !ok || vs.Name != "up" {
+					return nil
+				}
+				for _, m := range vs.LabelMatchers {
+					if m.Name != "job" {
+						continue
+					}
+					checked++
+					for _, job := range jobs {
+						if !m.Matches(job) {
+							t.Errorf("alert %s: %s does not match job %q", r.Alert, m, job)
+						}
+					}
+					if m.Matches("envoy") || m.Matches("triton") {
+						t.Errorf("alert %s: %s matches other jobs", r.Alert, m)
+					}
+				}
+				return nil
+			})
+		}
+	}
+	if checked != 2 {
+		t.Errorf("found %d job selectors on up in TfsbridgeDown and TfsbridgeTargetDown, want 2", checked)
 	}
 }
 

@@ -43,3 +43,23 @@ func TestLicense(t *testing.T) {
 		t.Errorf("chart licenses annotation %q", c.Metadata.Annotations["licenses"])
 	}
 }
+
+// TestReleaseStory checks that the version everything pins is one story:
+// CHANGELOG.md has a section for the chart's appVersion (what the next
+// tag releases, and what every manifest pins: TestHelmChartFiles), and
+// README's Quickstart installs the binary at that version's tag.
+func TestReleaseStory(t *testing.T) {
+	version := chartAppVersion(t)
+	changelog := string(readFile(t, "../CHANGELOG.md"))
+	if !regexp.MustCompile(`(?m)^## ` + regexp.QuoteMeta(version) + `( |$)`).MatchString(changelog) {
+		t.Errorf("CHANGELOG.md has no section \"## %s\", the version the chart and manifests pin", version)
+	}
+	if !regexp.MustCompile(`(?m)^## Unreleased$`).MatchString(changelog) {
+		t.Error(`CHANGELOG.md has no "## Unreleased" section for what comes after it`)
+	}
+	readme := string(readFile(t, "../README.md"))
+	quick, _, _ := strings.Cut(readme[strings.Index(readme, "## Quickstart"):], "\n## ")
+	if install := "go install github.com/tfsbridge/tfsbridge/cmd/tfsbridge@v" + version; !strings.Contains(quick, "\n"+install+"\n") {
+		t.Errorf("README's Quickstart does not give the install line %q", install)
+	}
+}

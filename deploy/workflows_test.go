@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rhysd/actionlint"
+	appsv1 "k8s.io/api/apps/v1"
 )
 
 const workflowsDir = "../.github/workflows"
@@ -199,6 +200,80 @@ func TestWorkflowFilesAreYAML(t *testing.T) {
 	for _, e := range entries {
 		if ext := filepath.Ext(e.Name()); ext != ".yaml" && ext != ".yml" {
 			t.Errorf("%s in %s is not a workflow", e.Name(), workflowsDir)
+		}
+	}
+}
+
+// TestWorkflowInterop checks the real-interop run against what it tests:
+// the Envoy is the sidecar pod's (a release with full duplex), the Triton
+// image is the pod's release, each server of the matrix has its models in
+// test/interop, and the TFSBRIDGE_E2E_* variables it sets are the ones
+// the e2e harness reads.
+func TestWorkflowInterop(t *testing.T) {
+	w := parseWorkflow(t, "interop.yaml")
+	r := kustomizeBuild(t, "kubernetes")
+	d := one[appsv1.Deployment](t, r, "model-server")
+	images := map[string]string{}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		images[c.Name] = c.Image
+	}
+	env := func(name string) string {
+		if v := w.Env.Vars[strings.ToLower(name)]; v != nil {
+			return v.Value.Value
+		}
+		return ""
+	}
+	if got := env("ENVOY_IMAGE"); got != images["envoy"] {
+		t.Errorf("ENVOY_IMAGE %q, want the sidecar pod's Envoy %q", got, images["envoy"])
+	}
+	release := func(image string) string {
+		_, tag, _ := strings.Cut(image, ":")
+		v, _, _ := strings.Cut(tag, "-")
+		return v
+	}
+	if got, want := release(env("TRITON_IMAGE")), release(images["triton"]); got == "" || got != want {
+		t.Errorf("TRITON_IMAGE %q is release %q, the sidecar pod runs %q", env("TRITON_IMAGE"), got, want)
+	}
+
+	j := w.Jobs["interop"]
+	if j == nil || j.Strategy == nil || j.Strategy.Matrix == nil || j.Strategy.Matrix.Rows["server"] == nil {
+		t.Fatal("interop.yaml needs a job interop with a server matrix")
+	}
+	var servers []string
+	for _, v := range j.Strategy.Matrix.Rows["server"].Values {
+		if s, ok := v.(*actionlint.RawYAMLString); ok {
+			servers = append(servers, s.Value)
+		}
+	}
+	slices.Sort(servers)
+	if !slices.Equal(servers, []string{"kserve", "mlserver", "triton"}) {
+		t.Errorf("matrix servers %v, want kserve, mlserver and triton", servers)
+	}
+	for _, p := range []string{"triton/half_plus_two/config.pbtxt", "mlserver/half_plus_two/model-settings.json", "mlserver/settings.json", "kserve/server.py"} {
+		if _, err := os.Stat(filepath.Join("../test/interop", p)); err != nil {
+			t.Errorf("test/interop lacks %s: %v", p, err)
+		}
+	}
+
+	harness := string(readFile(t, "../test/e2e/external_test.go"))
+	seen := map[string]bool{}
+	for _, s := range j.Steps {
+		if s.Env == nil {
+			continue
+		}
+		for name := range s.Env.Vars {
+			name = strings.ToUpper(name)
+			if strings.HasPrefix(name, "TFSBRIDGE_E2E_") {
+				seen[name] = true
+				if !strings.Contains(harness, `"`+name+`"`) {
+					t.Errorf("interop.yaml sets %s, which test/e2e does not read", name)
+				}
+			}
+		}
+	}
+	for _, name := range []string{"TFSBRIDGE_E2E_V2", "TFSBRIDGE_E2E_EXTPROC_ADDR", "TFSBRIDGE_E2E_ENVOY", "TFSBRIDGE_E2E_ENVOY_FD"} {
+		if !seen[name] {
+			t.Errorf("interop.yaml does not set %s", name)
 		}
 	}
 }

@@ -225,3 +225,37 @@ func TestOpsMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyBucketsHaveSLOBounds checks that both latency histograms have
+// an edge at each bound a latency SLO is usually written against, and at
+// TF Serving's 30 s deadline: "le" must equal the bound exactly for
+// rate(..._bucket{le="0.1"}) to exist.
+func TestLatencyBucketsHaveSLOBounds(t *testing.T) {
+	m := NewMetrics()
+	m.RequestDuration("predict", 200, time.Millisecond)
+	m.BackendCall(CallMetadata, time.Millisecond)
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+	seen := 0
+	for _, f := range families {
+		if f.GetName() != "tfsbridge_request_duration_seconds" && f.GetName() != "tfsbridge_backend_request_duration_seconds" {
+			continue
+		}
+		seen++
+		edges := map[float64]bool{}
+		for _, b := range f.GetMetric()[0].GetHistogram().GetBucket() {
+			edges[b.GetUpperBound()] = true
+		}
+		for _, le := range want {
+			if !edges[le] {
+				t.Errorf("%s has no bucket le=%g", f.GetName(), le)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("found %d latency histograms, want 2", seen)
+	}
+}

@@ -19,8 +19,13 @@ const (
 )
 
 // latencyBuckets span a cached metadata answer (sub-millisecond) to a
-// slow inference (a minute).
-var latencyBuckets = prometheus.ExponentialBuckets(0.0005, 2.5, 14) // 0.5ms … 74s
+// slow inference (a minute) on the 1-2.5-5 series, so every bound an SLO
+// is usually written against (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 s) is a
+// bucket edge and a latency SLI is an exact bucket ratio, not an
+// interpolation. 30 s is TF Serving's deadline (--request-timeout).
+var latencyBuckets = []float64{
+	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+}
 
 // opsMetrics are the latency and build collectors an operator alerts on.
 type opsMetrics struct {

@@ -12,5 +12,9 @@
 // status, the exact body bytes and the content-type, and every test ends
 // by checking that the Envoy stand-in saw no ext_proc protocol violation.
 //
+// The TFSBRIDGE_E2E_* variables (external_test.go) point the table and the
+// classify/regress vectors at a real v2 server and real Envoys instead:
+// what .github/workflows/interop.yaml does with Triton, MLServer and KServe.
+//
 // The package has no non-test code: this file only documents it.
 package e2e

@@ -114,6 +114,8 @@ type stack struct {
 	mu         sync.Mutex
 	violations int // violations already reported, by env then envFD
 	violFD     int
+
+	servedCache // models a real v2 server serves (external_test.go)
 }
 
 // newStack builds and starts a stack; everything stops when t ends, after
@@ -126,7 +128,7 @@ func newStack(t testing.TB, cfg stackConfig) *stack {
 	}
 	if cfg.BackendURL != "" {
 		s.v2URL = cfg.BackendURL
-	} else {
+	} else if !s.useExternal(t) {
 		mock, err := mockv2.New(mockv2.Options{Kind: s.kind, Delay: cfg.MockDelay})
 		if err != nil {
 			t.Fatal(err)
@@ -182,11 +184,14 @@ func (s *stack) startBridge(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := bridge.Listen(bridge.Addrs{Extproc: "127.0.0.1:0", Proxy: "127.0.0.1:0", Admin: "127.0.0.1:0"})
+	l, err := bridge.Listen(bridge.Addrs{Extproc: extprocListenAddr(), Proxy: "127.0.0.1:0", Admin: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.grpcAddr = l.Extproc.Addr().String()
+	if l.Extproc.Addr().Network() == "unix" { // TFSBRIDGE_E2E_EXTPROC_ADDR=unix://...
+		s.grpcAddr = "unix://" + s.grpcAddr
+	}
 	s.proxyURL = "http://" + l.Proxy.Addr().String()
 	s.adminURL = "http://" + l.Admin.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -263,6 +268,9 @@ func (s *stack) envoy(via string) *envoysim.Envoy {
 func (s *stack) url(via string) string {
 	if via == viaProxy {
 		return s.proxyURL
+	}
+	if u := externalEnvoyURL(via); u != "" {
+		return u
 	}
 	return s.envoy(via).URL()
 }

@@ -88,8 +88,9 @@ func (s *stack) writeMap(t testing.TB, doc string) {
 	}
 }
 
-// headerRoutes is the Envoy route of the two-server example
-// (deploy/envoy/two-servers.yaml): x-tfsbridge-server: second.
+// headerRoutes is the Envoy route of the second server, as in the
+// two-server example (deploy/model-map/envoy.yaml, there for server
+// "onnx"): x-tfsbridge-server: second.
 func (s *stack) headerRoutes() []envoysim.HeaderRoute {
 	if s.second == nil {
 		return nil

@@ -87,6 +87,7 @@ func (s *stack) runCase(t *testing.T, via string, c tcase) {
 	if want.skip != "" {
 		t.Skip(want.skip)
 	}
+	s.skipExternal(t, c.req)
 	rq := c.req
 	var id string
 	if c.passThrough {

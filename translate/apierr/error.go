@@ -6,6 +6,7 @@ package apierr
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Code is a TensorFlow / absl status code, plus BadGateway for failures of
@@ -148,9 +149,14 @@ type Error struct {
 }
 
 // Error implements error.
+// The cause is left out when the message already quotes it (TF's
+// "JSON Parse error: <the reader's error>", or As of a plain error), so a
+// log line carries each text once.
 func (e *Error) Error() string {
 	if e.Err != nil {
-		return e.Code.String() + ": " + e.Msg + ": " + e.Err.Error()
+		if cause := e.Err.Error(); !strings.Contains(e.Msg, cause) {
+			return e.Code.String() + ": " + e.Msg + ": " + cause
+		}
 	}
 	return e.Code.String() + ": " + e.Msg
 }

@@ -48,6 +48,10 @@ func TestErrorText(t *testing.T) {
 		{InvalidArgumentf("bad %d", 1), "INVALID_ARGUMENT: bad 1"},
 		{Wrap(BadGateway, io.ErrUnexpectedEOF, "truncated"), "BAD_GATEWAY: truncated: unexpected EOF"},
 		{Errorf(Code(99), "x"), "CODE(99): x"},
+		// A message that already quotes its cause names it once.
+		{Wrap(InvalidArgument, errors.New("Invalid value. at offset: 19"), "JSON Parse error: Invalid value. at offset: 19"),
+			"INVALID_ARGUMENT: JSON Parse error: Invalid value. at offset: 19"},
+		{As(errors.New("boom")), "INTERNAL: boom"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
