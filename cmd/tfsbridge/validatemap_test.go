@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -18,8 +19,19 @@ func writeMap(t *testing.T, doc string) string {
 	return p
 }
 
+// fifo makes a named pipe no one writes to: reading it must not block.
+func fifo(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "map.fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestValidateMap(t *testing.T) {
 	good := writeMap(t, "models:\n  mnist:\n    model: mnist_onnx\n    labels: {stable: 3}\n")
+	two := writeMap(t, "servers:\n  onnx: {url: \"http://onnx:8000\"}\nmodels:\n  a: {server: onnx}\n  b: {}\n")
 	bad := writeMap(t, "models:\n  mnist:\n    modle: mnist_onnx\n")
 	for _, tc := range []struct {
 		name        string
@@ -28,12 +40,14 @@ func TestValidateMap(t *testing.T) {
 		code        int
 		out, errOut string
 	}{
-		{"valid", []string{"validate-map", good}, nil, 0, "valid model map (1 models", ""},
-		{"invalid", []string{"validate-map", bad}, nil, 2, "", bad + `: line 3: unknown key "modle" in model "mnist"`},
+		{"valid", []string{"validate-map", good}, nil, 0, good + ": valid model map (1 model, no server besides default)\n", ""},
+		{"valid, plural", []string{"validate-map", two}, nil, 0, two + ": valid model map (2 models, 1 server besides default)\n", ""},
+		{"invalid", []string{"validate-map", bad}, nil, 2, "", bad + `: line 3: models.mnist: unknown key "modle" (want server, labels, model, inputs, outputs, metadata, signatures)`},
+		{"a FIFO", []string{"validate-map", fifo(t)}, nil, 2, "", "not a regular file (a FIFO)"},
 		{"missing file", []string{"validate-map", bad + ".nope"}, nil, 2, "", "no such file"},
 		{"no argument", []string{"validate-map"}, nil, 2, "", "want exactly one FILE"},
 		{"proxy with a bad map", []string{"proxy", "--model-map", bad}, nil, 2, "", "--model-map " + bad + ": line 3"},
-		{"extproc with a bad map from the environment", []string{"extproc"}, map[string]string{"TFSBRIDGE_MODEL_MAP": bad}, 2, "", "line 3: unknown key"},
+		{"extproc with a bad map from the environment", []string{"extproc"}, map[string]string{"TFSBRIDGE_MODEL_MAP": bad}, 2, "", "line 3: models.mnist: unknown key"},
 		{"demo with a bad map", []string{"demo", "--model-map", bad}, nil, 2, "", "line 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -317,7 +317,7 @@ func TestModelMapReload(t *testing.T) {
 	if failed.Load() != 0 {
 		t.Errorf("%d requests failed during reloads", failed.Load())
 	}
-	if !strings.Contains(s.logs.String(), "model map reload failed") || !strings.Contains(s.logs.String(), `line 2: unknown key \"modle\"`) {
+	if !strings.Contains(s.logs.String(), "model map reload failed") || !strings.Contains(s.logs.String(), `line 2: models.alias: unknown key \"modle\"`) {
 		t.Errorf("the bad map was not logged with its line: %s", s.logs.String())
 	}
 }
