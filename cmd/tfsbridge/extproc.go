@@ -66,6 +66,6 @@ func (o *extprocOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	}
 	b.Log.Info("tfsbridge extproc serving", "grpc_addr", l.Extproc.Addr().String(), "metrics_addr", fmt.Sprint(bridge.Addr(l.Admin)),
 		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody), "body_mode", o.bodyMode.String(), "passthrough", o.passthrough.String(),
-		"tls", o.tls.CertFile != "", "mtls", o.tls.ClientCAFile != "", "readiness", o.ops.readiness)
+		"tls", o.tls.CertFile != "", "mtls", o.tls.ClientCAFile != "", "readiness", o.ops.readiness, b.ModelMapAttr())
 	return b.Serve(ctx, l)
 }

@@ -68,6 +68,6 @@ func (o *proxyOptions) run(ctx context.Context, _, stderr io.Writer) error {
 		return err
 	}
 	b.Log.Info("tfsbridge proxy serving", "http_addr", l.Proxy.Addr().String(), "metrics_addr", fmt.Sprint(bridge.Addr(l.Admin)),
-		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody), "passthrough", o.passthrough.String())
+		"backend", o.backendURL, "backend_kind", o.backendKind, "max_body_bytes", int64(o.maxBody), "passthrough", o.passthrough.String(), b.ModelMapAttr())
 	return b.Serve(ctx, l)
 }
