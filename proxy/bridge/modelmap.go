@@ -94,12 +94,21 @@ func newMapState(o Options, clientConfig func() backend.Config, m *observe.Metri
 	return s, nil
 }
 
+// ModelMapStatus returns the state of the model map (which map is in
+// force, whether the file fails to load); ok is false without a map.
+func (b *Bridge) ModelMapStatus() (st modelmap.Status, ok bool) {
+	if b.maps == nil {
+		return modelmap.Status{}, false
+	}
+	return b.maps.watcher.Status(), true
+}
+
 // ModelMapAttr describes the model map in force for a start line:
 // model_map.file, .models, .servers and .sha256, or model_map=none.
 func (b *Bridge) ModelMapAttr() slog.Attr {
 	if b.maps == nil {
 		return slog.String("model_map", "none")
 	}
-	st := b.maps.watcher.Status()
+	st, _ := b.ModelMapStatus()
 	return slog.Group("model_map", "file", st.Path, "models", st.Models, "servers", st.Servers, "sha256", st.SHA256)
 }

@@ -64,6 +64,7 @@ type Watcher struct {
 	sum    [sha256.Size]byte // the map in force
 	badSum [sha256.Size]byte // a bad file already reported
 	status atomic.Pointer[Status]
+	polls  atomic.Uint64
 }
 
 // Status is the state of a Watcher's map.
@@ -81,6 +82,8 @@ type Status struct {
 	// Err is why the file on disk cannot be loaded; nil when the file is
 	// the map in force (or a change is still settling).
 	Err error
+	// Polls counts the polls done so far (not reported: Status only).
+	Polls uint64
 }
 
 // Failing reports whether the file on disk fails to load.
@@ -176,6 +179,7 @@ func (w *Watcher) Run(ctx context.Context) {
 func (w *Watcher) Poll() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	defer w.polls.Add(1)
 	data, err := readFile(w.path)
 	if err != nil {
 		// A ConfigMap swap can leave the path missing for an instant:
@@ -270,10 +274,12 @@ func (w *Watcher) logAttrs() []any {
 // Status returns the state of the map in force and of the file on disk.
 // It takes no lock a poll holds.
 func (w *Watcher) Status() Status {
-	if s := w.status.Load(); s != nil {
-		return *s
+	s := Status{Path: w.path}
+	if p := w.status.Load(); p != nil {
+		s = *p
 	}
-	return Status{Path: w.path}
+	s.Polls = w.polls.Load()
+	return s
 }
 
 // LastError returns why the file on disk cannot be loaded, nil when it
