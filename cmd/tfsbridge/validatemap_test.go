@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func writeMap(t *testing.T, doc string) string {
@@ -55,6 +59,43 @@ func TestValidateMap(t *testing.T) {
 			code := run(context.Background(), tc.args, envOf(tc.env), &stdout, &stderr)
 			if code != tc.code || !strings.Contains(stdout.String(), tc.out) || !strings.Contains(stderr.String(), tc.errOut) {
 				t.Errorf("code %d stdout %q stderr %q; want %d, %q, %q", code, stdout.String(), stderr.String(), tc.code, tc.out, tc.errOut)
+			}
+		})
+	}
+}
+
+// TestStartLineNamesTheMap: the line a serving command logs when it starts
+// says which model map is in force.
+func TestStartLineNamesTheMap(t *testing.T) {
+	const doc = "servers:\n  onnx: {url: \"http://onnx:8000\"}\nmodels:\n  a: {server: onnx}\n  b: {}\n"
+	p := writeMap(t, doc)
+	sum := sha256.Sum256([]byte(doc))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"proxy", "--http-addr", "127.0.0.1:0", "--model-map", p},
+			fmt.Sprintf("model_map.file=%s model_map.models=2 model_map.servers=1 model_map.sha256=%x", p, sum)},
+		{[]string{"extproc", "--grpc-addr", "127.0.0.1:0"}, "model_map=none"},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			var stderr syncBuffer
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan int, 1)
+			args := append(tc.args, "--metrics-addr", "", "--backend", "http://127.0.0.1:1", "--drain-delay", "0s")
+			go func() { done <- run(ctx, args, envOf(nil), io.Discard, &stderr) }()
+			defer func() { cancel(); <-done }()
+			// Generous: the command starts within milliseconds, but the machine may be busy.
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(stderr.String(), " serving") {
+				if time.Now().After(deadline) {
+					t.Fatalf("no start line in:\n%s", stderr.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			line := stderr.String()[strings.Index(stderr.String(), "tfsbridge "+tc.args[0]+" serving"):]
+			if line, _, _ = strings.Cut(line, "\n"); !strings.Contains(line, tc.want) {
+				t.Errorf("start line %q does not contain %q", line, tc.want)
 			}
 		})
 	}
