@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,11 +122,37 @@ func syntaxError(data []byte, err error) error {
 		return &Error{Msg: "invalid YAML: " + msg}
 	}
 	_, problem, _ := strings.Cut(msg, ": ")
-	if strings.HasPrefix(problem, "did not find expected") {
+	if parserProblems[problem] {
 		line++
 	}
-	return &Error{Line: problemLine(data, problem, line), Msg: "invalid YAML: " + problem}
+	// A problem at the end of the text is on its last line.
+	last := len(lineBreaks.FindAllIndex(data, -1))
+	if len(data) > 0 && data[len(data)-1] != '\n' && data[len(data)-1] != '\r' {
+		last++
+	}
+	line = min(line, max(last, 1))
+	if bytes.IndexByte(data, '\r') < 0 && !otherBreaks.Match(data) {
+		line = problemLine(data, problem, line)
+	}
+	return &Error{Line: line, Msg: "invalid YAML: " + problem}
 }
+
+// parserProblems are the problems the YAML parser (not its scanner)
+// reports, with a line counted from 0.
+var parserProblems = map[string]bool{
+	"did not find expected ',' or ']'": true, "did not find expected ',' or '}'": true,
+	"did not find expected '-' indicator": true, "did not find expected <document start>": true,
+	"did not find expected key": true, "did not find expected node content": true,
+	"found duplicate %TAG directive": true, "found duplicate %YAML directive": true,
+	"found incompatible YAML document": true, "found undefined tag handle": true,
+}
+
+// lineBreaks are YAML's line breaks; problemLine cuts at "\n" only, so
+// a document with "\r" or otherBreaks keeps the parser's line.
+var (
+	lineBreaks  = regexp.MustCompile("\r\n|[\r\n\u0085\u2028\u2029]")
+	otherBreaks = regexp.MustCompile("[\u0085\u2028\u2029]")
+)
 
 // problemScanBudget bounds the bytes problemLine parses again (a bad map
 // of a few KiB costs a few hundred KiB of parsing), so a huge bad file
@@ -181,11 +208,11 @@ func decodeError(root *yaml.Node, err error) error {
 	// Each case finds the node the decoder refused, the last one of the
 	// line that fits (the innermost of a flow mapping's nodes).
 	var at path
-	found := false
+	var atNode *yaml.Node
 	match := func(pred func(key, val *yaml.Node) bool) {
 		walk(root, nil, nil, func(p path, key, val *yaml.Node) {
 			if pred(key, val) {
-				at, found = p, true
+				at, atNode = p, val
 			}
 		})
 	}
@@ -193,18 +220,14 @@ func decodeError(root *yaml.Node, err error) error {
 		if i := strings.LastIndex(rest, " not found in type "); i >= 0 {
 			name, typ := rest[:i], rest[i+len(" not found in type "):]
 			match(func(k, _ *yaml.Node) bool { return k != nil && k.Line == line && k.Value == name })
-			if found {
-				at = at[:len(at)-1]
-			}
+			at = parent(at)
 			msg = fmt.Sprintf("unknown key %q (want %s)", name, strings.Join(keysOf(typ), ", "))
 		}
 	} else if rest, ok := strings.CutPrefix(msg, "mapping key "); ok {
 		if i := strings.LastIndex(rest, " already defined at line "); i >= 0 {
 			name, _ := strconv.Unquote(rest[:i])
 			match(func(k, _ *yaml.Node) bool { return k != nil && k.Line == line && k.Value == name })
-			if found {
-				at = at[:len(at)-1]
-			}
+			at = parent(at)
 			msg = fmt.Sprintf("duplicate key %q (first on line %s)", name, rest[i+len(" already defined at line "):])
 		}
 	} else if rest, ok := strings.CutPrefix(msg, "cannot unmarshal "); ok {
@@ -215,41 +238,24 @@ func decodeError(root *yaml.Node, err error) error {
 				return v.Line == line && v.ShortTag() == tag && strings.HasPrefix(v.Value, value)
 			})
 			msg = "want " + describeType(rest[i+len(" into "):])
-			if found {
-				if n := nodeAt(root, at); n != nil {
-					msg += ", not " + describe(n)
-				}
+			if atNode != nil {
+				msg += ", not " + describe(atNode)
 			}
 		}
 	}
 	e := &Error{Line: line, Msg: msg}
-	if found {
+	if atNode != nil {
 		e.Path = at.String()
 	}
 	return e
 }
 
-// nodeAt returns the node at p (no aliases followed, as walk).
-func nodeAt(n *yaml.Node, p path) *yaml.Node {
-	var found *yaml.Node
-	walk(n, nil, nil, func(q path, _, v *yaml.Node) {
-		if found == nil && slicesEqual(q, p) {
-			found = v
-		}
-	})
-	return found
-}
-
-func slicesEqual(a, b path) bool {
-	if len(a) != len(b) {
-		return false
+// parent is the path of the mapping holding the key at p.
+func parent(p path) path {
+	if len(p) == 0 {
+		return p
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return p[:len(p)-1]
 }
 
 func describe(n *yaml.Node) string {
