@@ -83,6 +83,13 @@ func Parse(data []byte) (*Map, error) {
 	if err := dec.Decode(&raw); err != nil && !errors.Is(err, io.EOF) {
 		return nil, decodeError(root, err)
 	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		return nil, &Error{Line: next.Line, Msg: "a second YAML document: a model map is one document"}
+	case !errors.Is(err, io.EOF):
+		return nil, syntaxError(data, err)
+	}
 	m, problems := validate(&raw)
 	if len(problems) == 0 {
 		return m, nil

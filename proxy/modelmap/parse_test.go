@@ -155,6 +155,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty model name", "models:\n  m: {model: \"\"}\n", 2, `models.m.model: the v2 model name must not be empty`},
 		{"model is a list", "models:\n  m: [a]\n", 2, `models.m: want a mapping, not a list`},
 		{"rename to mapping", "models:\n  m:\n    outputs: {a: {b: c}}\n", 3, `models.m.outputs.a: want a string, not a mapping`},
+		{"two documents", "models:\n  m: {}\n---\nmodels:\n  n: {}\n", 3, "a second YAML document: a model map is one document"},
 		{"the first problem in the file", "models:\n  b: {server: nope}\n  a: {labels: {x: -1}}\n", 2, `models.b.server: uses server "nope"`},
 		{"alias bomb", aliasBomb(500), 0, "invalid map: document contains excessive aliasing"},
 	} {
