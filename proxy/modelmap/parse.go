@@ -3,7 +3,6 @@ package modelmap
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 
@@ -52,14 +51,9 @@ func Load(path string) (*Map, error) {
 }
 
 // readFile reads at most MaxFileBytes of the regular file at path,
-// without blocking on a FIFO or reading a device without end.
-func readFile(path string) ([]byte, error) {
-	data, err := fileread.Read(path, MaxFileBytes)
-	if err != nil {
-		return nil, fmt.Errorf("model map: %w", err)
-	}
-	return data, nil
-}
+// without blocking on a FIFO or reading a device without end; its errors
+// name the path.
+func readFile(path string) ([]byte, error) { return fileread.Read(path, MaxFileBytes) }
 
 // Parse parses and validates a map document. The error is an *Error
 // naming the line of the first problem: YAML syntax, a key that is not

@@ -184,7 +184,7 @@ func (w *Watcher) Poll() bool {
 	if err != nil {
 		// A ConfigMap swap can leave the path missing for an instant:
 		// keep the old map and look again at the next poll.
-		w.fail(errorIn(w.path, err), [sha256.Size]byte{})
+		w.fail(err, [sha256.Size]byte{})
 		return false
 	}
 	sum := sha256.Sum256(data)
