@@ -71,6 +71,9 @@ func Parse(data []byte) (*Map, error) {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 		root = doc.Content[0]
 	}
+	if err := checkMappings(root); err != nil {
+		return nil, err
+	}
 	var raw rawMap
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

@@ -157,7 +157,8 @@ func TestParseErrors(t *testing.T) {
 		{"rename to mapping", "models:\n  m:\n    outputs: {a: {b: c}}\n", 3, `models.m.outputs.a: want a string, not a mapping`},
 		{"two documents", "models:\n  m: {}\n---\nmodels:\n  n: {}\n", 3, "a second YAML document: a model map is one document"},
 		{"the first problem in the file", "models:\n  b: {server: nope}\n  a: {labels: {x: -1}}\n", 2, `models.b.server: uses server "nope"`},
-		{"alias bomb", aliasBomb(500), 0, "invalid map: document contains excessive aliasing"},
+		{"alias bomb", aliasBomb(500), 0, "the map is too large: its mappings, aliases expanded, would take the YAML decoder more than 25000000 key comparisons"},
+		{"huge mapping", hugeMapping(8000), 2, "models: 8000 keys in one mapping: a model map may hold about 7,000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.doc))
@@ -186,6 +187,16 @@ func aliasBomb(n int) string {
 	}
 	for i := 1; i < n; i++ {
 		fmt.Fprintf(&b, "  m%d: {labels: *l}\n", i)
+	}
+	return b.String()
+}
+
+// hugeMapping is a map of n models.
+func hugeMapping(n int) string {
+	var b strings.Builder
+	b.WriteString("servers: {}\nmodels:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  m%d: {}\n", i)
 	}
 	return b.String()
 }

@@ -154,40 +154,55 @@ var (
 	otherBreaks = regexp.MustCompile("[\u0085\u2028\u2029]")
 )
 
-// problemScanBudget bounds the bytes problemLine parses again (a bad map
-// of a few KiB costs a few hundred KiB of parsing), so a huge bad file
-// costs no more than a few full parses.
-const problemScanBudget = 16 << 20
+// problemScanBudget bounds the bytes problemLine parses again: a map of
+// a few KiB is searched in full (a dozen parses), a huge one keeps the
+// parser's line rather than cost seconds.
+const problemScanBudget = 8 << 20
 
-// problemLine returns the line at which the document goes wrong: the
-// first line after the block start the parser reported such that the
-// document cut just before that line parses and cut after it fails with
-// the same problem. When there is none (an unclosed bracket: every cut
-// fails), or the search would exceed problemScanBudget, it is the block
-// start, which is where such a problem begins.
+// problemLine returns the line at which the document goes wrong: the line
+// k such that the document cut just before it parses and cut just after
+// it fails with the same problem, found by bisection (a document cut
+// after the bad line fails however it goes on). Without such a line (an
+// unclosed bracket: the cut before fails too), or past
+// problemScanBudget, it is the block start the parser reported, which is
+// where such a problem begins.
 func problemLine(data []byte, problem string, blockStart int) int {
-	spent, line, end := 0, 1, 0
-	prevOK := true // the empty document parses
-	for end < len(data) {
-		next := len(data)
-		if i := bytes.IndexByte(data[end:], '\n'); i >= 0 {
-			next = end + i + 1
+	var ends []int // ends[k-1]: the end of line k
+	for i, c := range data {
+		if c == '\n' {
+			ends = append(ends, i+1)
 		}
-		end = next
-		if line >= blockStart-1 {
-			if spent += end; spent > problemScanBudget {
-				return blockStart
-			}
-			var n yaml.Node
-			err := yaml.Unmarshal(data[:end], &n)
-			if err != nil && prevOK && line >= blockStart && strings.HasSuffix(err.Error(), ": "+problem) {
-				return line
-			}
-			prevOK = err == nil
-		}
-		line++
 	}
-	return blockStart
+	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	spent := 0
+	parse := func(k int) (withinBudget bool, err error) {
+		var n yaml.Node
+		end := 0
+		if k > 0 {
+			end = ends[k-1]
+		}
+		spent += end
+		return spent <= problemScanBudget, yaml.Unmarshal(data[:end], &n)
+	}
+	lo, hi := max(blockStart, 1), len(ends) // the whole document fails
+	for lo < hi {
+		mid := (lo + hi) / 2
+		ok, err := parse(mid)
+		if !ok {
+			return blockStart
+		}
+		if err != nil && strings.HasSuffix(err.Error(), ": "+problem) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if ok, err := parse(lo - 1); err != nil || !ok {
+		return blockStart
+	}
+	return lo
 }
 
 // decodeError turns the first error of the strict decode (an unknown key,
