@@ -63,7 +63,7 @@ func collectKnownMetrics(t *testing.T) knownMetrics {
 	m.BackendError("timeout")
 	m.RequestDuration("predict", 200, time.Millisecond)
 	m.BackendCall(observe.CallMetadata, time.Millisecond)
-	m.ModelMapReloads() // registered only when a --model-map is configured
+	m.ModelMap().State("0123", time.Now(), false) // registered only when a --model-map is configured
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestAlertRules(t *testing.T) {
 		`tfsbridge_requests_total{code=~"5.."}`,         // error ratio
 		"tfsbridge_translation_duration_seconds_bucket", // latency
 		"tfsbridge_backend_errors_total",
-		`tfsbridge_model_map_reloads_total{result="failure"}`,
+		"tfsbridge_model_map_reload_failing",
 		"tfsbridge_admission_rejections_total",
 		"envoy_http_ext_proc_spurious_msgs_received",
 		// tfsbridge itself down: its own series vanish with it.

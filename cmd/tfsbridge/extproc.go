@@ -45,6 +45,6 @@ func (o *extprocOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	c := o.bridge
 	b.Log.Info("tfsbridge extproc serving", append(listenAttrs(l),
 		"backend", c.BackendURL, "backend_kind", c.BackendKind, "max_body_bytes", c.MaxBodyBytes, "body_mode", c.BodyMode.String(), "passthrough", c.Passthrough.String(),
-		"tls", c.TLS.Extproc.CertFile != "", "mtls", c.TLS.Extproc.ClientCAFile != "", "readiness", c.Readiness)...)
+		"tls", c.TLS.Extproc.CertFile != "", "mtls", c.TLS.Extproc.ClientCAFile != "", "readiness", c.Readiness, b.ModelMapAttr())...)
 	return b.Serve(ctx, l)
 }

@@ -44,6 +44,6 @@ func (o *proxyOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	}
 	c := o.bridge
 	b.Log.Info("tfsbridge proxy serving", append(listenAttrs(l),
-		"backend", c.BackendURL, "backend_kind", c.BackendKind, "max_body_bytes", c.MaxBodyBytes, "passthrough", c.Passthrough.String())...)
+		"backend", c.BackendURL, "backend_kind", c.BackendKind, "max_body_bytes", c.MaxBodyBytes, "passthrough", c.Passthrough.String(), b.ModelMapAttr())...)
 	return b.Serve(ctx, l)
 }

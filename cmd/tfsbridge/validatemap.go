@@ -29,7 +29,7 @@ func validateMapCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: valid model map (%d models, %d servers besides default)\n", args[0], len(m.Models), len(m.Servers))
+			fmt.Fprintf(c.OutOrStdout(), "%s: valid model map (%s)\n", args[0], m.Summary())
 			return nil
 		},
 	}

@@ -298,7 +298,7 @@ func New(o Options) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
-	maps, err := newMapState(o, clientConfig, m.ModelMapReloads())
+	maps, err := newMapState(o, clientConfig, m)
 	if err != nil {
 		return nil, err
 	}

@@ -2,12 +2,14 @@ package bridge
 
 import (
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sync"
 	"sync/atomic"
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
 
@@ -69,21 +71,44 @@ func (s *mapState) mapping() *session.Mapping { return s.current.Load() }
 
 // newMapState loads o.ModelMapFile (nil state without one); a bad file
 // is the error.
-func newMapState(o Options, clientConfig func() backend.Config, count func(string)) (*mapState, error) {
+func newMapState(o Options, clientConfig func() backend.Config, m *observe.Metrics) (*mapState, error) {
 	if o.ModelMapFile == "" {
 		return nil, nil
 	}
 	s := &mapState{opts: o, metrics: clientConfig}
+	mm := m.ModelMap()
 	w, err := modelmap.NewWatcher(modelmap.WatcherConfig{
 		Path:     o.ModelMapFile,
 		Interval: o.ModelMapPollInterval,
 		Logger:   o.Logger,
 		Apply:    s.apply,
-		Count:    count,
+		Count:    mm.Reload,
+		Report: func(st modelmap.Status) {
+			mm.State(st.SHA256, st.LoadedAt, st.Failing())
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("model map: %w", err)
 	}
 	s.watcher = w
 	return s, nil
+}
+
+// ModelMapStatus returns the state of the model map (which map is in
+// force, whether the file fails to load); ok is false without a map.
+func (b *Bridge) ModelMapStatus() (st modelmap.Status, ok bool) {
+	if b.maps == nil {
+		return modelmap.Status{}, false
+	}
+	return b.maps.watcher.Status(), true
+}
+
+// ModelMapAttr describes the model map in force for a start line:
+// model_map.file, .models, .servers and .sha256, or model_map=none.
+func (b *Bridge) ModelMapAttr() slog.Attr {
+	if b.maps == nil {
+		return slog.String("model_map", "none")
+	}
+	st, _ := b.ModelMapStatus()
+	return slog.Group("model_map", "file", st.Path, "models", st.Models, "servers", st.Servers, "sha256", st.SHA256)
 }

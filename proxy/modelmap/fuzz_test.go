@@ -2,6 +2,7 @@ package modelmap
 
 import (
 	"errors"
+	"regexp"
 	"testing"
 )
 
@@ -11,6 +12,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(fullMap))
 	f.Add([]byte("models:\n  m:\n    labels: {a: 1}\n"))
 	f.Add([]byte("a: &x [*x]\n"))
+	f.Add([]byte(dedented))
+	f.Add([]byte("models:\n  m: {model: a,\n    labels: {}\n"))
 	f.Add([]byte("models: {m: {metadata: {inputs: [{name: a, datatype: FP32, shape: [-1]}]}}}\n"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		m, err := Parse(doc)
@@ -18,6 +21,10 @@ func FuzzParse(f *testing.F) {
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %T %v is not an *Error", err, err)
+			}
+			lines := 1 + len(regexp.MustCompile("\r\n|[\r\n\u0085\u2028\u2029]").FindAllIndex(doc, -1))
+			if e.Line < 0 || e.Line > lines {
+				t.Fatalf("%v: line %d, the document has %d", e, e.Line, lines)
 			}
 			return
 		}

@@ -10,6 +10,8 @@
 package modelmap
 
 import (
+	"strconv"
+
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -136,4 +138,24 @@ func (m *Model) SignatureNames() []string {
 	names := make([]string, 0, 1+len(m.Signatures))
 	names = append(names, DefaultSignature)
 	return append(names, sortedKeys(m.Signatures)...)
+}
+
+// Summary says what m holds, for logs and validate-map: "2 models, 1
+// server besides default".
+func (m *Map) Summary() string {
+	var models, servers int
+	if m != nil {
+		models, servers = len(m.Models), len(m.Servers)
+	}
+	return plural(models, "model") + ", " + plural(servers, "server") + " besides default"
+}
+
+func plural(n int, what string) string {
+	switch n {
+	case 0:
+		return "no " + what
+	case 1:
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
 }

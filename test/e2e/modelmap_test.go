@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,11 +11,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
+	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
 )
 
@@ -81,6 +85,19 @@ func (s *stack) writeMap(t testing.TB, doc string) {
 	t.Helper()
 	tmp := s.mapFile + ".tmp"
 	if err := os.WriteFile(tmp, []byte(s.expandMap(doc)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, s.mapFile); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// linkMap replaces the map file by a symlink to target (a FIFO, a
+// device), atomically.
+func (s *stack) linkMap(t testing.TB, target string) {
+	t.Helper()
+	tmp := s.mapFile + ".tmp"
+	if err := os.Symlink(target, tmp); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(tmp, s.mapFile); err != nil {
@@ -244,27 +261,33 @@ func checkModelMap(t *testing.T, s *stack, kind, via string) {
 
 // TestModelMapReload swaps the map good → bad → good while requests run:
 // none fails, the bad file keeps the old map and is counted.
+// mapMetric returns the value of a model map series: a counter or gauge,
+// the one whose only label has value label ("" for an unlabelled
+// series), -1 when there is none.
+func (s *stack) mapMetric(t testing.TB, name, label string) float64 {
+	t.Helper()
+	mfs, err := s.bridge.Metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) == 0 && label == "" || len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == label {
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
 func TestModelMapReload(t *testing.T) {
 	const first = "models:\n  alias: {model: half_plus_two}\n"
 	const second = "models:\n  alias: {model: slow}\n  other: {model: half_plus_two}\n"
 	s := newStack(t, stackConfig{ModelMap: first, MockDelay: time.Millisecond})
-	reloads := func(result string) float64 {
-		mfs, err := s.bridge.Metrics.Registry.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != "tfsbridge_model_map_reloads_total" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				if m.GetLabel()[0].GetValue() == result {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-		return -1
-	}
+	reloads := func(result string) float64 { return s.mapMetric(t, "tfsbridge_model_map_reloads_total", result) }
 	if reloads("success") != 0 || reloads("failure") != 0 {
 		t.Fatalf("reloads at start: %v %v", reloads("success"), reloads("failure"))
 	}
@@ -318,7 +341,91 @@ func TestModelMapReload(t *testing.T) {
 	if failed.Load() != 0 {
 		t.Errorf("%d requests failed during reloads", failed.Load())
 	}
-	if !strings.Contains(s.logs.String(), "model map reload failed") || !strings.Contains(s.logs.String(), `line 2: unknown key \"modle\"`) {
+	if !strings.Contains(s.logs.String(), "model map reload failed") || !strings.Contains(s.logs.String(), `line 2: models.alias: unknown key \"modle\"`) {
 		t.Errorf("the bad map was not logged with its line: %s", s.logs.String())
+	}
+}
+
+// TestModelMapFailing: a map file that breaks (a FIFO, a device, bad YAML)
+// keeps the previous map in force and keeps tfsbridge_model_map_reload_failing
+// at 1 for as long as it stays broken, however many polls pass (an alert
+// on it stays firing; the failure counter moves once per problem). A good
+// file clears it and tfsbridge_model_map_info names the new map. The
+// bridge still shuts down promptly with its map path a FIFO.
+func TestModelMapFailing(t *testing.T) {
+	const first = "models:\n  alias: {model: half_plus_two}\n"
+	const second = "models:\n  alias: {model: half_plus_two}\n  other: {model: half_plus_two}\n"
+	s := newStack(t, stackConfig{ModelMap: first})
+	status := func() modelmap.Status {
+		st, ok := s.bridge.ModelMapStatus()
+		if !ok {
+			t.Fatal("no model map")
+		}
+		return st
+	}
+	sha := func(doc string) string {
+		sum := sha256.Sum256([]byte(doc))
+		return hex.EncodeToString(sum[:])
+	}
+	failing := func() float64 { return s.mapMetric(t, "tfsbridge_model_map_reload_failing", "") }
+	failures := func() float64 { return s.mapMetric(t, "tfsbridge_model_map_reloads_total", "failure") }
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		// Generous: the watcher polls every 20 ms, but the machine may be busy.
+		if !waitFor(20*time.Second, cond) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	serves := func(model string) bool {
+		return s.do(t, viaProxy, request{path: "/v1/models/" + model + ":predict", body: `{"instances": [1.0]}`}).status == 200
+	}
+	if failing() != 0 || s.mapMetric(t, "tfsbridge_model_map_info", sha(first)) != 1 {
+		t.Fatalf("at start: failing %v, info for the first map %v", failing(), s.mapMetric(t, "tfsbridge_model_map_info", sha(first)))
+	}
+	loadedAt := s.mapMetric(t, "tfsbridge_model_map_last_reload_success_timestamp_seconds", "")
+
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	breakages := []struct {
+		name  string
+		apply func()
+	}{
+		{"a FIFO", func() { s.linkMap(t, fifo) }},
+		{"/dev/zero", func() { s.linkMap(t, "/dev/zero") }},
+		{"bad YAML", func() { s.writeMap(t, "models:\n  alias: {modle: slow}\n") }},
+	}
+	for i, b := range breakages {
+		b.apply()
+		wait(b.name+" to be refused", func() bool { return failures() == float64(i+1) })
+		// Two more polls of the same broken file: still failing, counted once.
+		polls := status().Polls
+		wait("two more polls", func() bool { return status().Polls >= polls+2 })
+		if failing() != 1 || failures() != float64(i+1) || !serves("alias") || serves("other") {
+			t.Errorf("%s, two polls later: failing %v, failures %v; want 1, %d and the first map in force", b.name, failing(), failures(), i+1)
+		}
+		if s.mapMetric(t, "tfsbridge_model_map_info", sha(first)) != 1 || status().SHA256 != sha(first) {
+			t.Errorf("%s: the map in force is no longer named as the first one: %+v", b.name, status())
+		}
+	}
+	s.writeMap(t, second)
+	wait("the good map", func() bool { return failing() == 0 })
+	if !serves("other") || s.mapMetric(t, "tfsbridge_model_map_info", sha(second)) != 1 || s.mapMetric(t, "tfsbridge_model_map_info", sha(first)) != -1 {
+		t.Errorf("after the repair: other served %v, info %v / old %v", serves("other"),
+			s.mapMetric(t, "tfsbridge_model_map_info", sha(second)), s.mapMetric(t, "tfsbridge_model_map_info", sha(first)))
+	}
+	if at := s.mapMetric(t, "tfsbridge_model_map_last_reload_success_timestamp_seconds", ""); at <= loadedAt {
+		t.Errorf("last success time %v, not after the first load %v", at, loadedAt)
+	}
+
+	// A FIFO in the map's place does not hold up a shutdown.
+	s.linkMap(t, fifo)
+	wait("the FIFO to be refused again", func() bool { return failing() == 1 })
+	s.stopBridge()
+	select {
+	case <-s.bridgeDone:
+	case <-time.After(20 * time.Second): // generous; a blocked watcher never returns
+		t.Fatal("the bridge did not stop with its model map path a FIFO")
 	}
 }
