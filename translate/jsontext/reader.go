@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-
-	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 // Kind is the type of a JSON value, named as rapidjson names its types
@@ -73,27 +71,53 @@ var docPool = sync.Pool{New: func() any { return new(Document) }}
 // numbers, raw control characters in strings are rejected and UTF-8 is not
 // validated.
 //
-// lim.MaxDepth bounds nesting; the tape is bounded to
-// MaxNodes(lim) nodes, so a hostile body cannot make it allocate without
-// bound. Errors are *SyntaxError. Call Release when done.
-func Parse(data []byte, lim tensor.Limits) (*Document, error) {
+// lim bounds nesting and the tape's nodes, so a hostile body cannot make
+// it allocate without bound. Errors are *SyntaxError. Call Release when
+// done.
+func Parse(data []byte, lim Limits) (*Document, error) {
 	d := docPool.Get().(*Document)
-	if err := d.parse(data, lim.OrDefault()); err != nil {
+	if err := d.parse(data, lim.orDefault()); err != nil {
 		d.Release()
 		return nil, err
 	}
 	return d, nil
 }
 
-// MaxNodes is the node budget Parse allows for lim: every tensor element
-// plus generous room for the arrays, objects and keys around them.
-func MaxNodes(lim tensor.Limits) int64 {
-	lim = lim.OrDefault()
-	n := int64(math.MaxInt32) // Value indexes the tape with an int32
-	if lim.MaxElements < (n-(1<<16))/2 {
-		n = 2*lim.MaxElements + 1<<16
+// Limits bound what a reader builds from an untrusted text.
+type Limits struct {
+	// MaxDepth is the deepest nesting accepted (0: DefaultMaxDepth).
+	MaxDepth int
+	// MaxValues is the most values and keys a text may hold (0 or more
+	// than the tape can index: what it can index).
+	MaxValues int64
+}
+
+// DefaultMaxDepth is Limits.MaxDepth when it is 0 (Triton's bound).
+const DefaultMaxDepth = 100
+
+// maxValues is what the tape can index: Value holds an int32.
+const maxValues = math.MaxInt32
+
+// ForElements returns the limits for a text that carries at most
+// maxElements tensor elements nested at most maxDepth deep: room for
+// every element and, generously, the arrays, objects and keys around
+// them.
+func ForElements(maxDepth int, maxElements int64) Limits {
+	lim := Limits{MaxDepth: maxDepth}
+	if maxElements > 0 && maxElements < (maxValues-(1<<16))/2 {
+		lim.MaxValues = 2*maxElements + 1<<16
 	}
-	return n
+	return lim.orDefault()
+}
+
+func (l Limits) orDefault() Limits {
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxValues <= 0 || l.MaxValues > maxValues {
+		l.MaxValues = maxValues
+	}
+	return l
 }
 
 // Release returns the document's memory to a pool. Values and byte slices

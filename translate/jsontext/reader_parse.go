@@ -3,8 +3,6 @@ package jsontext
 import (
 	"bytes"
 	"math"
-
-	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 // node is one entry of the tape. 24 bytes, no pointers, so a pooled tape of
@@ -61,12 +59,12 @@ func (d *Document) reset(data []byte) {
 
 // parse runs rapidjson's iterative parser (IterativeParse with
 // kParseStopWhenDoneFlag) over data, building the tape.
-func (d *Document) parse(data []byte, lim tensor.Limits) error {
+func (d *Document) parse(data []byte, lim Limits) error {
 	d.reset(data)
 	if len(data) > maxInput {
 		return &SyntaxError{msgTooLarge, 0}
 	}
-	maxNodes := MaxNodes(lim)
+	maxNodes := lim.MaxValues
 	d.reserve(data, maxNodes)
 	n := len(data)
 	p := skipBOM(data)

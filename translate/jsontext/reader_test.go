@@ -5,13 +5,11 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 func mustParse(t *testing.T, s string) *Document {
 	t.Helper()
-	d, err := Parse([]byte(s), tensor.Limits{})
+	d, err := Parse([]byte(s), Limits{})
 	if err != nil {
 		t.Fatalf("Parse(%q): %v", s, err)
 	}
@@ -85,7 +83,7 @@ func TestSyntaxErrors(t *testing.T) {
 		{`{"a\q":1}`, "Invalid escape character in string.", 3},
 	}
 	for _, tt := range tests {
-		_, err := Parse([]byte(tt.in), tensor.Limits{})
+		_, err := Parse([]byte(tt.in), Limits{})
 		var se *SyntaxError
 		if !errors.As(err, &se) {
 			t.Errorf("Parse(%q) = %v, want a SyntaxError", tt.in, err)
@@ -98,7 +96,7 @@ func TestSyntaxErrors(t *testing.T) {
 }
 
 func TestSyntaxErrorText(t *testing.T) {
-	_, err := Parse([]byte("[1 2]"), tensor.Limits{})
+	_, err := Parse([]byte("[1 2]"), Limits{})
 	if got, want := err.Error(), "Missing a comma or ']' after an array element. at offset: 3"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
@@ -119,19 +117,19 @@ func TestStopWhenDone(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	deep := strings.Repeat("[", 5) + strings.Repeat("]", 5)
-	if _, err := Parse([]byte(deep), tensor.Limits{MaxDepth: 5}); err != nil {
+	if _, err := Parse([]byte(deep), Limits{MaxDepth: 5}); err != nil {
 		t.Errorf("depth 5 at limit 5: %v", err)
 	}
 	var se *SyntaxError
-	if _, err := Parse([]byte(deep), tensor.Limits{MaxDepth: 4}); !errors.As(err, &se) || se.Msg != msgTooDeep || se.Offset != 4 {
+	if _, err := Parse([]byte(deep), Limits{MaxDepth: 4}); !errors.As(err, &se) || se.Msg != msgTooDeep || se.Offset != 4 {
 		t.Errorf("depth 5 at limit 4: %v", err)
 	}
 	// 2*MaxElements + 65536 nodes.
 	many := "[" + strings.Repeat("0,", 1<<16+3) + "0]"
-	if _, err := Parse([]byte(many), tensor.Limits{MaxElements: 1}); !errors.As(err, &se) || se.Msg != msgTooManyVals {
+	if _, err := Parse([]byte(many), ForElements(0, 1)); !errors.As(err, &se) || se.Msg != msgTooManyVals {
 		t.Errorf("too many values: %v", err)
 	}
-	if _, err := Parse([]byte(many), tensor.Limits{MaxElements: 1 << 16}); err != nil {
+	if _, err := Parse([]byte(many), ForElements(0, 1<<16)); err != nil {
 		t.Errorf("values within limit: %v", err)
 	}
 }
@@ -330,7 +328,7 @@ func TestAppendFloats(t *testing.T) {
 // leaking the previous document's contents.
 func TestDocumentReuse(t *testing.T) {
 	for i := 0; i < 3; i++ {
-		d, err := Parse([]byte(`{"k\n": ["a\tb", 1]}`), tensor.Limits{})
+		d, err := Parse([]byte(`{"k\n": ["a\tb", 1]}`), Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,9 +356,9 @@ func TestReserveIsAnUpperBound(t *testing.T) {
 	for name, doc := range docs {
 		t.Run(name, func(t *testing.T) {
 			d := new(Document)
-			d.reserve([]byte(doc), MaxNodes(tensor.DefaultLimits))
+			d.reserve([]byte(doc), ForElements(0, 64<<20).MaxValues)
 			reserved := cap(d.nodes)
-			if err := d.parse([]byte(doc), tensor.DefaultLimits); err != nil {
+			if err := d.parse([]byte(doc), ForElements(0, 64<<20)); err != nil {
 				t.Fatal(err)
 			}
 			if cap(d.nodes) != reserved {

@@ -28,7 +28,7 @@ var blockPool = sync.Pool{New: func() any { b := make([]byte, 0, BlockSize); ret
 // firstBlock bounds a streamed input's first buffer, which may come from
 // the pool larger than a block: every block holds at most BlockSize.
 func (d *Decoder) firstBlock(in *input) {
-	if !d.alias && cap(in.data) > BlockSize {
+	if !d.whole && cap(in.data) > BlockSize {
 		in.data = in.data[:0:BlockSize]
 	}
 }
@@ -42,7 +42,7 @@ func (d *Decoder) room(in *input) {
 	if cap(in.data)-len(in.data) >= esz {
 		return
 	}
-	if d.alias {
+	if d.whole {
 		in.data = slices.Grow(in.data, esz)
 		return
 	}

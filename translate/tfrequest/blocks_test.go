@@ -61,7 +61,7 @@ func TestDecoderBlocks(t *testing.T) {
 			n -= n % 10 // whole rows
 		}
 		body := bigBody(n, 10, c.columnar, c.value)
-		exact, err := Parse(body, fixed(sig), tensor.Limits{})
+		exact, err := tapeParse(body, fixed(sig), tensor.Limits{})
 		if err != nil {
 			t.Fatalf("%s: Parse: %v", c.dtype, err)
 		}
@@ -71,7 +71,7 @@ func TestDecoderBlocks(t *testing.T) {
 			for p := chunk; p < len(body); p += chunk {
 				cuts = append(cuts, p)
 			}
-			got, err := decodeChunks(body, sig, tensor.Limits{}, cuts, false)
+			got, err := streamCuts(body, fixed(sig), tensor.Limits{}, cuts)
 			if err != nil {
 				t.Fatalf("%s in %d-byte chunks: %v", c.dtype, chunk, err)
 			}
@@ -92,7 +92,7 @@ func TestDecoderBlocks(t *testing.T) {
 				t.Errorf("%s: Release kept the blocks", c.dtype)
 			}
 		}
-		whole, err := ParseOnePass(body, fixed(sig), tensor.Limits{})
+		whole, err := Parse(body, fixed(sig), tensor.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,6 +78,7 @@ type exactState struct {
 	resolveOK bool  // and gave a usable signature
 	resolveE  error // its error (nil: no usable inputs)
 	both      bool
+	lost      bool // lateSig named other inputs: the values were read against the wrong ones
 	instBad   bool // the first "instances" is not a list
 	instEmpty bool
 
@@ -92,12 +93,17 @@ type exactState struct {
 	elem      int64   // index of the current instance
 	ekey      []byte  // its key being read (objects), nil for plain values
 	keyBuf    []byte  // ekey's storage
-	b64       []byte  // the string of the open b64 object
-	unesc     []byte  // unescaped string scratch
+	b64       []byte  // the string of the open b64 object (in b64buf or the body)
+	b64buf    []byte
+	unesc     []byte // unescaped string scratch
 
 	dumps [numDumps]dumpSlot
 	ndump int // dumps collecting
 	inst  instDump
+
+	keyEnd    int  // chunk offset after the last key's closing quote
+	keyInBody bool // and the key lies in the whole body
+	replaying bool // replayInputs is reading the named "inputs" again
 
 	chunk []byte // the chunk being written (nil outside Write)
 	pos   int    // offset in it after the token just read
@@ -118,54 +124,29 @@ type dumpSlot struct {
 	on    bool
 }
 
-func newExactState() *exactState {
-	return &exactState{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}
-}
-
-// exact reports exact mode.
-func (d *Decoder) exact() bool { return d.x != nil }
-
 // hot reports that leafRun may take the numbers: nothing is being dumped
 // or skipped.
 func (d *Decoder) hot() bool {
-	return d.x == nil || (d.x.ndump == 0 && d.x.skipTo < 0)
+	return d.ndump == 0 && d.skipTo < 0
 }
 
 // skipping reports that values are read for syntax only.
 func (d *Decoder) skipping() bool {
-	return d.x != nil && d.x.skipTo >= 0 && len(d.stack) > d.x.skipTo
+	return d.skipTo >= 0 && len(d.stack) > d.skipTo
 }
 
 // synErr ends the decode with rapidjson's error msg at offset off of the
 // body: TF checks syntax first, so it is the answer.
 func (d *Decoder) synErr(msg string, off int64) {
-	if d.x == nil {
-		d.fail()
-		return
-	}
-	if d.x.final == nil {
-		d.x.final = syntaxError(&jsontext.SyntaxError{Msg: msg, Offset: int(off)})
+	if d.final == nil {
+		d.final = syntaxError(&jsontext.SyntaxError{Msg: msg, Offset: int(off)})
 	}
 	d.failed = true
 }
 
 // synAt is synErr at buf[p] of the chunk being written.
 func (d *Decoder) synAt(msg string, p int) {
-	var off int64
-	if d.x != nil {
-		off = d.x.off + int64(p)
-	}
-	d.synErr(msg, off)
-}
-
-// bad is the whole-body decoder's answer to anything unusual: give up and
-// let Parse decide. It reports whether it did.
-func (d *Decoder) bad() bool {
-	if d.x == nil {
-		d.fail()
-		return true
-	}
-	return false
+	d.synErr(msg, d.off+int64(p))
 }
 
 // wrapItem wraps an error met inside an instance's value as TF does.
@@ -173,7 +154,7 @@ func (d *Decoder) wrapItem(err error) error {
 	if d.req.Format != Row {
 		return err
 	}
-	return wrapElement(int(d.x.elem), d.x.ekey, err)
+	return wrapElement(int(d.elem), d.ekey, err)
 }
 
 // valueErr records a value error of input i (inside an item when item is
@@ -181,10 +162,7 @@ func (d *Decoder) wrapItem(err error) error {
 // it concerns be skipped. replace is for the list-length check TF makes
 // before the values inside the list.
 func (d *Decoder) valueErr(i int, err error, item, replace bool) {
-	if d.bad() {
-		return
-	}
-	x := d.x
+	x := d
 	if item {
 		err = d.wrapItem(err)
 	}
@@ -220,7 +198,7 @@ func (d *Decoder) undecidedValue(i int, why string) {
 // dumpStart starts capturing dump k for a value whose container will sit
 // at stack index depth.
 func (d *Decoder) dumpStart(k int, depth int) {
-	x := d.x
+	x := d
 	sl := &x.dumps[k]
 	sl.s.Restart()
 	sl.depth = depth
@@ -232,12 +210,12 @@ func (d *Decoder) dumpStart(k int, depth int) {
 
 // dumpBytes returns dump k as captured so far.
 func (d *Decoder) dumpBytes(k int) []byte {
-	return d.x.dumps[k].s.Bytes()
+	return d.dumps[k].s.Bytes()
 }
 
 // feed passes one token to every dump capturing.
 func (d *Decoder) feed(tok func(s *jsontext.DumpStream) bool) {
-	x := d.x
+	x := d
 	for k := range x.dumps {
 		sl := &x.dumps[k]
 		if sl.on {
@@ -250,15 +228,15 @@ func (d *Decoder) feed(tok func(s *jsontext.DumpStream) bool) {
 }
 
 func (d *Decoder) dumpStop(k int) {
-	sl := &d.x.dumps[k]
+	sl := &d.dumps[k]
 	if sl.on {
 		sl.on = false
-		d.x.ndump--
+		d.ndump--
 	}
 }
 
 func (d *Decoder) feedOpen(obj bool) {
-	if d.x != nil && d.x.ndump > 0 {
+	if d.ndump > 0 {
 		d.feed(func(s *jsontext.DumpStream) bool { return s.Open(obj) })
 	}
 }
@@ -266,8 +244,8 @@ func (d *Decoder) feedOpen(obj bool) {
 // feedClose passes the closing bracket of the container at stack index i
 // and ends the dumps of that container.
 func (d *Decoder) feedClose(obj bool, i int) {
-	x := d.x
-	if x == nil || x.ndump == 0 {
+	x := d
+	if x.ndump == 0 {
 		return
 	}
 	d.feed(func(s *jsontext.DumpStream) bool { return s.Close(obj) })
@@ -279,13 +257,13 @@ func (d *Decoder) feedClose(obj bool, i int) {
 }
 
 func (d *Decoder) feedString(v []byte) {
-	if d.x != nil && d.x.ndump > 0 {
+	if d.ndump > 0 {
 		d.feed(func(s *jsontext.DumpStream) bool { return s.String(v) })
 	}
 }
 
 func (d *Decoder) feedScalar(k jsontext.Kind, n jsontext.Num) {
-	if d.x != nil && d.x.ndump > 0 {
+	if d.ndump > 0 {
 		d.feed(func(s *jsontext.DumpStream) bool { return scalarDump(s, k, n) })
 	}
 }
@@ -319,9 +297,9 @@ func b64Dump(str []byte) []byte {
 
 // --- Close ---
 
-// closeExact is Close in exact mode.
-func (d *Decoder) closeExact() (*Request, error) {
-	x := d.x
+// Close finishes the body and returns the Request, or TF Serving's error.
+func (d *Decoder) Close() (*Request, error) {
+	x := d
 	if x.off == 0 {
 		d.abort()
 		return nil, errEmptyBody()
@@ -364,7 +342,7 @@ func (d *Decoder) closeExact() (*Request, error) {
 // eof ends the body where it stands: a token the input ends in is
 // complete, anything else open is rapidjson's error at the end.
 func (d *Decoder) eof() {
-	end := d.x.off
+	end := d.off
 	switch d.st {
 	case lxAtom:
 		d.atomDone(d.pend)
@@ -397,7 +375,7 @@ func afterMsg(f *opFrame) string {
 
 // rootErr judges the root facts in TF's order.
 func (d *Decoder) rootErr() error {
-	x := d.x
+	x := d
 	root := func(msg string) error { return formatDumpError(d.dumpBytes(dumpRoot), msg) }
 	if x.rootKind != jsontext.Object {
 		return root(msgNotObject)
@@ -406,7 +384,6 @@ func (d *Decoder) rootErr() error {
 		return root(msgSignatureType)
 	}
 	name := d.req.SignatureName
-	lost := false
 	switch {
 	case !x.resolved:
 		// Neither "instances" nor "inputs": TF still resolves first.
@@ -428,7 +405,7 @@ func (d *Decoder) rootErr() error {
 		if !x.resolveOK || !sameInputs(sig, d.sig) {
 			// The values were read against other inputs; the root
 			// checks that follow do not depend on them.
-			lost = true
+			d.lost = true
 			break
 		}
 		d.sig, d.req.Signature = sig, sig
@@ -447,7 +424,7 @@ func (d *Decoder) rootErr() error {
 		return root(msgInstancesEmpty)
 	case d.req.Format == 0:
 		return errMissingKey()
-	case lost:
+	case d.lost:
 		return undecided(`"signature_name" after the inputs names another signature`)
 	}
 	return nil

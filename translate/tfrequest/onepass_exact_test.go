@@ -58,7 +58,7 @@ func streamCuts(body []byte, resolve Resolver, lim tensor.Limits, cuts []int) (*
 // any chunking was undecided.
 func checkStream(t *testing.T, body []byte, resolve Resolver, lim tensor.Limits) (undecidedSeen bool) {
 	t.Helper()
-	exact, exErr := Parse(body, resolve, lim)
+	exact, exErr := tapeParse(body, resolve, lim)
 	if exErr == nil {
 		defer exact.Release()
 	}
@@ -133,7 +133,7 @@ func FuzzStream(f *testing.F) {
 		sig := fuzzSigs[int(sel)%len(fuzzSigs)]
 		r := rand.New(rand.NewPCG(seed, seed>>32))
 		cuts := randomCuts(r, len(body))
-		exact, exErr := Parse(body, fixed(sig), lim)
+		exact, exErr := tapeParse(body, fixed(sig), lim)
 		if exErr == nil {
 			defer exact.Release()
 		}

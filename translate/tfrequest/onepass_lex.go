@@ -47,18 +47,31 @@ const (
 )
 
 // Write feeds the next chunk of the body. After an error every call fails
-// the same way: in whole-body mode ErrFallback; in exact mode the answer
-// (a syntax error, which TF reports before anything else).
+// the same way, with the answer (a syntax error, which TF reports before
+// anything else).
 func (d *Decoder) Write(buf []byte) error {
 	if d.failed {
-		return d.writeErr()
+		return d.final
 	}
+	d.chunk = buf
+	d.lex(buf, 0, -1)
+	d.off += int64(len(buf))
+	if d.inst.on {
+		d.instDumpFeed(buf[d.inst.from:])
+		d.inst.from = 0
+	}
+	d.chunk = nil
+	if d.failed {
+		return d.final
+	}
+	return nil
+}
+
+// lex reads buf from p, to its end or, when stop >= 0, to the end of the
+// value that leaves stop containers open (second.go reads one value again).
+func (d *Decoder) lex(buf []byte, p int, stop int) {
 	n := len(buf)
-	p := 0
-	if d.x != nil {
-		d.x.chunk = buf
-	}
-	for p < n && !d.failed {
+	for p < n && !d.failed && (d.st != lxAfter || len(d.stack) != stop) {
 		switch d.st {
 		case lxStart:
 			p = d.start(buf, p)
@@ -135,49 +148,22 @@ func (d *Decoder) Write(buf []byte) error {
 			p = n
 		}
 	}
-	if x := d.x; x != nil {
-		x.off += int64(n)
-		if x.inst.on {
-			d.instDumpFeed(buf[x.inst.from:])
-			x.inst.from = 0
-		}
-		x.chunk = nil
-	}
-	if d.failed {
-		return d.writeErr()
-	}
-	return nil
 }
 
 // closeAt is close for a closing bracket that ends just before buf[p].
 func (d *Decoder) closeAt(p int) {
-	if d.x != nil {
-		d.x.pos = p
-	}
+	d.pos = p
 	d.close()
-}
-
-// writeErr is Write's sticky error.
-func (d *Decoder) writeErr() error {
-	if d.x != nil {
-		return d.x.final
-	}
-	return ErrFallback
 }
 
 // tokAt notes that a token starts at buf[p] (exact mode, for error offsets).
 func (d *Decoder) tokAt(p int) {
-	if d.x != nil {
-		d.x.tokOff = d.x.off + int64(p)
-	}
+	d.tokOff = d.off + int64(p)
 }
 
 // tokOffset is the body offset of byte i of the pending token.
 func (d *Decoder) tokOffset(i int) int64 {
-	if d.x == nil {
-		return 0
-	}
-	return d.x.tokOff + int64(i)
+	return d.tokOff + int64(i)
 }
 
 // start skips the byte-order mark (each of EF BB BF only if present, in
@@ -201,9 +187,6 @@ func (d *Decoder) start(buf []byte, p int) int {
 	}
 	p = skipSpace(buf, p)
 	if p == len(buf) {
-		return p
-	}
-	if buf[p] != '{' && d.bad() {
 		return p
 	}
 	d.st = lxValue
@@ -266,9 +249,7 @@ func (d *Decoder) value(buf []byte, p int) int {
 			d.synAt(jsontext.MsgDocumentEmpty, p)
 			return p
 		}
-		if d.x != nil {
-			d.dumpStart(dumpRoot, 0)
-		}
+		d.dumpStart(dumpRoot, 0)
 	}
 	if c == ']' {
 		// Only an empty list may close where a value is expected.
@@ -293,13 +274,16 @@ func (d *Decoder) value(buf []byte, p int) int {
 	if d.skipping() || d.dumpOnly {
 		s = slot{kind: slotSkip}
 	}
-	if x := d.x; x != nil {
+	if x := d; true {
 		switch s.kind {
 		case slotInstance:
 			x.elem, x.ekey = f.n-1, nil
 		case slotInputs, slotItem:
 			x.itemDepth = len(d.stack)
 		}
+	}
+	if s.kind == slotItem {
+		d.ins[s.input].from = p
 	}
 	if c != '{' {
 		// A list or scalar where one input's whole value may stand.
@@ -337,9 +321,7 @@ func (d *Decoder) value(buf []byte, p int) int {
 		d.openArray(s)
 		return p + 1
 	case '{':
-		if d.x != nil {
-			d.x.pos = p
-		}
+		d.pos = p
 		d.openObject(s)
 		return p + 1
 	}
@@ -365,9 +347,7 @@ func (d *Decoder) openArray(s slot) {
 	switch s.kind {
 	case slotInstances:
 		fr.role = roleInstances
-		if d.x != nil {
-			d.x.instDepth = len(d.stack)
-		}
+		d.instDepth = len(d.stack)
 	case slotSkip:
 	case slotTensor:
 		i := int(s.input)
@@ -377,9 +357,6 @@ func (d *Decoder) openArray(s slot) {
 			d.valueErr(i, errListLevel(int(s.level), d.ins[i].curRank), true, false)
 		}
 	default:
-		if d.bad() {
-			return
-		}
 		d.otherValue(s, jsontext.Array)
 	}
 	d.feedOpen(false)
@@ -394,14 +371,10 @@ func (d *Decoder) openObject(s slot) {
 	switch s.kind {
 	case slotRoot:
 		fr.role = roleTop
-		if d.x != nil {
-			d.x.rootKind = jsontext.Object
-		}
+		d.rootKind = jsontext.Object
 	case slotInputs:
 		fr.role = roleInputs
-		if d.x != nil {
-			d.x.named = true
-		}
+		d.named = true
 	case slotSkip:
 	case slotInstance:
 		switch d.mode {
@@ -425,9 +398,6 @@ func (d *Decoder) openObject(s slot) {
 			fr = opFrame{obj: true, role: roleB64, ctx: b64Leaf, input: s.input, level: s.level}
 			break
 		}
-		if d.bad() {
-			return
-		}
 		// An error whose text holds the object's dump: told at its end.
 		fr.ctx, fr.input, fr.level = objType, s.input, s.level
 		if !atLevel {
@@ -435,9 +405,6 @@ func (d *Decoder) openObject(s slot) {
 		}
 		d.dumpStart(dumpLeaf, depth)
 	default:
-		if d.bad() {
-			return
-		}
 		d.otherValue(s, jsontext.Object)
 	}
 	d.feedOpen(true)
@@ -449,16 +416,14 @@ func (d *Decoder) openObject(s slot) {
 // dumpInstance keeps what the dump of an instance object needs (exact
 // mode), which "keys must be equal to" prints.
 func (d *Decoder) dumpInstance(depth int) {
-	if d.x != nil {
-		d.instDumpStart(depth, d.x.pos)
-	}
+	d.instDumpStart(depth, d.pos)
 }
 
 // otherValue records what a value that is no tensor element tells (exact
 // mode): the root's kind, the signature name's, a "instances" that is no
 // list, a "b64" member that is no string.
 func (d *Decoder) otherValue(s slot, k jsontext.Kind) {
-	x := d.x
+	x := d
 	switch s.kind {
 	case slotRoot:
 		x.rootKind = k
@@ -472,6 +437,7 @@ func (d *Decoder) otherValue(s slot, k jsontext.Kind) {
 }
 
 func (d *Decoder) resetInObj() {
+	d.inObjN = 0
 	for i := range d.ins {
 		d.ins[i].inObj = false
 	}
@@ -504,21 +470,18 @@ func (d *Decoder) key(k []byte) {
 			case 0:
 				d.req.Format = format
 				if !d.resolveSig() {
-					d.bad() // exact mode: judged at Close
-					return
+					return // judged at Close
 				}
 				f.next = slotInstances
 				if format == Columnar {
 					f.next = slotInputs
 				}
 			default:
-				if !d.bad() {
-					d.x.both = true
-				}
+				d.both = true
 			}
 		}
 	case roleFirstInst:
-		if string(k) == keyB64 {
+		if string(k) == keyB64 && (d.lookup(k) < 0 || !d.whole || d.b64Ahead()) {
 			// {"b64": …} first: plain values of the first input (TF feeds
 			// the first input even when there are several).
 			d.mode = instPlain
@@ -535,19 +498,17 @@ func (d *Decoder) key(k []byte) {
 	case roleInstance:
 		d.instanceKey(f, k)
 	case roleInputs:
-		if f.n == 1 && string(k) == keyB64 {
+		switch {
+		case f.n != 1 || string(k) != keyB64 || d.whole && d.lookup(k) >= 0 && !d.b64Ahead():
+		case d.lookup(k) >= 0 && !d.whole:
+			f.role = roleSkip
+			if d.ferr == nil {
+				d.ferr = undecided(`"inputs" object starting with "b64" while an input has that name`)
+			}
+			return
+		default:
 			// One b64 value, or named tensors none of which is "b64".
-			if d.bad() {
-				return
-			}
-			if d.lookup(k) >= 0 {
-				f.role = roleSkip
-				if d.x.ferr == nil {
-					d.x.ferr = undecided(`"inputs" object starting with "b64" while an input has that name`)
-				}
-				return
-			}
-			d.x.named = false
+			d.named = false
 			f.role, f.ctx = roleB64, b64Inputs
 			f.next = slotB64
 			return
@@ -558,9 +519,6 @@ func (d *Decoder) key(k []byte) {
 	case roleB64:
 		if f.n == 1 && string(k) == keyB64 {
 			f.next, f.nextInput = slotB64, f.input
-			return
-		}
-		if d.bad() {
 			return
 		}
 		d.b64Deviate(f, k, true)
@@ -574,16 +532,15 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 	if j := bytes.IndexByte(k, 0); j >= 0 {
 		name = k[:j]
 	}
-	if x := d.x; x != nil {
-		x.keyBuf = append(x.keyBuf[:0], name...)
-		x.ekey = x.keyBuf
+	if d.keyInBody {
+		d.ekey = name
+	} else {
+		d.keyBuf = append(d.keyBuf[:0], name...)
+		d.ekey = d.keyBuf
 	}
-	if f.n == 1 && string(k) == keyB64 {
+	if f.n == 1 && string(k) == keyB64 && !(d.whole && d.lookup(k) >= 0 && !d.b64Ahead()) {
 		// A b64 value where objects are expected, or an input named b64.
-		if d.bad() {
-			return
-		}
-		if d.lookup(k) >= 0 {
+		if d.lookup(k) >= 0 && !d.whole {
 			d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
 			return
 		}
@@ -593,16 +550,19 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 	}
 	i := d.lookup(name)
 	if i < 0 {
-		if !d.bad() { // whole-body mode builds no error text
-			d.valueErr(0, errNoNamedInput(name), true, false)
-		}
+		d.valueErr(0, errNoNamedInput(name), true, false)
 		return
 	}
 	if d.ins[i].inObj {
 		// A duplicated key: TF adds both values (trimDuplicates).
 		d.dups = true
 	}
-	d.ins[i].inObj = true
+	if !d.ins[i].inObj {
+		d.ins[i].inObj = true
+		if d.inObjN++; d.inObjN == len(d.ins) && d.inst.on {
+			d.instDumpDrop()
+		}
+	}
 	f.next, f.nextInput = slotItem, int32(i)
 }
 
@@ -617,7 +577,7 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 	case b64Inputs:
 		// Named tensors, whose first member names none.
 		f.role = roleInputs
-		d.x.named = true
+		d.named = true
 		if atKey {
 			d.key(k)
 		}
@@ -627,12 +587,12 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 		}
 		// Its dump so far; the rest is fed as it is read.
 		d.dumpStart(dumpLeaf, len(d.stack)-1)
-		s := &d.x.dumps[dumpLeaf].s
+		s := &d.dumps[dumpLeaf].s
 		s.Open(true)
 		if !atKey || f.n > 1 {
 			s.String([]byte(keyB64))
 			if f.flags&b64Str != 0 {
-				s.String(d.x.b64)
+				s.String(d.b64)
 			}
 		}
 		if atKey {
@@ -647,10 +607,10 @@ func (d *Decoder) close() {
 	f := d.stack[idx]
 	d.stack = d.stack[:idx]
 	d.feedClose(f.obj, idx)
-	if x := d.x; x != nil && x.inst.on && idx == x.inst.depth {
+	if x := d; x.inst.on && idx == x.inst.depth {
 		d.instDumpEnd(x.pos)
 	}
-	if x := d.x; x != nil && x.skipTo >= 0 && idx >= x.skipTo {
+	if x := d; x.skipTo >= 0 && idx >= x.skipTo {
 		// Read for syntax only; a list TF would have found at the wrong
 		// length before the error inside it takes its place.
 		if f.role == roleTensor {
@@ -668,22 +628,19 @@ func (d *Decoder) close() {
 	ok := true
 	switch f.role {
 	case roleTop:
-		ok = d.x != nil || d.req.Format != 0
 	case roleInstances:
 		d.batch = f.n
-		if f.n == 0 && !d.bad() {
-			d.x.instEmpty = true
+		if f.n == 0 {
+			d.instEmpty = true
 		}
 	case roleFirstInst, roleInstance:
 		// {} first is an object of named inputs, all missing.
 		for i := range d.ins {
 			ok = ok && d.ins[i].inObj
 		}
-		if !ok && !d.bad() {
+		if !ok {
 			names := sortedNames(len(d.ins), func(i int) string { return d.ins[i].spec.Name })
-			if !d.bad() { // whole-body mode builds no error text
-				d.valueErr(0, errKeysMissing(d.x.elem, d.instDumpBytes(), names), false, false)
-			}
+			d.valueErr(0, errKeysMissing(d.elem, d.instDumpBytes(), names), false, false)
 			ok = true
 		}
 	case roleInputs:
@@ -720,17 +677,12 @@ func (d *Decoder) closed() {
 // closeInputs ends the named "inputs" object: TF walks the signature's
 // inputs in order, each missing or holding its first error.
 func (d *Decoder) closeInputs() bool {
-	x := d.x
-	if x == nil {
-		for i := range d.ins {
-			if !d.ins[i].used {
-				return false
-			}
-		}
-		return true
-	}
+	x := d
 	if x.ferr != nil {
 		return true
+	}
+	if x.colTrip && d.whole {
+		d.replayInputs()
 	}
 	if x.colTrip {
 		x.ferr = undecided("named inputs exceed the element limit together")
@@ -771,14 +723,7 @@ func (d *Decoder) closeLeafObject(f *opFrame) {
 // the object turned out to be (TF's IsValBase64Object) and answers as TF
 // does there.
 func (d *Decoder) closeB64(f *opFrame) bool {
-	x := d.x
-	if x == nil {
-		ok := f.n == 1
-		if ok && f.level == 0 {
-			ok = d.endItem(int(f.input))
-		}
-		return ok
-	}
+	x := d
 	isB64 := f.n == 1 && f.flags == b64Str
 	i := int(f.input)
 	switch f.ctx {
@@ -809,18 +754,14 @@ func (d *Decoder) closeB64(f *opFrame) bool {
 			d.valueErr(0, undecided(`first instance starting with "b64" while an input has that name`), false, false)
 		default:
 			x.ekey = []byte(keyB64)
-			if !d.bad() { // whole-body mode builds no error text
-				d.valueErr(0, errNoNamedInput(x.ekey), true, false)
-			}
+			d.valueErr(0, errNoNamedInput(x.ekey), true, false)
 		}
 	case b64Inst:
 		if isB64 {
 			d.valueErr(0, errExpectObject(x.elem), false, false)
 		} else {
 			x.ekey = []byte(keyB64)
-			if !d.bad() { // whole-body mode builds no error text
-				d.valueErr(0, errNoNamedInput(x.ekey), true, false)
-			}
+			d.valueErr(0, errNoNamedInput(x.ekey), true, false)
 		}
 	case b64Inputs:
 		// Only a b64 value gets here (b64Deviate makes the others
@@ -845,12 +786,10 @@ func (d *Decoder) closeB64(f *opFrame) bool {
 func (d *Decoder) b64Value(i int, root bool) {
 	in := &d.ins[i]
 	if in.spec.DataType != tensor.Bytes {
-		if !d.bad() { // whole-body mode builds no error text
-			d.valueErr(i, errType(b64Dump(d.x.b64), jsontext.Object, in.spec.DataType), true, false)
-		}
+		d.valueErr(i, errType(b64Dump(d.b64), jsontext.Object, in.spec.DataType), true, false)
 		return
 	}
-	out, ok := base64Unescape(make([]byte, 0, len(d.x.b64)/4*3+3), d.x.b64)
+	out, ok := base64Unescape(make([]byte, 0, len(d.b64)/4*3+3), d.b64)
 	if !ok {
 		d.valueErr(i, errB64Decode(), true, false)
 		return
@@ -874,7 +813,8 @@ func (d *Decoder) endItemCheck(i int) {
 // limitErr is the element limit met at a value of input i. Named "inputs"
 // with several inputs are undecided: TF counts them in signature order.
 func (d *Decoder) limitErr(i int) {
-	if x := d.x; x != nil && x.named && d.req.Format == Columnar && len(d.ins) > 1 {
+	if d.named && d.req.Format == Columnar && len(d.ins) > 1 && !d.replaying {
+		x := d
 		x.colTrip = true
 		d.valueErr(i, undecided("named inputs exceed the element limit together"), false, false)
 		return
@@ -886,18 +826,6 @@ func (d *Decoder) limitErr(i int) {
 func (d *Decoder) str(buf []byte, p int, key bool) int {
 	d.strKey = key
 	q, ok := scanString(buf, p)
-	if !ok && d.x == nil && d.alias {
-		// Whole-body mode: the chunk is the body, so the string is
-		// unescaped where it lies, without copying its raw text first;
-		// a bad one is left to the exact parser.
-		out, end, err := jsontext.AppendUnescaped(nil, buf, p)
-		if err != nil {
-			d.fail()
-			return len(buf)
-		}
-		d.strDone(out, true)
-		return end
-	}
 	if !ok {
 		// An escape (or a raw control character): the raw text is kept
 		// to the closing quote, then unescaped.
@@ -912,6 +840,7 @@ func (d *Decoder) str(buf []byte, p int, key bool) int {
 		d.esc = false
 		return q
 	}
+	d.keyEnd = q + 1
 	d.strDone(buf[p:q], true)
 	return q + 1
 }
@@ -954,6 +883,7 @@ func (d *Decoder) strRaw(buf []byte, p int) int {
 			d.bs = true
 		case c == '"':
 			d.pend = append(d.pend, buf[start:p+1]...)
+			d.keyEnd = p + 1
 			d.strEnd()
 			return p + 1
 		}
@@ -967,13 +897,9 @@ func (d *Decoder) strRaw(buf []byte, p int) int {
 func (d *Decoder) strEnd() {
 	d.esc = false
 	var unesc []byte
-	if d.x != nil {
-		unesc = d.x.unesc[:0]
-	}
+	unesc = d.unesc[:0]
 	out, _, err := jsontext.AppendUnescaped(unesc, d.pend, 0)
-	if d.x != nil {
-		d.x.unesc = out
-	}
+	d.unesc = out
 	d.pend = d.pend[:0]
 	if err != nil {
 		d.synErr(err.Msg, d.tokOffset(1+err.Offset))
@@ -1001,6 +927,7 @@ func scanString(buf []byte, p int) (int, bool) {
 // being written (and may be kept in whole-body mode).
 func (d *Decoder) strDone(s []byte, inChunk bool) {
 	if d.strKey {
+		d.keyInBody = inChunk && d.whole
 		d.feedString(s)
 		d.key(s)
 		return
@@ -1012,47 +939,50 @@ func (d *Decoder) strDone(s []byte, inChunk bool) {
 	case slotSignature:
 		if d.specul && len(s) > 0 {
 			// Resolved as the default signature too early.
-			if d.bad() {
-				return
-			}
-			d.x.lateSig = true
+			d.lateSig = true
 		}
 		d.req.SignatureName = string(s)
-		if d.x != nil {
-			d.x.sigSeen, d.x.sigKind = true, jsontext.String
-		}
+		d.sigSeen, d.sigKind = true, jsontext.String
 	case slotB64:
-		if d.x != nil {
-			// Exact mode: decoded once the object is known to be a
-			// {"b64": "…"} value (closeB64).
-			d.top().flags |= b64Str
-			d.x.b64 = append(d.x.b64[:0], s...)
-			break
-		}
-		i := int(v.input)
-		if !d.countLeaf(i) {
-			d.fail()
-			return
-		}
-		out, ok := base64Unescape(make([]byte, 0, len(s)/4*3+3), s)
-		if !ok {
-			d.fail()
-			return
-		}
-		d.ensureStrs(&d.ins[i].input)
-		d.ins[i].strs = append(d.ins[i].strs, out)
+		// Exact mode: decoded once the object is known to be a
+		// {"b64": "…"} value (closeB64).
+		d.top().flags |= b64Str
+		d.keepB64(s, inChunk)
 	case slotTensor:
 		d.stringLeaf(v, s, inChunk)
 	default:
-		if d.bad() {
-			return
-		}
 		d.otherValue(v, jsontext.String)
 		if v.kind == slotRoot {
 			d.st = lxDone
 		}
 	}
 	d.feedString(s)
+}
+
+// keepB64 keeps the string of a {"b64": …} member until its object ends,
+// holding it once: a whole body's string is aliased, and the pending text
+// or unescaped scratch a long string was gathered in is taken over rather
+// than copied (a streamed image is mostly one such string).
+func (d *Decoder) keepB64(s []byte, inChunk bool) {
+	switch {
+	case inChunk && d.whole:
+		d.b64 = s
+		return
+	case inChunk || len(s) <= arenaBlock:
+		d.b64buf = append(d.b64buf[:0], s...)
+	case sameStart(s, d.pend):
+		d.b64buf, d.pend = s, nil
+	case sameStart(s, d.unesc):
+		d.b64buf, d.unesc = s, nil
+	default:
+		d.b64buf = append(d.b64buf[:0], s...)
+	}
+	d.b64 = d.b64buf
+}
+
+// sameStart reports that s starts where buf's storage does.
+func sameStart(s, buf []byte) bool {
+	return len(s) > 0 && cap(buf) > 0 && &s[0] == &buf[:1][0]
 }
 
 // stringLeaf adds a string where a tensor element belongs (TF's checks in
@@ -1062,17 +992,13 @@ func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) {
 	in := &d.ins[i]
 	switch {
 	case !d.leafLevel(i, int(v.level)):
-		if !d.bad() { // whole-body mode builds no error text
-			d.valueErr(i, errLevel(tokenDump(jsontext.String, jsontext.Num{}, s), int(v.level), in.curRank), true, false)
-		}
+		d.valueErr(i, errLevel(tokenDump(jsontext.String, jsontext.Num{}, s), int(v.level), in.curRank), true, false)
 	case !d.countLeaf(i):
 		d.limitErr(i)
 	case in.spec.DataType != tensor.Bytes:
-		if !d.bad() { // whole-body mode builds no error text
-			d.valueErr(i, errType(tokenDump(jsontext.String, jsontext.Num{}, s), jsontext.String, in.spec.DataType), true, false)
-		}
+		d.valueErr(i, errType(tokenDump(jsontext.String, jsontext.Num{}, s), jsontext.String, in.spec.DataType), true, false)
 	default:
-		if !(inChunk && d.alias) {
+		if !(inChunk && d.whole) {
 			s = d.arena.copy(s)
 		}
 		d.ensureStrs(&in.input)
@@ -1126,14 +1052,11 @@ func (d *Decoder) atomMore(buf []byte, p int) int {
 // stops inside what is held (an error, or the end of a literal or number
 // before the token's), else undecided (exact mode) or fallen back.
 func (d *Decoder) longAtom() {
-	if d.bad() {
-		return
-	}
 	tok := d.pend
 	_, end, err := jsontext.ScanNumber(tok, 0)
 	if c := tok[0]; c != 'n' && c != 't' && c != 'f' &&
 		(err == nil && end == len(tok) || err != nil && err.Offset >= len(tok)) {
-		d.x.final = undecided("a number token longer than 4096 bytes")
+		d.final = undecided("a number token longer than 4096 bytes")
 		d.failed = true
 		return
 	}
@@ -1155,9 +1078,6 @@ func (d *Decoder) atomDone(tok []byte) {
 	case slotTensor:
 		d.scalarLeaf(v, k, num)
 	default:
-		if d.bad() {
-			return
-		}
 		d.otherValue(v, k)
 		if v.kind == slotRoot {
 			d.st = lxDone
@@ -1215,28 +1135,20 @@ func (d *Decoder) scalarLeaf(v slot, k jsontext.Kind, num jsontext.Num) {
 	dt := in.spec.DataType
 	switch {
 	case !d.leafLevel(i, int(v.level)):
-		if !d.bad() { // whole-body mode builds no error text
-			d.valueErr(i, errLevel(tokenDump(k, num, nil), int(v.level), in.curRank), true, false)
-		}
+		d.valueErr(i, errLevel(tokenDump(k, num, nil), int(v.level), in.curRank), true, false)
 	case !d.countLeaf(i):
 		d.limitErr(i)
 	case dt == tensor.Bytes:
-		if !d.bad() { // whole-body mode builds no error text
-			d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
-		}
+		d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
 	default:
 		d.ensureBuf(&in.input)
 		var res leafResult
 		in.data, res = appendLeaf(in.data, dt, k, num)
 		switch res {
 		case leafTypeError:
-			if !d.bad() { // whole-body mode builds no error text
-				d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
-			}
+			d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
 		case leafUnimplemented:
-			if !d.bad() { // whole-body mode builds no error text
-				d.valueErr(i, errUnimplemented(tokenDump(k, num, nil), dt), true, false)
-			}
+			d.valueErr(i, errUnimplemented(tokenDump(k, num, nil), dt), true, false)
 		default:
 			if v.level == 0 {
 				d.endItemCheck(i)

@@ -15,7 +15,7 @@ func Undecidable(body []byte, sig *tensor.Signature, lim tensor.Limits) bool {
 		return true
 	}
 	lim = lim.OrDefault()
-	doc, err := jsontext.Parse(body, lim)
+	doc, err := jsontext.Parse(body, jsonLimits(lim))
 	if err != nil {
 		return false
 	}
