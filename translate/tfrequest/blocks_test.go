@@ -37,7 +37,7 @@ func bigBody(n, width int, columnar bool, value func(i int) string) []byte {
 
 // TestDecoderBlocks: a streamed body whose data outgrows one block gives
 // the tensors Parse gives (compared through Blocks), in full blocks of
-// BlockSize but the last, with Data nil; in whole-body mode the data
+// BlockSize but the last, with Data nil; as a whole body the data
 // stays one contiguous piece.
 func TestDecoderBlocks(t *testing.T) {
 	num := func(i int) string { return strconv.Itoa(i%200 - 100) }

@@ -71,7 +71,7 @@ func shapeString(shape []int64) string {
 }
 
 // buildTensors is the last step of both parsers (the tape filler and the
-// one-pass decoder): the n inputs' accumulated values become r.Inputs, in
+// decoder): the n inputs' accumulated values become r.Inputs, in
 // signature order, skipping inputs the body did not fill. Row format
 // prepends the batch dimension. A duplicated key in an instance object
 // leaves more values than the shape holds; TF's Tensor::FromProto keeps

@@ -17,7 +17,7 @@ import "math"
 // instRawMax is how much of an instance object's text is kept as is.
 const instRawMax = 64 << 10
 
-// instDump is the dump-to-be of the open instance object (exact mode).
+// instDump is the dump-to-be of the open instance object.
 type instDump struct {
 	on    bool
 	depth int      // stack index of the instance object

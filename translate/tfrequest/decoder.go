@@ -17,7 +17,7 @@ import (
 // implementation of TF Serving's request rules: a whole body (Parse) is
 // one chunk, and a streamed body (NewDecoder) any number of them. It
 // decides every body itself, errors included, as TF Serving does;
-// onepass_exact.go says how, and ErrUndecided lists the few bodies a
+// decoder_judge.go says how, and ErrUndecided lists the few bodies a
 // stream cannot tell, which the whole text settles (second.go).
 
 // Parse parses a TF Serving predict request body the way TF Serving's
@@ -81,7 +81,7 @@ type Decoder struct {
 	known    bool   // the signature name is known before the body names it
 	hint     int64  // expected number of values (whole body), 0 if unknown
 	maxNodes int64
-	nodes    int64 // values and keys so far, as the tape parser counts them
+	nodes    int64 // values and keys so far, as jsontext's tape counts them (one bound for both)
 	total    int64 // tensor elements so far, all inputs
 
 	req   *Request
@@ -105,14 +105,13 @@ type Decoder struct {
 	dups   bool // an instance object named an input twice
 	inObjN int  // inputs the current instance object has named
 	// dumpOnly: every value is skipped, the root dump is all it makes
-	// (onepass_instdump.go).
+	// (decoder_instdump.go).
 	dumpOnly bool
 
 	exactState
 }
 
-// opInput accumulates one signature input's tensor: what the tape filler
-// keeps, plus the item being read — its shape as inferred so far (-1 for
+// opInput accumulates one signature input's tensor (input), plus the item being read — its shape as inferred so far (-1 for
 // a level whose first list is still open), its rank once known (-1
 // before) and its value count.
 type opInput struct {
@@ -354,14 +353,14 @@ func (d *Decoder) ensureBuf(in *input) {
 
 // ensureStrs sizes a BYTES input's string list by the hint when the body
 // has a single input, so a million strings are not appended by doubling
-// (the tape filler knows the batch and reserves the same way).
+// (the tape oracle knows the batch and reserves the same way).
 func (d *Decoder) ensureStrs(in *input) {
 	if in.strs == nil && len(d.ins) == 1 && d.hint > 0 {
 		in.strs = make([][]byte, 0, min(d.hint, d.lim.MaxElements))
 	}
 }
 
-// finish builds the Request's tensors, as the tape filler does, after
+// finish builds the Request's tensors, as the tape oracle does, after
 // checking that every used input holds exactly the values its shape says
 // (the rules above guarantee it; a broken invariant must not become a
 // panic or a wrong tensor).

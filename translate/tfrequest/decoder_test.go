@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/translate/internal/oracle"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -55,10 +56,10 @@ func checkOnePass(t *testing.T, body []byte, sig *tensor.Signature, lim tensor.L
 		t.Fatalf("whole body undecided: %v", err)
 	}
 	chunked, err := streamCuts(body, fixed(sig), lim, cuts)
-	if sameAnswer(t, body, exact, exErr, chunked, err, cuts) && !Undecidable(body, sig, lim) {
+	if sameAnswer(t, body, exact, exErr, chunked, err, cuts) && !oracle.Undecidable(body, sig, lim) {
 		t.Fatalf("cut at %v: undecided %v", cuts, err)
 	}
-	if checkStream(t, body, fixed(sig), lim) && !Undecidable(body, sig, lim) {
+	if checkStream(t, body, fixed(sig), lim) && !oracle.Undecidable(body, sig, lim) {
 		t.Fatalf("streaming decoder: undecided")
 	}
 }
@@ -149,7 +150,7 @@ var onePassCases = []struct {
 }
 
 // TestOnePass checks each case at every cut into two chunks, in one-byte
-// chunks, and in whole-body mode against Parse.
+// chunks, and whole, against the tape oracle.
 func TestOnePass(t *testing.T) {
 	for _, tc := range onePassCases {
 		t.Run(tc.name, func(t *testing.T) {

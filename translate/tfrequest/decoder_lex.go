@@ -12,7 +12,7 @@ import (
 // maxPending bounds a number or literal split across chunks. A longer one
 // is legal JSON (digits beyond the 17th are read and dropped) but rare:
 // longAtom decides it when rapidjson would stop inside the bytes held,
-// else whole-body mode falls back and exact mode answers ErrUndecided.
+// else it is undecided (a whole body, one chunk, never gets there).
 const maxPending = 4096
 
 // slot is what the next value is for.
@@ -34,7 +34,7 @@ const (
 
 // What a roleB64 frame's members were (opFrame.flags).
 const (
-	b64Str uint8 = 1 << iota // the "b64" member's value is a string (exact mode: in x.b64)
+	b64Str uint8 = 1 << iota // the "b64" member's value is a string (in d.b64)
 	b64Not                   // not a {"b64": "…"} object after all
 )
 
@@ -156,7 +156,7 @@ func (d *Decoder) closeAt(p int) {
 	d.close()
 }
 
-// tokAt notes that a token starts at buf[p] (exact mode, for error offsets).
+// tokAt notes that a token starts at buf[p] (for error offsets).
 func (d *Decoder) tokAt(p int) {
 	d.tokOff = d.off + int64(p)
 }
@@ -167,8 +167,8 @@ func (d *Decoder) tokOffset(i int) int64 {
 }
 
 // start skips the byte-order mark (each of EF BB BF only if present, in
-// that order, as skipBOM does) and spaces before the root, which must be
-// an object in whole-body mode (exact mode reads any root for its dump).
+// that order, as rapidjson's stream does) and spaces before the root
+// (any root: it is read for its dump).
 func (d *Decoder) start(buf []byte, p int) int {
 	const bom = "\xEF\xBB\xBF"
 	for p < len(buf) && d.bom < 3 {
@@ -274,13 +274,11 @@ func (d *Decoder) value(buf []byte, p int) int {
 	if d.skipping() || d.dumpOnly {
 		s = slot{kind: slotSkip}
 	}
-	if x := d; true {
-		switch s.kind {
-		case slotInstance:
-			x.elem, x.ekey = f.n-1, nil
-		case slotInputs, slotItem:
-			x.itemDepth = len(d.stack)
-		}
+	switch s.kind {
+	case slotInstance:
+		d.elem, d.ekey = f.n-1, nil
+	case slotInputs, slotItem:
+		d.itemDepth = len(d.stack)
 	}
 	if s.kind == slotItem {
 		d.ins[s.input].from = p
@@ -413,24 +411,22 @@ func (d *Decoder) openObject(s slot) {
 	}
 }
 
-// dumpInstance keeps what the dump of an instance object needs (exact
-// mode), which "keys must be equal to" prints.
+// dumpInstance keeps what the dump of an instance object needs,
+// which "keys must be equal to" prints.
 func (d *Decoder) dumpInstance(depth int) {
 	d.instDumpStart(depth, d.pos)
 }
 
-// otherValue records what a value that is no tensor element tells (exact
-// mode): the root's kind, the signature name's, a "instances" that is no
+// otherValue records what a value that is no tensor element tells: the root's kind, the signature name's, a "instances" that is no
 // list, a "b64" member that is no string.
 func (d *Decoder) otherValue(s slot, k jsontext.Kind) {
-	x := d
 	switch s.kind {
 	case slotRoot:
-		x.rootKind = k
+		d.rootKind = k
 	case slotSignature:
-		x.sigSeen, x.sigKind = true, k
+		d.sigSeen, d.sigKind = true, k
 	case slotInstances:
-		x.instBad = true
+		d.instBad = true
 	case slotB64:
 		d.b64Deviate(d.top(), nil, false)
 	}
@@ -607,10 +603,10 @@ func (d *Decoder) close() {
 	f := d.stack[idx]
 	d.stack = d.stack[:idx]
 	d.feedClose(f.obj, idx)
-	if x := d; x.inst.on && idx == x.inst.depth {
-		d.instDumpEnd(x.pos)
+	if d.inst.on && idx == d.inst.depth {
+		d.instDumpEnd(d.pos)
 	}
-	if x := d; x.skipTo >= 0 && idx >= x.skipTo {
+	if d.skipTo >= 0 && idx >= d.skipTo {
 		// Read for syntax only; a list TF would have found at the wrong
 		// length before the error inside it takes its place.
 		if f.role == roleTensor {
@@ -619,8 +615,8 @@ func (d *Decoder) close() {
 				d.valueErr(i, errListSize(f.n, int(f.level), in.cur[f.level]), true, true)
 			}
 		}
-		if idx == x.skipTo {
-			x.skipTo = -1
+		if idx == d.skipTo {
+			d.skipTo = -1
 		}
 		d.closed()
 		return
@@ -677,23 +673,22 @@ func (d *Decoder) closed() {
 // closeInputs ends the named "inputs" object: TF walks the signature's
 // inputs in order, each missing or holding its first error.
 func (d *Decoder) closeInputs() bool {
-	x := d
-	if x.ferr != nil {
+	if d.ferr != nil {
 		return true
 	}
-	if x.colTrip && d.whole {
+	if d.colTrip && d.whole {
 		d.replayInputs()
 	}
-	if x.colTrip {
-		x.ferr = undecided("named inputs exceed the element limit together")
+	if d.colTrip {
+		d.ferr = undecided("named inputs exceed the element limit together")
 		return true
 	}
 	for i := range d.ins {
 		switch {
 		case !d.ins[i].used:
-			x.ferr = errMissingNamedInput(d.ins[i].spec.Name)
-		case x.colErrs != nil && x.colErrs[i] != nil:
-			x.ferr = x.colErrs[i]
+			d.ferr = errMissingNamedInput(d.ins[i].spec.Name)
+		case d.colErrs != nil && d.colErrs[i] != nil:
+			d.ferr = d.colErrs[i]
 		default:
 			continue
 		}
@@ -718,12 +713,9 @@ func (d *Decoder) closeLeafObject(f *opFrame) {
 	}
 }
 
-// closeB64 ends a roleB64 object. Whole-body mode decoded its string
-// already and only accepts the plain {"b64": "…"}; exact mode tells what
-// the object turned out to be (TF's IsValBase64Object) and answers as TF
-// does there.
+// closeB64 ends a roleB64 object: it tells what the object turned out to
+// be (TF's IsValBase64Object) and answers as TF does there.
 func (d *Decoder) closeB64(f *opFrame) bool {
-	x := d
 	isB64 := f.n == 1 && f.flags == b64Str
 	i := int(f.input)
 	switch f.ctx {
@@ -749,19 +741,19 @@ func (d *Decoder) closeB64(f *opFrame) bool {
 			}
 			d.b64Value(0, true)
 		case f.ctx == b64Elem:
-			d.valueErr(0, errExpectValue(x.elem), false, false)
+			d.valueErr(0, errExpectValue(d.elem), false, false)
 		case d.lookup([]byte(keyB64)) >= 0:
 			d.valueErr(0, undecided(`first instance starting with "b64" while an input has that name`), false, false)
 		default:
-			x.ekey = []byte(keyB64)
-			d.valueErr(0, errNoNamedInput(x.ekey), true, false)
+			d.ekey = []byte(keyB64)
+			d.valueErr(0, errNoNamedInput(d.ekey), true, false)
 		}
 	case b64Inst:
 		if isB64 {
-			d.valueErr(0, errExpectObject(x.elem), false, false)
+			d.valueErr(0, errExpectObject(d.elem), false, false)
 		} else {
-			x.ekey = []byte(keyB64)
-			d.valueErr(0, errNoNamedInput(x.ekey), true, false)
+			d.ekey = []byte(keyB64)
+			d.valueErr(0, errNoNamedInput(d.ekey), true, false)
 		}
 	case b64Inputs:
 		// Only a b64 value gets here (b64Deviate makes the others
@@ -811,11 +803,11 @@ func (d *Decoder) endItemCheck(i int) {
 }
 
 // limitErr is the element limit met at a value of input i. Named "inputs"
-// with several inputs are undecided: TF counts them in signature order.
+// with several inputs are undecided in document order: TF counts them in
+// signature order.
 func (d *Decoder) limitErr(i int) {
 	if d.named && d.req.Format == Columnar && len(d.ins) > 1 && !d.replaying {
-		x := d
-		x.colTrip = true
+		d.colTrip = true // replayInputs settles it for a whole body
 		d.valueErr(i, undecided("named inputs exceed the element limit together"), false, false)
 		return
 	}
@@ -924,7 +916,7 @@ func scanString(buf []byte, p int) (int, bool) {
 }
 
 // strDone handles a complete string; inChunk says s lies in the chunk
-// being written (and may be kept in whole-body mode).
+// being written (and may be kept when it is the whole body).
 func (d *Decoder) strDone(s []byte, inChunk bool) {
 	if d.strKey {
 		d.keyInBody = inChunk && d.whole
@@ -944,7 +936,7 @@ func (d *Decoder) strDone(s []byte, inChunk bool) {
 		d.req.SignatureName = string(s)
 		d.sigSeen, d.sigKind = true, jsontext.String
 	case slotB64:
-		// Exact mode: decoded once the object is known to be a
+		// Decoded once the object is known to be a
 		// {"b64": "…"} value (closeB64).
 		d.top().flags |= b64Str
 		d.keepB64(s, inChunk)
@@ -1050,7 +1042,7 @@ func (d *Decoder) atomMore(buf []byte, p int) int {
 
 // longAtom handles a token longer than maxPending: decided when rapidjson
 // stops inside what is held (an error, or the end of a literal or number
-// before the token's), else undecided (exact mode) or fallen back.
+// before the token's), else undecided.
 func (d *Decoder) longAtom() {
 	tok := d.pend
 	_, end, err := jsontext.ScanNumber(tok, 0)

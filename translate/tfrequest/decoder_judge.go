@@ -9,9 +9,9 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
-// Exact mode: the streaming decoder (NewDecoder) answers every body
-// itself, errors included, as Parse would over the whole text, because a
-// stream's text is gone once read. TF Serving checks in this order: JSON
+// The decoder answers every body itself, errors included, reading it once
+// in document order, because a stream's text is gone once read (and a
+// whole body is read the same way). TF Serving checks in this order: JSON
 // syntax anywhere in the body, then the root object's keys, then the
 // values against the signature (in document order for "instances", in
 // signature order for named "inputs"), then the input count. The decoder
@@ -34,12 +34,14 @@ import (
 //     Close by signature order.
 //
 // What it cannot decide from a stream returns an *apierr.Error 400 that
-// wraps ErrUndecided (listed at ErrUndecided).
+// wraps ErrUndecided (listed at ErrUndecided); a whole body settles those
+// with a second look at its text (second.go).
 
-// ErrUndecided is wrapped by the 400 the streaming decoder answers for the
-// few bodies whose TF Serving answer it cannot tell without the whole
-// text (RequestStream keeps the text of bodies up to ReplayBytes and then
-// never shows it):
+// ErrUndecided is wrapped by the 400 the decoder answers, for a stream,
+// for the few bodies whose TF Serving answer it cannot tell without the
+// whole text; Parse, which holds it, settles them (second.go), and so
+// does translate's RequestStream for bodies up to its ReplayBytes, so only
+// longer streams meet them:
 //   - a "signature_name" with a non-empty value after "instances" or
 //     "inputs" that resolves to inputs other than the default signature's
 //     (the values were read against the default signature);
@@ -62,8 +64,8 @@ func undecided(why string) error {
 		"Request cannot be checked in one streaming pass: "+why+"; send it as a smaller body")
 }
 
-// exactState is the decoder's exact-mode bookkeeping (nil in whole-body
-// mode, where the exact parser runs instead).
+// exactState is what the decoder records for TF's checks, judged at Close
+// in TF's order.
 type exactState struct {
 	final  error // the answer once certain: a syntax error or an undecidable token
 	off    int64 // offset of the chunk being written
@@ -162,29 +164,28 @@ func (d *Decoder) wrapItem(err error) error {
 // it concerns be skipped. replace is for the list-length check TF makes
 // before the values inside the list.
 func (d *Decoder) valueErr(i int, err error, item, replace bool) {
-	x := d
 	if item {
 		err = d.wrapItem(err)
 	}
-	if x.named && d.req.Format == Columnar {
-		if x.colErrs == nil {
-			x.colErrs = make([]error, len(d.ins))
+	if d.named && d.req.Format == Columnar {
+		if d.colErrs == nil {
+			d.colErrs = make([]error, len(d.ins))
 		}
-		if replace || x.colErrs[i] == nil {
-			x.colErrs[i] = err
+		if replace || d.colErrs[i] == nil {
+			d.colErrs[i] = err
 		}
-	} else if replace || x.ferr == nil {
-		x.ferr = err
+	} else if replace || d.ferr == nil {
+		d.ferr = err
 	}
 	// Row format stops at the first error; named inputs go on with the
 	// next input, so only the rest of this one's value is skipped (none
 	// when the value was a scalar).
-	scope := x.itemDepth
+	scope := d.itemDepth
 	if d.req.Format == Row {
-		scope = x.instDepth
+		scope = d.instDepth
 	}
-	if x.skipTo < 0 && len(d.stack) > scope {
-		x.skipTo = scope
+	if d.skipTo < 0 && len(d.stack) > scope {
+		d.skipTo = scope
 	}
 }
 
@@ -198,13 +199,12 @@ func (d *Decoder) undecidedValue(i int, why string) {
 // dumpStart starts capturing dump k for a value whose container will sit
 // at stack index depth.
 func (d *Decoder) dumpStart(k int, depth int) {
-	x := d
-	sl := &x.dumps[k]
+	sl := &d.dumps[k]
 	sl.s.Restart()
 	sl.depth = depth
 	if !sl.on {
 		sl.on = true
-		x.ndump++
+		d.ndump++
 	}
 }
 
@@ -215,9 +215,8 @@ func (d *Decoder) dumpBytes(k int) []byte {
 
 // feed passes one token to every dump capturing.
 func (d *Decoder) feed(tok func(s *jsontext.DumpStream) bool) {
-	x := d
-	for k := range x.dumps {
-		sl := &x.dumps[k]
+	for k := range d.dumps {
+		sl := &d.dumps[k]
 		if sl.on {
 			tok(&sl.s)
 			if sl.s.Full() {
@@ -244,13 +243,12 @@ func (d *Decoder) feedOpen(obj bool) {
 // feedClose passes the closing bracket of the container at stack index i
 // and ends the dumps of that container.
 func (d *Decoder) feedClose(obj bool, i int) {
-	x := d
-	if x.ndump == 0 {
+	if d.ndump == 0 {
 		return
 	}
 	d.feed(func(s *jsontext.DumpStream) bool { return s.Close(obj) })
-	for k := range x.dumps {
-		if x.dumps[k].on && x.dumps[k].depth == i {
+	for k := range d.dumps {
+		if d.dumps[k].on && d.dumps[k].depth == i {
 			d.dumpStop(k)
 		}
 	}
@@ -299,8 +297,7 @@ func b64Dump(str []byte) []byte {
 
 // Close finishes the body and returns the Request, or TF Serving's error.
 func (d *Decoder) Close() (*Request, error) {
-	x := d
-	if x.off == 0 {
+	if d.off == 0 {
 		d.abort()
 		return nil, errEmptyBody()
 	}
@@ -309,15 +306,15 @@ func (d *Decoder) Close() (*Request, error) {
 	}
 	if d.failed {
 		d.abort()
-		return nil, x.final
+		return nil, d.final
 	}
 	if err := d.rootErr(); err != nil {
 		d.abort()
 		return nil, err
 	}
-	if x.ferr != nil {
+	if d.ferr != nil {
 		d.abort()
-		return nil, x.ferr
+		return nil, d.ferr
 	}
 	// VerifyRequestInputsSize: only b64 values of the first input with a
 	// several-input signature get here without every input.
@@ -375,17 +372,16 @@ func afterMsg(f *opFrame) string {
 
 // rootErr judges the root facts in TF's order.
 func (d *Decoder) rootErr() error {
-	x := d
 	root := func(msg string) error { return formatDumpError(d.dumpBytes(dumpRoot), msg) }
-	if x.rootKind != jsontext.Object {
+	if d.rootKind != jsontext.Object {
 		return root(msgNotObject)
 	}
-	if x.sigSeen && x.sigKind != jsontext.String {
+	if d.sigSeen && d.sigKind != jsontext.String {
 		return root(msgSignatureType)
 	}
 	name := d.req.SignatureName
 	switch {
-	case !x.resolved:
+	case !d.resolved:
 		// Neither "instances" nor "inputs": TF still resolves first.
 		sig, err := d.resolve(name)
 		if err != nil {
@@ -394,7 +390,7 @@ func (d *Decoder) rootErr() error {
 		if sig == nil || len(sig.Inputs) == 0 {
 			return errNoInputMap(name)
 		}
-	case x.lateSig:
+	case d.lateSig:
 		sig, err := d.resolve(name)
 		if err != nil {
 			return err
@@ -402,25 +398,25 @@ func (d *Decoder) rootErr() error {
 		if sig == nil || len(sig.Inputs) == 0 {
 			return errNoInputMap(name)
 		}
-		if !x.resolveOK || !sameInputs(sig, d.sig) {
+		if !d.resolveOK || !sameInputs(sig, d.sig) {
 			// The values were read against other inputs; the root
 			// checks that follow do not depend on them.
 			d.lost = true
 			break
 		}
 		d.sig, d.req.Signature = sig, sig
-	case !x.resolveOK:
-		if x.resolveE != nil {
-			return x.resolveE
+	case !d.resolveOK:
+		if d.resolveE != nil {
+			return d.resolveE
 		}
 		return errNoInputMap(name)
 	}
 	switch {
-	case x.both:
+	case d.both:
 		return root(msgBothKeys)
-	case x.instBad:
+	case d.instBad:
 		return root(msgInstancesType)
-	case x.instEmpty:
+	case d.instEmpty:
 		return root(msgInstancesEmpty)
 	case d.req.Format == 0:
 		return errMissingKey()
