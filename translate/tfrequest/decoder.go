@@ -407,9 +407,6 @@ const (
 )
 
 func (a *arena) copy(s []byte) []byte {
-	if len(s) > arenaBlock/4 {
-		return slices.Clone(s)
-	}
 	if cap(a.block)-len(a.block) < len(s) {
 		size := min(max(2*cap(a.block), arenaFirst), arenaBlock)
 		for size < len(s) {

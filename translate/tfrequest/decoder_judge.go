@@ -254,8 +254,12 @@ func (d *Decoder) feedClose(obj bool, i int) {
 	}
 }
 
-func (d *Decoder) feedString(v []byte) {
-	if d.ndump > 0 {
+// feedString passes a string; stable says it stays unmodified until the
+// Request is released, so a dump may keep it instead of a copy.
+func (d *Decoder) feedString(v []byte, stable bool) {
+	if d.ndump > 0 && stable {
+		d.feed(func(s *jsontext.DumpStream) bool { return s.StringStable(v) })
+	} else if d.ndump > 0 {
 		d.feed(func(s *jsontext.DumpStream) bool { return s.String(v) })
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -918,9 +919,10 @@ func scanString(buf []byte, p int) (int, bool) {
 // strDone handles a complete string; inChunk says s lies in the chunk
 // being written (and may be kept when it is the whole body).
 func (d *Decoder) strDone(s []byte, inChunk bool) {
+	stable := inChunk && d.whole
 	if d.strKey {
-		d.keyInBody = inChunk && d.whole
-		d.feedString(s)
+		d.keyInBody = stable
+		d.feedString(s, stable)
 		d.key(s)
 		return
 	}
@@ -939,37 +941,49 @@ func (d *Decoder) strDone(s []byte, inChunk bool) {
 		// Decoded once the object is known to be a
 		// {"b64": "…"} value (closeB64).
 		d.top().flags |= b64Str
-		d.keepB64(s, inChunk)
+		s, stable = d.keepB64(s, inChunk)
 	case slotTensor:
-		d.stringLeaf(v, s, inChunk)
+		s, stable = d.stringLeaf(v, s, inChunk)
 	default:
 		d.otherValue(v, jsontext.String)
 		if v.kind == slotRoot {
 			d.st = lxDone
 		}
 	}
-	d.feedString(s)
+	d.feedString(s, stable)
 }
 
 // keepB64 keeps the string of a {"b64": …} member until its object ends,
 // holding it once: a whole body's string is aliased, and the pending text
 // or unescaped scratch a long string was gathered in is taken over rather
 // than copied (a streamed image is mostly one such string).
-func (d *Decoder) keepB64(s []byte, inChunk bool) {
+func (d *Decoder) keepB64(s []byte, inChunk bool) ([]byte, bool) {
+	if len(s) > arenaBlock/4 || inChunk && d.whole {
+		d.b64 = d.keep(s, inChunk)
+		return d.b64, true
+	}
+	d.b64buf = append(d.b64buf[:0], s...)
+	d.b64 = d.b64buf
+	return s, false
+}
+
+// keep returns s where it stays unmodified until the Request is released:
+// in the whole body it lies in, in the pending text or unescaped scratch
+// a long string was gathered in (taken over, not copied), or in a copy.
+func (d *Decoder) keep(s []byte, inChunk bool) []byte {
 	switch {
 	case inChunk && d.whole:
-		d.b64 = s
-		return
-	case inChunk || len(s) <= arenaBlock:
-		d.b64buf = append(d.b64buf[:0], s...)
-	case sameStart(s, d.pend):
-		d.b64buf, d.pend = s, nil
-	case sameStart(s, d.unesc):
-		d.b64buf, d.unesc = s, nil
+		return s
+	case len(s) <= arenaBlock/4:
+		return d.arena.copy(s)
+	case !inChunk && sameStart(s, d.pend):
+		d.pend = nil
+	case !inChunk && sameStart(s, d.unesc):
+		d.unesc = nil
 	default:
-		d.b64buf = append(d.b64buf[:0], s...)
+		return slices.Clone(s)
 	}
-	d.b64 = d.b64buf
+	return s[:len(s):len(s)]
 }
 
 // sameStart reports that s starts where buf's storage does.
@@ -979,7 +993,7 @@ func sameStart(s, buf []byte) bool {
 
 // stringLeaf adds a string where a tensor element belongs (TF's checks in
 // its order: level, element limit, type).
-func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) {
+func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) ([]byte, bool) {
 	i := int(v.input)
 	in := &d.ins[i]
 	switch {
@@ -990,15 +1004,15 @@ func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) {
 	case in.spec.DataType != tensor.Bytes:
 		d.valueErr(i, errType(tokenDump(jsontext.String, jsontext.Num{}, s), jsontext.String, in.spec.DataType), true, false)
 	default:
-		if !(inChunk && d.whole) {
-			s = d.arena.copy(s)
-		}
+		s = d.keep(s, inChunk)
 		d.ensureStrs(&in.input)
 		in.strs = append(in.strs, s)
 		if v.level == 0 {
 			d.endItemCheck(i)
 		}
+		return s, true
 	}
+	return s, inChunk && d.whole
 }
 
 // isAtomByte reports the bytes a number or literal token is made of.
