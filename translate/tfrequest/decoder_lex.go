@@ -315,13 +315,9 @@ func (d *Decoder) value(buf []byte, p int) int {
 		d.beginItem(int(s.input))
 		s = slot{kind: slotTensor, input: s.input}
 	}
-	switch c {
-	case '[':
-		d.openArray(s)
-		return p + 1
-	case '{':
+	if c == '[' || c == '{' {
 		d.pos = p
-		d.openObject(s)
+		d.open(s, c == '{')
 		return p + 1
 	}
 	d.vslot = s
@@ -332,40 +328,43 @@ func (d *Decoder) value(buf []byte, p int) int {
 	return d.atom(buf, p)
 }
 
-func (d *Decoder) push(f opFrame) bool {
-	if len(d.stack) >= d.lim.MaxDepth {
-		d.fail()
-		return false
+// open starts a list (obj false) or an object for slot s: its frame says
+// what it is for. The nesting bound was checked at its bracket (value).
+func (d *Decoder) open(s slot, obj bool) {
+	fr := opFrame{obj: obj, role: roleSkip}
+	if s.kind != slotSkip {
+		if obj {
+			d.objectFrame(s, &fr)
+		} else {
+			d.listFrame(s, &fr)
+		}
 	}
-	d.stack = append(d.stack, f)
-	return true
+	d.feedOpen(obj)
+	d.stack = append(d.stack, fr)
+	d.st = lxValue
+	if obj {
+		d.st = lxKey
+	}
 }
 
-func (d *Decoder) openArray(s slot) {
-	fr := opFrame{role: roleSkip}
+func (d *Decoder) listFrame(s slot, fr *opFrame) {
 	switch s.kind {
 	case slotInstances:
 		fr.role = roleInstances
 		d.instDepth = len(d.stack)
-	case slotSkip:
 	case slotTensor:
 		i := int(s.input)
 		if d.openList(i, int(s.level)) {
-			fr = opFrame{role: roleTensor, input: s.input, level: s.level}
+			*fr = opFrame{role: roleTensor, input: s.input, level: s.level}
 		} else {
 			d.valueErr(i, errListLevel(int(s.level), d.ins[i].curRank), true, false)
 		}
 	default:
 		d.otherValue(s, jsontext.Array)
 	}
-	d.feedOpen(false)
-	if d.push(fr) {
-		d.st = lxValue
-	}
 }
 
-func (d *Decoder) openObject(s slot) {
-	fr := opFrame{obj: true, role: roleSkip}
+func (d *Decoder) objectFrame(s slot, fr *opFrame) {
 	depth := len(d.stack)
 	switch s.kind {
 	case slotRoot:
@@ -374,7 +373,6 @@ func (d *Decoder) openObject(s slot) {
 	case slotInputs:
 		fr.role = roleInputs
 		d.named = true
-	case slotSkip:
 	case slotInstance:
 		switch d.mode {
 		case instUndecided:
@@ -394,7 +392,7 @@ func (d *Decoder) openObject(s slot) {
 		i := int(s.input)
 		atLevel := d.leafLevel(i, int(s.level))
 		if d.ins[i].spec.DataType == tensor.Bytes && atLevel {
-			fr = opFrame{obj: true, role: roleB64, ctx: b64Leaf, input: s.input, level: s.level}
+			*fr = opFrame{obj: true, role: roleB64, ctx: b64Leaf, input: s.input, level: s.level}
 			break
 		}
 		// An error whose text holds the object's dump: told at its end.
@@ -405,10 +403,6 @@ func (d *Decoder) openObject(s slot) {
 		d.dumpStart(dumpLeaf, depth)
 	default:
 		d.otherValue(s, jsontext.Object)
-	}
-	d.feedOpen(true)
-	if d.push(fr) {
-		d.st = lxKey
 	}
 }
 
@@ -1166,7 +1160,7 @@ func (d *Decoder) scalarLeaf(v slot, k jsontext.Kind, num jsontext.Num) {
 // leafRun is the hot path: the numbers of the innermost lists of a
 // numeric input, converted straight into its buffer, and the step from one
 // innermost list to the next ("], [") checked inline as close and
-// openArray would check it. It stops, leaving the rest to the general
+// open would check it. It stops, leaving the rest to the general
 // path, at anything else: the end of a list it cannot step over, a token
 // the chunk may cut, a limit, a value to refuse.
 func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
