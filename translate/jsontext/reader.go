@@ -57,8 +57,9 @@ type Document struct {
 	nodes  []node  // the tape
 	strs   []byte  // unescaped string contents (strings with escapes only)
 	frames []frame // open containers during parsing
-	nNum   int     // number nodes
-	nStr   int     // string values (keys excluded)
+	tok    Tokenizer
+	nNum   int // number nodes
+	nStr   int // string values (keys excluded)
 }
 
 var docPool = sync.Pool{New: func() any { return new(Document) }}
