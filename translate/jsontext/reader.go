@@ -1,10 +1,8 @@
 package jsontext
 
 import (
-	"encoding/binary"
 	"iter"
 	"math"
-	"slices"
 	"strconv"
 	"sync"
 )
@@ -58,8 +56,6 @@ type Document struct {
 	strs   []byte  // unescaped string contents (strings with escapes only)
 	frames []frame // open containers during parsing
 	tok    Tokenizer
-	nNum   int // number nodes
-	nStr   int // string values (keys excluded)
 }
 
 var docPool = sync.Pool{New: func() any { return new(Document) }}
@@ -145,13 +141,6 @@ func (d *Document) Root() Value { return Value{d: d, i: 0} }
 
 // Input returns the bytes given to Parse (trailing content included).
 func (d *Document) Input() []byte { return d.data }
-
-// NumNumbers returns how many number values the document holds, counted
-// during the syntax pass so callers can size buffers exactly.
-func (d *Document) NumNumbers() int { return d.nNum }
-
-// NumStrings returns how many string values (not keys) it holds.
-func (d *Document) NumStrings() int { return d.nStr }
 
 // Value is one node of a Document. It is a small handle, passed by value;
 // the zero Value is invalid (Valid reports false).
@@ -322,59 +311,4 @@ func (v Value) Float64() float64 {
 		return 0
 	}
 	return n.float64()
-}
-
-// numberElems returns the element nodes of the array v when every one of
-// them is a number: the precondition of the bulk appenders below.
-func (v Value) numberElems() ([]node, bool) {
-	n := &v.d.nodes[v.i]
-	if n.kind != Array {
-		return nil, false
-	}
-	c := int(n.count())
-	kids := v.d.nodes[int(v.i)+1:]
-	if len(kids) < c {
-		return nil, false
-	}
-	kids = kids[:c]
-	for i := range kids {
-		if kids[i].kind != Number {
-			return nil, false
-		}
-	}
-	return kids, true
-}
-
-// AppendFloat32s is the hot path of request parsing: when every element of
-// the array v is a number, it appends each as a little-endian float32
-// (rapidjson's GetFloat: the double cast to float) and returns true.
-// Otherwise it returns dst unchanged and false, and the caller walks the
-// elements one by one to report the exact error.
-func (v Value) AppendFloat32s(dst []byte) ([]byte, bool) {
-	kids, ok := v.numberElems()
-	if !ok {
-		return dst, false
-	}
-	start := len(dst)
-	dst = slices.Grow(dst, 4*len(kids))[:start+4*len(kids)]
-	out := dst[start:]
-	for i := range kids {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(kids[i].float64())))
-	}
-	return dst, true
-}
-
-// AppendFloat64s is AppendFloat32s for little-endian float64s.
-func (v Value) AppendFloat64s(dst []byte) ([]byte, bool) {
-	kids, ok := v.numberElems()
-	if !ok {
-		return dst, false
-	}
-	start := len(dst)
-	dst = slices.Grow(dst, 8*len(kids))[:start+8*len(kids)]
-	out := dst[start:]
-	for i := range kids {
-		binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(kids[i].float64()))
-	}
-	return dst, true
 }

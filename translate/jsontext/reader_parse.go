@@ -35,7 +35,6 @@ func (d *Document) reset(data []byte) {
 	d.nodes = d.nodes[:0]
 	d.strs = d.strs[:0]
 	d.frames = d.frames[:0]
-	d.nNum, d.nStr = 0, 0
 }
 
 // parse reads data with the tokenizer (rapidjson's reader, with
@@ -91,11 +90,9 @@ func (d *Document) add(tok Token, end int) {
 		d.addString(tok, end)
 	case StringValue:
 		d.addChild()
-		d.nStr++
 		d.addString(tok, end)
 	case NumberValue:
 		d.addChild()
-		d.nNum++
 		d.nodes = append(d.nodes, node{kind: Number, flags: tok.Num.flags, off: uint32(tok.Off), end: uint32(end), bits: tok.Num.bits})
 	default:
 		d.addChild()
@@ -151,7 +148,9 @@ func (d *Document) addChild() {
 	}
 }
 
-func skipWS(data []byte, p int) int {
+// SkipSpace returns the offset of the first byte from data[p] that is not
+// JSON whitespace (len(data) if none).
+func SkipSpace(data []byte, p int) int {
 	for p < len(data) {
 		switch data[p] {
 		case ' ', '\n', '\r', '\t':
@@ -163,13 +162,13 @@ func skipWS(data []byte, p int) int {
 	return p
 }
 
-// AppendUnescaped decodes a string's contents from data[p] up to its
+// appendUnescaped decodes a string's contents from data[p] up to its
 // closing quote as rapidjson 1.1.0 does, appending them to dst, and returns
 // the offset after the quote. The error, if any, is rapidjson's, with its
 // offset in data: a string that data ends inside of is missing its
 // closing quotation mark at len(data), so a streaming reader can call it
 // on what it has so far.
-func AppendUnescaped(dst, data []byte, p int) ([]byte, int, *SyntaxError) {
+func appendUnescaped(dst, data []byte, p int) ([]byte, int, *SyntaxError) {
 	n := len(data)
 	for {
 		if p >= n {

@@ -118,14 +118,20 @@ func (t *Tokenizer) ValueNext() bool { return t.st == tzValue || t.st == tzFirst
 // ValuesLeft is how many more values and keys the text may hold.
 func (t *Tokenizer) ValuesLeft() int64 { return t.lim.MaxValues - t.values }
 
-// Skip records values read by the caller from the chunk, in the innermost
-// list: n values and keys, ending after a value (after) or where one is
-// expected. A reader with a faster path for a run of numbers uses it.
-func (t *Tokenizer) Skip(n int64, after bool) {
+// Skip records n values (a run of numbers, and sibling lists at the
+// same depth: "], [") that the caller read from the chunk itself in the
+// innermost list, ending after a value (after) or where one is expected,
+// first in its list (empty) or not. A reader with a faster path for such
+// runs uses it.
+func (t *Tokenizer) Skip(n int64, after, empty bool) {
 	t.values += n
-	t.st = tzValue
-	if after {
+	switch {
+	case after:
 		t.st = tzAfter
+	case empty:
+		t.st = tzFirst
+	default:
+		t.st = tzValue
 	}
 }
 
@@ -178,7 +184,7 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 			}
 			return t.value(buf, p)
 		case tzValue, tzFirst:
-			if p = skipWS(buf, p); p == n {
+			if p = SkipSpace(buf, p); p == n {
 				break
 			}
 			if buf[p] == ']' {
@@ -190,7 +196,7 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 			}
 			return t.value(buf, p)
 		case tzAfter:
-			if p = skipWS(buf, p); p == n {
+			if p = SkipSpace(buf, p); p == n {
 				break
 			}
 			obj := t.objs[len(t.objs)-1]
@@ -207,7 +213,7 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 				t.fail(afterMsg(obj), p)
 			}
 		case tzKeyFirst, tzKey:
-			if p = skipWS(buf, p); p == n {
+			if p = SkipSpace(buf, p); p == n {
 				break
 			}
 			switch c := buf[p]; {
@@ -228,7 +234,7 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 				t.fail(msgObjectMissName, p)
 			}
 		case tzColon:
-			if p = skipWS(buf, p); p == n {
+			if p = SkipSpace(buf, p); p == n {
 				break
 			}
 			if buf[p] != ':' {
@@ -320,7 +326,7 @@ func (t *Tokenizer) start(buf []byte, p int) int {
 		t.bom++
 		p++
 	}
-	return skipWS(buf, p)
+	return SkipSpace(buf, p)
 }
 
 // count counts one value or key, the token at buf[p], against the bound.
@@ -457,7 +463,7 @@ func (t *Tokenizer) strRaw(buf []byte, p int) (Token, int, bool) {
 // it has one) as rapidjson does, with rapidjson's error if it is bad.
 func (t *Tokenizer) strEnd() (Token, bool) {
 	t.esc = false
-	out, _, err := AppendUnescaped(t.unesc[:0], t.pend, 0)
+	out, _, err := appendUnescaped(t.unesc[:0], t.pend, 0)
 	t.unesc = out
 	t.pend = t.pend[:0]
 	if err != nil {
@@ -511,7 +517,7 @@ func atomEnd(buf []byte, p int) int {
 // or number before the token's), else ErrTokenTooLong.
 func (t *Tokenizer) longAtom() (Token, bool) {
 	tok := t.pend
-	_, end, err := ScanNumber(tok, 0)
+	_, end, err := scanNumber(tok, 0)
 	if c := tok[0]; c != 'n' && c != 't' && c != 'f' &&
 		(err == nil && end == len(tok) || err != nil && err.Offset >= len(tok)) {
 		t.err = ErrTokenTooLong
@@ -550,7 +556,7 @@ func (t *Tokenizer) atomDone(tok []byte) (Token, bool) {
 		}
 	} else {
 		var err *SyntaxError
-		if out.Num, end, err = ScanNumber(tok, 0); err != nil {
+		if out.Num, end, err = scanNumber(tok, 0); err != nil {
 			t.failAt(err.Msg, t.tokOff+int64(err.Offset))
 			return Token{}, false
 		}
@@ -562,4 +568,11 @@ func (t *Tokenizer) atomDone(tok []byte) (Token, bool) {
 	}
 	t.valueEnd()
 	return out, true
+}
+
+// scanNumber is ParseNumber with rapidjson's error: the message and its
+// offset in data when the token is not a number.
+func scanNumber(data []byte, p int) (n Num, end int, err *SyntaxError) {
+	end, flags, bits, err := parseNumber(data, p)
+	return Num{flags, bits}, end, err
 }

@@ -74,15 +74,13 @@ func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) 
 // streamed body's numeric data is stored in fixed blocks that never move
 // (blocks.go).
 type Decoder struct {
-	resolve  Resolver
-	lim      tensor.Limits
-	whole    bool   // the one chunk is the whole body (Parse)
-	body     []byte // and this is it
-	known    bool   // the signature name is known before the body names it
-	hint     int64  // expected number of values (whole body), 0 if unknown
-	maxNodes int64
-	nodes    int64 // values and keys so far, as jsontext's tape counts them (one bound for both)
-	total    int64 // tensor elements so far, all inputs
+	resolve Resolver
+	lim     tensor.Limits
+	whole   bool   // the one chunk is the whole body (Parse)
+	body    []byte // and this is it
+	known   bool   // the signature name is known before the body names it
+	hint    int64  // expected number of values (whole body), 0 if unknown
+	total   int64  // tensor elements so far, all inputs
 
 	req   *Request
 	sig   *tensor.Signature
@@ -90,17 +88,11 @@ type Decoder struct {
 	mode  instMode
 	batch int64
 
-	st     lexState
-	stack  []opFrame
-	bom    int    // byte-order-mark bytes tested so far (0…3)
-	pend   []byte // a string's or an atom's bytes so far, across chunks
-	strKey bool   // the pending string is a key
-	esc    bool   // the pending string has escapes: pend holds its raw text
-	bs     bool   // and its last byte is a backslash that escapes the next
-	vslot  slot   // what the pending scalar value is for
-	sigKey bool   // "signature_name" met (the first one counts)
-	specul bool   // the signature was resolved before "signature_name" could be seen
-	arena  arena  // string bytes copied out of chunks
+	tz     jsontext.Tokenizer // rapidjson's reader: syntax, its errors, the bounds
+	stack  []opFrame          // the open containers, and what each is for
+	sigKey bool               // "signature_name" met (the first one counts)
+	specul bool               // the signature was resolved before "signature_name" could be seen
+	arena  arena              // string bytes copied out of chunks
 	failed bool
 	dups   bool // an instance object named an input twice
 	inObjN int  // inputs the current instance object has named
@@ -130,21 +122,6 @@ const (
 	instUndecided instMode = iota
 	instPlain              // every element is one value of the first input
 	instObjects            // every element is an object of named inputs
-)
-
-// lexState is where the lexer is between two bytes.
-type lexState uint8
-
-const (
-	lxStart   lexState = iota // before the root value (byte-order mark, spaces)
-	lxValue                   // a value is expected
-	lxAfter                   // after a value: ',' or the closing bracket
-	lxKey                     // after '{': a key or '}'
-	lxNextKey                 // after ',' in an object: a key
-	lxColon                   // after a key
-	lxString                  // inside a string (pend holds its bytes so far)
-	lxAtom                    // inside a number or literal (pend holds it)
-	lxDone                    // the root value is complete; the rest is ignored
 )
 
 // role is what an open container is for.
@@ -193,8 +170,10 @@ type opFrame struct {
 
 func newDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
 	lim = lim.OrDefault()
-	return &Decoder{resolve: resolve, lim: lim, maxNodes: jsonLimits(lim).MaxValues, req: &Request{},
+	d := &Decoder{resolve: resolve, lim: lim, req: &Request{},
 		exactState: exactState{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}}
+	d.tz.Reset(jsonLimits(lim))
+	return d
 }
 
 // NewDecoder returns a decoder for one streamed request body.
@@ -215,7 +194,7 @@ func (d *Decoder) fail() error {
 // abort releases what a failed decode holds.
 func (d *Decoder) abort() {
 	d.req.Release()
-	d.pend = nil
+	d.tz = jsontext.Tokenizer{}
 }
 
 // Abort gives back what the decoder holds (its pooled blocks) when the

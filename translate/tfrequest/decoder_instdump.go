@@ -1,6 +1,6 @@
 package tfrequest
 
-import "math"
+import "github.com/tfsbridge/tfsbridge/translate/jsontext"
 
 // An instance object missing an input prints its own dump ("keys must be
 // equal to"), which is known to be needed only once the object has ended.
@@ -32,7 +32,7 @@ type instDump struct {
 func newDumpDecoder(d *Decoder) *Decoder {
 	sub := newDecoder(nil, d.lim)
 	sub.dumpOnly = true
-	sub.maxNodes = math.MaxInt64
+	sub.tz.Reset(jsontext.Limits{MaxDepth: d.lim.MaxDepth})
 	return sub
 }
 

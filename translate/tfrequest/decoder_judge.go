@@ -67,9 +67,8 @@ func undecided(why string) error {
 // exactState is what the decoder records for TF's checks, judged at Close
 // in TF's order.
 type exactState struct {
-	final  error // the answer once certain: a syntax error or an undecidable token
-	off    int64 // offset of the chunk being written
-	tokOff int64 // offset of the pending token (a string's opening quote)
+	final error // the answer once certain: a syntax error or an undecidable token
+	off   int64 // offset of the chunk being written
 
 	// Root facts, judged at Close in TF's order.
 	rootKind  jsontext.Kind
@@ -97,7 +96,6 @@ type exactState struct {
 	keyBuf    []byte  // ekey's storage
 	b64       []byte  // the string of the open b64 object (in b64buf or the body)
 	b64buf    []byte
-	unesc     []byte // unescaped string scratch
 
 	dumps [numDumps]dumpSlot
 	ndump int // dumps collecting
@@ -135,20 +133,6 @@ func (d *Decoder) hot() bool {
 // skipping reports that values are read for syntax only.
 func (d *Decoder) skipping() bool {
 	return d.skipTo >= 0 && len(d.stack) > d.skipTo
-}
-
-// synErr ends the decode with rapidjson's error msg at offset off of the
-// body: TF checks syntax first, so it is the answer.
-func (d *Decoder) synErr(msg string, off int64) {
-	if d.final == nil {
-		d.final = syntaxError(&jsontext.SyntaxError{Msg: msg, Offset: int(off)})
-	}
-	d.failed = true
-}
-
-// synAt is synErr at buf[p] of the chunk being written.
-func (d *Decoder) synAt(msg string, p int) {
-	d.synErr(msg, d.off+int64(p))
 }
 
 // wrapItem wraps an error met inside an instance's value as TF does.
@@ -305,8 +289,11 @@ func (d *Decoder) Close() (*Request, error) {
 		d.abort()
 		return nil, errEmptyBody()
 	}
-	if !d.failed && d.st != lxDone {
-		d.eof()
+	for tok, ok := d.tz.End(); ok && !d.failed; tok, ok = d.tz.End() {
+		d.token(tok, -1, 0) // a number or literal the body ends in
+	}
+	if !d.failed {
+		d.tokErr()
 	}
 	if d.failed {
 		d.abort()
@@ -338,40 +325,6 @@ func (d *Decoder) Close() (*Request, error) {
 		return nil, undecided("internal check failed")
 	}
 	return d.req, nil
-}
-
-// eof ends the body where it stands: a token the input ends in is
-// complete, anything else open is rapidjson's error at the end.
-func (d *Decoder) eof() {
-	end := d.off
-	switch d.st {
-	case lxAtom:
-		d.atomDone(d.pend)
-		d.pend = d.pend[:0]
-		if !d.failed && d.st != lxDone {
-			d.eof()
-		}
-	case lxString:
-		d.strEnd()
-	case lxStart:
-		d.synErr(jsontext.MsgDocumentEmpty, end)
-	case lxValue:
-		d.synErr(jsontext.MsgValueInvalid, end)
-	case lxAfter:
-		d.synErr(afterMsg(d.top()), end)
-	case lxKey, lxNextKey:
-		d.synErr(jsontext.MsgObjectMissName, end)
-	case lxColon:
-		d.synErr(jsontext.MsgObjectMissColon, end)
-	}
-}
-
-// afterMsg is the error for a byte that is no separator after a value.
-func afterMsg(f *opFrame) string {
-	if f != nil && f.obj {
-		return jsontext.MsgObjectMissComma
-	}
-	return jsontext.MsgArrayMissComma
 }
 
 // rootErr judges the root facts in TF's order.

@@ -10,12 +10,6 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
-// maxPending bounds a number or literal split across chunks. A longer one
-// is legal JSON (digits beyond the 17th are read and dropped) but rare:
-// longAtom decides it when rapidjson would stop inside the bytes held,
-// else it is undecided (a whole body, one chunk, never gets there).
-const maxPending = 4096
-
 // slot is what the next value is for.
 type slot struct {
 	kind  slotKind
@@ -57,6 +51,7 @@ func (d *Decoder) Write(buf []byte) error {
 	d.chunk = buf
 	d.lex(buf, 0, -1)
 	d.off += int64(len(buf))
+	d.tz.EndChunk(len(buf))
 	if d.inst.on {
 		d.instDumpFeed(buf[d.inst.from:])
 		d.inst.from = 0
@@ -68,142 +63,63 @@ func (d *Decoder) Write(buf []byte) error {
 	return nil
 }
 
-// lex reads buf from p, to its end or, when stop >= 0, to the end of the
-// value that leaves stop containers open (second.go reads one value again).
+// lex reads the tokens of buf from p (jsontext's tokenizer), to its end
+// or, when stop >= 0, to the end of the value that leaves stop containers
+// open (second.go reads one value again). A run of numbers in an innermost
+// list of a numeric input takes the hot path (leafRun).
 func (d *Decoder) lex(buf []byte, p int, stop int) {
-	n := len(buf)
-	for p < n && !d.failed && (d.st != lxAfter || len(d.stack) != stop) {
-		switch d.st {
-		case lxStart:
-			p = d.start(buf, p)
-		case lxValue:
-			p = skipSpace(buf, p)
-			if p == n {
-				break
+	for !d.failed {
+		if f := d.top(); f != nil && f.role == roleTensor && d.tz.ValueNext() && d.hot() {
+			in := &d.ins[f.input]
+			if p = jsontext.SkipSpace(buf, p); p < len(buf) && buf[p] != ']' && in.curRank == int(f.level)+1 &&
+				in.spec.DataType != tensor.Bytes && in.spec.DataType != tensor.Bool {
+				p = d.leafRun(buf, p, f)
 			}
-			if f := d.top(); f != nil && f.role == roleTensor && buf[p] != ']' && d.hot() {
-				if in := &d.ins[f.input]; in.curRank == int(f.level)+1 && in.spec.DataType != tensor.Bytes && in.spec.DataType != tensor.Bool {
-					p = d.leafRun(buf, p, f)
-					if d.st != lxValue || p == n {
-						break
-					}
-				}
-			}
-			p = d.value(buf, p)
-		case lxAfter:
-			p = skipSpace(buf, p)
-			if p == n {
-				break
-			}
-			f := d.top()
-			switch c := buf[p]; {
-			case c == ',':
-				p++
-				d.st = lxValue
-				if f.obj {
-					d.st = lxNextKey
-				}
-			case c == ']' && !f.obj, c == '}' && f.obj:
-				p++
-				d.closeAt(p)
-			default:
-				d.synAt(afterMsg(f), p)
-			}
-		case lxKey, lxNextKey:
-			p = skipSpace(buf, p)
-			if p == n {
-				break
-			}
-			switch c := buf[p]; {
-			case c == '"':
-				if !d.node(p) {
-					break
-				}
-				d.top().n++
-				d.tokAt(p)
-				p = d.str(buf, p+1, true)
-			case c == '}' && d.st == lxKey:
-				p++
-				d.closeAt(p)
-			default:
-				d.synAt(jsontext.MsgObjectMissName, p)
-			}
-		case lxColon:
-			p = skipSpace(buf, p)
-			if p == n {
-				break
-			}
-			if buf[p] != ':' {
-				d.synAt(jsontext.MsgObjectMissColon, p)
-				break
-			}
-			p++
-			d.st = lxValue
-		case lxString:
-			p = d.strMore(buf, p)
-		case lxAtom:
-			p = d.atomMore(buf, p)
-		case lxDone:
-			// rapidjson stops at the end of the root value
-			// (kParseStopWhenDoneFlag): the rest is never read.
-			p = n
+		}
+		tok, q := d.tz.Next(buf, p)
+		if tok.Kind == jsontext.NeedMore {
+			d.tokErr()
+			return
+		}
+		d.token(tok, int(tok.Off-d.off), q)
+		p = q
+		if len(d.stack) == stop {
+			return
 		}
 	}
 }
 
-// closeAt is close for a closing bracket that ends just before buf[p].
-func (d *Decoder) closeAt(p int) {
-	d.pos = p
-	d.close()
+// tokErr ends the decode at the tokenizer's error, if any: rapidjson's
+// syntax error (TF checks syntax first, so it is the answer), or a number
+// too long to hold across chunks (undecided).
+func (d *Decoder) tokErr() {
+	switch err := d.tz.Err().(type) {
+	case nil:
+		return
+	case *jsontext.SyntaxError:
+		d.final = syntaxError(err)
+	default:
+		d.final = undecided("a number token longer than 4096 bytes")
+	}
+	d.failed = true
 }
 
-// tokAt notes that a token starts at buf[p] (for error offsets).
-func (d *Decoder) tokAt(p int) {
-	d.tokOff = d.off + int64(p)
-}
-
-// tokOffset is the body offset of byte i of the pending token.
-func (d *Decoder) tokOffset(i int) int64 {
-	return d.tokOff + int64(i)
-}
-
-// start skips the byte-order mark (each of EF BB BF only if present, in
-// that order, as rapidjson's stream does) and spaces before the root
-// (any root: it is read for its dump).
-func (d *Decoder) start(buf []byte, p int) int {
-	const bom = "\xEF\xBB\xBF"
-	for p < len(buf) && d.bom < 3 {
-		c := buf[p]
-		for d.bom < 3 && c != bom[d.bom] {
-			d.bom++
-		}
-		if d.bom == 3 {
-			break
-		}
-		d.bom++
-		p++
+// token handles one token that starts at buf[p] (p < 0: in an earlier
+// chunk) and ends before buf[q].
+func (d *Decoder) token(tok jsontext.Token, p, q int) {
+	switch tok.Kind {
+	case jsontext.EndArray, jsontext.EndObject:
+		d.pos = q
+		d.close()
+	case jsontext.Key:
+		d.top().n++
+		d.keyEnd = q
+		d.keyInBody = tok.InChunk && d.whole
+		d.feedString(tok.Str, d.keyInBody)
+		d.key(tok.Str)
+	default:
+		d.value(tok, p)
 	}
-	if d.bom < 3 {
-		return p
-	}
-	p = skipSpace(buf, p)
-	if p == len(buf) {
-		return p
-	}
-	d.st = lxValue
-	return d.value(buf, p)
-}
-
-func skipSpace(buf []byte, p int) int {
-	for p < len(buf) {
-		switch buf[p] {
-		case ' ', '\n', '\r', '\t':
-			p++
-		default:
-			return p
-		}
-	}
-	return p
 }
 
 func (d *Decoder) top() *opFrame {
@@ -211,17 +127,6 @@ func (d *Decoder) top() *opFrame {
 		return nil
 	}
 	return &d.stack[len(d.stack)-1]
-}
-
-// node counts one value or key, the token at buf[p], against the tape
-// parser's node budget.
-func (d *Decoder) node(p int) bool {
-	d.nodes++
-	if d.nodes > d.maxNodes {
-		d.synAt(jsontext.MsgTooManyVals, p)
-		return false
-	}
-	return true
 }
 
 // slot returns what the next value in the innermost container is for.
@@ -240,33 +145,12 @@ func (d *Decoder) slot() slot {
 	return slot{kind: slotSkip}
 }
 
-// value reads the start of a value at buf[p].
-func (d *Decoder) value(buf []byte, p int) int {
-	c := buf[p]
+// value handles a value's token (a scalar, or a container's opening
+// bracket) that starts at buf[p].
+func (d *Decoder) value(tok jsontext.Token, p int) {
 	f := d.top()
 	if f == nil {
-		switch c {
-		case 0, ']', '}', ',', ':':
-			d.synAt(jsontext.MsgDocumentEmpty, p)
-			return p
-		}
 		d.dumpStart(dumpRoot, 0)
-	}
-	if c == ']' {
-		// Only an empty list may close where a value is expected.
-		if f == nil || f.obj || f.n != 0 {
-			d.synAt(jsontext.MsgValueInvalid, p)
-			return p
-		}
-		d.close()
-		return p + 1
-	}
-	if (c == '[' || c == '{') && len(d.stack) >= d.lim.MaxDepth {
-		d.synAt(jsontext.MsgTooDeep, p)
-		return p
-	}
-	if !d.node(p) {
-		return p
 	}
 	if f != nil && !f.obj {
 		f.n++
@@ -284,7 +168,7 @@ func (d *Decoder) value(buf []byte, p int) int {
 	if s.kind == slotItem {
 		d.ins[s.input].from = p
 	}
-	if c != '{' {
+	if tok.Kind != jsontext.BeginObject {
 		// A list or scalar where one input's whole value may stand.
 		switch s.kind {
 		case slotInstance:
@@ -307,25 +191,20 @@ func (d *Decoder) value(buf []byte, p int) int {
 				s = slot{kind: slotItem}
 			}
 		}
-		if d.failed {
-			return p
-		}
 	}
 	if s.kind == slotItem {
 		d.beginItem(int(s.input))
 		s = slot{kind: slotTensor, input: s.input}
 	}
-	if c == '[' || c == '{' {
+	switch tok.Kind {
+	case jsontext.BeginArray, jsontext.BeginObject:
 		d.pos = p
-		d.open(s, c == '{')
-		return p + 1
+		d.open(s, tok.Kind == jsontext.BeginObject)
+	case jsontext.StringValue:
+		d.strDone(s, tok.Str, tok.InChunk)
+	default:
+		d.scalar(s, tok.ValueKind(), tok.Num)
 	}
-	d.vslot = s
-	d.tokAt(p)
-	if c == '"' {
-		return d.str(buf, p+1, false)
-	}
-	return d.atom(buf, p)
 }
 
 // open starts a list (obj false) or an object for slot s: its frame says
@@ -341,10 +220,6 @@ func (d *Decoder) open(s slot, obj bool) {
 	}
 	d.feedOpen(obj)
 	d.stack = append(d.stack, fr)
-	d.st = lxValue
-	if obj {
-		d.st = lxKey
-	}
 }
 
 func (d *Decoder) listFrame(s slot, fr *opFrame) {
@@ -436,7 +311,6 @@ func (d *Decoder) resetInObj() {
 
 // key handles an object key (unescaped).
 func (d *Decoder) key(k []byte) {
-	d.st = lxColon
 	f := d.top()
 	f.next = slotSkip
 	if d.skipping() {
@@ -613,7 +487,6 @@ func (d *Decoder) close() {
 		if idx == d.skipTo {
 			d.skipTo = -1
 		}
-		d.closed()
 		return
 	}
 	ok := true
@@ -652,16 +525,6 @@ func (d *Decoder) close() {
 	}
 	if !ok {
 		d.fail()
-		return
-	}
-	d.closed()
-}
-
-// closed sets the state after a container's end.
-func (d *Decoder) closed() {
-	d.st = lxAfter
-	if len(d.stack) == 0 {
-		d.st = lxDone
 	}
 }
 
@@ -809,119 +672,10 @@ func (d *Decoder) limitErr(i int) {
 	d.valueErr(i, errTooManyElements(d.lim.MaxElements), true, false)
 }
 
-// str reads a string from buf[p], just after its opening quote.
-func (d *Decoder) str(buf []byte, p int, key bool) int {
-	d.strKey = key
-	q, ok := scanString(buf, p)
-	if !ok {
-		// An escape (or a raw control character): the raw text is kept
-		// to the closing quote, then unescaped.
-		d.pend = append(d.pend[:0], buf[p:q]...)
-		d.st = lxString
-		d.esc, d.bs = true, false
-		return d.strRaw(buf, q)
-	}
-	if q == len(buf) {
-		d.pend = append(d.pend[:0], buf[p:]...)
-		d.st = lxString
-		d.esc = false
-		return q
-	}
-	d.keyEnd = q + 1
-	d.strDone(buf[p:q], true)
-	return q + 1
-}
-
-// strMore continues a string split across chunks.
-func (d *Decoder) strMore(buf []byte, p int) int {
-	if d.esc {
-		return d.strRaw(buf, p)
-	}
-	q, ok := scanString(buf, p)
-	d.pend = append(d.pend, buf[p:q]...)
-	if !ok {
-		d.esc, d.bs = true, false
-		return d.strRaw(buf, q)
-	}
-	if q == len(buf) {
-		return q
-	}
-	d.strDone(d.pend, false)
-	d.pend = d.pend[:0]
-	return q + 1
-}
-
-// strRaw continues a string with escapes, keeping its raw text in pend:
-// it finds the closing quote (a quote no backslash escapes), or the first
-// raw control character, which rapidjson rejects there or at an escape
-// before it.
-func (d *Decoder) strRaw(buf []byte, p int) int {
-	start := p
-	for ; p < len(buf); p++ {
-		c := buf[p]
-		switch {
-		case c < 0x20:
-			d.pend = append(d.pend, buf[start:p+1]...)
-			d.strEnd()
-			return p
-		case d.bs:
-			d.bs = false
-		case c == '\\':
-			d.bs = true
-		case c == '"':
-			d.pend = append(d.pend, buf[start:p+1]...)
-			d.keyEnd = p + 1
-			d.strEnd()
-			return p + 1
-		}
-	}
-	d.pend = append(d.pend, buf[start:]...)
-	return p
-}
-
-// strEnd unescapes the raw string in pend (its closing quote included when
-// it has one) as rapidjson does, with rapidjson's error if it is bad.
-func (d *Decoder) strEnd() {
-	d.esc = false
-	var unesc []byte
-	unesc = d.unesc[:0]
-	out, _, err := jsontext.AppendUnescaped(unesc, d.pend, 0)
-	d.unesc = out
-	d.pend = d.pend[:0]
-	if err != nil {
-		d.synErr(err.Msg, d.tokOffset(1+err.Offset))
-		return
-	}
-	d.strDone(out, false)
-}
-
-// scanString returns the offset of the closing quote (len(buf) when the
-// chunk ends first); ok is false at an escape or a raw control character.
-func scanString(buf []byte, p int) (int, bool) {
-	for ; p < len(buf); p++ {
-		c := buf[p]
-		if c == '"' {
-			return p, true
-		}
-		if c == '\\' || c < 0x20 {
-			return p, false
-		}
-	}
-	return p, true
-}
-
 // strDone handles a complete string; inChunk says s lies in the chunk
 // being written (and may be kept when it is the whole body).
-func (d *Decoder) strDone(s []byte, inChunk bool) {
+func (d *Decoder) strDone(v slot, s []byte, inChunk bool) {
 	stable := inChunk && d.whole
-	if d.strKey {
-		d.keyInBody = stable
-		d.feedString(s, stable)
-		d.key(s)
-		return
-	}
-	d.st = lxAfter
-	v := d.vslot
 	switch v.kind {
 	case slotSkip:
 	case slotSignature:
@@ -940,9 +694,6 @@ func (d *Decoder) strDone(s []byte, inChunk bool) {
 		s, stable = d.stringLeaf(v, s, inChunk)
 	default:
 		d.otherValue(v, jsontext.String)
-		if v.kind == slotRoot {
-			d.st = lxDone
-		}
 	}
 	d.feedString(s, stable)
 }
@@ -970,19 +721,10 @@ func (d *Decoder) keep(s []byte, inChunk bool) []byte {
 		return s
 	case len(s) <= arenaBlock/4:
 		return d.arena.copy(s)
-	case !inChunk && sameStart(s, d.pend):
-		d.pend = nil
-	case !inChunk && sameStart(s, d.unesc):
-		d.unesc = nil
-	default:
-		return slices.Clone(s)
+	case !inChunk && d.tz.Own(s):
+		return s[:len(s):len(s)]
 	}
-	return s[:len(s):len(s)]
-}
-
-// sameStart reports that s starts where buf's storage does.
-func sameStart(s, buf []byte) bool {
-	return len(s) > 0 && cap(buf) > 0 && &s[0] == &buf[:1][0]
+	return slices.Clone(s)
 }
 
 // stringLeaf adds a string where a tensor element belongs (TF's checks in
@@ -1009,122 +751,16 @@ func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) ([]byte, bool) {
 	return s, inChunk && d.whole
 }
 
-// isAtomByte reports the bytes a number or literal token is made of.
-func isAtomByte(c byte) bool {
-	return c-'0' < 10 || c|0x20-'a' < 26 || c == '-' || c == '+' || c == '.'
-}
-
-// atom reads a number or literal starting at buf[p].
-func (d *Decoder) atom(buf []byte, p int) int {
-	q := p
-	for q < len(buf) && isAtomByte(buf[q]) {
-		q++
-	}
-	if q == len(buf) {
-		d.pend = append(d.pend[:0], buf[p:]...)
-		d.st = lxAtom
-		return q
-	}
-	d.atomDone(buf[p:q])
-	return q
-}
-
-// atomMore continues a number or literal split across chunks.
-func (d *Decoder) atomMore(buf []byte, p int) int {
-	q := p
-	for q < len(buf) && isAtomByte(buf[q]) {
-		q++
-	}
-	d.pend = append(d.pend, buf[p:q]...)
-	if len(d.pend) > maxPending {
-		d.longAtom()
-		return q
-	}
-	if q == len(buf) {
-		return q
-	}
-	d.atomDone(d.pend)
-	d.pend = d.pend[:0]
-	return q
-}
-
-// longAtom handles a token longer than maxPending: decided when rapidjson
-// stops inside what is held (an error, or the end of a literal or number
-// before the token's), else undecided.
-func (d *Decoder) longAtom() {
-	tok := d.pend
-	_, end, err := jsontext.ScanNumber(tok, 0)
-	if c := tok[0]; c != 'n' && c != 't' && c != 'f' &&
-		(err == nil && end == len(tok) || err != nil && err.Offset >= len(tok)) {
-		d.final = undecided("a number token longer than 4096 bytes")
-		d.failed = true
-		return
-	}
-	// The root's trailing bytes are never read: lxDone skips them.
-	d.atomDone(tok)
-	d.pend = d.pend[:0]
-}
-
-// atomDone handles a complete number or literal token.
-func (d *Decoder) atomDone(tok []byte) {
-	k, num, ok := d.atomToken(tok)
-	if !ok {
-		return
-	}
-	d.st = lxAfter
-	v := d.vslot
+// scalar handles a number or literal value for slot v.
+func (d *Decoder) scalar(v slot, k jsontext.Kind, num jsontext.Num) {
 	switch v.kind {
 	case slotSkip:
 	case slotTensor:
 		d.scalarLeaf(v, k, num)
 	default:
 		d.otherValue(v, k)
-		if v.kind == slotRoot {
-			d.st = lxDone
-		}
 	}
 	d.feedScalar(k, num)
-}
-
-// atomToken reads a number or literal token as rapidjson does: a literal
-// byte by byte, a number by its grammar; bytes left over after them are
-// the next token, which cannot follow a value.
-func (d *Decoder) atomToken(tok []byte) (jsontext.Kind, jsontext.Num, bool) {
-	var k jsontext.Kind
-	var num jsontext.Num
-	var lit string
-	if len(tok) > 0 {
-		switch tok[0] {
-		case 'n':
-			lit, k = "null", jsontext.Null
-		case 't':
-			lit, k = "true", jsontext.True
-		case 'f':
-			lit, k = "false", jsontext.False
-		}
-	}
-	end := 0
-	if lit != "" {
-		for end < len(lit) && end < len(tok) && tok[end] == lit[end] {
-			end++
-		}
-		if end < len(lit) {
-			d.synErr(jsontext.MsgValueInvalid, d.tokOffset(end))
-			return k, num, false
-		}
-	} else {
-		var err *jsontext.SyntaxError
-		if num, end, err = jsontext.ScanNumber(tok, 0); err != nil {
-			d.synErr(err.Msg, d.tokOffset(err.Offset))
-			return k, num, false
-		}
-		k = jsontext.Number
-	}
-	if end < len(tok) && len(d.stack) > 0 {
-		d.synErr(afterMsg(d.top()), d.tokOffset(end))
-		return k, num, false
-	}
-	return k, num, true
 }
 
 // scalarLeaf adds a number or literal where a tensor element belongs
@@ -1170,7 +806,7 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 	data := in.data
 	n := len(buf)
 	elemBudget := d.lim.MaxElements - d.total
-	nodeBudget := d.maxNodes - d.nodes
+	nodeBudget := d.tz.ValuesLeft()
 	// The step to a sibling list needs its level's size known and a
 	// parent list (level > 0).
 	want := int64(-1)
@@ -1180,6 +816,7 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 	float := dt == tensor.FP32 || dt == tensor.FP64
 	esz := dt.Size()
 	var cnt, lists int64
+	after := false // the tokenizer's state at the end: after a value, or one expected
 	fn := f.n
 	for cnt < elemBudget && cnt+lists < nodeBudget {
 		var num jsontext.Num
@@ -1217,27 +854,27 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 		}
 		cnt++
 		fn++
-		p = skipSpace(buf, end)
+		p = jsontext.SkipSpace(buf, end)
 		if p == n {
-			d.st = lxAfter
+			after = true
 			break
 		}
 		if buf[p] == ',' {
-			p = skipSpace(buf, p+1)
+			p = jsontext.SkipSpace(buf, p+1)
 			if p == n {
 				break
 			}
 			continue
 		}
-		d.st = lxAfter
+		after = true
 		if buf[p] != ']' || fn != want || cnt+lists+1 > nodeBudget {
 			break
 		}
-		q := skipSpace(buf, p+1)
+		q := jsontext.SkipSpace(buf, p+1)
 		if q == n || buf[q] != ',' {
 			break
 		}
-		q = skipSpace(buf, q+1)
+		q = jsontext.SkipSpace(buf, q+1)
 		if q == n || buf[q] != '[' {
 			break
 		}
@@ -1245,15 +882,15 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 		// at the same level and depth.
 		lists++
 		fn = 0
-		d.st = lxValue
-		p = skipSpace(buf, q+1)
+		after = false
+		p = jsontext.SkipSpace(buf, q+1)
 		if p == n {
 			break
 		}
 	}
 	in.data = data
 	d.total += cnt
-	d.nodes += cnt + lists
+	d.tz.Skip(cnt+lists, after, fn == 0)
 	f.n = fn
 	if lists > 0 {
 		d.stack[len(d.stack)-2].n += lists

@@ -236,10 +236,6 @@ func (p *filler) ensureBuf(in *input) {
 	in.buf = getBuf()
 	in.data = (*in.buf)[:0]
 	p.req.bufs = append(p.req.bufs, in.buf)
-	if len(p.ins) == 1 {
-		n := min(int64(p.doc.NumNumbers()), p.lim.MaxElements)
-		in.data = slices.Grow(in.data, int(n)*in.spec.DataType.Size())
-	}
 }
 
 // columns fills the tensors from the "inputs" value.
@@ -308,22 +304,6 @@ func (p *filler) fill(in *input, v jsontext.Value, level int, shape []int64) err
 	n := v.Len()
 	if int64(n) != shape[level] {
 		return errListSize(int64(n), level, shape[level])
-	}
-	if level == rank-1 && n > 0 && p.total+int64(n) <= p.lim.MaxElements {
-		// Hot path: an innermost list of numbers for a float input.
-		var ok bool
-		switch in.spec.DataType {
-		case tensor.FP32:
-			p.ensureBuf(in)
-			in.data, ok = v.AppendFloat32s(in.data)
-		case tensor.FP64:
-			p.ensureBuf(in)
-			in.data, ok = v.AppendFloat64s(in.data)
-		}
-		if ok {
-			p.total += int64(n)
-			return nil
-		}
 	}
 	e, _ := v.First()
 	for i := 0; i < n; i++ {

@@ -1,6 +1,6 @@
 package tfrequest
 
-import "math"
+import "github.com/tfsbridge/tfsbridge/translate/jsontext"
 
 // A second look at the text settles the bodies ErrUndecided lists when
 // the caller holds it: a whole body (Parse), which a streamed body within
@@ -21,11 +21,11 @@ import "math"
 // malformed there fails on its syntax, whatever this answers.
 func (d *Decoder) b64Ahead() bool {
 	b := d.body
-	p := skipSpace(b, d.keyEnd)
+	p := jsontext.SkipSpace(b, d.keyEnd)
 	if p == len(b) || b[p] != ':' {
 		return false
 	}
-	if p = skipSpace(b, p+1); p == len(b) || b[p] != '"' {
+	if p = jsontext.SkipSpace(b, p+1); p == len(b) || b[p] != '"' {
 		return false
 	}
 	for p++; p < len(b) && b[p] != '"'; p++ {
@@ -33,22 +33,23 @@ func (d *Decoder) b64Ahead() bool {
 			p++
 		}
 	}
-	p = skipSpace(b, p+1)
+	p = jsontext.SkipSpace(b, p+1)
 	return p < len(b) && b[p] == '}'
 }
 
 // replayInputs reads the values of the named "inputs" object that just
 // closed again, in signature order, with the element limit counted from
 // zero: which input meets the limit first, and so which error TF reports,
-// depends on that order. The root dump, already fed, is paused, and the
-// node budget, already met by the same values, is lifted.
+// depends on that order. Each value is read by a tokenizer of its own
+// (the text around it was read already); the root dump, already fed, is
+// paused.
 func (d *Decoder) replayInputs() {
 	root := &d.dumps[dumpRoot]
-	rootOn, nodes, maxNodes, st := root.on, d.nodes, d.maxNodes, d.st
+	rootOn, tz := root.on, d.tz
 	if rootOn {
 		d.dumpStop(dumpRoot)
 	}
-	d.replaying, d.maxNodes, d.total = true, math.MaxInt64, 0
+	d.replaying, d.total = true, 0
 	d.colErrs, d.colTrip = nil, false
 	d.stack = append(d.stack, opFrame{obj: true, role: roleInputs})
 	base := len(d.stack)
@@ -59,11 +60,12 @@ func (d *Decoder) replayInputs() {
 		}
 		in.data, in.strs = in.data[:0], in.strs[:0]
 		d.stack[base-1].next, d.stack[base-1].nextInput = slotItem, int32(i)
-		d.st = lxValue
+		d.tz = jsontext.Tokenizer{}
+		d.tz.Reset(jsontext.Limits{MaxDepth: d.lim.MaxDepth})
 		d.lex(d.body, in.from, base)
 	}
 	d.stack = d.stack[:base-1]
-	d.replaying, d.nodes, d.maxNodes, d.st = false, nodes, maxNodes, st
+	d.replaying, d.tz = false, tz
 	if rootOn {
 		root.on = true
 		d.ndump++

@@ -228,7 +228,7 @@ func TestStreamSignatures(t *testing.T) {
 	}
 }
 
-// TestStreamLongTokens: a number or literal longer than maxPending cut by
+// TestStreamLongTokens: a number or literal longer than jsontext.MaxPending cut by
 // chunks is decided where rapidjson stops inside the bytes held, and
 // undecided (documented) only when it is one long number.
 func TestStreamLongTokens(t *testing.T) {

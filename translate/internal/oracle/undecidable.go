@@ -34,12 +34,8 @@ func Undecidable(body []byte, sig *tensor.Signature, lim tensor.Limits) bool {
 	return ok && in.Kind() == jsontext.Object && len(sig.Inputs) > 1 && leaves(in) > lim.MaxElements
 }
 
-// maxPending is tfrequest's bound on a number or literal a chunk boundary
-// cuts: a longer one is undecided.
-const maxPending = 4096
-
-// hasLongAtom reports a number or literal token longer than maxPending
-// outside strings.
+// hasLongAtom reports a number or literal token longer than
+// jsontext.MaxPending (what a chunk boundary may cut) outside strings.
 func hasLongAtom(body []byte) bool {
 	inStr, esc, run := false, false, 0
 	for _, c := range body {
@@ -54,7 +50,7 @@ func hasLongAtom(body []byte) bool {
 				inStr = false
 			}
 		case isAtomByte(c):
-			if run++; run > maxPending {
+			if run++; run > jsontext.MaxPending {
 				return true
 			}
 			continue
