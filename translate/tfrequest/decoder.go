@@ -34,11 +34,11 @@ import (
 // bounds nesting depth and the total number of tensor elements. Strings
 // in the Request may alias body.
 func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
-	r, err, late := parseWhole(body, resolve, lim, nil)
+	r, late, err := parseWhole(body, resolve, lim, nil)
 	if late != nil {
 		// The values were read against the default signature; read them
 		// again against the one the body names.
-		r, err, _ = parseWhole(body, resolve, lim, late)
+		r, _, err = parseWhole(body, resolve, lim, late)
 	}
 	return r, err
 }
@@ -47,7 +47,7 @@ func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 // the signature name to resolve before the body names it. late is the
 // name to read the body again with, when it names its signature after the
 // values.
-func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) (r *Request, err error, late *string) {
+func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) (r *Request, late *string, err error) {
 	d := newDecoder(resolve, lim)
 	d.whole, d.body = true, body
 	if name != nil {
@@ -62,7 +62,7 @@ func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) 
 	if d.lost {
 		late = &d.req.SignatureName
 	}
-	return r, err, late
+	return r, late, err
 }
 
 // Decoder reads one request body: Write it in chunks, then Close, which
