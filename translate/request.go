@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"errors"
+
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
@@ -18,10 +20,10 @@ type RequestOptions struct {
 	// request (tfexample.Options.MaxBytes); 0 means tfexample's default.
 	MaxBytes int64
 	// ReplayBytes is how long a streamed body (RequestStream) may be and
-	// still be kept as text, so that a body the one-pass decoder does not
-	// decide is answered by TranslateRequest over the whole text; above
-	// it the text is dropped as soon as it passes this size. 0 means
-	// DefaultReplayBytes; negative keeps nothing.
+	// still be kept as text, so that the few bodies a stream cannot decide
+	// (tfrequest.ErrUndecided) are settled by a second look at the whole
+	// text; above it the text is dropped as soon as it passes this size.
+	// 0 means DefaultReplayBytes; negative keeps nothing.
 	ReplayBytes int64
 }
 
@@ -41,8 +43,8 @@ func (o RequestOptions) replayBytes() int64 {
 }
 
 // TranslateRequest turns a TF Serving predict body into a v2 infer body:
-// tfrequest.Parse (TF's checks, order and messages; resolve supplies the
-// signature), then batch adaptation, then oip.EncodeRequest. The Exchange
+// tfrequest.Parse (TF's checks, order and messages, in one pass straight
+// into the tensors; resolve supplies the signature), then batch adaptation, then oip.EncodeRequest. The Exchange
 // it returns is what TranslateResponse needs to answer in TF's format.
 //
 // Batch adaptation (docs/open-inference-protocol.md §9): row format always
@@ -55,9 +57,7 @@ func (o RequestOptions) replayBytes() int64 {
 //
 // Errors are *apierr.Error with TF Serving's text and status.
 func TranslateRequest(tfBody []byte, resolve tfrequest.Resolver, opt RequestOptions) (V2Request, Exchange, error) {
-	// One pass straight into the tensors; the exact tape parser takes
-	// over for what it does not decide, errors included.
-	req, err := tfrequest.ParseOnePass(tfBody, resolve, opt.Limits)
+	req, err := tfrequest.Parse(tfBody, resolve, opt.Limits)
 	if err != nil {
 		return V2Request{}, Exchange{}, err
 	}
@@ -68,12 +68,12 @@ func TranslateRequest(tfBody []byte, resolve tfrequest.Resolver, opt RequestOpti
 // never holding its text whole: Write each chunk, then Close. It answers
 // as TranslateRequest over the whole body would.
 //
-// The one-pass decoder (tfrequest.NewDecoder, exact mode) reads the
-// chunks; while the body is at most RequestOptions.ReplayBytes long a copy
-// of its text is kept too, and a body the decoder does not accept is
-// answered by TranslateRequest over that copy. Longer bodies are answered
-// by the decoder alone — TF Serving's status and text too, but for the
-// few bodies tfrequest.ErrUndecided lists, which get a 400 saying so.
+// The decoder (tfrequest.NewDecoder, the one TranslateRequest runs over a
+// whole body) reads the chunks and answers every body, TF Serving's status
+// and text included, but for the few tfrequest.ErrUndecided lists. While
+// the body is at most RequestOptions.ReplayBytes long a copy of its text
+// is kept, and those few are answered by TranslateRequest over it; longer
+// ones get a 400 saying so.
 type RequestStream struct {
 	dec     *tfrequest.Decoder
 	resolve tfrequest.Resolver
@@ -107,7 +107,7 @@ func (s *RequestStream) Write(chunk []byte) error {
 	if s.decErr == nil {
 		s.decErr = s.dec.Write(chunk)
 	}
-	if s.decErr != nil && s.text == nil {
+	if s.decErr != nil && (s.text == nil || !errors.Is(s.decErr, tfrequest.ErrUndecided)) {
 		return s.decErr
 	}
 	return nil
@@ -124,7 +124,7 @@ func (s *RequestStream) Close() (V2Request, Exchange, error) {
 	if err == nil {
 		return encodeRequestParts(req, s.opt)
 	}
-	if s.text != nil {
+	if s.text != nil && errors.Is(err, tfrequest.ErrUndecided) {
 		return TranslateRequest(*s.text, s.resolve, s.opt)
 	}
 	return V2Request{}, Exchange{}, err

@@ -154,3 +154,52 @@ func TestRequestStreamMemory(t *testing.T) {
 		t.Errorf("heap grew by %d bytes, over twice the %d-byte tensor", growth, tensorBytes)
 	}
 }
+
+// TestRequestStreamB64Memory streams a row-format body whose bulk is one
+// 16 MiB {"b64": …} string in 64 KiB chunks, as the proxy does (64 KiB of
+// replay text): the string must be held once (as it arrives, then decoded
+// once into the tensor and once into the v2 body), not also by the
+// instance's dump text, a copy for the b64 object and the root dump's
+// copy of the token that crosses its limit (issue #17: ~7× the string).
+func TestRequestStreamB64Memory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 16 MB")
+	}
+	const textBytes = 16 << 20 // base64 of 12 MiB
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	runtime.GC()
+	base := heapObjects()
+	stop := heapPeak()
+
+	sig := &tensor.Signature{Batched: true, Inputs: []tensor.Spec{{Name: "img", DataType: tensor.Bytes, Shape: []int64{-1}}}}
+	s := NewRequestStream(func(string) (*tensor.Signature, error) { return sig, nil }, RequestOptions{Kind: oip.Triton, ReplayBytes: 64 << 10})
+	chunk := make([]byte, 64<<10)
+	for i := range chunk {
+		chunk[i] = "QUJD"[i%4]
+	}
+	write := func(b []byte) {
+		if err := s.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write([]byte(`{"instances": [{"img": {"b64": "`))
+	for n := 0; n < textBytes; n += len(chunk) {
+		write(chunk)
+	}
+	write([]byte(`"}}]}`))
+	req, _, err := s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak := stop()
+	defer req.Release()
+	if got := req.Len() - req.HeaderLength; got != 4+textBytes/4*3 {
+		t.Fatalf("%d tensor bytes, want %d", got, 4+textBytes/4*3)
+	}
+	growth := int64(peak) - int64(base)
+	t.Logf("%d MiB of b64 text: heap grew %.1f MB at peak (%.2f× the text)", textBytes>>20, float64(growth)/1e6, float64(growth)/textBytes)
+	if growth >= 4*textBytes {
+		t.Errorf("heap grew by %d bytes, 4× the %d-byte string or more: it is held more than once", growth, textBytes)
+	}
+}

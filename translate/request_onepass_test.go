@@ -2,16 +2,19 @@ package translate
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 )
 
-// TestOnePassBodies: TranslateRequest (one pass) and RequestStream (the
-// body in small chunks) send the very bytes the exact tape parser's
-// tensors encode to, for every server kind, batch adaptation included.
+// TestOnePassBodies: TranslateRequest (the body as one chunk) and
+// RequestStream (the body in small chunks) send the very bytes
+// tfrequest.Parse's tensors encode to, for every server kind, batch
+// adaptation included.
 func TestOnePassBodies(t *testing.T) {
 	batched := &tensor.Signature{Batched: true, Inputs: []tensor.Spec{
 		{Name: "img", DataType: tensor.FP32, Shape: []int64{-1, 2, 2}},
@@ -57,27 +60,39 @@ func TestOnePassBodies(t *testing.T) {
 			got.Release()
 		}
 	}
-	// A body the decoder does not decide is answered from the kept text
-	// while it is at most ReplayBytes long, exactly as TranslateRequest.
-	ragged := []byte(`{"instances": [[1, 2], [3]]}`)
-	resolve := func(string) (*tensor.Signature, error) { return single, nil }
-	_, _, want := TranslateRequest(ragged, resolve, RequestOptions{})
-	for _, replay := range []int64{0, int64(len(ragged)), 1 << 30} {
+	// A body a stream cannot decide (tfrequest.ErrUndecided) is answered
+	// from the kept text while it is at most ReplayBytes long, exactly as
+	// TranslateRequest answers it; beyond that, with the 400.
+	late := []byte(`{"instances": [[1, 2]], "signature_name": "other"}`)
+	other := &tensor.Signature{Inputs: []tensor.Spec{{Name: "y", DataType: tensor.Int32}}}
+	resolve := func(name string) (*tensor.Signature, error) {
+		if name == "other" {
+			return other, nil
+		}
+		return single, nil
+	}
+	want, wantEx, err := TranslateRequest(late, resolve, RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, replay := range []int64{0, int64(len(late)), 1 << 30} {
 		s := NewRequestStream(resolve, RequestOptions{ReplayBytes: replay})
-		for i := range ragged {
-			if err := s.Write(ragged[i : i+1]); err != nil {
+		for i := range late {
+			if err := s.Write(late[i : i+1]); err != nil {
 				t.Fatalf("ReplayBytes %d: Write: %v", replay, err)
 			}
 		}
-		if _, _, err := s.Close(); err == nil || err.Error() != want.Error() {
-			t.Errorf("ReplayBytes %d: Close = %v, want %v", replay, err, want)
+		got, gotEx, err := s.Close()
+		if err != nil || !bytes.Equal(bytes.Join(got.Chunks(), nil), want.Body) || gotEx != wantEx {
+			t.Errorf("ReplayBytes %d: Close = %q, %v; want %q", replay, bytes.Join(got.Chunks(), nil), err, want.Body)
 		}
+		got.Release()
 	}
-	// One byte longer than ReplayBytes: the text is gone, the decoder
-	// answers alone, the same.
-	s := NewRequestStream(resolve, RequestOptions{ReplayBytes: int64(len(ragged)) - 1})
-	s.Write(ragged)
-	if _, _, err := s.Close(); err == nil || err.Error() != want.Error() {
-		t.Errorf("beyond ReplayBytes: Close = %v, want %v", err, want)
+	s := NewRequestStream(resolve, RequestOptions{ReplayBytes: int64(len(late)) - 1})
+	if err := s.Write(late); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Close(); !errors.Is(err, tfrequest.ErrUndecided) || apierr.As(err).HTTPStatus() != 400 {
+		t.Errorf("beyond ReplayBytes: Close = %v, want a 400 wrapping ErrUndecided", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/test/conformance"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/internal/oracle"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
@@ -50,7 +51,7 @@ func sameTranslation(t *testing.T, body []byte, sig *tensor.Signature, opt Reque
 	want, wantEx, wantErr := TranslateRequest(body, resolve, opt)
 	got, gotEx, err := streamAt(t, body, resolve, opt, cuts)
 	if errors.Is(err, tfrequest.ErrUndecided) {
-		if !tfrequest.Undecidable(body, sig, opt.Limits) {
+		if !oracle.Undecidable(body, sig, opt.Limits) {
 			t.Fatalf("cut at %v, %q: undecided (%v) but not a documented case", cuts, body, err)
 		}
 		if s := apierr.As(err).HTTPStatus(); s != 400 {

@@ -35,12 +35,12 @@ import (
 // within the body limit and translated whole at their end, as in
 // buffered mode, and then streamed out the same way.
 
-// replayBytes is how much of a streamed predict body's text is kept for
-// the exact parser (translate.RequestOptions.ReplayBytes). The decoder
-// answers every body itself but four rare constructs (tfrequest.
-// ErrUndecided); keeping the first 64 KiB gives those TF's exact text in
-// the small bodies where client mistakes are made, and costs a large body
-// one 64 KiB copy instead of the default 1 MiB (which showed as ~10% of the
+// replayBytes is how much of a streamed predict body's text is kept for a
+// second look (translate.RequestOptions.ReplayBytes). The decoder answers
+// every body itself but four rare constructs (tfrequest.ErrUndecided),
+// which the kept text settles; keeping the first 64 KiB does so in the
+// small bodies where client mistakes are made, and costs a large body one
+// 64 KiB copy instead of the default 1 MiB (which showed as ~10% of the
 // full-duplex image path).
 const replayBytes = 64 << 10
 

@@ -17,6 +17,7 @@ type DumpStream struct {
 	// b64 payload), and most dumps are never printed.
 	tail    []byte
 	hasTail bool
+	stable  bool // tail is the caller's (StringStable), not a copy
 }
 
 // Reset starts a new dump appended to dst, limited to DumpLimit bytes.
@@ -82,14 +83,28 @@ func (s *DumpStream) Close(obj bool) bool {
 }
 
 // String writes a string token; rapidjson writes a key the same way.
-func (s *DumpStream) String(v []byte) bool {
+func (s *DumpStream) String(v []byte) bool { return s.str(v, false) }
+
+// StringStable is String for a v its caller keeps unmodified while the
+// dump is in use: the token that crosses the limit is then kept where it
+// is instead of copied (it may be a megabyte payload, held once).
+func (s *DumpStream) StringStable(v []byte) bool { return s.str(v, true) }
+
+func (s *DumpStream) str(v []byte, stable bool) bool {
 	if !s.room() {
 		return false
 	}
 	if len(s.w.buf)+len(v)+2 >= s.limit {
 		// The last token: kept as is, rendered by Bytes.
-		s.tail = append(s.tail[:0], v...)
-		s.hasTail, s.stopped = true, true
+		switch {
+		case stable:
+			s.tail = v
+		case s.stable:
+			s.tail = append([]byte(nil), v...) // never into the caller's bytes
+		default:
+			s.tail = append(s.tail[:0], v...)
+		}
+		s.hasTail, s.stopped, s.stable = true, true, stable
 		return false
 	}
 	s.w.buf = growFor(s.w.buf, v, len(s.w.stack))

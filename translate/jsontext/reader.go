@@ -1,14 +1,10 @@
 package jsontext
 
 import (
-	"encoding/binary"
 	"iter"
 	"math"
-	"slices"
 	"strconv"
 	"sync"
-
-	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 // Kind is the type of a JSON value, named as rapidjson names its types
@@ -59,8 +55,7 @@ type Document struct {
 	nodes  []node  // the tape
 	strs   []byte  // unescaped string contents (strings with escapes only)
 	frames []frame // open containers during parsing
-	nNum   int     // number nodes
-	nStr   int     // string values (keys excluded)
+	tok    Tokenizer
 }
 
 var docPool = sync.Pool{New: func() any { return new(Document) }}
@@ -73,27 +68,53 @@ var docPool = sync.Pool{New: func() any { return new(Document) }}
 // numbers, raw control characters in strings are rejected and UTF-8 is not
 // validated.
 //
-// lim.MaxDepth bounds nesting; the tape is bounded to
-// MaxNodes(lim) nodes, so a hostile body cannot make it allocate without
-// bound. Errors are *SyntaxError. Call Release when done.
-func Parse(data []byte, lim tensor.Limits) (*Document, error) {
+// lim bounds nesting and the tape's nodes, so a hostile body cannot make
+// it allocate without bound. Errors are *SyntaxError. Call Release when
+// done.
+func Parse(data []byte, lim Limits) (*Document, error) {
 	d := docPool.Get().(*Document)
-	if err := d.parse(data, lim.OrDefault()); err != nil {
+	if err := d.parse(data, lim.orDefault()); err != nil {
 		d.Release()
 		return nil, err
 	}
 	return d, nil
 }
 
-// MaxNodes is the node budget Parse allows for lim: every tensor element
-// plus generous room for the arrays, objects and keys around them.
-func MaxNodes(lim tensor.Limits) int64 {
-	lim = lim.OrDefault()
-	n := int64(math.MaxInt32) // Value indexes the tape with an int32
-	if lim.MaxElements < (n-(1<<16))/2 {
-		n = 2*lim.MaxElements + 1<<16
+// Limits bound what a reader builds from an untrusted text.
+type Limits struct {
+	// MaxDepth is the deepest nesting accepted (0: DefaultMaxDepth).
+	MaxDepth int
+	// MaxValues is the most values and keys a text may hold (0 or more
+	// than the tape can index: what it can index).
+	MaxValues int64
+}
+
+// DefaultMaxDepth is Limits.MaxDepth when it is 0 (Triton's bound).
+const DefaultMaxDepth = 100
+
+// maxValues is what the tape can index: Value holds an int32.
+const maxValues = math.MaxInt32
+
+// ForElements returns the limits for a text that carries at most
+// maxElements tensor elements nested at most maxDepth deep: room for
+// every element and, generously, the arrays, objects and keys around
+// them.
+func ForElements(maxDepth int, maxElements int64) Limits {
+	lim := Limits{MaxDepth: maxDepth}
+	if maxElements > 0 && maxElements < (maxValues-(1<<16))/2 {
+		lim.MaxValues = 2*maxElements + 1<<16
 	}
-	return n
+	return lim.orDefault()
+}
+
+func (l Limits) orDefault() Limits {
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxValues <= 0 || l.MaxValues > maxValues {
+		l.MaxValues = maxValues
+	}
+	return l
 }
 
 // Release returns the document's memory to a pool. Values and byte slices
@@ -120,13 +141,6 @@ func (d *Document) Root() Value { return Value{d: d, i: 0} }
 
 // Input returns the bytes given to Parse (trailing content included).
 func (d *Document) Input() []byte { return d.data }
-
-// NumNumbers returns how many number values the document holds, counted
-// during the syntax pass so callers can size buffers exactly.
-func (d *Document) NumNumbers() int { return d.nNum }
-
-// NumStrings returns how many string values (not keys) it holds.
-func (d *Document) NumStrings() int { return d.nStr }
 
 // Value is one node of a Document. It is a small handle, passed by value;
 // the zero Value is invalid (Valid reports false).
@@ -297,59 +311,4 @@ func (v Value) Float64() float64 {
 		return 0
 	}
 	return n.float64()
-}
-
-// numberElems returns the element nodes of the array v when every one of
-// them is a number: the precondition of the bulk appenders below.
-func (v Value) numberElems() ([]node, bool) {
-	n := &v.d.nodes[v.i]
-	if n.kind != Array {
-		return nil, false
-	}
-	c := int(n.count())
-	kids := v.d.nodes[int(v.i)+1:]
-	if len(kids) < c {
-		return nil, false
-	}
-	kids = kids[:c]
-	for i := range kids {
-		if kids[i].kind != Number {
-			return nil, false
-		}
-	}
-	return kids, true
-}
-
-// AppendFloat32s is the hot path of request parsing: when every element of
-// the array v is a number, it appends each as a little-endian float32
-// (rapidjson's GetFloat: the double cast to float) and returns true.
-// Otherwise it returns dst unchanged and false, and the caller walks the
-// elements one by one to report the exact error.
-func (v Value) AppendFloat32s(dst []byte) ([]byte, bool) {
-	kids, ok := v.numberElems()
-	if !ok {
-		return dst, false
-	}
-	start := len(dst)
-	dst = slices.Grow(dst, 4*len(kids))[:start+4*len(kids)]
-	out := dst[start:]
-	for i := range kids {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(kids[i].float64())))
-	}
-	return dst, true
-}
-
-// AppendFloat64s is AppendFloat32s for little-endian float64s.
-func (v Value) AppendFloat64s(dst []byte) ([]byte, bool) {
-	kids, ok := v.numberElems()
-	if !ok {
-		return dst, false
-	}
-	start := len(dst)
-	dst = slices.Grow(dst, 8*len(kids))[:start+8*len(kids)]
-	out := dst[start:]
-	for i := range kids {
-		binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(kids[i].float64()))
-	}
-	return dst, true
 }

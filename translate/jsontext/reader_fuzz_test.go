@@ -6,8 +6,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 // FuzzReader: no input panics; errors are *SyntaxError with an offset
@@ -19,7 +17,7 @@ func FuzzReader(f *testing.F) {
 		`[NaN, -Infinity, 1e400, 18446744073709551616]`, `"\ud83d\ude00"`, "\xEF\xBB\xBF{}", `[[[[]]]]`, `{"a":1,"a":2}`, `"\ud800"`} {
 		f.Add([]byte(s))
 	}
-	lim := tensor.Limits{MaxDepth: 32, MaxElements: 1 << 12}
+	lim := ForElements(32, 1<<12)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := Parse(data, lim)
 		if err != nil {

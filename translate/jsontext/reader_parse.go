@@ -3,8 +3,6 @@ package jsontext
 import (
 	"bytes"
 	"math"
-
-	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 // node is one entry of the tape. 24 bytes, no pointers, so a pooled tape of
@@ -23,29 +21,10 @@ type node struct {
 func (n *node) count() uint32 { return uint32(n.bits >> 32) }
 func (n *node) next() uint32  { return uint32(n.bits) }
 
-// parseState is rapidjson's IterativeParsingState (the subset reachable
-// with the flags TF Serving uses). Error offsets and messages depend on it.
-type parseState uint8
-
-const (
-	stStart parseState = iota
-	stFinish
-	stObjectInitial
-	stMemberKey
-	stKeyValueDelimiter
-	stMemberValue
-	stMemberDelimiter
-	stArrayInitial
-	stElement
-	stElementDelimiter
-)
-
-// frame is an open container: its node and the state to resume in its
-// parent once it closes.
+// frame is an open container: its node and its elements so far.
 type frame struct {
 	node  uint32
 	count uint32
-	ret   parseState
 }
 
 // maxInput keeps offsets in 32 bits.
@@ -56,122 +35,81 @@ func (d *Document) reset(data []byte) {
 	d.nodes = d.nodes[:0]
 	d.strs = d.strs[:0]
 	d.frames = d.frames[:0]
-	d.nNum, d.nStr = 0, 0
 }
 
-// parse runs rapidjson's iterative parser (IterativeParse with
-// kParseStopWhenDoneFlag) over data, building the tape.
-func (d *Document) parse(data []byte, lim tensor.Limits) error {
+// parse reads data with the tokenizer (rapidjson's reader, with
+// kParseStopWhenDoneFlag), building the tape.
+func (d *Document) parse(data []byte, lim Limits) error {
 	d.reset(data)
 	if len(data) > maxInput {
 		return &SyntaxError{msgTooLarge, 0}
 	}
-	maxNodes := MaxNodes(lim)
-	d.reserve(data, maxNodes)
-	n := len(data)
-	p := skipBOM(data)
-	p = skipWS(data, p)
-	state := stStart
-	for p < n && data[p] != 0 {
-		c := data[p]
-		switch state {
-		case stStart, stKeyValueDelimiter, stArrayInitial, stElementDelimiter:
-			// A value is expected.
-			var ret parseState
-			switch state {
-			case stStart:
-				ret = stFinish
-			case stKeyValueDelimiter:
-				ret = stMemberValue
-			default:
-				ret = stElement
-			}
-			switch c {
-			case '[', '{':
-				if len(d.frames) >= lim.MaxDepth {
-					return &SyntaxError{msgTooDeep, p}
-				}
-				if int64(len(d.nodes)) >= maxNodes {
-					return &SyntaxError{msgTooManyVals, p}
-				}
-				d.addChild()
-				k, st := Array, stArrayInitial
-				if c == '{' {
-					k, st = Object, stObjectInitial
-				}
-				d.frames = append(d.frames, frame{node: uint32(len(d.nodes)), ret: ret})
-				d.nodes = append(d.nodes, node{kind: k, off: uint32(p)})
-				p++
-				state = st
-			case ']':
-				if state == stArrayInitial {
-					p = d.closeContainer(p)
-					state = d.popFrame()
-				} else {
-					return errorFor(state, p)
-				}
-			case '}', ',', ':':
-				return errorFor(state, p)
-			default:
-				if int64(len(d.nodes)) >= maxNodes {
-					return &SyntaxError{msgTooManyVals, p}
-				}
-				d.addChild()
-				var err *SyntaxError
-				if p, err = d.parseScalar(p); err != nil {
-					return err
-				}
-				state = ret
-			}
-		case stObjectInitial, stMemberDelimiter:
-			switch c {
-			case '"':
-				if int64(len(d.nodes)) >= maxNodes {
-					return &SyntaxError{msgTooManyVals, p}
-				}
-				d.frames[len(d.frames)-1].count++
-				var err *SyntaxError
-				if p, err = d.parseString(p, true); err != nil {
-					return err
-				}
-				state = stMemberKey
-			case '}':
-				if state == stMemberDelimiter {
-					return errorFor(state, p)
-				}
-				p = d.closeContainer(p)
-				state = d.popFrame()
-			default:
-				return errorFor(state, p)
-			}
-		case stMemberKey:
-			if c != ':' {
-				return errorFor(state, p)
-			}
-			p++
-			state = stKeyValueDelimiter
-		case stMemberValue, stElement:
-			switch {
-			case c == ',':
-				p++
-				if state == stElement {
-					state = stElementDelimiter
-				} else {
-					state = stMemberDelimiter
-				}
-			case c == ']' && state == stElement, c == '}' && state == stMemberValue:
-				p = d.closeContainer(p)
-				state = d.popFrame()
-			default:
-				return errorFor(state, p)
+	d.reserve(data, lim.MaxValues)
+	t := &d.tok
+	t.Reset(lim)
+	for p := 0; ; {
+		tok, q := t.Next(data, p)
+		if tok.Kind != NeedMore {
+			d.add(tok, q)
+			p = q
+			continue
+		}
+		if t.Err() == nil && !t.Done() {
+			t.EndChunk(len(data))
+			for tok, ok := t.End(); ok; tok, ok = t.End() {
+				d.add(tok, len(data))
 			}
 		}
-		if state == stFinish {
-			return nil
-		}
-		p = skipWS(data, p)
+		break
 	}
-	return errorFor(state, p)
+	if err, ok := t.Err().(*SyntaxError); ok {
+		return err
+	}
+	return nil // a whole text cuts no token (ErrTokenTooLong)
+}
+
+// add puts a token that ends at data[end] on the tape.
+func (d *Document) add(tok Token, end int) {
+	switch tok.Kind {
+	case BeginArray, BeginObject:
+		d.addChild()
+		k := Array
+		if tok.Kind == BeginObject {
+			k = Object
+		}
+		d.frames = append(d.frames, frame{node: uint32(len(d.nodes))})
+		d.nodes = append(d.nodes, node{kind: k, off: uint32(tok.Off)})
+	case EndArray, EndObject:
+		f := d.frames[len(d.frames)-1]
+		d.frames = d.frames[:len(d.frames)-1]
+		nd := &d.nodes[f.node]
+		nd.end = uint32(end)
+		nd.bits = uint64(f.count)<<32 | uint64(len(d.nodes))
+	case Key:
+		d.frames[len(d.frames)-1].count++
+		d.addString(tok, end)
+	case StringValue:
+		d.addChild()
+		d.addString(tok, end)
+	case NumberValue:
+		d.addChild()
+		d.nodes = append(d.nodes, node{kind: Number, flags: tok.Num.flags, off: uint32(tok.Off), end: uint32(end), bits: tok.Num.bits})
+	default:
+		d.addChild()
+		d.nodes = append(d.nodes, node{kind: tok.ValueKind(), off: uint32(tok.Off), end: uint32(end)})
+	}
+}
+
+// addString puts a string on the tape: one without escapes aliases the
+// input, the others are copied unescaped to d.strs.
+func (d *Document) addString(tok Token, end int) {
+	n := node{kind: String, off: uint32(tok.Off), end: uint32(end)}
+	if !tok.InChunk {
+		n.flags = flagEscaped
+		n.bits = uint64(len(tok.Str))<<32 | uint64(len(d.strs))
+		d.strs = append(d.strs, tok.Str...)
+	}
+	d.nodes = append(d.nodes, n)
 }
 
 // reserve sizes the tape for data before parsing, so even a document
@@ -199,25 +137,6 @@ func (d *Document) reserve(data []byte, maxNodes int64) {
 	}
 }
 
-// errorFor is rapidjson's HandleError: the message depends only on the
-// state the unexpected token (or the end of input) was met in.
-func errorFor(state parseState, p int) *SyntaxError {
-	switch state {
-	case stStart:
-		return &SyntaxError{msgDocumentEmpty, p}
-	case stObjectInitial, stMemberDelimiter:
-		return &SyntaxError{msgObjectMissName, p}
-	case stMemberKey:
-		return &SyntaxError{msgObjectMissColon, p}
-	case stMemberValue:
-		return &SyntaxError{msgObjectMissComma, p}
-	case stKeyValueDelimiter, stArrayInitial, stElementDelimiter:
-		return &SyntaxError{msgValueInvalid, p}
-	default:
-		return &SyntaxError{msgArrayMissComma, p}
-	}
-}
-
 // addChild counts a new array element (object members are counted at
 // their key).
 func (d *Document) addChild() {
@@ -229,39 +148,9 @@ func (d *Document) addChild() {
 	}
 }
 
-// closeContainer finishes the innermost container at its closing bracket
-// data[p] and returns the offset after it.
-func (d *Document) closeContainer(p int) int {
-	f := d.frames[len(d.frames)-1]
-	nd := &d.nodes[f.node]
-	nd.end = uint32(p + 1)
-	nd.bits = uint64(f.count)<<32 | uint64(len(d.nodes))
-	return p + 1
-}
-
-// popFrame drops the innermost container and returns the state to resume.
-func (d *Document) popFrame() parseState {
-	k := len(d.frames) - 1
-	ret := d.frames[k].ret
-	d.frames = d.frames[:k]
-	return ret
-}
-
-// skipBOM is the constructor of rapidjson's EncodedInputStream<UTF8<>,
-// MemoryStream>, the stream TF Serving parses from: it drops the bytes EF,
-// BB and BF, each only if present, in that order. Offsets still count from
-// the first byte (MemoryStream::Tell).
-func skipBOM(data []byte) int {
-	p := 0
-	for _, b := range [...]byte{0xEF, 0xBB, 0xBF} {
-		if p < len(data) && data[p] == b {
-			p++
-		}
-	}
-	return p
-}
-
-func skipWS(data []byte, p int) int {
+// SkipSpace returns the offset of the first byte from data[p] that is not
+// JSON whitespace (len(data) if none).
+func SkipSpace(data []byte, p int) int {
 	for p < len(data) {
 		switch data[p] {
 		case ' ', '\n', '\r', '\t':
@@ -273,88 +162,13 @@ func skipWS(data []byte, p int) int {
 	return p
 }
 
-// parseScalar parses a string, literal or number value at data[p]
-// (rapidjson's ParseValue for non-container tokens).
-func (d *Document) parseScalar(p int) (int, *SyntaxError) {
-	data := d.data
-	switch data[p] {
-	case '"':
-		d.nStr++
-		return d.parseString(p, false)
-	case 'n':
-		return d.parseLiteral(p, "null", Null)
-	case 't':
-		return d.parseLiteral(p, "true", True)
-	case 'f':
-		return d.parseLiteral(p, "false", False)
-	}
-	end, flags, bits, err := parseNumber(data, p)
-	if err != nil {
-		return end, err
-	}
-	d.nNum++
-	d.nodes = append(d.nodes, node{kind: Number, flags: flags, off: uint32(p), end: uint32(end), bits: bits})
-	return end, nil
-}
-
-// parseLiteral matches null/true/false byte by byte; the error offset is
-// where the first mismatch is (rapidjson's Consume chain).
-func (d *Document) parseLiteral(p int, lit string, k Kind) (int, *SyntaxError) {
-	start := p
-	data := d.data
-	for i := 0; i < len(lit); i++ {
-		if p >= len(data) || data[p] != lit[i] {
-			return p, &SyntaxError{msgValueInvalid, p}
-		}
-		p++
-	}
-	d.nodes = append(d.nodes, node{kind: k, off: uint32(start), end: uint32(p)})
-	return p, nil
-}
-
-// parseString parses the string starting at the quote data[p]. Strings
-// without escapes alias the input; the others are unescaped into d.strs.
-func (d *Document) parseString(p int, key bool) (int, *SyntaxError) {
-	_ = key
-	data := d.data
-	start := p
-	p++
-	for p < len(data) {
-		c := data[p]
-		if c == '"' {
-			d.nodes = append(d.nodes, node{kind: String, off: uint32(start), end: uint32(p + 1)})
-			return p + 1, nil
-		}
-		if c == '\\' || c < 0x20 {
-			return d.parseEscapedString(start, p)
-		}
-		p++
-	}
-	return p, &SyntaxError{msgMissQuotationMark, p}
-}
-
-// parseEscapedString continues parseString at data[p], the first byte that
-// needs care, copying the unescaped contents to d.strs.
-func (d *Document) parseEscapedString(start, p int) (int, *SyntaxError) {
-	sOff := len(d.strs)
-	d.strs = append(d.strs, d.data[start+1:p]...)
-	var err *SyntaxError
-	d.strs, p, err = AppendUnescaped(d.strs, d.data, p)
-	if err != nil {
-		return err.Offset, err
-	}
-	d.nodes = append(d.nodes, node{kind: String, flags: flagEscaped, off: uint32(start), end: uint32(p),
-		bits: uint64(len(d.strs)-sOff)<<32 | uint64(sOff)})
-	return p, nil
-}
-
-// AppendUnescaped decodes a string's contents from data[p] up to its
+// appendUnescaped decodes a string's contents from data[p] up to its
 // closing quote as rapidjson 1.1.0 does, appending them to dst, and returns
 // the offset after the quote. The error, if any, is rapidjson's, with its
 // offset in data: a string that data ends inside of is missing its
 // closing quotation mark at len(data), so a streaming reader can call it
 // on what it has so far.
-func AppendUnescaped(dst, data []byte, p int) ([]byte, int, *SyntaxError) {
+func appendUnescaped(dst, data []byte, p int) ([]byte, int, *SyntaxError) {
 	n := len(data)
 	for {
 		if p >= n {

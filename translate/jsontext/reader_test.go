@@ -5,13 +5,11 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 func mustParse(t *testing.T, s string) *Document {
 	t.Helper()
-	d, err := Parse([]byte(s), tensor.Limits{})
+	d, err := Parse([]byte(s), Limits{})
 	if err != nil {
 		t.Fatalf("Parse(%q): %v", s, err)
 	}
@@ -85,7 +83,7 @@ func TestSyntaxErrors(t *testing.T) {
 		{`{"a\q":1}`, "Invalid escape character in string.", 3},
 	}
 	for _, tt := range tests {
-		_, err := Parse([]byte(tt.in), tensor.Limits{})
+		_, err := Parse([]byte(tt.in), Limits{})
 		var se *SyntaxError
 		if !errors.As(err, &se) {
 			t.Errorf("Parse(%q) = %v, want a SyntaxError", tt.in, err)
@@ -98,7 +96,7 @@ func TestSyntaxErrors(t *testing.T) {
 }
 
 func TestSyntaxErrorText(t *testing.T) {
-	_, err := Parse([]byte("[1 2]"), tensor.Limits{})
+	_, err := Parse([]byte("[1 2]"), Limits{})
 	if got, want := err.Error(), "Missing a comma or ']' after an array element. at offset: 3"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
@@ -119,19 +117,19 @@ func TestStopWhenDone(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	deep := strings.Repeat("[", 5) + strings.Repeat("]", 5)
-	if _, err := Parse([]byte(deep), tensor.Limits{MaxDepth: 5}); err != nil {
+	if _, err := Parse([]byte(deep), Limits{MaxDepth: 5}); err != nil {
 		t.Errorf("depth 5 at limit 5: %v", err)
 	}
 	var se *SyntaxError
-	if _, err := Parse([]byte(deep), tensor.Limits{MaxDepth: 4}); !errors.As(err, &se) || se.Msg != msgTooDeep || se.Offset != 4 {
+	if _, err := Parse([]byte(deep), Limits{MaxDepth: 4}); !errors.As(err, &se) || se.Msg != msgTooDeep || se.Offset != 4 {
 		t.Errorf("depth 5 at limit 4: %v", err)
 	}
 	// 2*MaxElements + 65536 nodes.
 	many := "[" + strings.Repeat("0,", 1<<16+3) + "0]"
-	if _, err := Parse([]byte(many), tensor.Limits{MaxElements: 1}); !errors.As(err, &se) || se.Msg != msgTooManyVals {
+	if _, err := Parse([]byte(many), ForElements(0, 1)); !errors.As(err, &se) || se.Msg != msgTooManyVals {
 		t.Errorf("too many values: %v", err)
 	}
-	if _, err := Parse([]byte(many), tensor.Limits{MaxElements: 1 << 16}); err != nil {
+	if _, err := Parse([]byte(many), ForElements(0, 1<<16)); err != nil {
 		t.Errorf("values within limit: %v", err)
 	}
 }
@@ -251,8 +249,8 @@ func TestStrings(t *testing.T) {
 func TestNavigation(t *testing.T) {
 	d := mustParse(t, `{"a": [1, [2, 3], {"x": null}, true], "b": "s", "a": false, "e": {}, "f": []}`)
 	root := d.Root()
-	if root.Len() != 5 || d.NumNumbers() != 3 || d.NumStrings() != 1 {
-		t.Fatalf("len %d numbers %d strings %d", root.Len(), d.NumNumbers(), d.NumStrings())
+	if root.Len() != 5 {
+		t.Fatalf("len %d", root.Len())
 	}
 	var keys []string
 	for k, v := range root.Members() {
@@ -293,44 +291,11 @@ func TestNavigation(t *testing.T) {
 	}
 }
 
-func TestAppendFloats(t *testing.T) {
-	d := mustParse(t, `[[1.5, -2, 1e40, NaN], [1, "x"], [], [[1]]]`)
-	rows := d.Root()
-	r0, _ := rows.First()
-	got, ok := r0.AppendFloat32s([]byte{9})
-	if !ok || len(got) != 1+16 || got[0] != 9 {
-		t.Fatalf("AppendFloat32s: %v %d", ok, len(got))
-	}
-	want := []float32{1.5, -2, float32(math.Inf(1)), float32(math.NaN())}
-	for i, w := range want {
-		b := got[1+4*i:]
-		g := math.Float32frombits(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
-		if g != w && !(math.IsNaN(float64(g)) && math.IsNaN(float64(w))) {
-			t.Errorf("[%d] = %v, want %v", i, g, w)
-		}
-	}
-	got64, ok := r0.AppendFloat64s(nil)
-	if !ok || len(got64) != 32 {
-		t.Errorf("AppendFloat64s: %v %d", ok, len(got64))
-	}
-	r1 := r0.Next()
-	if out, ok := r1.AppendFloat32s([]byte{1}); ok || len(out) != 1 {
-		t.Errorf("mixed row accepted: %v", ok)
-	}
-	r2 := r1.Next()
-	if out, ok := r2.AppendFloat32s(nil); !ok || len(out) != 0 {
-		t.Errorf("empty row: %v %d", ok, len(out))
-	}
-	if _, ok := r2.Next().AppendFloat32s(nil); ok {
-		t.Error("nested row accepted")
-	}
-}
-
 // TestDocumentReuse: a released document's memory is reused without
 // leaking the previous document's contents.
 func TestDocumentReuse(t *testing.T) {
 	for i := 0; i < 3; i++ {
-		d, err := Parse([]byte(`{"k\n": ["a\tb", 1]}`), tensor.Limits{})
+		d, err := Parse([]byte(`{"k\n": ["a\tb", 1]}`), Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,9 +323,9 @@ func TestReserveIsAnUpperBound(t *testing.T) {
 	for name, doc := range docs {
 		t.Run(name, func(t *testing.T) {
 			d := new(Document)
-			d.reserve([]byte(doc), MaxNodes(tensor.DefaultLimits))
+			d.reserve([]byte(doc), ForElements(0, 64<<20).MaxValues)
 			reserved := cap(d.nodes)
-			if err := d.parse([]byte(doc), tensor.DefaultLimits); err != nil {
+			if err := d.parse([]byte(doc), ForElements(0, 64<<20)); err != nil {
 				t.Fatal(err)
 			}
 			if cap(d.nodes) != reserved {

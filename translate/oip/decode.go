@@ -87,8 +87,7 @@ func DecodeResponseHeader(header []byte, sig *tensor.Signature, lim tensor.Limit
 // decode decodes the header's outputs, taking their blocks from d.bin (or,
 // lazily, only recording them).
 func (d *decoder) decode(header []byte) ([]tensor.Tensor, error) {
-	lim := d.lim
-	doc, err := jsontext.Parse(header, lim)
+	doc, err := jsontext.Parse(header, jsontext.ForElements(d.lim.MaxDepth, d.lim.MaxElements))
 	if err != nil {
 		if len(header) == 0 {
 			return nil, badResponse(err, "empty body")

@@ -15,7 +15,7 @@ import (
 //
 // The first block of an input starts small (a pooled data buffer) and
 // doubles up to BlockSize, so a small request does not pin a whole block;
-// those early copies are bounded by BlockSize. The whole-body mode keeps
+// those early copies are bounded by BlockSize. A whole body (Parse) keeps
 // one contiguous buffer, presized from the body, which is faster to fill.
 
 // BlockSize is the size of a streamed input's data blocks. It is a multiple
@@ -28,21 +28,21 @@ var blockPool = sync.Pool{New: func() any { b := make([]byte, 0, BlockSize); ret
 // firstBlock bounds a streamed input's first buffer, which may come from
 // the pool larger than a block: every block holds at most BlockSize.
 func (d *Decoder) firstBlock(in *input) {
-	if !d.alias && cap(in.data) > BlockSize {
+	if !d.whole && cap(in.data) > BlockSize {
 		in.data = in.data[:0:BlockSize]
 	}
 }
 
 // room makes room for one more element in in.data (ensureBuf's job once
-// the input has a buffer): whole-body mode grows the buffer as append
-// would; streaming mode grows the first block up to BlockSize, then seals
+// the input has a buffer): a whole body grows the buffer as append
+// would; a stream grows the first block up to BlockSize, then seals
 // the full block and starts the next one.
 func (d *Decoder) room(in *input) {
 	esz := in.spec.DataType.Size()
 	if cap(in.data)-len(in.data) >= esz {
 		return
 	}
-	if d.alias {
+	if d.whole {
 		in.data = slices.Grow(in.data, esz)
 		return
 	}
@@ -95,7 +95,7 @@ func (r *Request) setBlocks(t *tensor.Tensor, in *input, n int64) {
 
 // Blocks returns the data of Inputs[i] as the consecutive pieces it is
 // stored in, each holding whole elements: one piece (Inputs[i].Data) for
-// the whole-body parsers, fixed-size blocks for a streamed body (Decoder),
+// a whole body (Parse), fixed-size blocks for a streamed body (Decoder),
 // whose Data is nil when it spans more than one. The pieces alias pooled
 // memory owned by the Request, valid until Release. BYTES inputs have
 // none (their Strings are the data).

@@ -37,7 +37,7 @@ func bigBody(n, width int, columnar bool, value func(i int) string) []byte {
 
 // TestDecoderBlocks: a streamed body whose data outgrows one block gives
 // the tensors Parse gives (compared through Blocks), in full blocks of
-// BlockSize but the last, with Data nil; in whole-body mode the data
+// BlockSize but the last, with Data nil; as a whole body the data
 // stays one contiguous piece.
 func TestDecoderBlocks(t *testing.T) {
 	num := func(i int) string { return strconv.Itoa(i%200 - 100) }
@@ -61,7 +61,7 @@ func TestDecoderBlocks(t *testing.T) {
 			n -= n % 10 // whole rows
 		}
 		body := bigBody(n, 10, c.columnar, c.value)
-		exact, err := Parse(body, fixed(sig), tensor.Limits{})
+		exact, err := tapeParse(body, fixed(sig), tensor.Limits{})
 		if err != nil {
 			t.Fatalf("%s: Parse: %v", c.dtype, err)
 		}
@@ -71,7 +71,7 @@ func TestDecoderBlocks(t *testing.T) {
 			for p := chunk; p < len(body); p += chunk {
 				cuts = append(cuts, p)
 			}
-			got, err := decodeChunks(body, sig, tensor.Limits{}, cuts, false)
+			got, err := streamCuts(body, fixed(sig), tensor.Limits{}, cuts)
 			if err != nil {
 				t.Fatalf("%s in %d-byte chunks: %v", c.dtype, chunk, err)
 			}
@@ -92,7 +92,7 @@ func TestDecoderBlocks(t *testing.T) {
 				t.Errorf("%s: Release kept the blocks", c.dtype)
 			}
 		}
-		whole, err := ParseOnePass(body, fixed(sig), tensor.Limits{})
+		whole, err := Parse(body, fixed(sig), tensor.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}

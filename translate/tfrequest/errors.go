@@ -9,7 +9,7 @@ import (
 )
 
 // TF Serving's request errors (json_tensor.cc), built from their parts so
-// that the tape filler, which has the values at hand, and the one-pass
+// that the tape oracle (tests), which has the values at hand, and the
 // decoder, which has only bounded dumps captured as it read, say the same.
 
 // syntaxError is ParseJson's text for a document rapidjson rejects.

@@ -471,7 +471,7 @@ func TestShapeString(t *testing.T) {
 
 func jsonRoot(t *testing.T, s string) jsontext.Value {
 	t.Helper()
-	d, err := jsontext.Parse([]byte(s), tensor.Limits{})
+	d, err := jsontext.Parse([]byte(s), jsontext.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

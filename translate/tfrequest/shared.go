@@ -16,11 +16,17 @@ func ParseJSON(body []byte, lim tensor.Limits) (*jsontext.Document, error) {
 	if len(body) == 0 {
 		return nil, errEmptyBody()
 	}
-	doc, err := jsontext.Parse(body, lim)
+	doc, err := jsontext.Parse(body, jsonLimits(lim))
 	if err != nil {
 		return nil, syntaxError(err)
 	}
 	return doc, nil
+}
+
+// jsonLimits are the JSON reader's bounds for a body within lim.
+func jsonLimits(lim tensor.Limits) jsontext.Limits {
+	lim = lim.OrDefault()
+	return jsontext.ForElements(lim.MaxDepth, lim.MaxElements)
 }
 
 // FormatError is json_tensor.cc's FormatError: "JSON Value: <dump> <msg>".

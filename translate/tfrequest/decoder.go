@@ -2,72 +2,85 @@ package tfrequest
 
 import (
 	"bytes"
-	"errors"
 	"slices"
 
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
-// The one-pass decoder turns a predict body into the same Request as Parse
-// without building a tape: the signature gives every input's dtype, so the
-// JSON numbers go straight into the tensor buffers as they are read. It is
-// a resumable state machine (an explicit container stack, no goroutine),
-// fed with Write in chunks of any size and finished with Close; a chunk may
-// end anywhere, inside a number, a literal, a string or a key.
+// The decoder turns a predict body into its Request without building a
+// tape: the signature gives every input's dtype, so the JSON numbers go
+// straight into the tensor buffers as they are read. It is a resumable
+// state machine (an explicit container stack, no goroutine), fed with
+// Write in chunks of any size and finished with Close; a chunk may end
+// anywhere, inside a number, a literal, a string or a key. It is the one
+// implementation of TF Serving's request rules: a whole body (Parse) is
+// one chunk, and a streamed body (NewDecoder) any number of them. It
+// decides every body itself, errors included, as TF Serving does;
+// decoder_judge.go says how, and ErrUndecided lists the few bodies a
+// stream cannot tell, which the whole text settles (second.go).
+
+// Parse parses a TF Serving predict request body the way TF Serving's
+// FillPredictRequestFromJson does, check for check and in the same order
+// (docs/tfserving-rest.md §2.3, §3, §4): JSON syntax, top level is an
+// object, signature_name is a string; then resolve (its error is returned
+// as is); then an input map must exist, exactly one of "instances" /
+// "inputs", and the values are converted against the signature's input
+// names and dtypes. Last comes the input-count check TF's predictor makes
+// before the model (predict_util.cc VerifyRequestInputsSize), so a parsed
+// Request holds exactly one tensor per signature input.
 //
-// It has two modes. Whole-body mode (ParseOnePass) decodes the common
-// shapes (row "instances" of nested arrays or of named-input objects,
-// columnar "inputs" as one value or as named tensors, strings, escapes,
-// duplicated and NUL-cut instance keys, {"b64": …} objects for BYTES) and
-// stops with ErrFallback at anything else, every error included: the
-// caller holds the text, and the exact parser (Parse) answers with TF
-// Serving's texts and precedence from one place. Exact mode (NewDecoder,
-// for streams whose text is gone once read) decides every body itself,
-// errors included, as Parse would; onepass_exact.go says how, and
-// ErrUndecided lists the few bodies it cannot tell.
-
-// ErrFallback reports a body the whole-body decoder does not decide:
-// valid or not, the exact parser must be run over the whole text.
-var ErrFallback = errors.New("tfrequest: body needs the exact parser")
-
-// ParseOnePass is Parse through the one-pass decoder: the same Request or
-// the same error, in one pass over body for the common shapes, falling
-// back to Parse for the rest. Strings in the Request alias body.
-func ParseOnePass(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
-	d := newDecoder(resolve, lim, true)
-	// Every number of a single numeric input is followed by a comma but
-	// the last of each list, so the comma count sizes its buffer in one
-	// go (bytes.Count is vectorized; the tape parser's count did the same).
-	d.hint = int64(bytes.Count(body, []byte{','})) + 1
-	err := d.Write(body)
-	var r *Request
-	if err == nil {
-		r, err = d.Close()
+// Every failure is an *apierr.Error carrying TF Serving's message. lim
+// bounds nesting depth and the total number of tensor elements. Strings
+// in the Request may alias body.
+func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
+	r, late, err := parseWhole(body, resolve, lim, nil)
+	if late != nil {
+		// The values were read against the default signature; read them
+		// again against the one the body names.
+		r, _, err = parseWhole(body, resolve, lim, late)
 	}
-	if err == nil {
-		return r, nil
-	}
-	d.abort()
-	return Parse(body, resolve, lim)
+	return r, err
 }
 
-// Decoder is the streaming form of ParseOnePass: Write the body in chunks,
-// then Close. A decoder from NewDecoder is in exact mode: Close returns
-// what Parse over the whole text would, Request or *apierr.Error (for the
-// bodies ErrUndecided lists, a 400 wrapping it); Write returns an error
-// only once the answer is certain (a JSON syntax error, which TF reports
-// before anything else), and Close then returns the same. Chunks are
-// copied where needed; the caller may reuse them after Write. Numeric
-// data is stored in fixed blocks that never move (blocks.go).
+// parseWhole is the decoder over body as one chunk; name, when set, is
+// the signature name to resolve before the body names it. late is the
+// name to read the body again with, when it names its signature after the
+// values.
+func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) (r *Request, late *string, err error) {
+	d := newDecoder(resolve, lim)
+	d.whole, d.body = true, body
+	if name != nil {
+		d.req.SignatureName, d.known = *name, true
+	}
+	// Every number of a single numeric input is followed by a comma but
+	// the last of each list, so the comma count sizes its buffer in one
+	// go (bytes.Count is vectorized).
+	d.hint = int64(bytes.Count(body, []byte{','})) + 1
+	d.Write(body)
+	r, err = d.Close()
+	if d.lost {
+		late = &d.req.SignatureName
+	}
+	return r, late, err
+}
+
+// Decoder reads one request body: Write it in chunks, then Close, which
+// returns what Parse over the whole text would, Request or *apierr.Error
+// (for the bodies ErrUndecided lists, a 400 wrapping it). Write returns an
+// error only once the answer is certain (a JSON syntax error, which TF
+// reports before anything else), and Close then returns the same. Chunks
+// are copied where needed; the caller may reuse them after Write. A
+// streamed body's numeric data is stored in fixed blocks that never move
+// (blocks.go).
 type Decoder struct {
-	resolve  Resolver
-	lim      tensor.Limits
-	alias    bool  // strings may alias the written chunk (whole-body mode)
-	hint     int64 // expected number of values (whole-body mode), 0 if unknown
-	maxNodes int64
-	nodes    int64 // values and keys so far, as the tape parser counts them
-	total    int64 // tensor elements so far, all inputs
+	resolve Resolver
+	lim     tensor.Limits
+	whole   bool   // the one chunk is the whole body (Parse)
+	body    []byte // and this is it
+	known   bool   // the signature name is known before the body names it
+	hint    int64  // expected number of values (whole body), 0 if unknown
+	total   int64  // tensor elements so far, all inputs
 
 	req   *Request
 	sig   *tensor.Signature
@@ -75,30 +88,22 @@ type Decoder struct {
 	mode  instMode
 	batch int64
 
-	st     lexState
-	stack  []opFrame
-	bom    int    // byte-order-mark bytes tested so far (0…3)
-	pend   []byte // a string's or an atom's bytes so far, across chunks
-	strKey bool   // the pending string is a key
-	esc    bool   // the pending string has escapes: pend holds its raw text
-	bs     bool   // and its last byte is a backslash that escapes the next
-	vslot  slot   // what the pending scalar value is for
-	sigKey bool   // "signature_name" met (the first one counts)
-	specul bool   // the signature was resolved before "signature_name" could be seen
-	arena  arena  // string bytes copied out of chunks
+	tz     jsontext.Tokenizer // rapidjson's reader: syntax, its errors, the bounds
+	stack  []opFrame          // the open containers, and what each is for
+	sigKey bool               // "signature_name" met (the first one counts)
+	specul bool               // the signature was resolved before "signature_name" could be seen
+	arena  arena              // string bytes copied out of chunks
 	failed bool
 	dups   bool // an instance object named an input twice
+	inObjN int  // inputs the current instance object has named
 	// dumpOnly: every value is skipped, the root dump is all it makes
-	// (onepass_instdump.go).
+	// (decoder_instdump.go).
 	dumpOnly bool
 
-	// x is the exact mode's state (NewDecoder): nil in whole-body mode,
-	// where any error falls back to Parse.
-	x *exactState
+	exactState
 }
 
-// opInput accumulates one signature input's tensor: what the tape filler
-// keeps, plus the item being read — its shape as inferred so far (-1 for
+// opInput accumulates one signature input's tensor (input), plus the item being read — its shape as inferred so far (-1 for
 // a level whose first list is still open), its rank once known (-1
 // before) and its value count.
 type opInput struct {
@@ -106,6 +111,7 @@ type opInput struct {
 	cur      []int64
 	curRank  int
 	curCount int64
+	from     int // chunk offset of its value in the named "inputs" (second.go)
 }
 
 // instMode is how the "instances" list is read, decided by its first
@@ -116,21 +122,6 @@ const (
 	instUndecided instMode = iota
 	instPlain              // every element is one value of the first input
 	instObjects            // every element is an object of named inputs
-)
-
-// lexState is where the lexer is between two bytes.
-type lexState uint8
-
-const (
-	lxStart   lexState = iota // before the root value (byte-order mark, spaces)
-	lxValue                   // a value is expected
-	lxAfter                   // after a value: ',' or the closing bracket
-	lxKey                     // after '{': a key or '}'
-	lxNextKey                 // after ',' in an object: a key
-	lxColon                   // after a key
-	lxString                  // inside a string (pend holds its bytes so far)
-	lxAtom                    // inside a number or literal (pend holds it)
-	lxDone                    // the root value is complete; the rest is ignored
 )
 
 // role is what an open container is for.
@@ -177,36 +168,33 @@ type opFrame struct {
 	nextInput int32
 }
 
-func newDecoder(resolve Resolver, lim tensor.Limits, alias bool) *Decoder {
+func newDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
 	lim = lim.OrDefault()
-	return &Decoder{resolve: resolve, lim: lim, alias: alias, maxNodes: jsontext.MaxNodes(lim), req: &Request{}}
-}
-
-// NewDecoder returns a one-pass decoder for one streamed request body. It
-// decides every body itself (exact mode), error texts included.
-func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
-	d := newDecoder(resolve, lim, false)
-	d.x = newExactState()
+	d := &Decoder{resolve: resolve, lim: lim, req: &Request{},
+		exactState: exactState{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}}
+	d.tz.Reset(jsonLimits(lim))
 	return d
 }
 
-// fail makes the decoder give up: the exact parser decides the body. In
-// exact mode there is none, and a body that gets here is undecided.
+// NewDecoder returns a decoder for one streamed request body.
+func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
+	return newDecoder(resolve, lim)
+}
+
+// fail ends a decode at a path without an exact answer (a safety net no
+// test reaches): the body is undecided.
 func (d *Decoder) fail() error {
 	d.failed = true
-	if d.x != nil {
-		if d.x.final == nil {
-			d.x.final = undecided("unsupported construct")
-		}
-		return d.x.final
+	if d.final == nil {
+		d.final = undecided("unsupported construct")
 	}
-	return ErrFallback
+	return d.final
 }
 
 // abort releases what a failed decode holds.
 func (d *Decoder) abort() {
 	d.req.Release()
-	d.pend = nil
+	d.tz = jsontext.Tokenizer{}
 }
 
 // Abort gives back what the decoder holds (its pooled blocks) when the
@@ -217,25 +205,6 @@ func (d *Decoder) Abort() {
 	d.abort()
 }
 
-// Close finishes the body and returns the Request, as Parse would: in
-// exact mode (NewDecoder) the same Request or the same error; in
-// whole-body mode ErrFallback where Parse must decide.
-func (d *Decoder) Close() (*Request, error) {
-	if d.x != nil {
-		return d.closeExact()
-	}
-	if d.failed || d.st != lxDone {
-		d.abort()
-		return nil, d.fail()
-	}
-	d.trimDuplicates()
-	if err := d.finish(); err != nil {
-		d.abort()
-		return nil, err
-	}
-	return d.req, nil
-}
-
 // resolveSig resolves the signature when the input map is first needed.
 // TF resolves it after reading "signature_name"; a body that names it
 // after "instances" or "inputs" is resolved with the default name, and
@@ -244,17 +213,16 @@ func (d *Decoder) resolveSig() bool {
 	if d.sig != nil {
 		return true
 	}
-	d.specul = !d.sigKey
-	sig, err := d.resolve(d.req.SignatureName)
-	if d.x != nil {
-		d.x.resolved, d.x.resolveE = true, err
+	if d.sigSeen && d.sigKind != jsontext.String {
+		return false // TF refuses the body before it resolves
 	}
+	d.specul = !d.sigKey && !d.known
+	sig, err := d.resolve(d.req.SignatureName)
+	d.resolved, d.resolveE = true, err
 	if err != nil || sig == nil || len(sig.Inputs) == 0 {
 		return false
 	}
-	if d.x != nil {
-		d.x.resolveOK = true
-	}
+	d.resolveOK = true
 	d.sig = sig
 	d.req.Signature = sig
 	d.ins = make([]opInput, len(sig.Inputs))
@@ -364,14 +332,14 @@ func (d *Decoder) ensureBuf(in *input) {
 
 // ensureStrs sizes a BYTES input's string list by the hint when the body
 // has a single input, so a million strings are not appended by doubling
-// (the tape filler knows the batch and reserves the same way).
+// (the tape oracle knows the batch and reserves the same way).
 func (d *Decoder) ensureStrs(in *input) {
 	if in.strs == nil && len(d.ins) == 1 && d.hint > 0 {
 		in.strs = make([][]byte, 0, min(d.hint, d.lim.MaxElements))
 	}
 }
 
-// finish builds the Request's tensors, as the tape filler does, after
+// finish builds the Request's tensors, as the tape oracle does, after
 // checking that every used input holds exactly the values its shape says
 // (the rules above guarantee it; a broken invariant must not become a
 // panic or a wrong tensor).
@@ -418,9 +386,6 @@ const (
 )
 
 func (a *arena) copy(s []byte) []byte {
-	if len(s) > arenaBlock/4 {
-		return slices.Clone(s)
-	}
 	if cap(a.block)-len(a.block) < len(s) {
 		size := min(max(2*cap(a.block), arenaFirst), arenaBlock)
 		for size < len(s) {

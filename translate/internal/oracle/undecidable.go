@@ -1,21 +1,24 @@
-package tfrequest
+// Package oracle holds what the tests judge the request decoder by and
+// production never runs: which bodies a stream may leave undecided.
+package oracle
 
 import (
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
-// Undecidable reports whether the streaming decoder may answer body with
-// ErrUndecided when every signature name resolves to sig: the classes
-// listed at ErrUndecided that a fixed signature can meet, each judged
-// from the whole text (slightly wider than the decoder's own tests, never
-// narrower). The streaming tests use it to skip exactly those bodies.
+// Undecidable reports whether tfrequest's decoder, fed body as a stream
+// beyond the replay size, may answer it with tfrequest.ErrUndecided when
+// every signature name resolves to sig: the classes listed there that a
+// fixed signature can meet, each judged from the whole text (slightly
+// wider than the decoder's own tests, never narrower). The streaming
+// tests use it to skip exactly those bodies.
 func Undecidable(body []byte, sig *tensor.Signature, lim tensor.Limits) bool {
 	if hasLongAtom(body) {
 		return true
 	}
 	lim = lim.OrDefault()
-	doc, err := jsontext.Parse(body, lim)
+	doc, err := jsontext.Parse(body, jsontext.ForElements(lim.MaxDepth, lim.MaxElements))
 	if err != nil {
 		return false
 	}
@@ -24,15 +27,15 @@ func Undecidable(body []byte, sig *tensor.Signature, lim tensor.Limits) bool {
 	if root.Kind() != jsontext.Object {
 		return false
 	}
-	if _, ok := sig.Input(keyB64); ok && hasB64First(root) {
+	if _, ok := sig.Input("b64"); ok && hasB64First(root) {
 		return true
 	}
-	in, ok := root.Member(keyInputs)
+	in, ok := root.Member("inputs")
 	return ok && in.Kind() == jsontext.Object && len(sig.Inputs) > 1 && leaves(in) > lim.MaxElements
 }
 
-// hasLongAtom reports a number or literal token longer than maxPending
-// outside strings.
+// hasLongAtom reports a number or literal token longer than
+// jsontext.MaxPending (what a chunk boundary may cut) outside strings.
 func hasLongAtom(body []byte) bool {
 	inStr, esc, run := false, false, 0
 	for _, c := range body {
@@ -47,7 +50,7 @@ func hasLongAtom(body []byte) bool {
 				inStr = false
 			}
 		case isAtomByte(c):
-			if run++; run > maxPending {
+			if run++; run > jsontext.MaxPending {
 				return true
 			}
 			continue
@@ -65,7 +68,7 @@ func hasB64First(v jsontext.Value) bool {
 	case jsontext.Object:
 		first := true
 		for k, m := range v.Members() {
-			if first && string(k.Str()) == keyB64 || hasB64First(m) {
+			if first && string(k.Str()) == "b64" || hasB64First(m) {
 				return true
 			}
 			first = false
@@ -96,4 +99,9 @@ func leaves(v jsontext.Value) int64 {
 		n = 1
 	}
 	return n
+}
+
+// isAtomByte reports the bytes a number or literal token is made of.
+func isAtomByte(c byte) bool {
+	return c-'0' < 10 || c|0x20-'a' < 26 || c == '-' || c == '+' || c == '.'
 }

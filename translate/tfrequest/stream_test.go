@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/internal/oracle"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -58,7 +59,7 @@ func streamCuts(body []byte, resolve Resolver, lim tensor.Limits, cuts []int) (*
 // any chunking was undecided.
 func checkStream(t *testing.T, body []byte, resolve Resolver, lim tensor.Limits) (undecidedSeen bool) {
 	t.Helper()
-	exact, exErr := Parse(body, resolve, lim)
+	exact, exErr := tapeParse(body, resolve, lim)
 	if exErr == nil {
 		defer exact.Release()
 	}
@@ -108,7 +109,7 @@ func TestStreamSeeds(t *testing.T) {
 	lim := tensor.Limits{MaxDepth: 16, MaxElements: 1 << 8}
 	for _, sig := range fuzzSigs {
 		for _, body := range streamSeeds {
-			if checkStream(t, []byte(body), fixed(sig), lim) && !Undecidable([]byte(body), sig, lim) {
+			if checkStream(t, []byte(body), fixed(sig), lim) && !oracle.Undecidable([]byte(body), sig, lim) {
 				t.Errorf("%q: undecided", body)
 			}
 		}
@@ -133,12 +134,12 @@ func FuzzStream(f *testing.F) {
 		sig := fuzzSigs[int(sel)%len(fuzzSigs)]
 		r := rand.New(rand.NewPCG(seed, seed>>32))
 		cuts := randomCuts(r, len(body))
-		exact, exErr := Parse(body, fixed(sig), lim)
+		exact, exErr := tapeParse(body, fixed(sig), lim)
 		if exErr == nil {
 			defer exact.Release()
 		}
 		got, err := streamCuts(body, fixed(sig), lim, cuts)
-		if sameAnswer(t, body, exact, exErr, got, err, cuts) && !Undecidable(body, sig, lim) {
+		if sameAnswer(t, body, exact, exErr, got, err, cuts) && !oracle.Undecidable(body, sig, lim) {
 			t.Fatalf("cut at %v: undecided %v for a body Undecidable does not list", cuts, err)
 		}
 	})
@@ -227,7 +228,7 @@ func TestStreamSignatures(t *testing.T) {
 	}
 }
 
-// TestStreamLongTokens: a number or literal longer than maxPending cut by
+// TestStreamLongTokens: a number or literal longer than jsontext.MaxPending cut by
 // chunks is decided where rapidjson stops inside the bytes held, and
 // undecided (documented) only when it is one long number.
 func TestStreamLongTokens(t *testing.T) {
@@ -246,7 +247,7 @@ func TestStreamLongTokens(t *testing.T) {
 		{body: `{"instances": [-` + strings.Repeat("-", 5000) + `]}`},
 		{body: digits + `x`},
 	} {
-		if !Undecidable([]byte(tc.body), sig, tensor.Limits{}) && tc.undecided {
+		if !oracle.Undecidable([]byte(tc.body), sig, tensor.Limits{}) && tc.undecided {
 			t.Errorf("%.40s…: Undecidable does not list it", tc.body)
 		}
 		if got := checkStream(t, []byte(tc.body), fixed(sig), tensor.Limits{}); got != tc.undecided {

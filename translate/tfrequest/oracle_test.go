@@ -3,13 +3,83 @@ package tfrequest
 import (
 	"bytes"
 	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
+
+// The tape parser: TF Serving's FillPredictRequestFromJson written as its
+// control flow over a parsed document (jsontext.Parse), check for check.
+// It was production's exact parser before the decoder decided every body;
+// it stays as the test oracle the differential tests hold the decoder to
+// (whole, chunked and streamed bodies alike).
+
+// tapeParse is Parse as TF's control flow. The document is never
+// released (its strings may back the Request): the collector takes it.
+func tapeParse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
+	lim = lim.OrDefault()
+	doc, err := ParseJSON(body, lim)
+	if err != nil {
+		return nil, err
+	}
+	r := &Request{}
+	if err := r.parse(doc, resolve, lim); err != nil {
+		r.Release()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Request) parse(doc *jsontext.Document, resolve Resolver, lim tensor.Limits) error {
+	root := doc.Root()
+	if root.Kind() != jsontext.Object {
+		return formatError(root, msgNotObject)
+	}
+	if v, ok := root.Member(keySignature); ok {
+		if v.Kind() != jsontext.String {
+			return formatError(root, msgSignatureType)
+		}
+		r.SignatureName = string(v.Str())
+	}
+	sig, err := resolve(r.SignatureName)
+	if err != nil {
+		return err
+	}
+	if sig == nil || len(sig.Inputs) == 0 {
+		return errNoInputMap(r.SignatureName)
+	}
+	r.Signature = sig
+
+	instances, hasInstances := root.Member(keyInstances)
+	inputs, hasInputs := root.Member(keyInputs)
+	p := &filler{req: r, doc: doc, sig: sig, lim: lim}
+	p.init()
+	switch {
+	case hasInstances && hasInputs:
+		return formatError(root, msgBothKeys)
+	case hasInstances:
+		if instances.Kind() != jsontext.Array {
+			return formatError(root, msgInstancesType)
+		}
+		if instances.Len() == 0 {
+			return formatError(root, msgInstancesEmpty)
+		}
+		r.Format = Row
+		err = p.rows(instances)
+	case hasInputs:
+		r.Format = Columnar
+		err = p.columns(inputs)
+	default:
+		return errMissingKey()
+	}
+	if err != nil {
+		return err
+	}
+	if err := p.finish(); err != nil {
+		return err
+	}
+	return verifyInputsSize(sig, r.Inputs)
+}
 
 // filler builds the input tensors of one request: json_tensor.cc's
 // FillTensorMapFromInstancesList / FillTensorMapFromInputsMap,
@@ -17,26 +87,13 @@ import (
 // AddValueToTensor, over the parsed document.
 type filler struct {
 	req   *Request
+	doc   *jsontext.Document
 	sig   *tensor.Signature
 	lim   tensor.Limits
 	ins   []input // parallel to sig.Inputs
 	batch int64   // row format: len(instances)
 	total int64   // values appended so far, all inputs
 	shape []int64 // scratch for GetDenseTensorShape
-}
-
-// input accumulates one signature input's tensor.
-type input struct {
-	spec   *tensor.Spec
-	buf    *[]byte // pooled buffer behind data
-	data   []byte
-	blocks [][]byte // streaming: the full blocks before data (blocks.go)
-	strs   [][]byte
-	used   bool    // a tensor exists for it (TF's tensor_map entry)
-	seen   bool    // row format: size and shape of the first item recorded
-	size   int64   // values per item (row) or in the tensor (columnar)
-	shape  []int64 // item shape (row) or tensor shape (columnar)
-	inObj  bool    // named in the current instance object
 }
 
 func (p *filler) init() {
@@ -70,38 +127,9 @@ func rowKey(k jsontext.Value) []byte {
 	return s
 }
 
-// isB64Object is json_tensor.cc's IsValBase64Object: an object with
-// exactly one member, "b64", whose value is a string.
-func isB64Object(v jsontext.Value) bool {
-	if v.Kind() != jsontext.Object || v.Len() != 1 {
-		return false
-	}
-	b, ok := v.Member(keyB64)
-	return ok && b.Kind() == jsontext.String
-}
-
 // isElementObject tells a named-inputs instance object from a value.
 func isElementObject(v jsontext.Value) bool {
 	return v.Kind() == jsontext.Object && !isB64Object(v)
-}
-
-// wrapElement is the row-format wrapping of an inner status:
-// "Failed to process element: <i> [key: <k> ]of 'instances' list. Error:
-// <CODE>: <msg>" (absl::Status::ToString of the inner error).
-func wrapElement(i int, key []byte, err error) error {
-	inner := apierr.As(err)
-	var b strings.Builder
-	b.WriteString("Failed to process element: ")
-	b.WriteString(strconv.Itoa(i))
-	if key != nil {
-		b.WriteString(" key: ")
-		b.Write(key)
-	}
-	b.WriteString(" of 'instances' list. Error: ")
-	b.WriteString(inner.Code.String())
-	b.WriteString(": ")
-	b.WriteString(inner.Msg)
-	return apierr.Wrap(apierr.InvalidArgument, err, b.String())
 }
 
 // rows fills the tensors from a non-empty "instances" array.
@@ -159,11 +187,6 @@ func (p *filler) rows(list jsontext.Value) error {
 	return nil
 }
 
-// sortedNames joins the input names as TF's std::set<string> orders them.
-func sortedNames(n int, name func(int) string) string {
-	return strings.Join(sortedSet(n, name), ",")
-}
-
 // addItem is AddInstanceItem: one instance's value for input idx, whose
 // size and then shape must match the first instance's.
 func (p *filler) addItem(idx int, item jsontext.Value) error {
@@ -213,10 +236,6 @@ func (p *filler) ensureBuf(in *input) {
 	in.buf = getBuf()
 	in.data = (*in.buf)[:0]
 	p.req.bufs = append(p.req.bufs, in.buf)
-	if len(p.ins) == 1 {
-		n := min(int64(p.req.doc.NumNumbers()), p.lim.MaxElements)
-		in.data = slices.Grow(in.data, int(n)*in.spec.DataType.Size())
-	}
 }
 
 // columns fills the tensors from the "inputs" value.
@@ -268,18 +287,6 @@ func denseShape(v jsontext.Value, shape []int64) []int64 {
 	return shape
 }
 
-// shapeString is ShapeToString: "[2,3]", "[]" for a scalar.
-func shapeString(shape []int64) string {
-	b := []byte{'['}
-	for i, d := range shape {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, d, 10)
-	}
-	return string(append(b, ']'))
-}
-
 // fill is FillTensorProto: it checks that every array sits above the
 // leaves with its level's inferred size and every scalar sits at the leaf
 // level, and appends the values in document order.
@@ -297,22 +304,6 @@ func (p *filler) fill(in *input, v jsontext.Value, level int, shape []int64) err
 	n := v.Len()
 	if int64(n) != shape[level] {
 		return errListSize(int64(n), level, shape[level])
-	}
-	if level == rank-1 && n > 0 && p.total+int64(n) <= p.lim.MaxElements {
-		// Hot path: an innermost list of numbers for a float input.
-		var ok bool
-		switch in.spec.DataType {
-		case tensor.FP32:
-			p.ensureBuf(in)
-			in.data, ok = v.AppendFloat32s(in.data)
-		case tensor.FP64:
-			p.ensureBuf(in)
-			in.data, ok = v.AppendFloat64s(in.data)
-		}
-		if ok {
-			p.total += int64(n)
-			return nil
-		}
 	}
 	e, _ := v.First()
 	for i := 0; i < n; i++ {
@@ -376,50 +367,4 @@ func (p *filler) add(in *input, v jsontext.Value) error {
 func (p *filler) finish() error {
 	buildTensors(p.req, len(p.ins), func(i int) *input { return &p.ins[i] }, p.batch, p.ensureBuf)
 	return nil
-}
-
-// buildTensors is the last step of both parsers (the tape filler and the
-// one-pass decoder): the n inputs' accumulated values become r.Inputs, in
-// signature order, skipping inputs the body did not fill. Row format
-// prepends the batch dimension. A duplicated key in an instance object
-// leaves more values than the shape holds; TF's Tensor::FromProto keeps
-// the first ones, and so does this. ensureBuf gives a numeric input that
-// received no value its (empty) buffer.
-func buildTensors(r *Request, n int, at func(int) *input, batch int64, ensureBuf func(*input)) {
-	nShape := 0
-	for i := range n {
-		if at(i).used {
-			nShape += len(at(i).shape) + 1
-		}
-	}
-	r.shape = make([]int64, 0, nShape)
-	r.Inputs = make([]tensor.Tensor, 0, n)
-	for i := range n {
-		in := at(i)
-		if !in.used {
-			continue
-		}
-		start := len(r.shape)
-		n := in.size
-		if r.Format == Row {
-			r.shape = append(r.shape, batch)
-			n *= batch
-		}
-		r.shape = append(r.shape, in.shape...)
-		t := tensor.Tensor{Name: in.spec.Name, DataType: in.spec.DataType, Shape: r.shape[start:len(r.shape):len(r.shape)]}
-		switch {
-		case t.DataType == tensor.Bytes:
-			t.Strings = in.strs[:n:n]
-		case in.blocks != nil:
-			r.setBlocks(&t, in, n*int64(t.DataType.Size()))
-		default:
-			ensureBuf(in)
-			if cap(in.data) > cap(*in.buf) {
-				*in.buf = in.data // outgrew the pooled buffer: pool the larger one
-			}
-			sz := int64(t.DataType.Size())
-			t.Data = in.data[: n*sz : n*sz]
-		}
-		r.Inputs = append(r.Inputs, t)
-	}
 }

@@ -1,6 +1,6 @@
 package tfrequest
 
-import "math"
+import "github.com/tfsbridge/tfsbridge/translate/jsontext"
 
 // An instance object missing an input prints its own dump ("keys must be
 // equal to"), which is known to be needed only once the object has ended.
@@ -10,16 +10,19 @@ import "math"
 // dumped only if it misses a key. A longer instance hands its text so far
 // to a dump-only decoder, which then reads the rest of the instance as it
 // arrives until its dump is complete (at most 256 bytes of output, so it
-// soon stops).
+// soon stops). Once the instance has named every input it cannot miss
+// one, and its text is dropped: an image's long b64 string is not held a
+// second time. A whole body keeps no text: the dump is read from it.
 
 // instRawMax is how much of an instance object's text is kept as is.
 const instRawMax = 64 << 10
 
-// instDump is the dump-to-be of the open instance object (exact mode).
+// instDump is the dump-to-be of the open instance object.
 type instDump struct {
 	on    bool
 	depth int      // stack index of the instance object
 	from  int      // where its text resumes in the chunk being written
+	end   int      // whole body: the offset after its closing brace
 	raw   []byte   // its text so far, while at most instRawMax long
 	sub   *Decoder // the dump-only decoder reading it once longer
 }
@@ -27,17 +30,16 @@ type instDump struct {
 // newDumpDecoder returns a decoder that only renders the dump of the
 // value it reads (every value skipped, no limits but nesting).
 func newDumpDecoder(d *Decoder) *Decoder {
-	sub := newDecoder(nil, d.lim, false)
-	sub.x = newExactState()
+	sub := newDecoder(nil, d.lim)
 	sub.dumpOnly = true
-	sub.maxNodes = math.MaxInt64
+	sub.tz.Reset(jsontext.Limits{MaxDepth: d.lim.MaxDepth})
 	return sub
 }
 
 // instDumpStart starts keeping the instance object opening at buf[p] of
 // the chunk being written; it will sit at stack index depth.
 func (d *Decoder) instDumpStart(depth, p int) {
-	in := &d.x.inst
+	in := &d.inst
 	in.on, in.depth, in.from = true, depth, p
 	in.raw = in.raw[:0]
 	in.sub = nil
@@ -45,10 +47,11 @@ func (d *Decoder) instDumpStart(depth, p int) {
 
 // instDumpFeed passes the next bytes of the instance's text on.
 func (d *Decoder) instDumpFeed(b []byte) {
-	in := &d.x.inst
+	in := &d.inst
 	switch {
+	case d.whole:
 	case in.sub != nil:
-		if in.sub.x.dumps[dumpRoot].on {
+		if in.sub.dumps[dumpRoot].on {
 			in.sub.Write(b)
 		}
 	case len(in.raw)+len(b) <= instRawMax:
@@ -63,17 +66,30 @@ func (d *Decoder) instDumpFeed(b []byte) {
 // instDumpEnd ends the instance's text at chunk offset end (just after its
 // closing brace).
 func (d *Decoder) instDumpEnd(end int) {
-	in := &d.x.inst
-	d.instDumpFeed(d.x.chunk[in.from:end])
-	in.on = false
+	in := &d.inst
+	d.instDumpFeed(d.chunk[in.from:end])
+	in.on, in.end = false, end
+}
+
+// instDumpDrop drops the instance's text: it named every input.
+func (d *Decoder) instDumpDrop() {
+	in := &d.inst
+	in.on, in.sub = false, nil
+	if cap(in.raw) > instRawMax {
+		in.raw = nil
+	}
 }
 
 // instDumpBytes returns the dump of the instance object that just ended.
 func (d *Decoder) instDumpBytes() []byte {
-	in := &d.x.inst
+	in := &d.inst
 	if in.sub == nil {
 		in.sub = newDumpDecoder(d)
-		in.sub.Write(in.raw)
+		if d.whole {
+			in.sub.Write(d.body[in.from:in.end])
+		} else {
+			in.sub.Write(in.raw)
+		}
 	}
 	return in.sub.dumpBytes(dumpRoot)
 }

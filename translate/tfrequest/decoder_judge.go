@@ -9,9 +9,9 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
-// Exact mode: the streaming decoder (NewDecoder) answers every body
-// itself, errors included, as Parse would over the whole text, because a
-// stream's text is gone once read. TF Serving checks in this order: JSON
+// The decoder answers every body itself, errors included, reading it once
+// in document order, because a stream's text is gone once read (and a
+// whole body is read the same way). TF Serving checks in this order: JSON
 // syntax anywhere in the body, then the root object's keys, then the
 // values against the signature (in document order for "instances", in
 // signature order for named "inputs"), then the input count. The decoder
@@ -34,12 +34,14 @@ import (
 //     Close by signature order.
 //
 // What it cannot decide from a stream returns an *apierr.Error 400 that
-// wraps ErrUndecided (listed at ErrUndecided).
+// wraps ErrUndecided (listed at ErrUndecided); a whole body settles those
+// with a second look at its text (second.go).
 
-// ErrUndecided is wrapped by the 400 the streaming decoder answers for the
-// few bodies whose TF Serving answer it cannot tell without the whole
-// text (RequestStream keeps the text of bodies up to ReplayBytes and then
-// never shows it):
+// ErrUndecided is wrapped by the 400 the decoder answers, for a stream,
+// for the few bodies whose TF Serving answer it cannot tell without the
+// whole text; Parse, which holds it, settles them (second.go), and so
+// does translate's RequestStream for bodies up to its ReplayBytes, so only
+// longer streams meet them:
 //   - a "signature_name" with a non-empty value after "instances" or
 //     "inputs" that resolves to inputs other than the default signature's
 //     (the values were read against the default signature);
@@ -62,12 +64,11 @@ func undecided(why string) error {
 		"Request cannot be checked in one streaming pass: "+why+"; send it as a smaller body")
 }
 
-// exactState is the decoder's exact-mode bookkeeping (nil in whole-body
-// mode, where the exact parser runs instead).
+// exactState is what the decoder records for TF's checks, judged at Close
+// in TF's order.
 type exactState struct {
-	final  error // the answer once certain: a syntax error or an undecidable token
-	off    int64 // offset of the chunk being written
-	tokOff int64 // offset of the pending token (a string's opening quote)
+	final error // the answer once certain: a syntax error or an undecidable token
+	off   int64 // offset of the chunk being written
 
 	// Root facts, judged at Close in TF's order.
 	rootKind  jsontext.Kind
@@ -78,6 +79,7 @@ type exactState struct {
 	resolveOK bool  // and gave a usable signature
 	resolveE  error // its error (nil: no usable inputs)
 	both      bool
+	lost      bool // lateSig named other inputs: the values were read against the wrong ones
 	instBad   bool // the first "instances" is not a list
 	instEmpty bool
 
@@ -92,12 +94,16 @@ type exactState struct {
 	elem      int64   // index of the current instance
 	ekey      []byte  // its key being read (objects), nil for plain values
 	keyBuf    []byte  // ekey's storage
-	b64       []byte  // the string of the open b64 object
-	unesc     []byte  // unescaped string scratch
+	b64       []byte  // the string of the open b64 object (in b64buf or the body)
+	b64buf    []byte
 
 	dumps [numDumps]dumpSlot
 	ndump int // dumps collecting
 	inst  instDump
+
+	keyEnd    int  // chunk offset after the last key's closing quote
+	keyInBody bool // and the key lies in the whole body
+	replaying bool // replayInputs is reading the named "inputs" again
 
 	chunk []byte // the chunk being written (nil outside Write)
 	pos   int    // offset in it after the token just read
@@ -118,54 +124,15 @@ type dumpSlot struct {
 	on    bool
 }
 
-func newExactState() *exactState {
-	return &exactState{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}
-}
-
-// exact reports exact mode.
-func (d *Decoder) exact() bool { return d.x != nil }
-
 // hot reports that leafRun may take the numbers: nothing is being dumped
 // or skipped.
 func (d *Decoder) hot() bool {
-	return d.x == nil || (d.x.ndump == 0 && d.x.skipTo < 0)
+	return d.ndump == 0 && d.skipTo < 0
 }
 
 // skipping reports that values are read for syntax only.
 func (d *Decoder) skipping() bool {
-	return d.x != nil && d.x.skipTo >= 0 && len(d.stack) > d.x.skipTo
-}
-
-// synErr ends the decode with rapidjson's error msg at offset off of the
-// body: TF checks syntax first, so it is the answer.
-func (d *Decoder) synErr(msg string, off int64) {
-	if d.x == nil {
-		d.fail()
-		return
-	}
-	if d.x.final == nil {
-		d.x.final = syntaxError(&jsontext.SyntaxError{Msg: msg, Offset: int(off)})
-	}
-	d.failed = true
-}
-
-// synAt is synErr at buf[p] of the chunk being written.
-func (d *Decoder) synAt(msg string, p int) {
-	var off int64
-	if d.x != nil {
-		off = d.x.off + int64(p)
-	}
-	d.synErr(msg, off)
-}
-
-// bad is the whole-body decoder's answer to anything unusual: give up and
-// let Parse decide. It reports whether it did.
-func (d *Decoder) bad() bool {
-	if d.x == nil {
-		d.fail()
-		return true
-	}
-	return false
+	return d.skipTo >= 0 && len(d.stack) > d.skipTo
 }
 
 // wrapItem wraps an error met inside an instance's value as TF does.
@@ -173,7 +140,7 @@ func (d *Decoder) wrapItem(err error) error {
 	if d.req.Format != Row {
 		return err
 	}
-	return wrapElement(int(d.x.elem), d.x.ekey, err)
+	return wrapElement(int(d.elem), d.ekey, err)
 }
 
 // valueErr records a value error of input i (inside an item when item is
@@ -181,32 +148,28 @@ func (d *Decoder) wrapItem(err error) error {
 // it concerns be skipped. replace is for the list-length check TF makes
 // before the values inside the list.
 func (d *Decoder) valueErr(i int, err error, item, replace bool) {
-	if d.bad() {
-		return
-	}
-	x := d.x
 	if item {
 		err = d.wrapItem(err)
 	}
-	if x.named && d.req.Format == Columnar {
-		if x.colErrs == nil {
-			x.colErrs = make([]error, len(d.ins))
+	if d.named && d.req.Format == Columnar {
+		if d.colErrs == nil {
+			d.colErrs = make([]error, len(d.ins))
 		}
-		if replace || x.colErrs[i] == nil {
-			x.colErrs[i] = err
+		if replace || d.colErrs[i] == nil {
+			d.colErrs[i] = err
 		}
-	} else if replace || x.ferr == nil {
-		x.ferr = err
+	} else if replace || d.ferr == nil {
+		d.ferr = err
 	}
 	// Row format stops at the first error; named inputs go on with the
 	// next input, so only the rest of this one's value is skipped (none
 	// when the value was a scalar).
-	scope := x.itemDepth
+	scope := d.itemDepth
 	if d.req.Format == Row {
-		scope = x.instDepth
+		scope = d.instDepth
 	}
-	if x.skipTo < 0 && len(d.stack) > scope {
-		x.skipTo = scope
+	if d.skipTo < 0 && len(d.stack) > scope {
+		d.skipTo = scope
 	}
 }
 
@@ -220,26 +183,24 @@ func (d *Decoder) undecidedValue(i int, why string) {
 // dumpStart starts capturing dump k for a value whose container will sit
 // at stack index depth.
 func (d *Decoder) dumpStart(k int, depth int) {
-	x := d.x
-	sl := &x.dumps[k]
+	sl := &d.dumps[k]
 	sl.s.Restart()
 	sl.depth = depth
 	if !sl.on {
 		sl.on = true
-		x.ndump++
+		d.ndump++
 	}
 }
 
 // dumpBytes returns dump k as captured so far.
 func (d *Decoder) dumpBytes(k int) []byte {
-	return d.x.dumps[k].s.Bytes()
+	return d.dumps[k].s.Bytes()
 }
 
 // feed passes one token to every dump capturing.
 func (d *Decoder) feed(tok func(s *jsontext.DumpStream) bool) {
-	x := d.x
-	for k := range x.dumps {
-		sl := &x.dumps[k]
+	for k := range d.dumps {
+		sl := &d.dumps[k]
 		if sl.on {
 			tok(&sl.s)
 			if sl.s.Full() {
@@ -250,15 +211,15 @@ func (d *Decoder) feed(tok func(s *jsontext.DumpStream) bool) {
 }
 
 func (d *Decoder) dumpStop(k int) {
-	sl := &d.x.dumps[k]
+	sl := &d.dumps[k]
 	if sl.on {
 		sl.on = false
-		d.x.ndump--
+		d.ndump--
 	}
 }
 
 func (d *Decoder) feedOpen(obj bool) {
-	if d.x != nil && d.x.ndump > 0 {
+	if d.ndump > 0 {
 		d.feed(func(s *jsontext.DumpStream) bool { return s.Open(obj) })
 	}
 }
@@ -266,26 +227,29 @@ func (d *Decoder) feedOpen(obj bool) {
 // feedClose passes the closing bracket of the container at stack index i
 // and ends the dumps of that container.
 func (d *Decoder) feedClose(obj bool, i int) {
-	x := d.x
-	if x == nil || x.ndump == 0 {
+	if d.ndump == 0 {
 		return
 	}
 	d.feed(func(s *jsontext.DumpStream) bool { return s.Close(obj) })
-	for k := range x.dumps {
-		if x.dumps[k].on && x.dumps[k].depth == i {
+	for k := range d.dumps {
+		if d.dumps[k].on && d.dumps[k].depth == i {
 			d.dumpStop(k)
 		}
 	}
 }
 
-func (d *Decoder) feedString(v []byte) {
-	if d.x != nil && d.x.ndump > 0 {
+// feedString passes a string; stable says it stays unmodified until the
+// Request is released, so a dump may keep it instead of a copy.
+func (d *Decoder) feedString(v []byte, stable bool) {
+	if d.ndump > 0 && stable {
+		d.feed(func(s *jsontext.DumpStream) bool { return s.StringStable(v) })
+	} else if d.ndump > 0 {
 		d.feed(func(s *jsontext.DumpStream) bool { return s.String(v) })
 	}
 }
 
 func (d *Decoder) feedScalar(k jsontext.Kind, n jsontext.Num) {
-	if d.x != nil && d.x.ndump > 0 {
+	if d.ndump > 0 {
 		d.feed(func(s *jsontext.DumpStream) bool { return scalarDump(s, k, n) })
 	}
 }
@@ -319,27 +283,29 @@ func b64Dump(str []byte) []byte {
 
 // --- Close ---
 
-// closeExact is Close in exact mode.
-func (d *Decoder) closeExact() (*Request, error) {
-	x := d.x
-	if x.off == 0 {
+// Close finishes the body and returns the Request, or TF Serving's error.
+func (d *Decoder) Close() (*Request, error) {
+	if d.off == 0 {
 		d.abort()
 		return nil, errEmptyBody()
 	}
-	if !d.failed && d.st != lxDone {
-		d.eof()
+	for tok, ok := d.tz.End(); ok && !d.failed; tok, ok = d.tz.End() {
+		d.token(tok, -1, 0) // a number or literal the body ends in
+	}
+	if !d.failed {
+		d.tokErr()
 	}
 	if d.failed {
 		d.abort()
-		return nil, x.final
+		return nil, d.final
 	}
 	if err := d.rootErr(); err != nil {
 		d.abort()
 		return nil, err
 	}
-	if x.ferr != nil {
+	if d.ferr != nil {
 		d.abort()
-		return nil, x.ferr
+		return nil, d.ferr
 	}
 	// VerifyRequestInputsSize: only b64 values of the first input with a
 	// several-input signature get here without every input.
@@ -361,54 +327,18 @@ func (d *Decoder) closeExact() (*Request, error) {
 	return d.req, nil
 }
 
-// eof ends the body where it stands: a token the input ends in is
-// complete, anything else open is rapidjson's error at the end.
-func (d *Decoder) eof() {
-	end := d.x.off
-	switch d.st {
-	case lxAtom:
-		d.atomDone(d.pend)
-		d.pend = d.pend[:0]
-		if !d.failed && d.st != lxDone {
-			d.eof()
-		}
-	case lxString:
-		d.strEnd()
-	case lxStart:
-		d.synErr(jsontext.MsgDocumentEmpty, end)
-	case lxValue:
-		d.synErr(jsontext.MsgValueInvalid, end)
-	case lxAfter:
-		d.synErr(afterMsg(d.top()), end)
-	case lxKey, lxNextKey:
-		d.synErr(jsontext.MsgObjectMissName, end)
-	case lxColon:
-		d.synErr(jsontext.MsgObjectMissColon, end)
-	}
-}
-
-// afterMsg is the error for a byte that is no separator after a value.
-func afterMsg(f *opFrame) string {
-	if f != nil && f.obj {
-		return jsontext.MsgObjectMissComma
-	}
-	return jsontext.MsgArrayMissComma
-}
-
 // rootErr judges the root facts in TF's order.
 func (d *Decoder) rootErr() error {
-	x := d.x
 	root := func(msg string) error { return formatDumpError(d.dumpBytes(dumpRoot), msg) }
-	if x.rootKind != jsontext.Object {
+	if d.rootKind != jsontext.Object {
 		return root(msgNotObject)
 	}
-	if x.sigSeen && x.sigKind != jsontext.String {
+	if d.sigSeen && d.sigKind != jsontext.String {
 		return root(msgSignatureType)
 	}
 	name := d.req.SignatureName
-	lost := false
 	switch {
-	case !x.resolved:
+	case !d.resolved:
 		// Neither "instances" nor "inputs": TF still resolves first.
 		sig, err := d.resolve(name)
 		if err != nil {
@@ -417,7 +347,7 @@ func (d *Decoder) rootErr() error {
 		if sig == nil || len(sig.Inputs) == 0 {
 			return errNoInputMap(name)
 		}
-	case x.lateSig:
+	case d.lateSig:
 		sig, err := d.resolve(name)
 		if err != nil {
 			return err
@@ -425,29 +355,29 @@ func (d *Decoder) rootErr() error {
 		if sig == nil || len(sig.Inputs) == 0 {
 			return errNoInputMap(name)
 		}
-		if !x.resolveOK || !sameInputs(sig, d.sig) {
+		if !d.resolveOK || !sameInputs(sig, d.sig) {
 			// The values were read against other inputs; the root
 			// checks that follow do not depend on them.
-			lost = true
+			d.lost = true
 			break
 		}
 		d.sig, d.req.Signature = sig, sig
-	case !x.resolveOK:
-		if x.resolveE != nil {
-			return x.resolveE
+	case !d.resolveOK:
+		if d.resolveE != nil {
+			return d.resolveE
 		}
 		return errNoInputMap(name)
 	}
 	switch {
-	case x.both:
+	case d.both:
 		return root(msgBothKeys)
-	case x.instBad:
+	case d.instBad:
 		return root(msgInstancesType)
-	case x.instEmpty:
+	case d.instEmpty:
 		return root(msgInstancesEmpty)
 	case d.req.Format == 0:
 		return errMissingKey()
-	case lost:
+	case d.lost:
 		return undecided(`"signature_name" after the inputs names another signature`)
 	}
 	return nil

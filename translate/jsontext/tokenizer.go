@@ -1,0 +1,578 @@
+package jsontext
+
+import "errors"
+
+// Tokenizer is rapidjson 1.1.0's reader (the iterative parser, with the
+// flags TF Serving uses: see Parse) as a push tokenizer. It is fed the
+// text in chunks of any size and returns its tokens one at a time, or
+// NeedMore at a chunk's end: a token a chunk cuts is held and completed by
+// the next. It owns rapidjson's states, error messages and offsets, and
+// the nesting and value bounds, so every reader of JSON here (the tape,
+// tfrequest's decoder) reports a body alike.
+type Tokenizer struct {
+	lim     Limits
+	st      tzState
+	objs    []bool // the open containers, true for objects
+	bom     int    // byte-order-mark bytes tested so far (0…3)
+	pend    []byte // a cut string's or atom's bytes so far
+	unesc   []byte // an escaped string's contents
+	key     bool   // the pending string is a key
+	esc, bs bool   // it has escapes (pend holds its raw text); its last byte is a backslash
+	values  int64  // values and keys so far
+	off     int64  // text offset of the chunk being read
+	tokOff  int64  // text offset of the pending token
+	err     error  // sticky: a *SyntaxError or ErrTokenTooLong
+}
+
+// tzState is where the tokenizer is between two bytes.
+type tzState uint8
+
+const (
+	tzStart    tzState = iota // before the root value (byte-order mark, spaces)
+	tzValue                   // a value is expected (after ':' or a list's ',')
+	tzFirst                   // after '[': a value or ']'
+	tzAfter                   // after a value: ',' or the closing bracket
+	tzKeyFirst                // after '{': a key or '}'
+	tzKey                     // after an object's ',': a key
+	tzColon                   // after a key
+	tzString                  // inside a string
+	tzAtom                    // inside a number or literal
+	tzDone                    // the root value is complete; the rest is never read
+)
+
+// TokenKind is what a token is.
+type TokenKind uint8
+
+// The token kinds. NeedMore is no token: the chunk is read (an error is
+// reported by Err).
+const (
+	NeedMore TokenKind = iota
+	BeginArray
+	BeginObject
+	EndArray
+	EndObject
+	Key
+	StringValue
+	NumberValue
+	NullValue
+	TrueValue
+	FalseValue
+)
+
+// Token is one token. Str (Key, StringValue) holds the unescaped contents:
+// in the chunk when InChunk, else in the tokenizer's memory until the next
+// call (Own keeps it). A token ends where Next says.
+type Token struct {
+	Kind    TokenKind
+	Off     int64 // text offset of its first byte
+	Str     []byte
+	InChunk bool
+	Num     Num
+}
+
+// ValueKind returns the kind of the value a scalar token is.
+func (t Token) ValueKind() Kind {
+	switch t.Kind {
+	case StringValue:
+		return String
+	case NumberValue:
+		return Number
+	case TrueValue:
+		return True
+	case FalseValue:
+		return False
+	}
+	return Null
+}
+
+// MaxPending bounds a number or literal a chunk boundary cuts. A longer
+// one is legal JSON (digits beyond the 17th are read and dropped) but
+// rare: it is decided when rapidjson would stop inside the bytes held, and
+// otherwise fails with ErrTokenTooLong.
+const MaxPending = 4096
+
+// ErrTokenTooLong reports a number longer than MaxPending cut by a chunk
+// boundary, which the tokenizer does not hold.
+var ErrTokenTooLong = errors.New("jsontext: a number token longer than 4096 bytes")
+
+// Reset readies t for a new text within lim, keeping its memory.
+func (t *Tokenizer) Reset(lim Limits) {
+	*t = Tokenizer{lim: lim.orDefault(), objs: t.objs[:0], pend: t.pend[:0], unesc: t.unesc[:0]}
+}
+
+// Err returns the error that ended the text, if any.
+func (t *Tokenizer) Err() error { return t.err }
+
+// Done reports that the root value is complete.
+func (t *Tokenizer) Done() bool { return t.st == tzDone }
+
+// Depth returns the number of open containers.
+func (t *Tokenizer) Depth() int { return len(t.objs) }
+
+// InList reports that the innermost open container is a list.
+func (t *Tokenizer) InList() bool { return len(t.objs) > 0 && !t.objs[len(t.objs)-1] }
+
+// ValueNext reports that a list's value is expected (after '[' or ',').
+func (t *Tokenizer) ValueNext() bool { return t.st == tzValue || t.st == tzFirst }
+
+// ValuesLeft is how many more values and keys the text may hold.
+func (t *Tokenizer) ValuesLeft() int64 { return t.lim.MaxValues - t.values }
+
+// Skip records n values (a run of numbers, and sibling lists at the
+// same depth: "], [") that the caller read from the chunk itself in the
+// innermost list, ending after a value (after) or where one is expected,
+// first in its list (empty) or not. A reader with a faster path for such
+// runs uses it.
+func (t *Tokenizer) Skip(n int64, after, empty bool) {
+	t.values += n
+	switch {
+	case after:
+		t.st = tzAfter
+	case empty:
+		t.st = tzFirst
+	default:
+		t.st = tzValue
+	}
+}
+
+// EndChunk ends a chunk of n bytes: offsets count on from its end.
+func (t *Tokenizer) EndChunk(n int) { t.off += int64(n) }
+
+// Own hands s, the Str of the last token, to the caller for good when it
+// lies in the tokenizer's memory, which then forgets it; it reports
+// whether it did.
+func (t *Tokenizer) Own(s []byte) bool {
+	switch {
+	case sameStart(s, t.pend):
+		t.pend = nil
+	case sameStart(s, t.unesc):
+		t.unesc = nil
+	default:
+		return false
+	}
+	return true
+}
+
+func sameStart(s, buf []byte) bool { return len(s) > 0 && cap(buf) > 0 && &s[0] == &buf[:1][0] }
+
+// fail ends the text with rapidjson's message at chunk offset p.
+func (t *Tokenizer) fail(msg string, p int) {
+	t.failAt(msg, t.off+int64(p))
+}
+
+func (t *Tokenizer) failAt(msg string, off int64) {
+	if t.err == nil {
+		t.err = &SyntaxError{Msg: msg, Offset: int(off)}
+	}
+}
+
+// Next returns the next token of the chunk buf from offset p and the
+// offset after it; at the chunk's end, or after an error, NeedMore.
+func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
+	n := len(buf)
+	for p < n && t.err == nil {
+		switch t.st {
+		case tzStart:
+			p = t.start(buf, p)
+			if p == n || t.bom < 3 {
+				return Token{}, n
+			}
+			switch buf[p] {
+			case 0, ']', '}', ',', ':':
+				t.fail(msgDocumentEmpty, p)
+				return Token{}, p
+			}
+			return t.value(buf, p)
+		case tzValue, tzFirst:
+			if p = SkipSpace(buf, p); p == n {
+				break
+			}
+			if buf[p] == ']' {
+				if t.st != tzFirst {
+					t.fail(msgValueInvalid, p)
+					break
+				}
+				return t.close(false, p), p + 1
+			}
+			return t.value(buf, p)
+		case tzAfter:
+			if p = SkipSpace(buf, p); p == n {
+				break
+			}
+			obj := t.objs[len(t.objs)-1]
+			switch c := buf[p]; {
+			case c == ',':
+				p++
+				t.st = tzValue
+				if obj {
+					t.st = tzKey
+				}
+			case c == ']' && !obj, c == '}' && obj:
+				return t.close(obj, p), p + 1
+			default:
+				t.fail(afterMsg(obj), p)
+			}
+		case tzKeyFirst, tzKey:
+			if p = SkipSpace(buf, p); p == n {
+				break
+			}
+			switch c := buf[p]; {
+			case c == '"':
+				if !t.count(p) {
+					break
+				}
+				t.tokOff = t.off + int64(p)
+				t.key = true
+				tok, q, ok := t.str(buf, p+1)
+				if ok {
+					return tok, q
+				}
+				p = q
+			case c == '}' && t.st == tzKeyFirst:
+				return t.close(true, p), p + 1
+			default:
+				t.fail(msgObjectMissName, p)
+			}
+		case tzColon:
+			if p = SkipSpace(buf, p); p == n {
+				break
+			}
+			if buf[p] != ':' {
+				t.fail(msgObjectMissColon, p)
+				break
+			}
+			p++
+			t.st = tzValue
+		case tzString:
+			tok, q, ok := t.strMore(buf, p)
+			if ok {
+				return tok, q
+			}
+			p = q
+		case tzAtom:
+			q := atomEnd(buf, p)
+			t.pend = append(t.pend, buf[p:q]...)
+			if len(t.pend) > MaxPending {
+				if tok, ok := t.longAtom(); ok {
+					return tok, q
+				}
+				return Token{}, q
+			}
+			if q == n {
+				return Token{}, q
+			}
+			tok, ok := t.atomDone(t.pend)
+			t.pend = t.pend[:0]
+			if ok {
+				return tok, q
+			}
+		case tzDone:
+			// kParseStopWhenDoneFlag: the rest is never read.
+			return Token{}, n
+		}
+	}
+	return Token{}, p
+}
+
+// End ends the text: a number or literal it ends in is returned as the
+// last token (ok); called again, it reports rapidjson's error for a text
+// that ends before its root value does (Err).
+func (t *Tokenizer) End() (Token, bool) {
+	if t.err != nil || t.st == tzDone {
+		return Token{}, false
+	}
+	switch t.st {
+	case tzAtom:
+		tok, ok := t.atomDone(t.pend)
+		t.pend = t.pend[:0]
+		return tok, ok
+	case tzString:
+		return t.strEnd()
+	case tzStart:
+		t.failAt(msgDocumentEmpty, t.off)
+	case tzValue, tzFirst:
+		t.failAt(msgValueInvalid, t.off)
+	case tzAfter:
+		t.failAt(afterMsg(t.objs[len(t.objs)-1]), t.off)
+	case tzKeyFirst, tzKey:
+		t.failAt(msgObjectMissName, t.off)
+	case tzColon:
+		t.failAt(msgObjectMissColon, t.off)
+	}
+	return Token{}, false
+}
+
+// afterMsg is the error for a byte that is no separator after a value.
+func afterMsg(obj bool) string {
+	if obj {
+		return msgObjectMissComma
+	}
+	return msgArrayMissComma
+}
+
+// start skips the byte-order mark (each of EF BB BF only if present, in
+// that order, as rapidjson's EncodedInputStream does; offsets still count
+// from the first byte) and the spaces before the root.
+func (t *Tokenizer) start(buf []byte, p int) int {
+	const bom = "\xEF\xBB\xBF"
+	for p < len(buf) && t.bom < 3 {
+		c := buf[p]
+		for t.bom < 3 && c != bom[t.bom] {
+			t.bom++
+		}
+		if t.bom == 3 {
+			break
+		}
+		t.bom++
+		p++
+	}
+	return SkipSpace(buf, p)
+}
+
+// count counts one value or key, the token at buf[p], against the bound.
+func (t *Tokenizer) count(p int) bool {
+	if t.values++; t.values > t.lim.MaxValues {
+		t.fail(msgTooManyVals, p)
+		return false
+	}
+	return true
+}
+
+// value reads the value starting at buf[p].
+func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
+	c := buf[p]
+	if (c == '[' || c == '{') && len(t.objs) >= t.lim.MaxDepth {
+		t.fail(msgTooDeep, p)
+		return Token{}, p
+	}
+	if !t.count(p) {
+		return Token{}, p
+	}
+	t.tokOff = t.off + int64(p)
+	switch c {
+	case '[':
+		t.objs = append(t.objs, false)
+		t.st = tzFirst
+		return Token{Kind: BeginArray, Off: t.tokOff}, p + 1
+	case '{':
+		t.objs = append(t.objs, true)
+		t.st = tzKeyFirst
+		return Token{Kind: BeginObject, Off: t.tokOff}, p + 1
+	case '"':
+		t.key = false
+		tok, q, _ := t.str(buf, p+1)
+		return tok, q
+	}
+	q := atomEnd(buf, p)
+	if q == len(buf) {
+		t.pend = append(t.pend[:0], buf[p:]...)
+		t.st = tzAtom
+		return Token{}, q
+	}
+	tok, _ := t.atomDone(buf[p:q])
+	return tok, q
+}
+
+// close ends the innermost container at its bracket buf[p].
+func (t *Tokenizer) close(obj bool, p int) Token {
+	t.objs = t.objs[:len(t.objs)-1]
+	t.valueEnd()
+	tok := Token{Kind: EndArray, Off: t.off + int64(p)}
+	if obj {
+		tok.Kind = EndObject
+	}
+	return tok
+}
+
+// valueEnd sets the state after a complete value.
+func (t *Tokenizer) valueEnd() {
+	t.st = tzAfter
+	if len(t.objs) == 0 {
+		t.st = tzDone
+	}
+}
+
+// str reads a string from buf[p], just after its opening quote; ok is
+// false when the chunk ends first (or the string is bad: Err).
+func (t *Tokenizer) str(buf []byte, p int) (Token, int, bool) {
+	q, clean := scanString(buf, p)
+	if !clean {
+		// An escape (or a raw control character): the raw text is kept
+		// to the closing quote, then unescaped.
+		t.pend = append(t.pend[:0], buf[p:q]...)
+		t.st = tzString
+		t.esc, t.bs = true, false
+		return t.strRaw(buf, q)
+	}
+	if q == len(buf) {
+		t.pend = append(t.pend[:0], buf[p:]...)
+		t.st = tzString
+		t.esc = false
+		return Token{}, q, false
+	}
+	return t.strToken(buf[p:q], true), q + 1, true
+}
+
+// strMore continues a string the chunk boundary cut.
+func (t *Tokenizer) strMore(buf []byte, p int) (Token, int, bool) {
+	if t.esc {
+		return t.strRaw(buf, p)
+	}
+	q, clean := scanString(buf, p)
+	t.pend = append(t.pend, buf[p:q]...)
+	if !clean {
+		t.esc, t.bs = true, false
+		return t.strRaw(buf, q)
+	}
+	if q == len(buf) {
+		return Token{}, q, false
+	}
+	tok := t.strToken(t.pend, false)
+	t.pend = t.pend[:0]
+	return tok, q + 1, true
+}
+
+// strRaw continues a string with escapes, keeping its raw text in pend:
+// it finds the closing quote (a quote no backslash escapes), or the first
+// raw control character, which rapidjson rejects there or at an escape
+// before it.
+func (t *Tokenizer) strRaw(buf []byte, p int) (Token, int, bool) {
+	start := p
+	for ; p < len(buf); p++ {
+		c := buf[p]
+		switch {
+		case c < 0x20:
+			t.pend = append(t.pend, buf[start:p+1]...)
+			tok, ok := t.strEnd()
+			return tok, p, ok
+		case t.bs:
+			t.bs = false
+		case c == '\\':
+			t.bs = true
+		case c == '"':
+			t.pend = append(t.pend, buf[start:p+1]...)
+			tok, ok := t.strEnd()
+			return tok, p + 1, ok
+		}
+	}
+	t.pend = append(t.pend, buf[start:]...)
+	return Token{}, p, false
+}
+
+// strEnd unescapes the raw string in pend (its closing quote included when
+// it has one) as rapidjson does, with rapidjson's error if it is bad.
+func (t *Tokenizer) strEnd() (Token, bool) {
+	t.esc = false
+	out, _, err := appendUnescaped(t.unesc[:0], t.pend, 0)
+	t.unesc = out
+	t.pend = t.pend[:0]
+	if err != nil {
+		t.failAt(err.Msg, t.tokOff+1+int64(err.Offset))
+		return Token{}, false
+	}
+	return t.strToken(out, false), true
+}
+
+func (t *Tokenizer) strToken(s []byte, inChunk bool) Token {
+	tok := Token{Kind: Key, Off: t.tokOff, Str: s, InChunk: inChunk}
+	if t.key {
+		t.st = tzColon
+		return tok
+	}
+	t.valueEnd()
+	tok.Kind = StringValue
+	return tok
+}
+
+// scanString returns the offset of the closing quote (len(buf) when the
+// chunk ends first); clean is false at an escape or a raw control
+// character.
+func scanString(buf []byte, p int) (int, bool) {
+	for ; p < len(buf); p++ {
+		c := buf[p]
+		if c == '"' {
+			return p, true
+		}
+		if c == '\\' || c < 0x20 {
+			return p, false
+		}
+	}
+	return p, true
+}
+
+// isAtomByte reports the bytes a number or literal token is made of.
+func isAtomByte(c byte) bool {
+	return c-'0' < 10 || c|0x20-'a' < 26 || c == '-' || c == '+' || c == '.'
+}
+
+func atomEnd(buf []byte, p int) int {
+	for p < len(buf) && isAtomByte(buf[p]) {
+		p++
+	}
+	return p
+}
+
+// longAtom handles a cut token longer than MaxPending: decided when
+// rapidjson stops inside what is held (an error, or the end of a literal
+// or number before the token's), else ErrTokenTooLong.
+func (t *Tokenizer) longAtom() (Token, bool) {
+	tok := t.pend
+	_, end, err := scanNumber(tok, 0)
+	if c := tok[0]; c != 'n' && c != 't' && c != 'f' &&
+		(err == nil && end == len(tok) || err != nil && err.Offset >= len(tok)) {
+		t.err = ErrTokenTooLong
+		return Token{}, false
+	}
+	// The root's trailing bytes are never read: tzDone skips them.
+	out, ok := t.atomDone(tok)
+	t.pend = t.pend[:0]
+	return out, ok
+}
+
+// atomDone reads a complete number or literal token as rapidjson does: a
+// literal byte by byte, a number by its grammar; bytes left over after
+// them are the next token, which cannot follow a value.
+func (t *Tokenizer) atomDone(tok []byte) (Token, bool) {
+	out := Token{Off: t.tokOff}
+	var lit string
+	if len(tok) > 0 {
+		switch tok[0] {
+		case 'n':
+			lit, out.Kind = "null", NullValue
+		case 't':
+			lit, out.Kind = "true", TrueValue
+		case 'f':
+			lit, out.Kind = "false", FalseValue
+		}
+	}
+	end := 0
+	if lit != "" {
+		for end < len(lit) && end < len(tok) && tok[end] == lit[end] {
+			end++
+		}
+		if end < len(lit) {
+			t.failAt(msgValueInvalid, t.tokOff+int64(end))
+			return Token{}, false
+		}
+	} else {
+		var err *SyntaxError
+		if out.Num, end, err = scanNumber(tok, 0); err != nil {
+			t.failAt(err.Msg, t.tokOff+int64(err.Offset))
+			return Token{}, false
+		}
+		out.Kind = NumberValue
+	}
+	if end < len(tok) && len(t.objs) > 0 {
+		t.failAt(afterMsg(t.objs[len(t.objs)-1]), t.tokOff+int64(end))
+		return Token{}, false
+	}
+	t.valueEnd()
+	return out, true
+}
+
+// scanNumber is ParseNumber with rapidjson's error: the message and its
+// offset in data when the token is not a number.
+func scanNumber(data []byte, p int) (n Num, end int, err *SyntaxError) {
+	end, flags, bits, err := parseNumber(data, p)
+	return Num{flags, bits}, end, err
+}

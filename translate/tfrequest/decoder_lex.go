@@ -1,0 +1,900 @@
+package tfrequest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// slot is what the next value is for.
+type slot struct {
+	kind  slotKind
+	input int32
+	level int32
+}
+
+// What a roleB64 frame stands for (opFrame.ctx): an object that is either
+// a {"b64": "…"} value or something else, which only its end tells.
+const (
+	b64Leaf   uint8 = iota // a value of a BYTES input inside a tensor
+	b64Elem                // an element of plain "instances"
+	b64First               // the first instance, "b64" first: a value or named inputs
+	b64Inst                // an instance object, "b64" first (no input has that name)
+	b64Inputs              // the "inputs" object, "b64" first: one value or named tensors
+)
+
+// What a roleB64 frame's members were (opFrame.flags).
+const (
+	b64Str uint8 = 1 << iota // the "b64" member's value is a string (in d.b64)
+	b64Not                   // not a {"b64": "…"} object after all
+)
+
+// The error an object makes where a tensor value belongs (roleSkip's
+// opFrame.ctx), told once the object has been read for its dump.
+const (
+	objNone  uint8 = iota
+	objLevel       // found at incorrect level
+	objType        // is not of expected type
+)
+
+// Write feeds the next chunk of the body. After an error every call fails
+// the same way, with the answer (a syntax error, which TF reports before
+// anything else).
+func (d *Decoder) Write(buf []byte) error {
+	if d.failed {
+		return d.final
+	}
+	d.chunk = buf
+	d.lex(buf, 0, -1)
+	d.off += int64(len(buf))
+	d.tz.EndChunk(len(buf))
+	if d.inst.on {
+		d.instDumpFeed(buf[d.inst.from:])
+		d.inst.from = 0
+	}
+	d.chunk = nil
+	if d.failed {
+		return d.final
+	}
+	return nil
+}
+
+// lex reads the tokens of buf from p (jsontext's tokenizer), to its end
+// or, when stop >= 0, to the end of the value that leaves stop containers
+// open (second.go reads one value again). A run of numbers in an innermost
+// list of a numeric input takes the hot path (leafRun).
+func (d *Decoder) lex(buf []byte, p int, stop int) {
+	for !d.failed {
+		if f := d.top(); f != nil && f.role == roleTensor && d.tz.ValueNext() && d.hot() {
+			in := &d.ins[f.input]
+			if p = jsontext.SkipSpace(buf, p); p < len(buf) && buf[p] != ']' && in.curRank == int(f.level)+1 &&
+				in.spec.DataType != tensor.Bytes && in.spec.DataType != tensor.Bool {
+				p = d.leafRun(buf, p, f)
+			}
+		}
+		tok, q := d.tz.Next(buf, p)
+		if tok.Kind == jsontext.NeedMore {
+			d.tokErr()
+			return
+		}
+		d.token(tok, int(tok.Off-d.off), q)
+		p = q
+		if len(d.stack) == stop {
+			return
+		}
+	}
+}
+
+// tokErr ends the decode at the tokenizer's error, if any: rapidjson's
+// syntax error (TF checks syntax first, so it is the answer), or a number
+// too long to hold across chunks (undecided).
+func (d *Decoder) tokErr() {
+	switch err := d.tz.Err().(type) {
+	case nil:
+		return
+	case *jsontext.SyntaxError:
+		d.final = syntaxError(err)
+	default:
+		d.final = undecided("a number token longer than 4096 bytes")
+	}
+	d.failed = true
+}
+
+// token handles one token that starts at buf[p] (p < 0: in an earlier
+// chunk) and ends before buf[q].
+func (d *Decoder) token(tok jsontext.Token, p, q int) {
+	switch tok.Kind {
+	case jsontext.EndArray, jsontext.EndObject:
+		d.pos = q
+		d.close()
+	case jsontext.Key:
+		d.top().n++
+		d.keyEnd = q
+		d.keyInBody = tok.InChunk && d.whole
+		d.feedString(tok.Str, d.keyInBody)
+		d.key(tok.Str)
+	default:
+		d.value(tok, p)
+	}
+}
+
+func (d *Decoder) top() *opFrame {
+	if len(d.stack) == 0 {
+		return nil
+	}
+	return &d.stack[len(d.stack)-1]
+}
+
+// slot returns what the next value in the innermost container is for.
+func (d *Decoder) slot() slot {
+	f := d.top()
+	switch {
+	case f == nil:
+		return slot{kind: slotRoot}
+	case f.obj:
+		return slot{kind: f.next, input: f.nextInput, level: f.level}
+	case f.role == roleInstances:
+		return slot{kind: slotInstance}
+	case f.role == roleTensor:
+		return slot{kind: slotTensor, input: f.input, level: f.level + 1}
+	}
+	return slot{kind: slotSkip}
+}
+
+// value handles a value's token (a scalar, or a container's opening
+// bracket) that starts at buf[p].
+func (d *Decoder) value(tok jsontext.Token, p int) {
+	f := d.top()
+	if f == nil {
+		d.dumpStart(dumpRoot, 0)
+	}
+	if f != nil && !f.obj {
+		f.n++
+	}
+	s := d.slot()
+	if d.skipping() || d.dumpOnly {
+		s = slot{kind: slotSkip}
+	}
+	switch s.kind {
+	case slotInstance:
+		d.elem, d.ekey = f.n-1, nil
+	case slotInputs, slotItem:
+		d.itemDepth = len(d.stack)
+	}
+	if s.kind == slotItem {
+		d.ins[s.input].from = p
+	}
+	if tok.Kind != jsontext.BeginObject {
+		// A list or scalar where one input's whole value may stand.
+		switch s.kind {
+		case slotInstance:
+			switch {
+			case d.mode == instObjects:
+				d.valueErr(0, errExpectObject(f.n-1), false, false)
+				s = slot{kind: slotSkip}
+			case d.mode == instUndecided && len(d.ins) > 1:
+				d.valueErr(0, errInstancesPlain(), false, false)
+				s = slot{kind: slotSkip}
+			default:
+				d.mode = instPlain
+				s = slot{kind: slotItem}
+			}
+		case slotInputs:
+			if len(d.ins) > 1 {
+				d.valueErr(0, errInputsPlain(), false, false)
+				s = slot{kind: slotSkip}
+			} else {
+				s = slot{kind: slotItem}
+			}
+		}
+	}
+	if s.kind == slotItem {
+		d.beginItem(int(s.input))
+		s = slot{kind: slotTensor, input: s.input}
+	}
+	switch tok.Kind {
+	case jsontext.BeginArray, jsontext.BeginObject:
+		d.pos = p
+		d.open(s, tok.Kind == jsontext.BeginObject)
+	case jsontext.StringValue:
+		d.strDone(s, tok.Str, tok.InChunk)
+	default:
+		d.scalar(s, tok.ValueKind(), tok.Num)
+	}
+}
+
+// open starts a list (obj false) or an object for slot s: its frame says
+// what it is for. The nesting bound was checked at its bracket (value).
+func (d *Decoder) open(s slot, obj bool) {
+	fr := opFrame{obj: obj, role: roleSkip}
+	if s.kind != slotSkip {
+		if obj {
+			d.objectFrame(s, &fr)
+		} else {
+			d.listFrame(s, &fr)
+		}
+	}
+	d.feedOpen(obj)
+	d.stack = append(d.stack, fr)
+}
+
+func (d *Decoder) listFrame(s slot, fr *opFrame) {
+	switch s.kind {
+	case slotInstances:
+		fr.role = roleInstances
+		d.instDepth = len(d.stack)
+	case slotTensor:
+		i := int(s.input)
+		if d.openList(i, int(s.level)) {
+			*fr = opFrame{role: roleTensor, input: s.input, level: s.level}
+		} else {
+			d.valueErr(i, errListLevel(int(s.level), d.ins[i].curRank), true, false)
+		}
+	default:
+		d.otherValue(s, jsontext.Array)
+	}
+}
+
+func (d *Decoder) objectFrame(s slot, fr *opFrame) {
+	depth := len(d.stack)
+	switch s.kind {
+	case slotRoot:
+		fr.role = roleTop
+		d.rootKind = jsontext.Object
+	case slotInputs:
+		fr.role = roleInputs
+		d.named = true
+	case slotInstance:
+		switch d.mode {
+		case instUndecided:
+			fr.role = roleFirstInst
+			d.dumpInstance(depth)
+		case instPlain:
+			// Only a {"b64": …} value can follow plain first elements.
+			d.beginItem(0)
+			d.leafLevel(0, 0)
+			fr.role, fr.ctx = roleB64, b64Elem
+		default:
+			fr.role = roleInstance
+			d.resetInObj()
+			d.dumpInstance(depth)
+		}
+	case slotTensor:
+		i := int(s.input)
+		atLevel := d.leafLevel(i, int(s.level))
+		if d.ins[i].spec.DataType == tensor.Bytes && atLevel {
+			*fr = opFrame{obj: true, role: roleB64, ctx: b64Leaf, input: s.input, level: s.level}
+			break
+		}
+		// An error whose text holds the object's dump: told at its end.
+		fr.ctx, fr.input, fr.level = objType, s.input, s.level
+		if !atLevel {
+			fr.ctx = objLevel
+		}
+		d.dumpStart(dumpLeaf, depth)
+	default:
+		d.otherValue(s, jsontext.Object)
+	}
+}
+
+// dumpInstance keeps what the dump of an instance object needs,
+// which "keys must be equal to" prints.
+func (d *Decoder) dumpInstance(depth int) {
+	d.instDumpStart(depth, d.pos)
+}
+
+// otherValue records what a value that is no tensor element tells: the root's kind, the signature name's, a "instances" that is no
+// list, a "b64" member that is no string.
+func (d *Decoder) otherValue(s slot, k jsontext.Kind) {
+	switch s.kind {
+	case slotRoot:
+		d.rootKind = k
+	case slotSignature:
+		d.sigSeen, d.sigKind = true, k
+	case slotInstances:
+		d.instBad = true
+	case slotB64:
+		d.b64Deviate(d.top(), nil, false)
+	}
+}
+
+func (d *Decoder) resetInObj() {
+	d.inObjN = 0
+	for i := range d.ins {
+		d.ins[i].inObj = false
+	}
+}
+
+// key handles an object key (unescaped).
+func (d *Decoder) key(k []byte) {
+	f := d.top()
+	f.next = slotSkip
+	if d.skipping() {
+		return
+	}
+	switch f.role {
+	case roleTop:
+		switch string(k) {
+		case keySignature:
+			if !d.sigKey {
+				d.sigKey = true
+				f.next = slotSignature
+			}
+		case keyInstances, keyInputs:
+			format := Row
+			if string(k) == keyInputs {
+				format = Columnar
+			}
+			switch d.req.Format {
+			case format:
+				// A later duplicate: FindMember reads the first.
+			case 0:
+				d.req.Format = format
+				if !d.resolveSig() {
+					return // judged at Close
+				}
+				f.next = slotInstances
+				if format == Columnar {
+					f.next = slotInputs
+				}
+			default:
+				d.both = true
+			}
+		}
+	case roleFirstInst:
+		if string(k) == keyB64 && (d.lookup(k) < 0 || !d.whole || d.b64Ahead()) {
+			// {"b64": …} first: plain values of the first input (TF feeds
+			// the first input even when there are several).
+			d.mode = instPlain
+			d.beginItem(0)
+			d.leafLevel(0, 0)
+			f.role, f.ctx = roleB64, b64First
+			f.next = slotB64
+			return
+		}
+		d.mode = instObjects
+		f.role = roleInstance
+		d.resetInObj()
+		d.instanceKey(f, k)
+	case roleInstance:
+		d.instanceKey(f, k)
+	case roleInputs:
+		switch {
+		case f.n != 1 || string(k) != keyB64 || d.whole && d.lookup(k) >= 0 && !d.b64Ahead():
+		case d.lookup(k) >= 0 && !d.whole:
+			f.role = roleSkip
+			if d.ferr == nil {
+				d.ferr = undecided(`"inputs" object starting with "b64" while an input has that name`)
+			}
+			return
+		default:
+			// One b64 value, or named tensors none of which is "b64".
+			d.named = false
+			f.role, f.ctx = roleB64, b64Inputs
+			f.next = slotB64
+			return
+		}
+		if i := d.lookup(k); i >= 0 && !d.ins[i].used {
+			f.next, f.nextInput = slotItem, int32(i)
+		}
+	case roleB64:
+		if f.n == 1 && string(k) == keyB64 {
+			f.next, f.nextInput = slotB64, f.input
+			return
+		}
+		d.b64Deviate(f, k, true)
+	}
+}
+
+// instanceKey maps a key of a named-inputs instance object to its input.
+// TF reads the key as a C string: it ends at its first NUL (rowKey).
+func (d *Decoder) instanceKey(f *opFrame, k []byte) {
+	name := k
+	if j := bytes.IndexByte(k, 0); j >= 0 {
+		name = k[:j]
+	}
+	if d.keyInBody {
+		d.ekey = name
+	} else {
+		d.keyBuf = append(d.keyBuf[:0], name...)
+		d.ekey = d.keyBuf
+	}
+	if f.n == 1 && string(k) == keyB64 && !(d.whole && d.lookup(k) >= 0 && !d.b64Ahead()) {
+		// A b64 value where objects are expected, or an input named b64.
+		if d.lookup(k) >= 0 && !d.whole {
+			d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
+			return
+		}
+		f.role, f.ctx = roleB64, b64Inst
+		f.next = slotB64
+		return
+	}
+	i := d.lookup(name)
+	if i < 0 {
+		d.valueErr(0, errNoNamedInput(name), true, false)
+		return
+	}
+	if d.ins[i].inObj {
+		// A duplicated key: TF adds both values (trimDuplicates).
+		d.dups = true
+	}
+	if !d.ins[i].inObj {
+		d.ins[i].inObj = true
+		if d.inObjN++; d.inObjN == len(d.ins) && d.inst.on {
+			d.instDumpDrop()
+		}
+	}
+	f.next, f.nextInput = slotItem, int32(i)
+}
+
+// b64Deviate handles an object read as a {"b64": "…"} candidate that turns
+// out to be another object: at its key k (atKey), or at its "b64"
+// member's value, which is no string.
+func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
+	first := f.flags&b64Not == 0
+	f.flags |= b64Not
+	f.next = slotSkip
+	switch f.ctx {
+	case b64Inputs:
+		// Named tensors, whose first member names none.
+		f.role = roleInputs
+		d.named = true
+		if atKey {
+			d.key(k)
+		}
+	case b64Leaf:
+		if !first {
+			return
+		}
+		// Its dump so far; the rest is fed as it is read.
+		d.dumpStart(dumpLeaf, len(d.stack)-1)
+		s := &d.dumps[dumpLeaf].s
+		s.Open(true)
+		if !atKey || f.n > 1 {
+			s.String([]byte(keyB64))
+			if f.flags&b64Str != 0 {
+				s.String(d.b64)
+			}
+		}
+		if atKey {
+			s.String(k)
+		}
+	}
+}
+
+// close ends the innermost container at its closing bracket.
+func (d *Decoder) close() {
+	idx := len(d.stack) - 1
+	f := d.stack[idx]
+	d.stack = d.stack[:idx]
+	d.feedClose(f.obj, idx)
+	if d.inst.on && idx == d.inst.depth {
+		d.instDumpEnd(d.pos)
+	}
+	if d.skipTo >= 0 && idx >= d.skipTo {
+		// Read for syntax only; a list TF would have found at the wrong
+		// length before the error inside it takes its place.
+		if f.role == roleTensor {
+			i := int(f.input)
+			if in := &d.ins[i]; !d.closeList(i, int(f.level), f.n) {
+				d.valueErr(i, errListSize(f.n, int(f.level), in.cur[f.level]), true, true)
+			}
+		}
+		if idx == d.skipTo {
+			d.skipTo = -1
+		}
+		return
+	}
+	ok := true
+	switch f.role {
+	case roleTop:
+	case roleInstances:
+		d.batch = f.n
+		if f.n == 0 {
+			d.instEmpty = true
+		}
+	case roleFirstInst, roleInstance:
+		// {} first is an object of named inputs, all missing.
+		for i := range d.ins {
+			ok = ok && d.ins[i].inObj
+		}
+		if !ok {
+			names := sortedNames(len(d.ins), func(i int) string { return d.ins[i].spec.Name })
+			d.valueErr(0, errKeysMissing(d.elem, d.instDumpBytes(), names), false, false)
+			ok = true
+		}
+	case roleInputs:
+		ok = d.closeInputs()
+	case roleTensor:
+		i := int(f.input)
+		if in := &d.ins[i]; !d.closeList(i, int(f.level), f.n) {
+			d.valueErr(i, errListSize(f.n, int(f.level), in.cur[f.level]), true, false)
+		} else if f.level == 0 {
+			d.endItemCheck(i)
+		}
+	case roleB64:
+		ok = d.closeB64(&f)
+	case roleSkip:
+		if f.ctx != objNone {
+			d.closeLeafObject(&f)
+		}
+	}
+	if !ok {
+		d.fail()
+	}
+}
+
+// closeInputs ends the named "inputs" object: TF walks the signature's
+// inputs in order, each missing or holding its first error.
+func (d *Decoder) closeInputs() bool {
+	if d.ferr != nil {
+		return true
+	}
+	if d.colTrip && d.whole {
+		d.replayInputs()
+	}
+	if d.colTrip {
+		d.ferr = undecided("named inputs exceed the element limit together")
+		return true
+	}
+	for i := range d.ins {
+		switch {
+		case !d.ins[i].used:
+			d.ferr = errMissingNamedInput(d.ins[i].spec.Name)
+		case d.colErrs != nil && d.colErrs[i] != nil:
+			d.ferr = d.colErrs[i]
+		default:
+			continue
+		}
+		break
+	}
+	return true
+}
+
+// closeLeafObject tells the error of an object where a tensor value
+// belongs, now that its dump is complete.
+func (d *Decoder) closeLeafObject(f *opFrame) {
+	i := int(f.input)
+	in := &d.ins[i]
+	dump := d.dumpBytes(dumpLeaf)
+	switch {
+	case f.ctx == objLevel:
+		d.valueErr(i, errLevel(dump, int(f.level), in.curRank), true, false)
+	case !d.countLeaf(i):
+		d.limitErr(i)
+	default:
+		d.valueErr(i, errType(dump, jsontext.Object, in.spec.DataType), true, false)
+	}
+}
+
+// closeB64 ends a roleB64 object: it tells what the object turned out to
+// be (TF's IsValBase64Object) and answers as TF does there.
+func (d *Decoder) closeB64(f *opFrame) bool {
+	isB64 := f.n == 1 && f.flags == b64Str
+	i := int(f.input)
+	switch f.ctx {
+	case b64Leaf:
+		switch {
+		case !d.countLeaf(i):
+			d.limitErr(i)
+		case !isB64:
+			dump := []byte("{}")
+			if f.n > 0 {
+				dump = d.dumpBytes(dumpLeaf)
+			}
+			d.valueErr(i, errB64Format(dump), true, false)
+		default:
+			d.b64Value(i, f.level == 0)
+		}
+	case b64Elem, b64First:
+		switch {
+		case isB64:
+			if !d.countLeaf(0) {
+				d.limitErr(0)
+				break
+			}
+			d.b64Value(0, true)
+		case f.ctx == b64Elem:
+			d.valueErr(0, errExpectValue(d.elem), false, false)
+		case d.lookup([]byte(keyB64)) >= 0:
+			d.valueErr(0, undecided(`first instance starting with "b64" while an input has that name`), false, false)
+		default:
+			d.ekey = []byte(keyB64)
+			d.valueErr(0, errNoNamedInput(d.ekey), true, false)
+		}
+	case b64Inst:
+		if isB64 {
+			d.valueErr(0, errExpectObject(d.elem), false, false)
+		} else {
+			d.ekey = []byte(keyB64)
+			d.valueErr(0, errNoNamedInput(d.ekey), true, false)
+		}
+	case b64Inputs:
+		// Only a b64 value gets here (b64Deviate makes the others
+		// named tensors).
+		if len(d.ins) > 1 {
+			d.valueErr(0, errInputsPlain(), false, false)
+			break
+		}
+		d.beginItem(0)
+		d.leafLevel(0, 0)
+		if !d.countLeaf(0) {
+			d.limitErr(0)
+			break
+		}
+		d.b64Value(0, true)
+	}
+	return true
+}
+
+// b64Value adds the kept string of a {"b64": "…"} value, counted already,
+// to input i; root says the object is the input's whole item.
+func (d *Decoder) b64Value(i int, root bool) {
+	in := &d.ins[i]
+	if in.spec.DataType != tensor.Bytes {
+		d.valueErr(i, errType(b64Dump(d.b64), jsontext.Object, in.spec.DataType), true, false)
+		return
+	}
+	out, ok := base64Unescape(make([]byte, 0, len(d.b64)/4*3+3), d.b64)
+	if !ok {
+		d.valueErr(i, errB64Decode(), true, false)
+		return
+	}
+	d.ensureStrs(&in.input)
+	in.strs = append(in.strs, out)
+	if root {
+		d.endItemCheck(i)
+	}
+}
+
+// endItemCheck ends input i's item: AddInstanceItem's comparison with the
+// first item (row) or the tensor's shape (columnar).
+func (d *Decoder) endItemCheck(i int) {
+	if !d.endItem(i) {
+		in := &d.ins[i]
+		d.valueErr(i, errItem(in.size, in.curCount, in.shape, in.cur), true, false)
+	}
+}
+
+// limitErr is the element limit met at a value of input i. Named "inputs"
+// with several inputs are undecided in document order: TF counts them in
+// signature order.
+func (d *Decoder) limitErr(i int) {
+	if d.named && d.req.Format == Columnar && len(d.ins) > 1 && !d.replaying {
+		d.colTrip = true // replayInputs settles it for a whole body
+		d.valueErr(i, undecided("named inputs exceed the element limit together"), false, false)
+		return
+	}
+	d.valueErr(i, errTooManyElements(d.lim.MaxElements), true, false)
+}
+
+// strDone handles a complete string; inChunk says s lies in the chunk
+// being written (and may be kept when it is the whole body).
+func (d *Decoder) strDone(v slot, s []byte, inChunk bool) {
+	stable := inChunk && d.whole
+	switch v.kind {
+	case slotSkip:
+	case slotSignature:
+		if d.specul && len(s) > 0 {
+			// Resolved as the default signature too early.
+			d.lateSig = true
+		}
+		d.req.SignatureName = string(s)
+		d.sigSeen, d.sigKind = true, jsontext.String
+	case slotB64:
+		// Decoded once the object is known to be a
+		// {"b64": "…"} value (closeB64).
+		d.top().flags |= b64Str
+		s, stable = d.keepB64(s, inChunk)
+	case slotTensor:
+		s, stable = d.stringLeaf(v, s, inChunk)
+	default:
+		d.otherValue(v, jsontext.String)
+	}
+	d.feedString(s, stable)
+}
+
+// keepB64 keeps the string of a {"b64": …} member until its object ends,
+// holding it once: a whole body's string is aliased, and the pending text
+// or unescaped scratch a long string was gathered in is taken over rather
+// than copied (a streamed image is mostly one such string).
+func (d *Decoder) keepB64(s []byte, inChunk bool) ([]byte, bool) {
+	if len(s) > arenaBlock/4 || inChunk && d.whole {
+		d.b64 = d.keep(s, inChunk)
+		return d.b64, true
+	}
+	d.b64buf = append(d.b64buf[:0], s...)
+	d.b64 = d.b64buf
+	return s, false
+}
+
+// keep returns s where it stays unmodified until the Request is released:
+// in the whole body it lies in, in the pending text or unescaped scratch
+// a long string was gathered in (taken over, not copied), or in a copy.
+func (d *Decoder) keep(s []byte, inChunk bool) []byte {
+	switch {
+	case inChunk && d.whole:
+		return s
+	case len(s) <= arenaBlock/4:
+		return d.arena.copy(s)
+	case !inChunk && d.tz.Own(s):
+		return s[:len(s):len(s)]
+	}
+	return slices.Clone(s)
+}
+
+// stringLeaf adds a string where a tensor element belongs (TF's checks in
+// its order: level, element limit, type).
+func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) ([]byte, bool) {
+	i := int(v.input)
+	in := &d.ins[i]
+	switch {
+	case !d.leafLevel(i, int(v.level)):
+		d.valueErr(i, errLevel(tokenDump(jsontext.String, jsontext.Num{}, s), int(v.level), in.curRank), true, false)
+	case !d.countLeaf(i):
+		d.limitErr(i)
+	case in.spec.DataType != tensor.Bytes:
+		d.valueErr(i, errType(tokenDump(jsontext.String, jsontext.Num{}, s), jsontext.String, in.spec.DataType), true, false)
+	default:
+		s = d.keep(s, inChunk)
+		d.ensureStrs(&in.input)
+		in.strs = append(in.strs, s)
+		if v.level == 0 {
+			d.endItemCheck(i)
+		}
+		return s, true
+	}
+	return s, inChunk && d.whole
+}
+
+// scalar handles a number or literal value for slot v.
+func (d *Decoder) scalar(v slot, k jsontext.Kind, num jsontext.Num) {
+	switch v.kind {
+	case slotSkip:
+	case slotTensor:
+		d.scalarLeaf(v, k, num)
+	default:
+		d.otherValue(v, k)
+	}
+	d.feedScalar(k, num)
+}
+
+// scalarLeaf adds a number or literal where a tensor element belongs
+// (TF's checks in its order: level, element limit, type).
+func (d *Decoder) scalarLeaf(v slot, k jsontext.Kind, num jsontext.Num) {
+	i := int(v.input)
+	in := &d.ins[i]
+	dt := in.spec.DataType
+	switch {
+	case !d.leafLevel(i, int(v.level)):
+		d.valueErr(i, errLevel(tokenDump(k, num, nil), int(v.level), in.curRank), true, false)
+	case !d.countLeaf(i):
+		d.limitErr(i)
+	case dt == tensor.Bytes:
+		d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
+	default:
+		d.ensureBuf(&in.input)
+		var res leafResult
+		in.data, res = appendLeaf(in.data, dt, k, num)
+		switch res {
+		case leafTypeError:
+			d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
+		case leafUnimplemented:
+			d.valueErr(i, errUnimplemented(tokenDump(k, num, nil), dt), true, false)
+		default:
+			if v.level == 0 {
+				d.endItemCheck(i)
+			}
+		}
+	}
+}
+
+// leafRun is the hot path: the numbers of the innermost lists of a
+// numeric input, converted straight into its buffer, and the step from one
+// innermost list to the next ("], [") checked inline as close and
+// open would check it. It stops, leaving the rest to the general
+// path, at anything else: the end of a list it cannot step over, a token
+// the chunk may cut, a limit, a value to refuse.
+func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
+	in := &d.ins[f.input]
+	dt := in.spec.DataType
+	d.ensureBuf(&in.input)
+	data := in.data
+	n := len(buf)
+	elemBudget := d.lim.MaxElements - d.total
+	nodeBudget := d.tz.ValuesLeft()
+	// The step to a sibling list needs its level's size known and a
+	// parent list (level > 0).
+	want := int64(-1)
+	if f.level > 0 {
+		want = in.cur[f.level]
+	}
+	float := dt == tensor.FP32 || dt == tensor.FP64
+	esz := dt.Size()
+	var cnt, lists int64
+	after := false // the tokenizer's state at the end: after a value, or one expected
+	fn := f.n
+	for cnt < elemBudget && cnt+lists < nodeBudget {
+		var num jsontext.Num
+		var v float64
+		end, ok := 0, false
+		if float {
+			v, end, ok = jsontext.ParseDecimal(buf, p)
+		}
+		if !ok {
+			num, end, ok = jsontext.ParseNumber(buf, p)
+			if !ok || end >= n {
+				break
+			}
+			v = num.Float64()
+		}
+		if cap(data)-len(data) < esz {
+			// Full: the next block (streaming) or a larger buffer.
+			in.data = data
+			d.room(&in.input)
+			data = in.data
+		}
+		switch dt {
+		case tensor.FP32:
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(v)))
+		case tensor.FP64:
+			data = binary.LittleEndian.AppendUint64(data, math.Float64bits(v))
+		default:
+			var res leafResult
+			if data, res = appendLeaf(data, dt, jsontext.Number, num); res != leafOK {
+				end = -1
+			}
+		}
+		if end < 0 {
+			break
+		}
+		cnt++
+		fn++
+		p = jsontext.SkipSpace(buf, end)
+		if p == n {
+			after = true
+			break
+		}
+		if buf[p] == ',' {
+			p = jsontext.SkipSpace(buf, p+1)
+			if p == n {
+				break
+			}
+			continue
+		}
+		after = true
+		if buf[p] != ']' || fn != want || cnt+lists+1 > nodeBudget {
+			break
+		}
+		q := jsontext.SkipSpace(buf, p+1)
+		if q == n || buf[q] != ',' {
+			break
+		}
+		q = jsontext.SkipSpace(buf, q+1)
+		if q == n || buf[q] != '[' {
+			break
+		}
+		// "], [": the list closed at its level's size; its sibling opens
+		// at the same level and depth.
+		lists++
+		fn = 0
+		after = false
+		p = jsontext.SkipSpace(buf, q+1)
+		if p == n {
+			break
+		}
+	}
+	in.data = data
+	d.total += cnt
+	d.tz.Skip(cnt+lists, after, fn == 0)
+	f.n = fn
+	if lists > 0 {
+		d.stack[len(d.stack)-2].n += lists
+	}
+	in.curCount += cnt
+	return p
+}

@@ -1,0 +1,80 @@
+package tfrequest
+
+import (
+	"sync"
+
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// Resolver looks up the signature a request names ("" when it names none,
+// which TF Serving reads as serving_default). Its error is returned to the
+// client as is, so it should be an *apierr.Error with TF's text (unknown
+// model, unknown signature).
+type Resolver func(signatureName string) (*tensor.Signature, error)
+
+// Request is a parsed predict request.
+type Request struct {
+	// SignatureName is the request's "signature_name" ("" when absent).
+	SignatureName string
+	// Format is the request format, which decides the response format.
+	Format Format
+	// Inputs are the input tensors in signature input order. Their Data
+	// and Strings may alias the request body and pooled memory owned by
+	// the Request: they stay valid until Release. A streamed body's
+	// numeric data may span several blocks, and Data is then nil: Blocks
+	// gives the data of every input, whichever parser made it.
+	Inputs []tensor.Tensor
+	// Signature is the signature the request was parsed against.
+	Signature *tensor.Signature
+
+	bufs   []*[]byte
+	pooled []*[]byte  // streamed data blocks (blockPool)
+	pieces [][][]byte // streamed inputs' data blocks, parallel to Inputs (see Blocks)
+	shape  []int64    // backing store for the Inputs' shapes
+}
+
+// Release returns the Request's pooled memory (the tensor data buffers). The Inputs must not be used afterwards. Calling it
+// is optional — without it the memory is simply garbage collected — but the
+// request pipeline does, so that a steady stream of requests allocates
+// little more than the bodies it sends.
+func (r *Request) Release() {
+	if r == nil {
+		return
+	}
+	for _, b := range r.bufs {
+		putBuf(b)
+	}
+	r.bufs = nil
+	r.releaseBlocks()
+	r.Inputs = nil
+}
+
+// The request keys TF Serving reads (json_tensor.cc).
+const (
+	keySignature = "signature_name"
+	keyInstances = "instances"
+	keyInputs    = "inputs"
+	keyB64       = "b64"
+)
+
+// formatError is json_tensor.cc's FormatError: "JSON Value: <dump> <msg>".
+func formatError(v jsontext.Value, msg string) error {
+	return formatDumpError(jsontext.AppendDump(nil, v), msg)
+}
+
+// bufPool holds tensor data buffers between requests.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledBuf keeps one huge request from pinning its buffer in the pool.
+const maxPooledBuf = 64 << 20
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) > maxPooledBuf {
+		return
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}

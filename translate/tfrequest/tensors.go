@@ -1,0 +1,117 @@
+package tfrequest
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+)
+
+// input accumulates one signature input's tensor.
+type input struct {
+	spec   *tensor.Spec
+	buf    *[]byte // pooled buffer behind data
+	data   []byte
+	blocks [][]byte // streaming: the full blocks before data (blocks.go)
+	strs   [][]byte
+	used   bool    // a tensor exists for it (TF's tensor_map entry)
+	seen   bool    // row format: size and shape of the first item recorded
+	size   int64   // values per item (row) or in the tensor (columnar)
+	shape  []int64 // item shape (row) or tensor shape (columnar)
+	inObj  bool    // named in the current instance object
+}
+
+// isB64Object is json_tensor.cc's IsValBase64Object: an object with
+// exactly one member, "b64", whose value is a string.
+func isB64Object(v jsontext.Value) bool {
+	if v.Kind() != jsontext.Object || v.Len() != 1 {
+		return false
+	}
+	b, ok := v.Member(keyB64)
+	return ok && b.Kind() == jsontext.String
+}
+
+// wrapElement is the row-format wrapping of an inner status:
+// "Failed to process element: <i> [key: <k> ]of 'instances' list. Error:
+// <CODE>: <msg>" (absl::Status::ToString of the inner error).
+func wrapElement(i int, key []byte, err error) error {
+	inner := apierr.As(err)
+	var b strings.Builder
+	b.Grow(len(key) + len(inner.Msg) + 96)
+	b.WriteString("Failed to process element: ")
+	b.WriteString(strconv.Itoa(i))
+	if key != nil {
+		b.WriteString(" key: ")
+		b.Write(key)
+	}
+	b.WriteString(" of 'instances' list. Error: ")
+	b.WriteString(inner.Code.String())
+	b.WriteString(": ")
+	b.WriteString(inner.Msg)
+	return apierr.Wrap(apierr.InvalidArgument, err, b.String())
+}
+
+// sortedNames joins the input names as TF's std::set<string> orders them.
+func sortedNames(n int, name func(int) string) string {
+	return strings.Join(sortedSet(n, name), ",")
+}
+
+// shapeString is ShapeToString: "[2,3]", "[]" for a scalar.
+func shapeString(shape []int64) string {
+	b := []byte{'['}
+	for i, d := range shape {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, d, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// buildTensors is the last step of both parsers (the tape filler and the
+// decoder): the n inputs' accumulated values become r.Inputs, in
+// signature order, skipping inputs the body did not fill. Row format
+// prepends the batch dimension. A duplicated key in an instance object
+// leaves more values than the shape holds; TF's Tensor::FromProto keeps
+// the first ones, and so does this. ensureBuf gives a numeric input that
+// received no value its (empty) buffer.
+func buildTensors(r *Request, n int, at func(int) *input, batch int64, ensureBuf func(*input)) {
+	nShape := 0
+	for i := range n {
+		if at(i).used {
+			nShape += len(at(i).shape) + 1
+		}
+	}
+	r.shape = make([]int64, 0, nShape)
+	r.Inputs = make([]tensor.Tensor, 0, n)
+	for i := range n {
+		in := at(i)
+		if !in.used {
+			continue
+		}
+		start := len(r.shape)
+		n := in.size
+		if r.Format == Row {
+			r.shape = append(r.shape, batch)
+			n *= batch
+		}
+		r.shape = append(r.shape, in.shape...)
+		t := tensor.Tensor{Name: in.spec.Name, DataType: in.spec.DataType, Shape: r.shape[start:len(r.shape):len(r.shape)]}
+		switch {
+		case t.DataType == tensor.Bytes:
+			t.Strings = in.strs[:n:n]
+		case in.blocks != nil:
+			r.setBlocks(&t, in, n*int64(t.DataType.Size()))
+		default:
+			ensureBuf(in)
+			if cap(in.data) > cap(*in.buf) {
+				*in.buf = in.data // outgrew the pooled buffer: pool the larger one
+			}
+			sz := int64(t.DataType.Size())
+			t.Data = in.data[: n*sz : n*sz]
+		}
+		r.Inputs = append(r.Inputs, t)
+	}
+}
