@@ -9,7 +9,10 @@ import (
 
 // TestHostileBodiesStayLinear sends multi-megabyte bodies shaped to make a
 // naive parser quadratic (deep nesting repeated, thousands of members or
-// inputs). Each must be answered quickly, whatever the answer.
+// inputs). Each must be answered within a bound that catches a parse gone
+// quadratic (with ~170k members that takes minutes) but not a linear one
+// on a busy 2-core machine, where a 1-second answer can take ten times as
+// long.
 func TestHostileBodiesStayLinear(t *testing.T) {
 	const target = 4 << 20
 	repeat := func(unit, sep string) string {
@@ -38,7 +41,7 @@ func TestHostileBodiesStayLinear(t *testing.T) {
 			t.Run(kind+"/"+name, func(t *testing.T) {
 				start := time.Now()
 				r := call(t, "POST", url+"/v2/models/half_plus_two/infer", []byte(body), "Content-Type", jsonCT)
-				if d := time.Since(start); d > 5*time.Second {
+				if d := time.Since(start); d > 30*time.Second {
 					t.Errorf("answered %d after %v", r.status, d)
 				}
 				if r.status == 200 {
