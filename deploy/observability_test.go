@@ -58,7 +58,7 @@ func collectKnownMetrics(t *testing.T) knownMetrics {
 	m.BodySize(observe.StageTFRequest, 100)
 	m.StreamStarted("extproc")
 	m.CacheLookup(true)
-	m.BackendError("timeout")
+	m.BackendError("default", "timeout")
 	m.RequestDuration("predict", 200, time.Millisecond)
 	m.BackendCall(observe.CallMetadata, time.Millisecond)
 	m.ModelMapReloads() // registered only when a --model-map is configured

@@ -265,6 +265,7 @@ func New(o Options) (*Bridge, error) {
 			ErrorTTL:    errTTL,
 			Transport:   tr.backend,
 			Metrics:     m,
+			Logger:      log,
 			// Metadata is a body too: never more than the body limit.
 			MaxMetadataBytes: min(backend.DefaultMaxMetadataBytes, o.MaxBodyBytes),
 		}

@@ -378,6 +378,13 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	e := backend.TransportError(err)
+	if ex != nil && ex.path != "" && !timedOut && !ex.body.Truncated() {
+		// A translated exchange the v2 server failed: counted as ext_proc
+		// counts Envoy's local reply for the same fault.
+		if reason := backend.FailureReason(err); reason != "" {
+			p.cfg.Session.Metrics.UpstreamFailure(ex.sess.ServerName(), reason)
+		}
+	}
 	if ex == nil || ex.path == "" {
 		p.log.Debug("pass-through upstream error", "error", err)
 		status := e.HTTPStatus()

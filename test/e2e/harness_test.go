@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -310,6 +311,9 @@ type request struct {
 	// GET otherwise.
 	body   string
 	header map[string]string
+	// repeated are headers sent with every one of their values, empty
+	// ones included, as separate header lines.
+	repeated http.Header
 	// chunked sends the body without a content-length.
 	chunked bool
 }
@@ -346,6 +350,9 @@ func send(ctx context.Context, c *http.Client, base string, rq request) (respons
 	}
 	for k, v := range rq.header {
 		req.Header.Set(k, v)
+	}
+	for k, vs := range rq.repeated {
+		req.Header[http.CanonicalHeaderKey(k)] = vs
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -500,9 +507,18 @@ type faultInjector struct {
 	next     http.Handler
 	inflight atomic.Int64
 	infers   atomic.Int64
+	// serverHeaders are the x-tfsbridge-server values of the last
+	// request that reached the v2 server.
+	serverHeaders atomic.Pointer[[]string]
 }
 
+// faultReset as hdrFaultStatus makes the injector reset the connection
+// without answering.
+const faultReset = "reset"
+
 func (f *faultInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	vals := r.Header.Values("X-Tfsbridge-Server")
+	f.serverHeaders.Store(&vals)
 	if !strings.HasSuffix(r.URL.Path, "/infer") {
 		f.next.ServeHTTP(w, r)
 		return
@@ -513,6 +529,16 @@ func (f *faultInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	code := r.Header.Get(hdrFaultStatus)
 	if code == "" {
 		f.next.ServeHTTP(w, r)
+		return
+	}
+	if code == faultReset {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0) // RST, not FIN
+			}
+			_ = c.Close()
+		}
 		return
 	}
 	_, _ = io.Copy(io.Discard, r.Body)
