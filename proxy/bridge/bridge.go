@@ -9,7 +9,6 @@ package bridge
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +25,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
+	"github.com/tfsbridge/tfsbridge/proxy/tlsconfig"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -234,8 +234,9 @@ type Bridge struct {
 	// /readyz reports not ready outside that window (startup, draining).
 	serving atomic.Bool
 	// extprocTLS is the ext_proc server's TLS configuration, nil for
-	// plaintext.
-	extprocTLS *tls.Config
+	// plaintext; backendTLS the backend client's, nil without TLS files.
+	// SIGHUP reloads their key pairs.
+	extprocTLS, backendTLS *tlsconfig.Loaded
 }
 
 // New validates o and builds the shared parts; nothing listens yet.
@@ -252,7 +253,8 @@ func New(o Options) (*Bridge, error) {
 	if errTTL == 0 {
 		errTTL = -1 // backend.Config: negative means "do not cache failures"
 	}
-	tr, err := o.transports()
+	tlsEv := tlsEvents(log, m)
+	tr, backendTLS, err := o.transports(tlsEv)
 	if err != nil {
 		return nil, err
 	}
@@ -310,11 +312,12 @@ func New(o Options) (*Bridge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	srvTLS, err := o.TLS.server()
+	srvTLS, err := o.TLS.server(tlsEv)
 	if err != nil {
 		return nil, err
 	}
-	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p, maps: maps, extprocTLS: srvTLS}, nil
+	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p, maps: maps,
+		extprocTLS: srvTLS, backendTLS: backendTLS}, nil
 }
 
 // Addrs are the addresses Listen binds; an empty one skips its server.
