@@ -410,6 +410,7 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 	if b.maps != nil {
 		g.Go(func() error { b.maps.watcher.Run(stop); return nil })
 	}
+	g.Go(func() error { b.serveReloads(ctx, stop); return nil })
 	g.Go(func() error {
 		<-gctx.Done()
 		b.drain(ctx, ext, prx)

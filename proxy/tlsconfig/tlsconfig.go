@@ -75,7 +75,15 @@ func (e Events) log() *slog.Logger {
 // check.
 type Loaded struct {
 	Config *tls.Config
-	Pairs  []*KeyPair
+	pairs  []*KeyPair
+}
+
+// Pairs returns the key pairs (nil-safe).
+func (l *Loaded) Pairs() []*KeyPair {
+	if l == nil {
+		return nil
+	}
+	return l.pairs
 }
 
 // Reload re-reads every pair now; a pair that fails keeps its previous
@@ -85,7 +93,7 @@ func (l *Loaded) Reload() error {
 		return nil
 	}
 	var first error
-	for _, kp := range l.Pairs {
+	for _, kp := range l.pairs {
 		if err := kp.Reload(); err != nil && first == nil {
 			first = err
 		}
@@ -125,7 +133,7 @@ func LoadServer(f ServerFiles, ev Events) (*Loaded, error) {
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
-	return &Loaded{Config: cfg, Pairs: []*KeyPair{kp}}, nil
+	return &Loaded{Config: cfg, pairs: []*KeyPair{kp}}, nil
 }
 
 // Client returns the client configuration, or nil when no file is
@@ -158,7 +166,7 @@ func LoadClient(f ClientFiles, ev Events) (*Loaded, error) {
 			return nil, err
 		}
 		l.Config.GetClientCertificate = kp.GetClientCertificate
-		l.Pairs = append(l.Pairs, kp)
+		l.pairs = append(l.pairs, kp)
 	}
 	return l, nil
 }
