@@ -421,11 +421,19 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 		g.Go(func() error { b.followReadiness(stop, ext); return nil })
 	}
 	grace := b.opts.ShutdownTimeout
+	var extStats, prxStats stopStats
 	if ext != nil {
-		g.Go(func() error { return wrap("ext_proc server", ext.Serve(stop, l.Extproc, grace)) })
+		g.Go(func() error {
+			err := ext.Serve(stop, l.Extproc, grace)
+			s := ext.Stats()
+			extStats = stopStats{drained: s.Drained, cut: s.Cut}
+			return wrap("ext_proc server", err)
+		})
 	}
 	if prx != nil {
-		g.Go(func() error { return wrap("proxy server", ServeHTTP(stop, prx, l.Proxy, grace)) })
+		g.Go(func() error {
+			return wrap("proxy server", serveProxy(stop, prx, l.Proxy, grace, b.proxy.Inflight(), &prxStats))
+		})
 	}
 	if l.Admin != nil {
 		h := observe.AdminHandler(b.Metrics, b.Ready)
@@ -435,7 +443,11 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 		srv := NewHTTPServer(h, b.Log)
 		g.Go(func() error { return wrap("admin server", ServeHTTP(stop, srv, l.Admin, adminDrain)) })
 	}
-	return g.Wait()
+	err := g.Wait()
+	if ext == nil && prx == nil {
+		return err
+	}
+	return b.stopped(&extStats, &prxStats, err)
 }
 
 func wrap(what string, err error) error {

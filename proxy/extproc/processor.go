@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -39,7 +40,13 @@ type Processor struct {
 	opt     Options
 	metrics *observe.Metrics
 	log     *slog.Logger
+	// inflight tracks the streams in progress for a graceful stop.
+	inflight inflight.Tracker
 }
+
+// Inflight returns the tracker of the streams in progress; a Server
+// built around p drains and cuts them (ServerOptions.Inflight).
+func (p *Processor) Inflight() *inflight.Tracker { return &p.inflight }
 
 // NewProcessor returns a Processor whose sessions share cfg.
 func NewProcessor(cfg *session.Config, opt Options) *Processor {
@@ -72,6 +79,8 @@ var localReplyMode = &procmodev3.ProcessingMode{
 // and codes.Canceled are Envoy's normal ways to end a side stream.
 func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	defer p.metrics.StreamStarted("extproc")()
+	_, done := p.inflight.Start(stream.Context(), nil)
+	defer done()
 	sess := session.New(p.cfg)
 	defer sess.Close()
 	st := &streamTrace{ctx: stream.Context()}

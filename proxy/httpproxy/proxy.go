@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
@@ -31,6 +32,10 @@ import (
 // trip, like TF Serving's --rest_api_timeout_in_ms default (30 s): past
 // it the client gets 504 DEADLINE_EXCEEDED, as from TF Serving.
 const DefaultRequestTimeout = 30 * time.Second
+
+// MsgShutdown is TF's error text for an exchange cut by the end of a
+// graceful stop (status 503).
+const MsgShutdown = "tfsbridge is shutting down and could not finish this request in time; retry it"
 
 // Config configures a Proxy.
 type Config struct {
@@ -64,7 +69,15 @@ type Proxy struct {
 	rp   *httputil.ReverseProxy
 	log  *slog.Logger
 	pool *bufferPool
+	// inflight tracks the exchanges in progress for a graceful stop.
+	inflight inflight.Tracker
 }
+
+// Inflight returns the tracker of the exchanges in progress: a graceful
+// stop drains them and, when its time is up, cuts the rest (Cut cancels
+// their upstream calls, which are then answered TF's 503 when their
+// headers have not gone out).
+func (p *Proxy) Inflight() *inflight.Tracker { return &p.inflight }
 
 // New returns a Proxy.
 func New(cfg Config) (*Proxy, error) {
@@ -166,8 +179,9 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			p.respond(w, a)
 		}
 	}()
-	ctx := r.Context()
-	ex := &exchange{sess: sess, client: ctx, w: w}
+	ctx, done := p.inflight.Start(r.Context(), nil)
+	defer done()
+	ex := &exchange{sess: sess, client: r.Context(), w: w}
 	defer ex.waitPump()
 
 	noBody := r.Body == nil || r.Body == http.NoBody
@@ -375,6 +389,17 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	timedOut := ex != nil && ex.body.TimedOut()
 	if ex != nil && ex.client.Err() != nil && !timedOut && !ex.body.Truncated() {
 		// The client hung up and the upstream call was cancelled with it.
+		return
+	}
+	if inflight.IsCut(r.Context()) {
+		// The shutdown's time ran out before the v2 server answered: a
+		// TF client gets TF's 503 (retry elsewhere), never a bare reset.
+		w.Header().Set("Connection", "close")
+		if ex == nil || ex.path == "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		p.respond(ex.w, ex.sess.Fail(apierr.Wrap(apierr.Unavailable, err, MsgShutdown)))
 		return
 	}
 	e := backend.TransportError(err)

@@ -55,8 +55,8 @@ func TestMetrics(t *testing.T) {
 				`tfsbridge_body_size_bytes_count{stage="tf_response"}`: 2,
 				`tfsbridge_body_size_bytes_sum{stage="tf_response"}`:   float64(2 * len(readmeResponse)),
 
-				`tfsbridge_inflight_streams{adapter="` + adapter[via] + `"}`: 0,
-				`tfsbridge_backend_errors_total{kind="not_found"}`:           1,
+				`tfsbridge_inflight_streams{adapter="` + adapter[via] + `"}`:        0,
+				`tfsbridge_backend_errors_total{kind="not_found",server="default"}`: 1,
 
 				// Every answered TF request is timed, by verb and code.
 				`tfsbridge_request_duration_seconds_count{code="200",verb="predict"}`: 2,
