@@ -3,13 +3,22 @@ package bridge
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/internal/testcerts"
+	"github.com/tfsbridge/tfsbridge/proxy/tlsconfig"
 )
 
 // eventually waits, up to within, for cond to hold, checking it every few
@@ -76,4 +85,69 @@ func TestIdleKeepAliveClosedGracefully(t *testing.T) {
 		t.Errorf("idle connection at shutdown: read %d, %v; want io.EOF (a FIN, not a reset)", n, err)
 	}
 	waitServe(t, done, 30*time.Second)
+}
+
+// A reload request (SIGHUP in cmd/tfsbridge) re-reads the model map and
+// the TLS key pairs at once, with the map's poll far away, and is logged;
+// serving goes on.
+func TestReloadRequest(t *testing.T) {
+	dir := t.TempDir()
+	mapFile := filepath.Join(dir, "map.yaml")
+	writeMap := func(doc string) {
+		if err := os.WriteFile(mapFile, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeMap("servers:\n  a: {url: \"http://a:1\"}\nmodels:\n  m: {server: a}\n")
+	ca := testcerts.NewCA(t, "ca")
+	srv := ca.Issue(t, "server", "tfsbridge")
+	logs := &lockedBuffer{}
+	up := &slowUpstream{started: make(chan struct{}), release: make(chan struct{})}
+	v2 := httptest.NewServer(up)
+	t.Cleanup(v2.Close)
+	o := DefaultOptions()
+	o.BackendURL, o.BackendKind, o.DrainDelay = v2.URL, "triton", 0
+	o.ModelMapFile, o.ModelMapPollInterval = mapFile, time.Hour
+	o.TLS.Extproc = tlsconfig.ServerFiles{CertFile: srv.CertFile, KeyFile: srv.KeyFile}
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Listen(Addrs{Extproc: "127.0.0.1:0", Proxy: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloads := NewReloads()
+	ctx, cancel := context.WithCancel(WithReloads(context.Background(), reloads))
+	done := make(chan error, 1)
+	go func() { done <- b.Serve(ctx, l) }()
+	defer func() { cancel(); waitServe(t, done, 60*time.Second) }()
+
+	inflight := getAsync("http://" + l.Proxy.Addr().String() + "/v2/models/slow")
+	<-up.started
+	writeMap("servers:\n  a: {url: \"http://a:1\"}\nmodels:\n  m: {server: a}\n  n: {server: a}\n")
+	// Serve subscribes as it starts: ask until the reload is seen.
+	eventually(t, 30*time.Second, "the map reloaded on request", func() bool {
+		reloads.Notify()
+		return len(b.Session.Mapping().Map.Models) == 2
+	})
+	eventually(t, 30*time.Second, "the TLS pair reloaded on request", func() bool {
+		return b.Metrics.Value("tfsbridge_file_reloads_total", "file", "tls_certificate", "result", "success") >= 1
+	})
+	if !strings.Contains(logs.String(), "reload requested (SIGHUP)") {
+		t.Errorf("the reload was not logged:\n%s", logs.String())
+	}
+	// A bad certificate on reload keeps the old one, logged and counted.
+	if err := os.WriteFile(srv.KeyFile, []byte("truncated"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reloads.Notify()
+	eventually(t, 30*time.Second, "the bad TLS pair refused", func() bool {
+		return b.Metrics.Value("tfsbridge_file_reloads_total", "file", "tls_certificate", "result", "failure") == 1
+	})
+	close(up.release)
+	if r := <-inflight; r.err != nil || r.code != http.StatusOK {
+		t.Errorf("request in flight across the reload: %d %q, %v", r.code, r.body, r.err)
+	}
 }
