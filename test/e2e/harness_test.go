@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -111,6 +112,10 @@ type stack struct {
 	// Serve has returned.
 	stopBridge context.CancelFunc
 	bridgeDone chan struct{}
+	// serveErr is Serve's result once bridgeDone is closed; a test that
+	// cuts exchanges on purpose sets cutExpected.
+	serveErr    error
+	cutExpected bool
 
 	mu         sync.Mutex
 	violations int // violations already reported, by env then envFD
@@ -191,17 +196,16 @@ func (s *stack) startBridge(t testing.TB) {
 	s.proxyURL = "http://" + l.Proxy.Addr().String()
 	s.adminURL = "http://" + l.Admin.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
-	var serveErr error
 	s.stopBridge, s.bridgeDone = cancel, make(chan struct{})
 	go func() {
-		serveErr = s.bridge.Serve(ctx, l)
+		s.serveErr = s.bridge.Serve(ctx, l)
 		close(s.bridgeDone)
 	}()
 	t.Cleanup(func() {
 		cancel()
 		<-s.bridgeDone
-		if serveErr != nil {
-			t.Errorf("bridge: %v", serveErr)
+		if s.serveErr != nil && !(s.cutExpected && errors.Is(s.serveErr, bridge.ErrCut)) {
+			t.Errorf("bridge: %v", s.serveErr)
 		}
 	})
 }

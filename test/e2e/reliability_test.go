@@ -1,9 +1,16 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
+	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
 )
 
 // upstreamFailures is the series of tfsbridge_upstream_failures_total
@@ -64,5 +71,65 @@ func TestClientServerHeaderRemoved(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestShutdownCutsSlowExchange: an exchange still running when the
+// shutdown timeout expires is cut on purpose, counted by adapter and
+// summed up in the "serving stopped" line, and Serve reports the cut.
+// The proxy answers it TF's 503. Through ext_proc tfsbridge has no reply
+// slot while the request is at the v2 server (the protocol lets it answer
+// only a message Envoy sent), so Envoy answers it; the client still gets
+// an answer, never a hang.
+func TestShutdownCutsSlowExchange(t *testing.T) {
+	for _, via := range transports {
+		t.Run(via, func(t *testing.T) {
+			s := newStack(t, stackConfig{MockDelay: time.Minute})
+			s.cutExpected = true
+			got := make(chan response, 1)
+			go func() {
+				resp, err := send(context.Background(), s.client, s.url(via), request{path: "/v1/models/slow:predict", body: `{"instances": [1.0]}`})
+				if err != nil {
+					resp = response{status: -1, body: []byte(err.Error())}
+				}
+				got <- resp
+			}()
+			// Generous: the request only has to reach the mock.
+			if !waitFor(30*time.Second, func() bool { return s.upstream.inflight.Load() == 1 }) {
+				t.Fatal("the slow request did not reach the v2 server")
+			}
+			s.stopBridge()
+			// Generous deadlines: the cut comes drainTimeout (2s) after
+			// the stop. Envoy's 500 comes when its side stream fails;
+			// envoysim notices that only at the next phase, after its
+			// route timeout (15s), whence the minute.
+			select {
+			case <-s.bridgeDone:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Serve did not return after the shutdown timeout")
+			}
+			var r response
+			select {
+			case r = <-got:
+			case <-time.After(60 * time.Second):
+				t.Fatal("the cut request got no answer")
+			}
+			adapter := "extproc"
+			if via == viaProxy {
+				adapter = "http"
+				checkResponse(t, r, fail(503, httpproxy.MsgShutdown))
+			} else if r.status != http.StatusInternalServerError {
+				t.Errorf("through Envoy: %d %s, want Envoy's 500", r.status, r.body)
+			}
+			if !errors.Is(s.serveErr, bridge.ErrCut) {
+				t.Errorf("Serve = %v, want ErrCut", s.serveErr)
+			}
+			if n := s.bridge.Metrics.Value("tfsbridge_shutdown_cut_exchanges_total", "adapter", adapter); n != 1 {
+				t.Errorf("cut %s exchanges counted: %v, want 1", adapter, n)
+			}
+			if !strings.Contains(s.logs.String(), "serving stopped") || !strings.Contains(s.logs.String(), "cut=1") {
+				t.Errorf("no 'serving stopped ... cut=1' line:\n%s", s.logs.String())
+			}
+		})
 	}
 }
