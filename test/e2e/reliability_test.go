@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +47,10 @@ func TestUpstreamFailuresSameEverywhere(t *testing.T) {
 				}
 			})
 		}
+	}
+	// Each failure's log line names where the exchange went.
+	if n := strings.Count(s.logs.String(), "server=default v2_model=half_plus_two"); n != 2*len(transports) {
+		t.Errorf("%d log lines name the server and v2 model, want %d:\n%s", n, 2*len(transports), s.logs.String())
 	}
 }
 
@@ -129,6 +135,42 @@ func TestShutdownCutsSlowExchange(t *testing.T) {
 			}
 			if !strings.Contains(s.logs.String(), "serving stopped") || !strings.Contains(s.logs.String(), "cut=1") {
 				t.Errorf("no 'serving stopped ... cut=1' line:\n%s", s.logs.String())
+			}
+		})
+	}
+}
+
+// TestHostileTokenFile: a bearer token file that is a FIFO with no
+// writer, or /dev/zero, never blocks or bloats a request for a model on
+// that server: each transport answers at once with TF's 503, the problem
+// is logged (naming the server) and counted.
+func TestHostileTokenFile(t *testing.T) {
+	for name, swap := range map[string]func(string) error{
+		"fifo":     func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"dev-zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newStack(t, stackConfig{ModelMap: testMap, SecondKind: mlserver})
+			if err := os.Remove(s.second.token); err != nil {
+				t.Fatal(err)
+			}
+			if err := swap(s.second.token); err != nil {
+				t.Fatal(err)
+			}
+			for _, via := range transports {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // generous: it must not block at all
+				r, err := send(ctx, s.client, s.url(via), request{path: "/v1/models/remote:predict", body: readmeBody})
+				cancel()
+				if err != nil {
+					t.Fatalf("%s: %v (blocked?)", via, err)
+				}
+				checkResponse(t, r, fail(503, "The v2 inference server's bearer token is unavailable"))
+			}
+			if n := s.bridge.Metrics.Value("tfsbridge_file_reloads_total", "file", "bearer_token", "result", "failure"); n < 1 {
+				t.Errorf("token file failures counted: %v", n)
+			}
+			if !strings.Contains(s.logs.String(), "bearer token file unusable") || !strings.Contains(s.logs.String(), "server=second") {
+				t.Errorf("the token file's problem was not logged:\n%s", s.logs.String())
 			}
 		})
 	}
