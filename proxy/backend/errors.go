@@ -41,6 +41,20 @@ func TransportError(err error) *apierr.Error {
 	return e
 }
 
+// RoundTripError is TransportError for an inference call that failed
+// before any response header arrived, with its failure reason. Whatever
+// the server did then — closed, reset, or answered something that is not
+// HTTP — is 503 UNAVAILABLE, as Envoy's router answers every such fault
+// ("upstream connect error or disconnect/reset before headers. reset
+// reason: ..."), so the proxy and ext_proc agree; a timeout stays 504.
+func RoundTripError(err error) (*apierr.Error, string) {
+	e, kind, reason := classify(err)
+	if kind == kindBadGateway {
+		return apierr.Wrap(apierr.Unavailable, err, oip.MsgUnavailable), reason
+	}
+	return e, reason
+}
+
 // FailureReason is the reason label of tfsbridge_upstream_failures_total
 // for a failed round trip (observe.Upstream*), "" for a call the client
 // cancelled, which is no failure of the server's.

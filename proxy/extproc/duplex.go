@@ -9,6 +9,7 @@ import (
 	procmodev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
@@ -117,6 +118,14 @@ type duplex struct {
 	bodyDeadline *time.Timer
 	// trailers is set while a trailers message ends a body.
 	trailers bool
+	// cut is the stream's context from the processor's inflight tracker:
+	// a shutdown that runs out of time cancels it (inflight.IsCut).
+	cut context.Context
+	// respStarted is set once a reply of the response direction went out:
+	// from then on Envoy no longer takes an immediate_response.
+	respStarted bool
+	// answerable is set while the stream counts in p.answerable.
+	answerable bool
 }
 
 // received is one Recv result, passed from the receiving goroutine.
@@ -128,6 +137,16 @@ type received struct {
 // run serves the stream from its first message on. Messages are read by a
 // goroutine so that the body deadline can answer while Envoy is silent.
 func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
+	var cut <-chan struct{}
+	if d.cut != nil && d.req && d.resp {
+		// Both directions streamed: Envoy takes an immediate_response at
+		// any time until the response headers reply, so a stream the
+		// shutdown cuts can still give its client TF's 503.
+		cut = d.cut.Done()
+		d.answerable = true
+		d.p.answerable.Add(1)
+		defer d.notAnswerable()
+	}
 	msgs := make(chan received)
 	done := make(chan struct{})
 	defer close(done)
@@ -158,6 +177,12 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 		}
 		select {
 		case m = <-msgs:
+		case <-cut:
+			cut = nil
+			if inflight.IsCut(d.cut) && !d.respStarted {
+				d.heldReq, d.heldResp = nil, nil
+				return d.send(immediate(withRequestID(d.sess.Fail(apierr.New(apierr.Unavailable, inflight.MsgShutdown)), d.sess, false)))
+			}
 		case <-late:
 			late = nil
 			if d.heldReq != nil && d.sess.AwaitingBody() {
@@ -288,6 +313,14 @@ func (d *duplex) body(ctx context.Context, chunk []byte, end, request bool) erro
 	return nil
 }
 
+// notAnswerable takes the stream out of p.answerable.
+func (d *duplex) notAnswerable() {
+	if d.answerable {
+		d.answerable = false
+		d.p.answerable.Add(-1)
+	}
+}
+
 func (d *duplex) stopDeadline(request bool) {
 	if request && d.bodyDeadline != nil {
 		d.bodyDeadline.Stop()
@@ -299,6 +332,12 @@ func (d *duplex) stopDeadline(request bool) {
 var errReset = fmt.Errorf("extproc: streamed exchange aborted")
 
 func (d *duplex) send(resp *extprocv3.ProcessingResponse) error {
+	switch resp.GetResponse().(type) {
+	case *extprocv3.ProcessingResponse_ResponseHeaders, *extprocv3.ProcessingResponse_ResponseBody,
+		*extprocv3.ProcessingResponse_ResponseTrailers:
+		d.respStarted = true
+		d.notAnswerable()
+	}
 	if err := d.stream.Send(resp); err != nil {
 		d.p.logger(d.sess).Debug("ext_proc stream send failed", "error", err)
 		return err

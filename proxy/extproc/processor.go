@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	procmodev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -42,6 +43,9 @@ type Processor struct {
 	log     *slog.Logger
 	// inflight tracks the streams in progress for a graceful stop.
 	inflight inflight.Tracker
+	// answerable counts the streams that could still answer TF's 503 if
+	// the shutdown cut them now (full duplex, response not begun).
+	answerable atomic.Int64
 }
 
 // Inflight returns the tracker of the streams in progress; a Server
@@ -79,7 +83,7 @@ var localReplyMode = &procmodev3.ProcessingMode{
 // and codes.Canceled are Envoy's normal ways to end a side stream.
 func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	defer p.metrics.StreamStarted("extproc")()
-	_, done := p.inflight.Start(stream.Context(), nil)
+	cut, done := p.inflight.Start(stream.Context(), nil)
 	defer done()
 	sess := session.New(p.cfg)
 	defer sess.Close()
@@ -96,7 +100,7 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 		return stream.Send(immediate(sess.Fail(apierr.New(apierr.Internal, err.Error()))))
 	}
 	if dreq || dresp {
-		d := &duplex{p: p, stream: stream, sess: sess, st: st, req: dreq, resp: dresp}
+		d := &duplex{p: p, stream: stream, sess: sess, st: st, req: dreq, resp: dresp, cut: cut}
 		defer d.stopDeadline(true)
 		return d.run(req)
 	}

@@ -66,9 +66,15 @@ type Server struct {
 	// Health is its health service; Shutdown flips it to NOT_SERVING.
 	Health *health.Server
 
+	proc     *Processor
 	inflight *inflight.Tracker
 	stats    ShutdownStats
 }
+
+// cutAnswerGrace is how long, once the shutdown timeout has cut the
+// streams in progress, the ones that can still answer (full duplex) get
+// to send TF's 503 before the server stops.
+const cutAnswerGrace = 2 * time.Second
 
 // NewServer builds the gRPC server around p.
 func NewServer(p *Processor, opt ServerOptions) *Server {
@@ -103,7 +109,7 @@ func NewServer(p *Processor, opt ServerOptions) *Server {
 	gs := grpc.NewServer(append(opts, opt.GRPCOptions...)...)
 	extprocv3.RegisterExternalProcessorServer(gs, p)
 	hs := health.NewServer()
-	s := &Server{GRPC: gs, Health: hs, inflight: p.Inflight()}
+	s := &Server{GRPC: gs, Health: hs, proc: p, inflight: p.Inflight()}
 	s.SetServing(true)
 	healthpb.RegisterHealthServer(gs, &readyHealth{Server: hs, ready: opt.Ready})
 	return s
@@ -129,7 +135,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, drain time.Duratio
 // streams, waits up to drain for in-flight ones (each is one HTTP request,
 // so they end quickly) and then cuts the rest: Envoy answers their
 // requests itself (ext_proc can answer only a message Envoy sent, and a
-// cut stream is almost always waiting for the v2 server's answer).
+// cut stream is almost always waiting for the v2 server's answer), but
+// for full-duplex streams whose response has not begun: those answer
+// TF's 503 first (cutAnswerGrace).
 func (s *Server) Shutdown(drain time.Duration) {
 	s.Health.Shutdown()
 	s.inflight.Drain()
@@ -143,7 +151,16 @@ func (s *Server) Shutdown(drain time.Duration) {
 	select {
 	case <-done:
 	case <-t.C:
+		answering := s.proc.answerable.Load() > 0
 		s.stats.Cut = s.inflight.Cut()
+		if answering {
+			a := time.NewTimer(cutAnswerGrace)
+			select {
+			case <-done:
+			case <-a.C:
+			}
+			a.Stop()
+		}
 		s.GRPC.Stop()
 		<-done
 	}

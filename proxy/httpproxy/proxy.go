@@ -33,10 +33,6 @@ import (
 // it the client gets 504 DEADLINE_EXCEEDED, as from TF Serving.
 const DefaultRequestTimeout = 30 * time.Second
 
-// MsgShutdown is TF's error text for an exchange cut by the end of a
-// graceful stop (status 503).
-const MsgShutdown = "tfsbridge is shutting down and could not finish this request in time; retry it"
-
 // Config configures a Proxy.
 type Config struct {
 	// Session is shared by every exchange's session.
@@ -382,8 +378,10 @@ func setBody(resp *http.Response, body []byte) {
 	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 }
 
-// errorHandler answers upstream failures: a TF error (503 refused, 504
-// timeout, 502 garbage) for TF exchanges, the bare status otherwise.
+// errorHandler answers upstream failures: a TF error (503 when the v2
+// server failed before answering — refused, closed, reset, not HTTP —,
+// 504 timeout, 502 a broken body) for TF exchanges, the bare status
+// otherwise.
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeFrom(r.Context())
 	timedOut := ex != nil && ex.body.TimedOut()
@@ -399,16 +397,17 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		p.respond(ex.w, ex.sess.Fail(apierr.Wrap(apierr.Unavailable, err, MsgShutdown)))
+		p.respond(ex.w, ex.sess.Fail(apierr.Wrap(apierr.Unavailable, err, inflight.MsgShutdown)))
 		return
 	}
-	e := backend.TransportError(err)
-	if ex != nil && ex.path != "" && !timedOut && !ex.body.Truncated() {
+	e, reason := backend.RoundTripError(err)
+	if errors.Is(err, errResponseBody) {
+		e, reason = backend.TransportError(err), backend.FailureReason(err)
+	}
+	if ex != nil && ex.path != "" && !timedOut && !ex.body.Truncated() && reason != "" {
 		// A translated exchange the v2 server failed: counted as ext_proc
 		// counts Envoy's local reply for the same fault.
-		if reason := backend.FailureReason(err); reason != "" {
-			p.cfg.Session.Metrics.UpstreamFailure(ex.sess.ServerName(), reason)
-		}
+		p.cfg.Session.Metrics.UpstreamFailure(ex.sess.ServerName(), reason)
 	}
 	if ex == nil || ex.path == "" {
 		p.log.Debug("pass-through upstream error", "error", err)

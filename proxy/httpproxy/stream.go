@@ -128,6 +128,11 @@ func (s *responseSink) Body(p []byte, _ bool) error {
 	return err
 }
 
+// errResponseBody marks a failure to read the v2 answer's body, after its
+// headers: a truncated or malformed answer (502), unlike a failure before
+// any header (backend.RoundTripError).
+var errResponseBody = errors.New("read v2 response body")
+
 // errAborted cuts a streamed answer that failed after it began: the
 // client sees a reset connection, never a truncated success.
 var errAborted = errors.New("httpproxy: translated answer failed midway")
@@ -158,7 +163,7 @@ func (p *Proxy) streamResponse(ex *exchange, resp *http.Response) error {
 	}()
 	res := <-started
 	if res.err != nil {
-		return fmt.Errorf("read v2 response body: %w", res.err)
+		return fmt.Errorf("%w: %w", errResponseBody, res.err)
 	}
 	switch res.a.Verdict {
 	case session.Continue:

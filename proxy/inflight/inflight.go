@@ -9,6 +9,10 @@ import (
 	"sync"
 )
 
+// MsgShutdown is TF's error text (status 503) for an exchange the
+// shutdown cut before its answer began.
+const MsgShutdown = "tfsbridge is shutting down and could not finish this request in time; retry it"
+
 // ErrShutdown is the cause of an exchange's context cancelled by Cut: the
 // server stopped before the exchange finished.
 var ErrShutdown = errors.New("tfsbridge is shutting down")
