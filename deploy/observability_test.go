@@ -60,7 +60,7 @@ func collectKnownMetrics(t *testing.T) knownMetrics {
 	m.CacheLookup(true)
 	m.BackendError("default", "timeout")
 	m.RequestDuration("predict", 200, time.Millisecond)
-	m.BackendCall(observe.CallMetadata, time.Millisecond)
+	m.BackendCall("default", observe.CallMetadata, time.Millisecond)
 	m.ModelMapReloads() // registered only when a --model-map is configured
 	families, err := m.Registry.Gather()
 	if err != nil {

@@ -65,8 +65,8 @@ func TestMetrics(t *testing.T) {
 				`tfsbridge_request_duration_seconds_count{code="400",verb="invalid"}`: 1,
 				// Two metadata fetches (half_plus_two, nope), Triton's config
 				// for the one that exists.
-				`tfsbridge_backend_request_duration_seconds_count{call="metadata"}`: 2,
-				`tfsbridge_backend_request_duration_seconds_count{call="config"}`:   1,
+				`tfsbridge_backend_request_duration_seconds_count{call="metadata",server="default"}`: 2,
+				`tfsbridge_backend_request_duration_seconds_count{call="config",server="default"}`:   1,
 				// go test binaries carry no module version or VCS stamp.
 				`tfsbridge_build_info{go_version="` + bi.GoVersion + `",revision="` + bi.Revision + `",version="` + bi.Version + `"}`: 1,
 			}
