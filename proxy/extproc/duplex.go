@@ -121,11 +121,10 @@ type duplex struct {
 	// cut is the stream's context from the processor's inflight tracker:
 	// a shutdown that runs out of time cancels it (inflight.IsCut).
 	cut context.Context
-	// respStarted is set once a reply of the response direction went out:
-	// from then on Envoy no longer takes an immediate_response.
-	respStarted bool
-	// answerable is set while the stream counts in p.answerable.
-	answerable bool
+	// holding is set while the stream counts in p.holding: it withholds a
+	// headers reply, so Envoy awaits a reply and an immediate_response is
+	// one (at other times Envoy takes it for a spurious message).
+	holding bool
 }
 
 // received is one Recv result, passed from the receiving goroutine.
@@ -138,15 +137,10 @@ type received struct {
 // goroutine so that the body deadline can answer while Envoy is silent.
 func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 	var cut <-chan struct{}
-	if d.cut != nil && d.req && d.resp {
-		// Both directions streamed: Envoy takes an immediate_response at
-		// any time until the response headers reply, so a stream the
-		// shutdown cuts can still give its client TF's 503.
+	if d.cut != nil {
 		cut = d.cut.Done()
-		d.answerable = true
-		d.p.answerable.Add(1)
-		defer d.notAnswerable()
 	}
+	defer d.setHolding(false)
 	msgs := make(chan received)
 	done := make(chan struct{})
 	defer close(done)
@@ -172,6 +166,7 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 		if err := d.handleSafely(m.req); err != nil {
 			return err
 		}
+		d.setHolding(d.heldReq != nil || d.heldResp != nil)
 		if d.bodyDeadline != nil && late == nil {
 			late = d.bodyDeadline.C
 		}
@@ -179,7 +174,10 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 		case m = <-msgs:
 		case <-cut:
 			cut = nil
-			if inflight.IsCut(d.cut) && !d.respStarted {
+			if inflight.IsCut(d.cut) && (d.heldReq != nil || d.heldResp != nil) {
+				// The shutdown's time ran out while Envoy awaits our
+				// headers reply (a body still streaming): the client
+				// gets TF's 503 rather than Envoy's bare 500.
 				d.heldReq, d.heldResp = nil, nil
 				return d.send(immediate(withRequestID(d.sess.Fail(apierr.New(apierr.Unavailable, inflight.MsgShutdown)), d.sess, false)))
 			}
@@ -313,11 +311,16 @@ func (d *duplex) body(ctx context.Context, chunk []byte, end, request bool) erro
 	return nil
 }
 
-// notAnswerable takes the stream out of p.answerable.
-func (d *duplex) notAnswerable() {
-	if d.answerable {
-		d.answerable = false
-		d.p.answerable.Add(-1)
+// setHolding keeps p.holding up to date with whether the stream
+// withholds a headers reply.
+func (d *duplex) setHolding(on bool) {
+	if on != d.holding {
+		d.holding = on
+		if on {
+			d.p.holding.Add(1)
+		} else {
+			d.p.holding.Add(-1)
+		}
 	}
 }
 
@@ -332,12 +335,6 @@ func (d *duplex) stopDeadline(request bool) {
 var errReset = fmt.Errorf("extproc: streamed exchange aborted")
 
 func (d *duplex) send(resp *extprocv3.ProcessingResponse) error {
-	switch resp.GetResponse().(type) {
-	case *extprocv3.ProcessingResponse_ResponseHeaders, *extprocv3.ProcessingResponse_ResponseBody,
-		*extprocv3.ProcessingResponse_ResponseTrailers:
-		d.respStarted = true
-		d.notAnswerable()
-	}
 	if err := d.stream.Send(resp); err != nil {
 		d.p.logger(d.sess).Debug("ext_proc stream send failed", "error", err)
 		return err

@@ -43,9 +43,10 @@ type Processor struct {
 	log     *slog.Logger
 	// inflight tracks the streams in progress for a graceful stop.
 	inflight inflight.Tracker
-	// answerable counts the streams that could still answer TF's 503 if
-	// the shutdown cut them now (full duplex, response not begun).
-	answerable atomic.Int64
+	// holding counts the full-duplex streams that withhold a headers
+	// reply: the ones that can still answer TF's 503 if the shutdown cuts
+	// them now.
+	holding atomic.Int64
 }
 
 // Inflight returns the tracker of the streams in progress; a Server

@@ -72,8 +72,8 @@ type Server struct {
 }
 
 // cutAnswerGrace is how long, once the shutdown timeout has cut the
-// streams in progress, the ones that can still answer (full duplex) get
-// to send TF's 503 before the server stops.
+// streams in progress, the ones that can still answer (full duplex, a
+// headers reply withheld) get to send TF's 503 before the server stops.
 const cutAnswerGrace = 2 * time.Second
 
 // NewServer builds the gRPC server around p.
@@ -136,8 +136,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, drain time.Duratio
 // so they end quickly) and then cuts the rest: Envoy answers their
 // requests itself (ext_proc can answer only a message Envoy sent, and a
 // cut stream is almost always waiting for the v2 server's answer), but
-// for full-duplex streams whose response has not begun: those answer
-// TF's 503 first (cutAnswerGrace).
+// for full-duplex streams that withhold a headers reply (a body still
+// streaming): Envoy awaits a reply there, so they answer TF's 503 first
+// (cutAnswerGrace).
 func (s *Server) Shutdown(drain time.Duration) {
 	s.Health.Shutdown()
 	s.inflight.Drain()
@@ -151,7 +152,7 @@ func (s *Server) Shutdown(drain time.Duration) {
 	select {
 	case <-done:
 	case <-t.C:
-		answering := s.proc.answerable.Load() > 0
+		answering := s.proc.holding.Load() > 0
 		s.stats.Cut = s.inflight.Cut()
 		if answering {
 			a := time.NewTimer(cutAnswerGrace)

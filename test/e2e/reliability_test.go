@@ -126,10 +126,11 @@ func TestShutdownCutsSlowExchange(t *testing.T) {
 				adapter = "http"
 				checkResponse(t, r, fail(503, inflight.MsgShutdown))
 			default:
-				// In full-duplex mode tfsbridge sends TF's 503 as an
-				// immediate_response (proxy/extproc TestShutdownCut), but
-				// envoysim reads nothing from the side stream while the
-				// request is upstream, so here Envoy's 500 comes either way.
+				// Both body modes: the request is at the v2 server, where
+				// Envoy awaits no reply from ext_proc (an
+				// immediate_response would be spurious), so Envoy answers.
+				// A full-duplex stream cut while its body still arrives
+				// does answer TF's 503 (proxy/extproc TestShutdownCut).
 				if r.status != http.StatusInternalServerError {
 					t.Errorf("through Envoy: %d %s, want Envoy's 500", r.status, r.body)
 				}
