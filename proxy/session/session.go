@@ -640,7 +640,7 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 		return
 	}
 	attrs := []any{"route", s.route.String(), "status", status, "elapsed", time.Since(s.start)}
-	if s.inferPath != "" || s.m.model != nil {
+	if s.route.Model != "" {
 		// Where the exchange went: which v2 server, under which name.
 		attrs = append(attrs, "server", s.ServerName(), "v2_model", s.wireRoute().Model)
 	}
