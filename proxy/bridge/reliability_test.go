@@ -151,3 +151,43 @@ func TestReloadRequest(t *testing.T) {
 		t.Errorf("request in flight across the reload: %d %q, %v", r.code, r.body, r.err)
 	}
 }
+
+// A TF request whose body is still arriving when the shutdown timeout
+// runs out is answered TF's 503 too, and counted as cut.
+func TestCutWhileBodyArrives(t *testing.T) {
+	up := &slowUpstream{started: make(chan struct{}), release: make(chan struct{})}
+	b, l, cancel, done := startServingWith(t, up, func(o *Options) { o.ShutdownTimeout = 200 * time.Millisecond })
+	conn, err := net.Dial("tcp", l.Proxy.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second)) // only a hang reaches it
+	if _, err := io.WriteString(conn, "POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"instances\": "); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the exchange is in progress, then stop.
+	eventually(t, 30*time.Second, "the exchange in flight", func() bool {
+		return b.Metrics.Value("tfsbridge_inflight_streams", "adapter", "http") == 1
+	})
+	cancel()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "tfsbridge is shutting down") {
+		t.Errorf("answer %d %s, want TF's 503", resp.StatusCode, body)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrCut) {
+			t.Errorf("Serve = %v, want ErrCut", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	if got := b.Metrics.Value("tfsbridge_shutdown_cut_exchanges_total", "adapter", "http"); got != 1 {
+		t.Errorf("cut counted %v, want 1", got)
+	}
+}

@@ -175,15 +175,18 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			p.respond(w, a)
 		}
 	}()
-	ctx, done := p.inflight.Start(r.Context(), nil)
+	noBody := r.Body == nil || r.Body == http.NoBody
+	var body *clientBody
+	if !noBody {
+		body = watchBody(w, r, p.cfg.ReadTimeout)
+	}
+	// A cut (the shutdown's time ran out) cancels the upstream call and
+	// ends a body read in progress, so that both are answered TF's 503.
+	ctx, done := p.inflight.Start(r.Context(), body.cut)
 	defer done()
-	ex := &exchange{sess: sess, client: r.Context(), w: w}
+	ex := &exchange{sess: sess, client: r.Context(), w: w, body: body}
 	defer ex.waitPump()
 
-	noBody := r.Body == nil || r.Body == http.NoBody
-	if !noBody {
-		ex.body = watchBody(w, r, p.cfg.ReadTimeout)
-	}
 	a := sess.RequestHeaders(ctx, r.Method, requestTarget(r), r.Header, noBody)
 	switch a.Verdict {
 	case session.Respond:

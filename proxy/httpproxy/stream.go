@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
@@ -82,6 +83,11 @@ func (p *Proxy) readRequest(ctx context.Context, ex *exchange, r *http.Request) 
 	if err != nil {
 		msg := "Failed to read the request body"
 		switch {
+		case inflight.IsCut(ctx):
+			// The shutdown's time ran out while the body arrived
+			// (Proxy.ServeHTTP's cut lifts the read deadline to now).
+			ex.w.Header().Set("Connection", "close")
+			return nil, sess.Fail(apierr.Wrap(apierr.Unavailable, err, inflight.MsgShutdown)), false
 		case ex.body.TimedOut():
 			// Too slow, but perhaps still listening.
 			msg = "Timed out reading the request body"
