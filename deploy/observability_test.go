@@ -60,9 +60,9 @@ func collectKnownMetrics(t *testing.T) knownMetrics {
 	m.BodySize(observe.StageTFRequest, 100)
 	m.StreamStarted("extproc")
 	m.CacheLookup(true)
-	m.BackendError("timeout")
+	m.BackendError("default", "timeout")
 	m.RequestDuration("predict", 200, time.Millisecond)
-	m.BackendCall(observe.CallMetadata, time.Millisecond)
+	m.BackendCall("default", observe.CallMetadata, time.Millisecond)
 	m.ModelMap().State("0123", time.Now(), false) // registered only when a --model-map is configured
 	families, err := m.Registry.Gather()
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
 
 func main() {
@@ -31,9 +32,25 @@ func main() {
 	// soft limit from the cgroup, so the heap shrinks back after bursts.
 	admission.SetSoftMemoryLimit(os.LookupEnv, admission.CgroupMemoryMax)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], osEnv{}, os.Stdout, os.Stderr)
+	code := run(bridge.WithReloads(ctx, hangups()), os.Args[1:], osEnv{}, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// hangups turns SIGHUP, which would otherwise kill the process (exit 129,
+// in-flight requests cut), into a request to reload the model map and the
+// TLS certificates now; each serving bridge logs it. Commands without a
+// bridge (mock) ignore it.
+func hangups() *bridge.Reloads {
+	r := bridge.NewReloads()
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	go func() {
+		for range ch {
+			r.Notify()
+		}
+	}()
+	return r
 }
 
 // Exit codes.

@@ -38,7 +38,7 @@ func (c *Client) startCall(ctx context.Context, path string) (_ context.Context,
 	call, start := callKind(path), time.Now()
 	ctx, span := tracing.StartBackend(ctx, call, path)
 	return ctx, func(err error) {
-		c.cfg.Metrics.BackendCall(call, time.Since(start))
+		c.cfg.Metrics.BackendCall(c.ServerName(), call, time.Since(start))
 		tracing.Failed(span, err)
 		span.End()
 	}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -78,6 +79,12 @@ type Config struct {
 	// BearerTokenFile, when set, holds the token every call to this
 	// server carries as "Authorization: Bearer …" (re-read on change).
 	BearerTokenFile string
+	// Server names this server in metrics and logs: its model-map name,
+	// "" (observe.DefaultServer) for --backend.
+	Server string
+	// Logger receives the bearer token file's reload failures; nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 // Client talks to one v2 server. It is safe for concurrent use.
@@ -135,7 +142,7 @@ func New(cfg Config) (*Client, error) {
 		kinds: newCache[oip.ServerKind](kindTTL, cfg.ErrorTTL, 1, time.Now),
 	}
 	if cfg.BearerTokenFile != "" {
-		c.token = newTokenFile(cfg.BearerTokenFile)
+		c.token = newTokenFile(cfg.BearerTokenFile, c.ServerName(), cfg.Logger, cfg.Metrics)
 	}
 	if cfg.Kind != "" && cfg.Kind != KindAuto {
 		k, err := oip.ParseServerKind(cfg.Kind)
@@ -161,6 +168,18 @@ func NewTransport(timeout time.Duration) *http.Transport {
 		ExpectContinueTimeout: time.Second,
 	}
 }
+
+// ServerName returns the server's name in metrics and logs: its model-map
+// name, or observe.DefaultServer.
+func (c *Client) ServerName() string {
+	if c.cfg.Server == "" {
+		return observe.DefaultServer
+	}
+	return c.cfg.Server
+}
+
+// backendError counts a failed control call.
+func (c *Client) backendError(kind string) { c.cfg.Metrics.BackendError(c.ServerName(), kind) }
 
 // BaseURL returns a copy of the v2 server's root URL.
 func (c *Client) BaseURL() *url.URL {
@@ -188,7 +207,7 @@ func (c *Client) fetchKind(ctx context.Context) (oip.ServerKind, error) {
 	}
 	k, err := oip.KindFromServerMetadata(resp.body)
 	if err != nil {
-		c.cfg.Metrics.BackendError(kindBadGateway)
+		c.backendError(kindBadGateway)
 		return 0, badGateway(err, "Unrecognized v2 inference server (GET /v2)")
 	}
 	return k, nil
@@ -277,7 +296,7 @@ func (c *Client) fetchSignature(ctx context.Context, r route.Route) (*tensor.Sig
 	}
 	sig, err := oip.ParseModelMetadata(resp.body)
 	if err != nil {
-		c.cfg.Metrics.BackendError(kindBadGateway)
+		c.backendError(kindBadGateway)
 		return nil, badGateway(err, "Invalid model metadata from the v2 inference server")
 	}
 	if kind == oip.Triton {
@@ -291,7 +310,7 @@ func (c *Client) fetchSignature(ctx context.Context, r route.Route) (*tensor.Sig
 			return nil, c.statusError(resp, &r)
 		}
 		if err := oip.ApplyTritonConfig(sig, resp.body); err != nil {
-			c.cfg.Metrics.BackendError(kindBadGateway)
+			c.backendError(kindBadGateway)
 			return nil, badGateway(err, "Invalid model configuration from the v2 inference server")
 		}
 	}
@@ -354,7 +373,7 @@ func (c *Client) get(ctx context.Context, path string) (_ *response, err error) 
 	}
 	req.Header.Set("Accept", "application/json")
 	if tok, err := c.BearerToken(); err != nil {
-		c.cfg.Metrics.BackendError(kindStatus)
+		c.backendError(kindStatus)
 		return nil, apierr.Wrap(apierr.Unavailable, err, "The v2 inference server's bearer token is unavailable")
 	} else if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -362,27 +381,27 @@ func (c *Client) get(ctx context.Context, path string) (_ *response, err error) 
 	tracing.Inject(ctx, req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		e, kind := classify(err)
-		c.cfg.Metrics.BackendError(kind)
+		e, kind, _ := classify(err)
+		c.backendError(kind)
 		return nil, e
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxMetadataBytes+1))
 	if err != nil {
-		e, kind := classify(err)
-		c.cfg.Metrics.BackendError(kind)
+		e, kind, _ := classify(err)
+		c.backendError(kind)
 		return nil, e
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		// Whatever answers in the server's place must not send us, or
 		// what we fetch for the client, elsewhere. The Location is not
 		// shown: it may name internal hosts.
-		c.cfg.Metrics.BackendError(kindBadGateway)
+		c.backendError(kindBadGateway)
 		return nil, apierr.Errorf(apierr.BadGateway,
 			"v2 inference server answered GET %s with a redirect (HTTP %d); tfsbridge does not follow redirects", path, resp.StatusCode)
 	}
 	if int64(len(body)) > c.cfg.MaxMetadataBytes {
-		c.cfg.Metrics.BackendError(kindBadGateway)
+		c.backendError(kindBadGateway)
 		return nil, apierr.Errorf(apierr.BadGateway, "v2 inference server answer to GET %s exceeds %d bytes", path, c.cfg.MaxMetadataBytes)
 	}
 	return &response{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body}, nil
@@ -394,10 +413,10 @@ func (c *Client) get(ctx context.Context, path string) (_ *response, err error) 
 func (c *Client) statusError(resp *response, r *route.Route) error {
 	msg := oip.DecodeError(resp.status, resp.contentType, resp.body)
 	if r != nil && resp.status == http.StatusNotFound {
-		c.cfg.Metrics.BackendError(kindNotFound)
+		c.backendError(kindNotFound)
 		return apierr.Wrap(apierr.NotFound, fmt.Errorf("%w: %s", ErrModelNotFound, msg),
 			"Servable not found for request: "+r.Servable())
 	}
-	c.cfg.Metrics.BackendError(kindStatus)
+	c.backendError(kindStatus)
 	return apierr.New(apierr.FromHTTPStatus(resp.status), msg)
 }

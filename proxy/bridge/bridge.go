@@ -9,7 +9,6 @@ package bridge
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +26,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/httpproxy"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
+	"github.com/tfsbridge/tfsbridge/proxy/tlsconfig"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
@@ -259,8 +259,9 @@ type Bridge struct {
 	// /readyz reports not ready outside that window (startup, draining).
 	serving atomic.Bool
 	// extprocTLS is the ext_proc server's TLS configuration, nil for
-	// plaintext.
-	extprocTLS *tls.Config
+	// plaintext; backendTLS the backend client's, nil without TLS files.
+	// SIGHUP reloads their key pairs.
+	extprocTLS, backendTLS *tlsconfig.Loaded
 }
 
 // New validates o and builds the shared parts; nothing listens yet.
@@ -277,7 +278,8 @@ func New(o Options) (*Bridge, error) {
 	if errTTL == 0 {
 		errTTL = -1 // backend.Config: negative means "do not cache failures"
 	}
-	tr, err := o.transports()
+	tlsEv := tlsEvents(log, m)
+	tr, backendTLS, err := o.transports(tlsEv)
 	if err != nil {
 		return nil, err
 	}
@@ -290,6 +292,7 @@ func New(o Options) (*Bridge, error) {
 			ErrorTTL:    errTTL,
 			Transport:   tr.backend,
 			Metrics:     m,
+			Logger:      log,
 			// Metadata is a body too: never more than the body limit.
 			MaxMetadataBytes: min(backend.DefaultMaxMetadataBytes, o.MaxBodyBytes),
 		}
@@ -334,11 +337,12 @@ func New(o Options) (*Bridge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	srvTLS, err := o.TLS.server()
+	srvTLS, err := o.TLS.server(tlsEv)
 	if err != nil {
 		return nil, err
 	}
-	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p, maps: maps, extprocTLS: srvTLS}, nil
+	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p, maps: maps,
+		extprocTLS: srvTLS, backendTLS: backendTLS}, nil
 }
 
 // Addrs are the addresses Listen binds; an empty one skips its server.
@@ -431,6 +435,7 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 	if b.maps != nil {
 		g.Go(func() error { b.maps.watcher.Run(stop); return nil })
 	}
+	g.Go(func() error { b.serveReloads(ctx, stop); return nil })
 	g.Go(func() error {
 		<-gctx.Done()
 		b.drain(ctx, ext, prx)
@@ -441,11 +446,19 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 		g.Go(func() error { b.followReadiness(stop, ext); return nil })
 	}
 	grace := b.opts.ShutdownTimeout
+	var extStats, prxStats stopStats
 	if ext != nil {
-		g.Go(func() error { return wrap("ext_proc server", ext.Serve(stop, l.Extproc, grace)) })
+		g.Go(func() error {
+			err := ext.Serve(stop, l.Extproc, grace)
+			s := ext.Stats()
+			extStats = stopStats{drained: s.Drained, cut: s.Cut}
+			return wrap("ext_proc server", err)
+		})
 	}
 	if prx != nil {
-		g.Go(func() error { return wrap("proxy server", ServeHTTP(stop, prx, l.Proxy, grace)) })
+		g.Go(func() error {
+			return wrap("proxy server", serveProxy(stop, prx, l.Proxy, grace, b.proxy.Inflight(), &prxStats))
+		})
 	}
 	if l.Admin != nil {
 		h := observe.AdminHandler(b.Metrics, b.Ready)
@@ -455,7 +468,11 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 		srv := NewHTTPServer(h, b.Log)
 		g.Go(func() error { return wrap("admin server", ServeHTTP(stop, srv, l.Admin, adminDrain)) })
 	}
-	return g.Wait()
+	err := g.Wait()
+	if ext == nil && prx == nil {
+		return err
+	}
+	return b.stopped(&extStats, &prxStats, err)
 }
 
 func wrap(what string, err error) error {

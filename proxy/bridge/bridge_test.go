@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -309,21 +310,41 @@ func TestServeAndDrain(t *testing.T) {
 	}
 }
 
-// A request outlasting ShutdownTimeout is cut rather than waited for.
+// A request outlasting ShutdownTimeout is cut rather than waited for:
+// it is answered 503 (its headers had not gone out), counted and logged,
+// and Serve reports the cut.
 func TestDrainDeadline(t *testing.T) {
 	up := &slowUpstream{started: make(chan struct{}), release: make(chan struct{})}
 	defer close(up.release)
-	_, l, cancel, done := startServing(t, up, 200*time.Millisecond)
+	logs := &lockedBuffer{}
+	b, l, cancel, done := startServingWith(t, up, func(o *Options) {
+		o.ShutdownTimeout = 200 * time.Millisecond
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
 	inflight := getAsync("http://" + l.Proxy.Addr().String() + "/v2/models/slow")
 	<-up.started
 	start := time.Now()
 	cancel()
-	waitServe(t, done, 5*time.Second)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second): // generous: the cut takes 200ms
+		t.Fatal("Serve did not return after the shutdown timeout")
+	}
 	if d := time.Since(start); d < 150*time.Millisecond {
 		t.Errorf("Serve returned after %v, before the shutdown timeout", d)
 	}
-	if r := <-inflight; r.err == nil {
-		t.Errorf("the request outlasting the shutdown timeout completed: %d %q", r.code, r.body)
+	if !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "1 still in progress") {
+		t.Errorf("Serve = %v, want ErrCut for 1 exchange", err)
+	}
+	if r := <-inflight; r.err != nil || r.code != http.StatusServiceUnavailable {
+		t.Errorf("the request outlasting the shutdown timeout: %d %q, %v; want 503", r.code, r.body, r.err)
+	}
+	if got := b.Metrics.Value("tfsbridge_shutdown_cut_exchanges_total", "adapter", "http"); got != 1 {
+		t.Errorf("cut exchanges counted: %v, want 1", got)
+	}
+	if !strings.Contains(logs.String(), "serving stopped") || !strings.Contains(logs.String(), "cut=1") {
+		t.Errorf("no shutdown line with cut=1:\n%s", logs.String())
 	}
 }
 

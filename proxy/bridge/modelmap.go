@@ -51,6 +51,7 @@ func (s *mapState) apply(m *modelmap.Map) error {
 		if !ok || sc.server != *srv {
 			cfg := s.metrics()
 			cfg.BaseURL, cfg.Kind, cfg.BearerTokenFile = srv.URL, srv.Kind, srv.BearerTokenFile
+			cfg.Server = name // metrics and logs name the server
 			c, err := backend.New(cfg)
 			if err != nil {
 				return fmt.Errorf("server %q: %w", name, err)

@@ -3,8 +3,10 @@ package bridge
 import (
 	"context"
 	"crypto/tls"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -202,6 +204,8 @@ func TestTLS(t *testing.T) {
 		Extproc: tlsconfig.ServerFiles{CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: ca.File},
 		Backend: tlsconfig.ClientFiles{CAFile: v2CA},
 	}
+	logs := &lockedBuffer{}
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	b, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -246,5 +250,16 @@ func TestTLS(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s: health check succeeded", name)
 		}
+	}
+	// Each refusal is counted by reason and logged (grpc-go itself says
+	// nothing); the server sees them after the clients gave up.
+	for _, reason := range []string{"no_client_certificate", "not_tls"} {
+		eventually(t, 30*time.Second, "tfsbridge_tls_handshake_failures_total{reason="+reason+"}", func() bool {
+			return b.Metrics.Value("tfsbridge_tls_handshake_failures_total", "reason", reason) >= 1 &&
+				strings.Contains(logs.String(), "reason="+reason)
+		})
+	}
+	if !strings.Contains(logs.String(), "ext_proc TLS handshake refused") {
+		t.Errorf("no warning logged:\n%s", logs.String())
 	}
 }

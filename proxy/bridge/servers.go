@@ -15,7 +15,7 @@ func (b *Bridge) newExtprocServer() *extproc.Server {
 		MaxBodyBytes:    b.Session.MaxBodyBytes,
 		MaxRecvMsgBytes: b.opts.GRPCMaxRecvBytes,
 		Ready:           b.Ready,
-		GRPCOptions:     grpcTLS(b.extprocTLS),
+		GRPCOptions:     b.grpcTLS(b.extprocTLS),
 	})
 }
 

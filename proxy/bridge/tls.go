@@ -1,14 +1,17 @@
 package bridge
 
 import (
-	"crypto/tls"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/tlsconfig"
 )
 
@@ -30,21 +33,65 @@ func (t TLSOptions) invalid() bool {
 		(t.Backend.CertFile == "") != (t.Backend.KeyFile == "")
 }
 
+// handshakeLogInterval is the least time between two log lines about
+// refused handshakes of one reason: a peer can cause them at will, and
+// tfsbridge_tls_handshake_failures_total counts every one.
+const handshakeLogInterval = 10 * time.Second
+
+// tlsEvents reports certificate reloads to the log and to
+// tfsbridge_file_reloads_total{file="tls_certificate"}.
+func tlsEvents(log *slog.Logger, m *observe.Metrics) tlsconfig.Events {
+	return tlsconfig.Events{Logger: log, Reloaded: func(err error) {
+		result := observe.ReloadSuccess
+		if err != nil {
+			result = observe.ReloadFailure
+		}
+		m.FileReload(observe.FileTLSCertificate, result)
+	}}
+}
+
 // server loads the ext_proc server's TLS configuration (nil: plaintext).
-func (t TLSOptions) server() (*tls.Config, error) {
-	cfg, err := tlsconfig.Server(t.Extproc)
+func (t TLSOptions) server(ev tlsconfig.Events) (*tlsconfig.Loaded, error) {
+	l, err := tlsconfig.LoadServer(t.Extproc, ev)
 	if err != nil {
 		return nil, fmt.Errorf("ext_proc %w", err)
 	}
-	return cfg, nil
+	return l, nil
 }
 
-// grpcTLS returns the gRPC server option for cfg; none for plaintext.
-func grpcTLS(cfg *tls.Config) []grpc.ServerOption {
-	if cfg == nil {
+// grpcTLS returns the gRPC server option for l; none for plaintext.
+// Refused handshakes, which grpc-go drops without a word, are counted by
+// reason and logged at warn, at most once per reason and
+// handshakeLogInterval.
+func (b *Bridge) grpcTLS(l *tlsconfig.Loaded) []grpc.ServerOption {
+	if l == nil {
 		return nil
 	}
-	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}
+	lim := &observe.LogLimiter{Logger: b.Log, Interval: handshakeLogInterval}
+	failed := func(peer net.Addr, err error) {
+		reason := tlsconfig.HandshakeReason(err)
+		b.Metrics.TLSHandshakeFailure(reason)
+		lim.Log(slog.LevelWarn, reason, "ext_proc TLS handshake refused", "reason", reason, "peer", fmt.Sprint(peer), "error", err)
+	}
+	return []grpc.ServerOption{grpc.Creds(observedCreds{credentials.NewTLS(l.Config), failed})}
+}
+
+// observedCreds reports failed server handshakes.
+type observedCreds struct {
+	credentials.TransportCredentials
+	failed func(peer net.Addr, err error)
+}
+
+func (c observedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	nc, info, err := c.TransportCredentials.ServerHandshake(conn)
+	if err != nil {
+		c.failed(conn.RemoteAddr(), err)
+	}
+	return nc, info, err
+}
+
+func (c observedCreds) Clone() credentials.TransportCredentials {
+	return observedCreds{c.TransportCredentials.Clone(), c.failed}
 }
 
 // transports are the HTTP transports towards the v2 server.
@@ -53,16 +100,18 @@ type transports struct {
 }
 
 // transports returns the injected transports, or, when backend TLS files
-// are set, ones that use them (nil leaves each package's default).
-func (o *Options) transports() (transports, error) {
+// are set, ones that use them (nil leaves each package's default), and
+// the backend TLS files loaded (nil without).
+func (o *Options) transports(ev tlsconfig.Events) (transports, *tlsconfig.Loaded, error) {
 	tr := transports{backend: o.BackendTransport, proxy: o.ProxyTransport}
-	cfg, err := tlsconfig.Client(o.TLS.Backend)
+	l, err := tlsconfig.LoadClient(o.TLS.Backend, ev)
 	if err != nil {
-		return tr, fmt.Errorf("backend %w", err)
+		return tr, nil, fmt.Errorf("backend %w", err)
 	}
-	if cfg == nil {
-		return tr, nil
+	if l == nil {
+		return tr, nil, nil
 	}
+	cfg := l.Config
 	if tr.backend == nil {
 		t := backend.NewTransport(o.BackendTimeout)
 		t.TLSClientConfig = cfg
@@ -74,5 +123,5 @@ func (o *Options) transports() (transports, error) {
 		t.TLSClientConfig = cfg.Clone()
 		tr.proxy = t
 	}
-	return tr, nil
+	return tr, l, nil
 }

@@ -9,6 +9,7 @@ import (
 	procmodev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
@@ -117,6 +118,13 @@ type duplex struct {
 	bodyDeadline *time.Timer
 	// trailers is set while a trailers message ends a body.
 	trailers bool
+	// cut is the stream's context from the processor's inflight tracker:
+	// a shutdown that runs out of time cancels it (inflight.IsCut).
+	cut context.Context
+	// holding is set while the stream counts in p.holding: it withholds a
+	// headers reply, so Envoy awaits a reply and an immediate_response is
+	// one (at other times Envoy takes it for a spurious message).
+	holding bool
 }
 
 // received is one Recv result, passed from the receiving goroutine.
@@ -128,6 +136,11 @@ type received struct {
 // run serves the stream from its first message on. Messages are read by a
 // goroutine so that the body deadline can answer while Envoy is silent.
 func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
+	var cut <-chan struct{}
+	if d.cut != nil {
+		cut = d.cut.Done()
+	}
+	defer d.setHolding(false)
 	msgs := make(chan received)
 	done := make(chan struct{})
 	defer close(done)
@@ -153,11 +166,21 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 		if err := d.handleSafely(m.req); err != nil {
 			return err
 		}
+		d.setHolding(d.heldReq != nil || d.heldResp != nil)
 		if d.bodyDeadline != nil && late == nil {
 			late = d.bodyDeadline.C
 		}
 		select {
 		case m = <-msgs:
+		case <-cut:
+			cut = nil
+			if inflight.IsCut(d.cut) && (d.heldReq != nil || d.heldResp != nil) {
+				// The shutdown's time ran out while Envoy awaits our
+				// headers reply (a body still streaming): the client
+				// gets TF's 503 rather than Envoy's bare 500.
+				d.heldReq, d.heldResp = nil, nil
+				return d.send(immediate(withRequestID(d.sess.Fail(apierr.New(apierr.Unavailable, inflight.MsgShutdown)), d.sess, false)))
+			}
 		case <-late:
 			late = nil
 			if d.heldReq != nil && d.sess.AwaitingBody() {
@@ -286,6 +309,19 @@ func (d *duplex) body(ctx context.Context, chunk []byte, end, request bool) erro
 	*held = nil
 	d.stopDeadline(request)
 	return nil
+}
+
+// setHolding keeps p.holding up to date with whether the stream
+// withholds a headers reply.
+func (d *duplex) setHolding(on bool) {
+	if on != d.holding {
+		d.holding = on
+		if on {
+			d.p.holding.Add(1)
+		} else {
+			d.p.holding.Add(-1)
+		}
+	}
 }
 
 func (d *duplex) stopDeadline(request bool) {

@@ -30,3 +30,13 @@ func (m headerMap) Get(name string) string {
 
 // headersOf returns the header list of a headers message (nil-safe).
 func headersOf(h *extprocv3.HttpHeaders) headerMap { return h.GetHeaders().GetHeaders() }
+
+// Has reports whether name is present at all, even with an empty value.
+func (m headerMap) Has(name string) bool {
+	for _, h := range m {
+		if h != nil && strings.EqualFold(h.GetKey(), name) {
+			return true
+		}
+	}
+	return false
+}

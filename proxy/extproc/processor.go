@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	procmodev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -25,6 +26,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -39,7 +41,17 @@ type Processor struct {
 	opt     Options
 	metrics *observe.Metrics
 	log     *slog.Logger
+	// inflight tracks the streams in progress for a graceful stop.
+	inflight inflight.Tracker
+	// holding counts the full-duplex streams that withhold a headers
+	// reply: the ones that can still answer TF's 503 if the shutdown cuts
+	// them now.
+	holding atomic.Int64
 }
+
+// Inflight returns the tracker of the streams in progress; a Server
+// built around p drains and cuts them (ServerOptions.Inflight).
+func (p *Processor) Inflight() *inflight.Tracker { return &p.inflight }
 
 // NewProcessor returns a Processor whose sessions share cfg.
 func NewProcessor(cfg *session.Config, opt Options) *Processor {
@@ -72,6 +84,8 @@ var localReplyMode = &procmodev3.ProcessingMode{
 // and codes.Canceled are Envoy's normal ways to end a side stream.
 func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	defer p.metrics.StreamStarted("extproc")()
+	cut, done := p.inflight.Start(stream.Context(), nil)
+	defer done()
 	sess := session.New(p.cfg)
 	defer sess.Close()
 	st := &streamTrace{ctx: stream.Context()}
@@ -87,7 +101,7 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 		return stream.Send(immediate(sess.Fail(apierr.New(apierr.Internal, err.Error()))))
 	}
 	if dreq || dresp {
-		d := &duplex{p: p, stream: stream, sess: sess, st: st, req: dreq, resp: dresp}
+		d := &duplex{p: p, stream: stream, sess: sess, st: st, req: dreq, resp: dresp, cut: cut}
 		defer d.stopDeadline(true)
 		return d.run(req)
 	}

@@ -12,6 +12,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
 
@@ -50,6 +51,12 @@ type ServerOptions struct {
 	Ready func(context.Context) error
 }
 
+// ShutdownStats are what a graceful stop did: streams that finished
+// while it waited, and streams still running when its time was up.
+type ShutdownStats struct {
+	Drained, Cut int
+}
+
 // Server is the gRPC server that serves the ext_proc service and
 // grpc.health.v1 (for "" and for the ext_proc service name, which is what
 // Envoy's gRPC health checks ask for).
@@ -58,7 +65,16 @@ type Server struct {
 	GRPC *grpc.Server
 	// Health is its health service; Shutdown flips it to NOT_SERVING.
 	Health *health.Server
+
+	proc     *Processor
+	inflight *inflight.Tracker
+	stats    ShutdownStats
 }
+
+// cutAnswerGrace is how long, once the shutdown timeout has cut the
+// streams in progress, the ones that can still answer (full duplex, a
+// headers reply withheld) get to send TF's 503 before the server stops.
+const cutAnswerGrace = 2 * time.Second
 
 // NewServer builds the gRPC server around p.
 func NewServer(p *Processor, opt ServerOptions) *Server {
@@ -93,15 +109,15 @@ func NewServer(p *Processor, opt ServerOptions) *Server {
 	gs := grpc.NewServer(append(opts, opt.GRPCOptions...)...)
 	extprocv3.RegisterExternalProcessorServer(gs, p)
 	hs := health.NewServer()
-	s := &Server{GRPC: gs, Health: hs}
+	s := &Server{GRPC: gs, Health: hs, proc: p, inflight: p.Inflight()}
 	s.SetServing(true)
 	healthpb.RegisterHealthServer(gs, &readyHealth{Server: hs, ready: opt.Ready})
 	return s
 }
 
 // Serve serves on lis until ctx is done, then shuts down gracefully,
-// giving in-flight streams up to drain to finish. It returns the serve
-// error, or nil after a shutdown.
+// giving in-flight streams up to drain to finish (Stats says how that
+// went). It returns the serve error, or nil after a shutdown.
 func (s *Server) Serve(ctx context.Context, lis net.Listener, drain time.Duration) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.GRPC.Serve(lis) }()
@@ -117,9 +133,15 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, drain time.Duratio
 
 // Shutdown reports NOT_SERVING to health checkers, stops accepting
 // streams, waits up to drain for in-flight ones (each is one HTTP request,
-// so they end quickly) and then cuts the rest.
+// so they end quickly) and then cuts the rest: Envoy answers their
+// requests itself (ext_proc can answer only a message Envoy sent, and a
+// cut stream is almost always waiting for the v2 server's answer), but
+// for full-duplex streams that withhold a headers reply (a body still
+// streaming): Envoy awaits a reply there, so they answer TF's 503 first
+// (cutAnswerGrace).
 func (s *Server) Shutdown(drain time.Duration) {
 	s.Health.Shutdown()
+	s.inflight.Drain()
 	done := make(chan struct{})
 	go func() {
 		s.GRPC.GracefulStop()
@@ -130,10 +152,25 @@ func (s *Server) Shutdown(drain time.Duration) {
 	select {
 	case <-done:
 	case <-t.C:
+		answering := s.proc.holding.Load() > 0
+		s.stats.Cut = s.inflight.Cut()
+		if answering {
+			a := time.NewTimer(cutAnswerGrace)
+			select {
+			case <-done:
+			case <-a.C:
+			}
+			a.Stop()
+		}
 		s.GRPC.Stop()
 		<-done
 	}
+	s.stats.Drained = s.inflight.Drained()
 }
+
+// Stats returns what the last Shutdown did; call it after Serve or
+// Shutdown returned.
+func (s *Server) Stats() ShutdownStats { return s.stats }
 
 func clampInt(n int64) int {
 	if n > math.MaxInt32 {

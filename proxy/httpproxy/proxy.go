@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
@@ -64,7 +65,15 @@ type Proxy struct {
 	rp   *httputil.ReverseProxy
 	log  *slog.Logger
 	pool *bufferPool
+	// inflight tracks the exchanges in progress for a graceful stop.
+	inflight inflight.Tracker
 }
+
+// Inflight returns the tracker of the exchanges in progress: a graceful
+// stop drains them and, when its time is up, cuts the rest (Cut cancels
+// their upstream calls, which are then answered TF's 503 when their
+// headers have not gone out).
+func (p *Proxy) Inflight() *inflight.Tracker { return &p.inflight }
 
 // New returns a Proxy.
 func New(cfg Config) (*Proxy, error) {
@@ -166,14 +175,18 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			p.respond(w, a)
 		}
 	}()
-	ctx := r.Context()
-	ex := &exchange{sess: sess, client: ctx, w: w}
+	noBody := r.Body == nil || r.Body == http.NoBody
+	var body *clientBody
+	if !noBody {
+		body = watchBody(w, r, p.cfg.ReadTimeout)
+	}
+	// A cut (the shutdown's time ran out) cancels the upstream call and
+	// ends a body read in progress, so that both are answered TF's 503.
+	ctx, done := p.inflight.Start(r.Context(), body.cut)
+	defer done()
+	ex := &exchange{sess: sess, client: r.Context(), w: w, body: body}
 	defer ex.waitPump()
 
-	noBody := r.Body == nil || r.Body == http.NoBody
-	if !noBody {
-		ex.body = watchBody(w, r, p.cfg.ReadTimeout)
-	}
 	a := sess.RequestHeaders(ctx, r.Method, requestTarget(r), r.Header, noBody)
 	switch a.Verdict {
 	case session.Respond:
@@ -368,8 +381,10 @@ func setBody(resp *http.Response, body []byte) {
 	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 }
 
-// errorHandler answers upstream failures: a TF error (503 refused, 504
-// timeout, 502 garbage) for TF exchanges, the bare status otherwise.
+// errorHandler answers upstream failures: a TF error (503 when the v2
+// server failed before answering — refused, closed, reset, not HTTP —,
+// 504 timeout, 502 a broken body) for TF exchanges, the bare status
+// otherwise.
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeFrom(r.Context())
 	timedOut := ex != nil && ex.body.TimedOut()
@@ -377,7 +392,26 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		// The client hung up and the upstream call was cancelled with it.
 		return
 	}
-	e := backend.TransportError(err)
+	if inflight.IsCut(r.Context()) {
+		// The shutdown's time ran out before the v2 server answered: a
+		// TF client gets TF's 503 (retry elsewhere), never a bare reset.
+		w.Header().Set("Connection", "close")
+		if ex == nil || ex.path == "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		p.respond(ex.w, ex.sess.Fail(apierr.Wrap(apierr.Unavailable, err, inflight.MsgShutdown)))
+		return
+	}
+	e, reason := backend.RoundTripError(err)
+	if errors.Is(err, errResponseBody) {
+		e, reason = backend.TransportError(err), backend.FailureReason(err)
+	}
+	if ex != nil && ex.path != "" && !timedOut && !ex.body.Truncated() && reason != "" {
+		// A translated exchange the v2 server failed: counted as ext_proc
+		// counts Envoy's local reply for the same fault.
+		p.cfg.Session.Metrics.UpstreamFailure(ex.sess.ServerName(), reason)
+	}
 	if ex == nil || ex.path == "" {
 		p.log.Debug("pass-through upstream error", "error", err)
 		status := e.HTTPStatus()

@@ -235,8 +235,18 @@ func TestUpstreamFailures(t *testing.T) {
 		msg      string
 	}{
 		{name: "refused", upstream: closed, status: 503, msg: "The v2 inference server is unavailable"},
-		{name: "garbage", upstream: "http://" + garbage.Addr().String(), status: 502,
-			msg: "Invalid response from the v2 inference server"},
+		// Not HTTP before any header: Envoy's router answers 503
+		// ("...disconnect/reset before headers. reset reason: protocol
+		// error"), and so does the proxy.
+		{name: "garbage", upstream: "http://" + garbage.Addr().String(), status: 503,
+			msg: "The v2 inference server is unavailable"},
+		{name: "closed before answering", infer: func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.ReadAll(r.Body)
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = c.Close()
+			}
+		}, status: 503, msg: "The v2 inference server is unavailable"},
 		{name: "timeout", infer: func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.ReadAll(r.Body)
 			select {

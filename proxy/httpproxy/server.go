@@ -69,9 +69,11 @@ func watchBody(w http.ResponseWriter, r *http.Request, d time.Duration) *clientB
 type clientBody struct {
 	io.ReadCloser
 	rc        *http.ResponseController // nil without deadlines
-	once      sync.Once
 	timedOut  atomic.Bool
 	truncated atomic.Bool
+
+	mu    sync.Mutex // orders the end of the body and a cut
+	ended bool       // read to its end: the deadline is lifted
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
@@ -80,7 +82,12 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	switch {
 	case err == io.EOF:
 		if b.rc != nil {
-			b.once.Do(func() { _ = b.rc.SetReadDeadline(time.Time{}) })
+			b.mu.Lock()
+			if !b.ended {
+				b.ended = true
+				_ = b.rc.SetReadDeadline(time.Time{})
+			}
+			b.mu.Unlock()
 		}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		b.truncated.Store(true)
@@ -88,6 +95,21 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		b.timedOut.Store(true)
 	}
 	return n, err
+}
+
+// cut ends a body read in progress at once (the shutdown's time ran out):
+// the read fails and the exchange is answered TF's 503. A body already
+// read is left alone: a read deadline then would fail net/http's
+// background read, which cancels the request as if the client had gone.
+func (b *clientBody) cut() {
+	if b == nil || b.rc == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.ended {
+		_ = b.rc.SetReadDeadline(time.Now())
+	}
 }
 
 // TimedOut reports that the body's read deadline passed (false for nil).

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
@@ -82,6 +83,11 @@ func (p *Proxy) readRequest(ctx context.Context, ex *exchange, r *http.Request) 
 	if err != nil {
 		msg := "Failed to read the request body"
 		switch {
+		case inflight.IsCut(ctx):
+			// The shutdown's time ran out while the body arrived
+			// (Proxy.ServeHTTP's cut lifts the read deadline to now).
+			ex.w.Header().Set("Connection", "close")
+			return nil, sess.Fail(apierr.Wrap(apierr.Unavailable, err, inflight.MsgShutdown)), false
 		case ex.body.TimedOut():
 			// Too slow, but perhaps still listening.
 			msg = "Timed out reading the request body"
@@ -128,6 +134,11 @@ func (s *responseSink) Body(p []byte, _ bool) error {
 	return err
 }
 
+// errResponseBody marks a failure to read the v2 answer's body, after its
+// headers: a truncated or malformed answer (502), unlike a failure before
+// any header (backend.RoundTripError).
+var errResponseBody = errors.New("read v2 response body")
+
 // errAborted cuts a streamed answer that failed after it began: the
 // client sees a reset connection, never a truncated success.
 var errAborted = errors.New("httpproxy: translated answer failed midway")
@@ -158,7 +169,7 @@ func (p *Proxy) streamResponse(ex *exchange, resp *http.Response) error {
 	}()
 	res := <-started
 	if res.err != nil {
-		return fmt.Errorf("read v2 response body: %w", res.err)
+		return fmt.Errorf("%w: %w", errResponseBody, res.err)
 	}
 	switch res.a.Verdict {
 	case session.Continue:

@@ -63,7 +63,8 @@ type Metrics struct {
 	admissionRej  prometheus.Counter
 	inflightBytes prometheus.Gauge
 	writeTimeouts prometheus.Counter
-	ops           opsMetrics // opsmetrics.go
+	ops           opsMetrics         // opsmetrics.go
+	rel           reliabilityMetrics // reliability.go
 
 	mu     sync.Mutex
 	models map[string]struct{}
@@ -118,8 +119,8 @@ func NewMetrics() *Metrics {
 		}, []string{"result"}),
 		backendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tfsbridge_backend_errors_total",
-			Help: "Failed calls to the v2 server, by kind (unavailable, timeout, bad_gateway, not_found, status).",
-		}, []string{"kind"}),
+			Help: "Failed control calls (metadata, config, readiness, kind detection) to a v2 server, by server (model-map server name, \"default\" for --backend) and kind (unavailable, timeout, bad_gateway, not_found, status). Failed inference calls are tfsbridge_upstream_failures_total.",
+		}, []string{"server", "kind"}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tfsbridge_panics_total",
 			Help: "Panics recovered while handling one exchange, by adapter (extproc, http); the exchange got a 500 and the others went on.",
@@ -161,6 +162,7 @@ func NewMetrics() *Metrics {
 	m.cacheHit = m.cacheLookups.WithLabelValues("hit")
 	m.cacheMiss = m.cacheLookups.WithLabelValues("miss")
 	m.ops = newOpsMetrics(m.Registry)
+	m.rel = newReliabilityMetrics(m.Registry)
 	return m
 }
 
@@ -279,12 +281,16 @@ func (m *Metrics) CacheLookup(hit bool) {
 	}
 }
 
-// BackendError counts a failed call to the v2 server by kind.
-func (m *Metrics) BackendError(kind string) {
+// BackendError counts a failed control call to server ("" is
+// DefaultServer) by kind.
+func (m *Metrics) BackendError(server, kind string) {
 	if m == nil {
 		return
 	}
-	m.backendErrors.WithLabelValues(kind).Inc()
+	if server == "" {
+		server = DefaultServer
+	}
+	m.backendErrors.WithLabelValues(server, kind).Inc()
 }
 
 // Panic counts one panic recovered while handling an exchange on adapter.

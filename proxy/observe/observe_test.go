@@ -197,11 +197,11 @@ func TestWithPprof(t *testing.T) {
 func TestOpsMetrics(t *testing.T) {
 	var none *Metrics
 	none.RequestDuration("predict", 200, time.Millisecond)
-	none.BackendCall(CallMetadata, time.Millisecond)
+	none.BackendCall("", CallMetadata, time.Millisecond)
 
 	m := NewMetrics()
 	m.RequestDuration("predict", 200, 3*time.Millisecond)
-	m.BackendCall(CallConfig, time.Millisecond)
+	m.BackendCall("", CallConfig, time.Millisecond)
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func TestOpsMetrics(t *testing.T) {
 func TestLatencyBucketsHaveSLOBounds(t *testing.T) {
 	m := NewMetrics()
 	m.RequestDuration("predict", 200, time.Millisecond)
-	m.BackendCall(CallMetadata, time.Millisecond)
+	m.BackendCall("default", CallMetadata, time.Millisecond)
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -43,9 +43,9 @@ func newOpsMetrics(reg prometheus.Registerer) opsMetrics {
 		}, []string{"verb", "code"}),
 		backendDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tfsbridge_backend_request_duration_seconds",
-			Help:    "Time of tfsbridge's own calls to the v2 server, by call (metadata, config, ready, server), failures included.",
+			Help:    "Time of tfsbridge's own calls to a v2 server, by server (model-map server name, \"default\" for --backend) and call (metadata, config, ready, server), failures included.",
 			Buckets: latencyBuckets,
-		}, []string{"call"}),
+		}, []string{"server", "call"}),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tfsbridge_build_info",
 			Help: "Always 1; labelled with the running binary's version, VCS revision and Go version.",
@@ -72,10 +72,14 @@ func (m *Metrics) RequestDuration(verb string, status int, d time.Duration) {
 	o.(prometheus.Observer).Observe(d.Seconds())
 }
 
-// BackendCall records how long one call to the v2 server took.
-func (m *Metrics) BackendCall(call string, d time.Duration) {
+// BackendCall records how long one control call to server ("" is
+// DefaultServer) took.
+func (m *Metrics) BackendCall(server, call string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.ops.backendDur.WithLabelValues(call).Observe(d.Seconds())
+	if server == "" {
+		server = DefaultServer
+	}
+	m.ops.backendDur.WithLabelValues(server, call).Observe(d.Seconds())
 }

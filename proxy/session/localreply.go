@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 )
@@ -63,23 +64,35 @@ func (s *Session) localReplyBeforeBody(status int) Action {
 // (which is always a JSON object): any non-JSON 504 is a gateway's
 // timeout, and a 502/503 in Envoy's words is its router failing to reach
 // the server. It returns the reverse proxy's error for the same failure,
-// or nil.
-func transportError(status int, body []byte) *apierr.Error {
+// or nil, and the reason label of tfsbridge_upstream_failures_total.
+func transportError(status int, body []byte) (*apierr.Error, string) {
 	b := bytes.TrimSpace(body)
 	if len(b) > 0 && b[0] == '{' {
-		return nil
+		return nil, ""
 	}
 	switch status {
 	case http.StatusGatewayTimeout:
-		return apierr.New(apierr.DeadlineExceeded, oip.MsgTimeout)
+		return apierr.New(apierr.DeadlineExceeded, oip.MsgTimeout), observe.UpstreamTimeout
 	case http.StatusBadGateway, http.StatusServiceUnavailable:
 		for _, p := range envoyConnectFailures {
 			if strings.HasPrefix(string(b), p) {
-				return apierr.New(apierr.Unavailable, oip.MsgUnavailable)
+				return apierr.New(apierr.Unavailable, oip.MsgUnavailable), envoyFailureReason(string(b))
 			}
 		}
 	}
-	return nil
+	return nil, ""
+}
+
+// envoyFailureReason tells, from the router's text, a server that could
+// not be reached ("no healthy upstream", "reset reason: connection
+// failure", "... overflow") from one that went away before answering
+// ("connection termination", "remote reset", ...).
+func envoyFailureReason(text string) string {
+	if strings.HasPrefix(text, "no healthy upstream") || strings.Contains(text, "connection failure") ||
+		strings.Contains(text, "overflow") {
+		return observe.UpstreamConnect
+	}
+	return observe.UpstreamReset
 }
 
 // declaredOver reports a content-length header over the body limit.

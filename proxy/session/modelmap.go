@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
@@ -84,8 +85,9 @@ func (s *Session) UpstreamURL() *url.URL {
 // upstream (HeaderServer, a bearer token). An unknown label is left in
 // s.route for the verbs to report as TF does.
 func (s *Session) applyMap(h HeaderGetter) error {
-	if h.Get(HeaderServer) != "" {
-		// Only tfsbridge decides which server a model is on.
+	if hasHeader(h, HeaderServer) {
+		// Only tfsbridge decides which server a model is on: every copy
+		// of a client's header goes, empty ones included.
 		s.m.remove, s.m.clearRoute = []string{HeaderServer}, true
 	}
 	if s.cfg.Mapping == nil {
@@ -135,6 +137,29 @@ func (s *Session) applyMap(h HeaderGetter) error {
 		}
 	}
 	return nil
+}
+
+// ServerName returns the name of the v2 server the exchange goes to: its
+// model-map server, or observe.DefaultServer.
+func (s *Session) ServerName() string {
+	if s.m.model == nil || s.m.model.Server == modelmap.DefaultServer {
+		return observe.DefaultServer
+	}
+	return s.m.model.Server
+}
+
+// hasHeader reports whether h holds name at all, even with an empty
+// value: a client can send "x-tfsbridge-server:" before a real one, and
+// Get, which returns the first value, would miss it. Adapters whose
+// headers have several values implement Values (http.Header) or Has.
+func hasHeader(h HeaderGetter, name string) bool {
+	switch hv := h.(type) {
+	case interface{ Has(string) bool }:
+		return hv.Has(name)
+	case interface{ Values(string) []string }:
+		return len(hv.Values(name)) > 0
+	}
+	return h.Get(name) != ""
 }
 
 // routed adds the model map's routing header changes to a Continue

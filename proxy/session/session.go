@@ -226,7 +226,7 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 		s.state = stPassThrough
 		s.cfg.Metrics.PassThrough()
 		a := Action{Verdict: PassThrough}
-		if h.Get(HeaderServer) != "" {
+		if hasHeader(h, HeaderServer) {
 			// Only tfsbridge picks a model's server: a client's own
 			// header would steer a native v2 call to another cluster.
 			a.Remove, a.ClearRouteCache = []string{HeaderServer}, true
@@ -539,8 +539,12 @@ func (s *Session) ResponseBody(ctx context.Context, body []byte) Action {
 // own not-found text, and a transport failure reported by a gateway
 // (Envoy's router) gets the reverse proxy's text (transportError).
 func (s *Session) upstreamError(body []byte) *apierr.Error {
-	if e := transportError(s.respStatus, body); e != nil {
+	if e, reason := transportError(s.respStatus, body); e != nil {
+		s.cfg.Metrics.UpstreamFailure(s.ServerName(), reason)
 		return e
+	}
+	if s.respStatus >= 500 {
+		s.cfg.Metrics.UpstreamFailure(s.ServerName(), observe.UpstreamServerError)
 	}
 	msg := oip.DecodeError(s.respStatus, s.respType, body)
 	if s.respStatus == http.StatusNotFound {
@@ -593,7 +597,8 @@ func (s *Session) Close() {
 	if s.state != stIdle && s.state != stPassThrough && !s.finished {
 		s.finish(apierr.Cancelled.HTTPStatus())
 		if s.logs(slog.LevelDebug) {
-			s.Logger().Debug("exchange abandoned", "route", s.route.String(), observe.DurationMS("elapsed", time.Since(s.start)))
+			s.Logger().Debug("exchange abandoned", "route", s.route.String(), "server", s.ServerName(),
+				"v2_model", s.wireRoute().Model, observe.DurationMS("elapsed", time.Since(s.start)))
 		}
 	}
 	s.state = stDone
@@ -635,6 +640,10 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 		return
 	}
 	attrs := []any{"route", s.route.String(), "status", status, observe.DurationMS("elapsed", time.Since(s.start))}
+	if s.route.Model != "" {
+		// Where the exchange went: which v2 server, under which name.
+		attrs = append(attrs, "server", s.ServerName(), "v2_model", s.wireRoute().Model)
+	}
 	if e != nil {
 		attrs = append(attrs, "error", e.Error())
 	}

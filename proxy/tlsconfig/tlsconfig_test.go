@@ -4,9 +4,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,4 +200,204 @@ func bump(t *testing.T, file string) {
 	if err := os.Chtimes(file, bumps, bumps); err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
 	}
+}
+
+// A rotation that cannot be used keeps the pair in force, whatever is
+// wrong with it, and each problem is reported once; the next good
+// rotation is served.
+func TestReloadRefused(t *testing.T) {
+	ca := testcerts.NewCA(t, "ca")
+	srv := ca.Issue(t, "server", "first")
+	var reports []error
+	var logs strings.Builder
+	kp, err := loadKeyPair(srv.CertFile, srv.KeyFile, Events{
+		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+		Reloaded: func(err error) { reports = append(reports, err) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp.recheck = 0
+	cfg := &tls.Config{GetCertificate: kp.GetCertificate}
+	client, err := Client(ClientFiles{CAFile: ca.File})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.ServerName = "localhost"
+	expectCN := func(want string) {
+		t.Helper()
+		cn, err := handshake(t, cfg, client)
+		if err != nil || cn != want {
+			t.Fatalf("served CN = %q, %v; want %q", cn, err, want)
+		}
+	}
+	other := ca.Issue(t, "other", "other")
+	expired := ca.IssueValid(t, "expired", "expired", time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour))
+	future := ca.IssueValid(t, "future", "future", time.Now().Add(time.Hour), time.Now().Add(48*time.Hour))
+	pemOf := func(file string) []byte {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	good := [2][]byte{pemOf(srv.CertFile), pemOf(srv.KeyFile)}
+	for _, tc := range []struct {
+		name      string
+		cert, key func(path string) error
+		want      string
+	}{
+		{"mismatched key", nil, copyOf(other.KeyFile), "private key does not match public key"},
+		{"truncated PEM", writeBytes(good[0][:len(good[0])/2]), nil, "failed to find any PEM data"},
+		{"missing file", os.Remove, nil, "no such file"},
+		{"FIFO", func(p string) error { _ = os.Remove(p); return syscall.Mkfifo(p, 0o600) }, nil, "not a regular file"},
+		{"expired", copyOf(expired.CertFile), copyOf(expired.KeyFile), "certificate not valid now: expired"},
+		{"not yet valid", copyOf(future.CertFile), copyOf(future.KeyFile), "certificate not valid now: valid from"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reports = nil
+			for file, change := range map[string]func(string) error{srv.CertFile: tc.cert, srv.KeyFile: tc.key} {
+				if change == nil {
+					continue
+				}
+				if err := change(file); err != nil {
+					t.Fatal(err)
+				}
+				bump(t, file)
+			}
+			expectCN("first")
+			expectCN("first")
+			if len(reports) != 1 || reports[0] == nil || !strings.Contains(reports[0].Error(), tc.want) {
+				t.Errorf("reported %v, want one error containing %q", reports, tc.want)
+			}
+			if !strings.Contains(logs.String(), tc.want) {
+				t.Errorf("log lacks %q:\n%s", tc.want, logs.String())
+			}
+			if err := kp.Reload(); err == nil {
+				t.Error("Reload of the bad pair succeeded")
+			}
+			// Restore the good pair (a new stamp: it is read again).
+			for i, file := range []string{srv.CertFile, srv.KeyFile} {
+				_ = os.Remove(file)
+				if err := os.WriteFile(file, good[i], 0o600); err != nil {
+					t.Fatal(err)
+				}
+				bump(t, file)
+			}
+			expectCN("first")
+		})
+	}
+	rotated := ca.Issue(t, "rotated", "second")
+	replace(t, srv.CertFile, rotated.CertFile)
+	replace(t, srv.KeyFile, rotated.KeyFile)
+	reports = nil
+	expectCN("second")
+	if len(reports) != 1 || reports[0] != nil {
+		t.Errorf("reported %v, want one success", reports)
+	}
+}
+
+func copyOf(src string) func(string) error {
+	return func(dst string) error {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o600)
+	}
+}
+
+func writeBytes(b []byte) func(string) error {
+	return func(dst string) error { return os.WriteFile(dst, b, 0o600) }
+}
+
+// An expired or not-yet-valid pair is refused at start-up too.
+func TestLoadRefusesPairNotValidNow(t *testing.T) {
+	ca := testcerts.NewCA(t, "ca")
+	for name, p := range map[string]testcerts.Pair{
+		"expired":       ca.IssueValid(t, "expired", "x", time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour)),
+		"not yet valid": ca.IssueValid(t, "future", "x", time.Now().Add(time.Hour), time.Now().Add(48*time.Hour)),
+	} {
+		if _, err := LoadKeyPair(p.CertFile, p.KeyFile); !errors.Is(err, ErrNotValidNow) {
+			t.Errorf("%s: %v, want ErrNotValidNow", name, err)
+		}
+	}
+}
+
+// HandshakeReason names what went wrong with refused handshakes.
+func TestHandshakeReason(t *testing.T) {
+	ca := testcerts.NewCA(t, "ca")
+	other := testcerts.NewCA(t, "other")
+	srv := ca.Issue(t, "server", "tfsbridge")
+	stranger := other.Issue(t, "stranger", "stranger")
+	server, err := Server(ServerFiles{CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: ca.File})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		client func(net.Conn) // what the peer does
+		want   string
+	}{
+		{"plaintext", func(c net.Conn) { _, _ = io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") }, ReasonNotTLS},
+		{"no client certificate", tlsClient(t, ClientFiles{CAFile: ca.File}), ReasonNoClientCertificate},
+		{"foreign client certificate", tlsClient(t, ClientFiles{CAFile: ca.File, CertFile: stranger.CertFile, KeyFile: stranger.KeyFile}), ReasonBadClientCert},
+		{"gone", func(c net.Conn) {}, ReasonClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c1, c2 := tcpPair(t)
+			go func() { tc.client(c2); _ = c2.Close() }()
+			s := tls.Server(c1, server)
+			err := s.Handshake()
+			if err == nil {
+				_, err = s.Read(make([]byte, 1)) // TLS 1.3 client auth fails here
+			}
+			if err == nil {
+				t.Fatal("handshake succeeded")
+			}
+			if got := HandshakeReason(err); got != tc.want {
+				t.Errorf("HandshakeReason(%v) = %s, want %s", err, got, tc.want)
+			}
+		})
+	}
+}
+
+// tlsClient returns a peer that handshakes with f's configuration.
+func tlsClient(t *testing.T, f ClientFiles) func(net.Conn) {
+	cfg, err := Client(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ServerName = "localhost"
+	return func(c net.Conn) {
+		tc := tls.Client(c, cfg)
+		if tc.Handshake() == nil {
+			_, _ = tc.Write([]byte("x"))
+			_, _ = tc.Read(make([]byte, 1))
+		}
+	}
+}
+
+// tcpPair returns both ends of a loopback TCP connection, closed when the
+// test ends, with a generous deadline so a stuck handshake fails the test
+// rather than hanging it.
+func tcpPair(t *testing.T) (server, client net.Conn) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Close(); _ = client.Close() })
+	deadline := time.Now().Add(30 * time.Second)
+	_ = server.SetDeadline(deadline)
+	_ = client.SetDeadline(deadline)
+	return server, client
 }

@@ -55,8 +55,8 @@ func TestMetrics(t *testing.T) {
 				`tfsbridge_body_size_bytes_count{stage="tf_response"}`: 2,
 				`tfsbridge_body_size_bytes_sum{stage="tf_response"}`:   float64(2 * len(readmeResponse)),
 
-				`tfsbridge_inflight_streams{adapter="` + adapter[via] + `"}`: 0,
-				`tfsbridge_backend_errors_total{kind="not_found"}`:           1,
+				`tfsbridge_inflight_streams{adapter="` + adapter[via] + `"}`:        0,
+				`tfsbridge_backend_errors_total{kind="not_found",server="default"}`: 1,
 
 				// Every answered TF request is timed, by verb and code.
 				`tfsbridge_request_duration_seconds_count{code="200",verb="predict"}`: 2,
@@ -65,8 +65,8 @@ func TestMetrics(t *testing.T) {
 				`tfsbridge_request_duration_seconds_count{code="400",verb="invalid"}`: 1,
 				// Two metadata fetches (half_plus_two, nope), Triton's config
 				// for the one that exists.
-				`tfsbridge_backend_request_duration_seconds_count{call="metadata"}`: 2,
-				`tfsbridge_backend_request_duration_seconds_count{call="config"}`:   1,
+				`tfsbridge_backend_request_duration_seconds_count{call="metadata",server="default"}`: 2,
+				`tfsbridge_backend_request_duration_seconds_count{call="config",server="default"}`:   1,
 				// go test binaries carry no module version or VCS stamp.
 				`tfsbridge_build_info{go_version="` + bi.GoVersion + `",revision="` + bi.Revision + `",version="` + bi.Version + `"}`: 1,
 			}

@@ -3,8 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -110,6 +112,10 @@ type stack struct {
 	// Serve has returned.
 	stopBridge context.CancelFunc
 	bridgeDone chan struct{}
+	// serveErr is Serve's result once bridgeDone is closed; a test that
+	// cuts exchanges on purpose sets cutExpected.
+	serveErr    error
+	cutExpected bool
 
 	mu         sync.Mutex
 	violations int // violations already reported, by env then envFD
@@ -195,17 +201,16 @@ func (s *stack) startBridge(t testing.TB) {
 	s.proxyURL = "http://" + l.Proxy.Addr().String()
 	s.adminURL = "http://" + l.Admin.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
-	var serveErr error
 	s.stopBridge, s.bridgeDone = cancel, make(chan struct{})
 	go func() {
-		serveErr = s.bridge.Serve(ctx, l)
+		s.serveErr = s.bridge.Serve(ctx, l)
 		close(s.bridgeDone)
 	}()
 	t.Cleanup(func() {
 		cancel()
 		<-s.bridgeDone
-		if serveErr != nil {
-			t.Errorf("bridge: %v", serveErr)
+		if s.serveErr != nil && !(s.cutExpected && errors.Is(s.serveErr, bridge.ErrCut)) {
+			t.Errorf("bridge: %v", s.serveErr)
 		}
 	})
 }
@@ -318,6 +323,9 @@ type request struct {
 	// GET otherwise.
 	body   string
 	header map[string]string
+	// repeated are headers sent with every one of their values, empty
+	// ones included, as separate header lines.
+	repeated http.Header
 	// chunked sends the body without a content-length.
 	chunked bool
 }
@@ -354,6 +362,9 @@ func send(ctx context.Context, c *http.Client, base string, rq request) (respons
 	}
 	for k, v := range rq.header {
 		req.Header.Set(k, v)
+	}
+	for k, vs := range rq.repeated {
+		req.Header[http.CanonicalHeaderKey(k)] = vs
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -508,9 +519,18 @@ type faultInjector struct {
 	next     http.Handler
 	inflight atomic.Int64
 	infers   atomic.Int64
+	// serverHeaders are the x-tfsbridge-server values of the last
+	// request that reached the v2 server.
+	serverHeaders atomic.Pointer[[]string]
 }
 
+// faultReset as hdrFaultStatus makes the injector reset the connection
+// without answering.
+const faultReset = "reset"
+
 func (f *faultInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	vals := r.Header.Values("X-Tfsbridge-Server")
+	f.serverHeaders.Store(&vals)
 	if !strings.HasSuffix(r.URL.Path, "/infer") {
 		f.next.ServeHTTP(w, r)
 		return
@@ -521,6 +541,16 @@ func (f *faultInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	code := r.Header.Get(hdrFaultStatus)
 	if code == "" {
 		f.next.ServeHTTP(w, r)
+		return
+	}
+	if code == faultReset {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0) // RST, not FIN
+			}
+			_ = c.Close()
+		}
 		return
 	}
 	_, _ = io.Copy(io.Discard, r.Body)

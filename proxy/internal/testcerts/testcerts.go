@@ -62,13 +62,20 @@ func NewCA(t testing.TB, name string) *CA {
 // server and as a client, and writes it as name.pem and name-key.pem.
 func (ca *CA) Issue(t testing.TB, name, cn string) Pair {
 	t.Helper()
+	return ca.IssueValid(t, name, cn, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+}
+
+// IssueValid is Issue with the given validity period: for expired and
+// not-yet-valid certificates.
+func (ca *CA) IssueValid(t testing.TB, name, cn string, notBefore, notAfter time.Time) Pair {
+	t.Helper()
 	key := newKey(t)
 	ca.n++
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(ca.n),
 		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:     []string{"localhost"},

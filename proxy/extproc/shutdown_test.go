@@ -1,0 +1,80 @@
+package extproc
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
+)
+
+// TestShutdownCut: a stream still in progress when the shutdown's time
+// runs out is cut and counted. A full-duplex stream that withholds a
+// headers reply (its request body still arriving) answers TF's 503 first:
+// Envoy awaits a reply there, so an immediate_response is one. A stream
+// whose request is at the v2 server has no message to answer (an
+// immediate_response then is spurious to Envoy), so it is just closed and
+// Envoy answers.
+func TestShutdownCut(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		duplex, whole bool // full-duplex mode; the whole request body sent
+		answered      bool
+	}{
+		{"full-duplex body arriving", true, false, true},
+		{"full-duplex at the v2 server", true, true, false},
+		{"buffered at the v2 server", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t)
+			s := h.stream(t)
+			first := requestHeaders(false, ":method", "POST", ":path", "/v1/models/half_plus_two:predict", "content-type", "application/json")
+			body := []byte(`{"instances": [1.0]}`)
+			switch {
+			case tc.duplex && !tc.whole:
+				if err := s.Send(withConfig(first, fullDuplex)); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Send(chunkMsg(body[:5], false, true)); err != nil {
+					t.Fatal(err)
+				}
+				// Generous: the processor only has to take the chunk in.
+				deadline := time.Now().Add(30 * time.Second)
+				for h.srv.proc.holding.Load() != 1 {
+					if time.Now().After(deadline) {
+						t.Fatal("the stream never withheld its headers reply")
+					}
+					time.Sleep(time.Millisecond)
+				}
+			case tc.duplex:
+				if err := s.Send(withConfig(first, fullDuplex)); err != nil {
+					t.Fatal(err)
+				}
+				sendChunks(t, s, body, len(body), true)
+				if resp, err := s.Recv(); err != nil || resp.GetRequestHeaders() == nil {
+					t.Fatalf("first reply %v, %v", resp, err)
+				}
+				_ = streamedBody(t, s, true)
+			default:
+				exchange(t, s, first)
+				exchange(t, s, requestBody(body, true))
+			}
+			stopped := make(chan struct{})
+			go func() { h.srv.Shutdown(0); close(stopped) }()
+			resp, err := s.Recv()
+			ir := resp.GetImmediateResponse()
+			if tc.answered {
+				if err != nil || ir.GetStatus().GetCode() != 503 || !strings.Contains(string(ir.GetBody()), inflight.MsgShutdown) {
+					t.Errorf("reply %v, %v; want TF's 503", resp, err)
+				}
+			} else if err == nil {
+				t.Errorf("got %v, want the stream closed without a reply", resp)
+			}
+			_ = s.CloseSend()
+			<-stopped
+			if st := h.srv.Stats(); st.Cut != 1 || st.Drained != 0 {
+				t.Errorf("stats %+v, want 1 cut", st)
+			}
+		})
+	}
+}
