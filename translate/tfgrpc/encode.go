@@ -30,8 +30,11 @@ func SizeTensorProto(t *tensor.Tensor, enc Encoding) int {
 	switch v := valuesSize(t, enc); {
 	case t.DataType == tensor.Bytes && enc == TypedFields:
 		n += v // one string_val field per string, headers included
-	case v > 0:
+	case v > 0 && enc == TensorContent:
 		n += sizeBytesField(v)
+	case v > 0:
+		// uint32_val (16) and uint64_val (17) take two tag bytes.
+		n += protowire.SizeTag(typedField(t.DataType)) + protowire.SizeBytes(v)
 	}
 	return n
 }
@@ -166,6 +169,15 @@ func typedValue(t *tensor.Tensor, i int) uint64 {
 		return uint64(binary.LittleEndian.Uint32(d[4*i:]))
 	}
 	return binary.LittleEndian.Uint64(d[8*i:])
+}
+
+// SizePredictResponse is the size AppendPredictResponse writes.
+func SizePredictResponse(outputs []tensor.Tensor, spec ModelSpec, enc Encoding) int {
+	total := sizeBytesField(sizeModelSpec(&spec))
+	for i := range outputs {
+		total += sizeBytesField(entrySize(outputs[i].Name, SizeTensorProto(&outputs[i], enc)))
+	}
+	return total
 }
 
 // AppendPredictResponse appends a PredictResponse: the outputs map (one

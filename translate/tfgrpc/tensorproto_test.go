@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/tfsbridge/tfsbridge/translate/internal/grpcproto"
@@ -49,39 +48,13 @@ func raw(t testing.TB, msg []byte) (tensor.DataType, []int64, []byte, error) {
 }
 
 // tpMsg builds a TensorProto with the protobuf runtime, as a generated
-// client (tensorflow-serving-api's Python classes) would: set fills the
-// value fields by name.
+// client (tensorflow-serving-api's Python classes) would.
 func tpMsg(t testing.TB, dtype int32, dims []int64, set func(m protoreflect.Message)) []byte {
 	t.Helper()
-	m := grpcproto.New("tensorflow.TensorProto")
-	fs := m.Descriptor().Fields()
-	m.Set(fs.ByName("dtype"), protoreflect.ValueOfInt32(dtype))
-	shape := m.Mutable(fs.ByName("tensor_shape")).Message()
-	dimList := shape.Mutable(shape.Descriptor().Fields().ByName("dim")).List()
-	for _, d := range dims {
-		dm := dimList.NewElement().Message()
-		dm.Set(dm.Descriptor().Fields().ByName("size"), protoreflect.ValueOfInt64(d))
-		dimList.Append(protoreflect.ValueOfMessage(dm))
-	}
-	if set != nil {
-		set(m)
-	}
-	b, err := proto.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return grpcproto.Marshal(grpcproto.TensorProto(dtype, dims, set))
 }
 
-// appendVals appends values to the repeated field name.
-func appendVals(name string, vs ...protoreflect.Value) func(m protoreflect.Message) {
-	return func(m protoreflect.Message) {
-		l := m.Mutable(m.Descriptor().Fields().ByName(protoreflect.Name(name))).List()
-		for _, v := range vs {
-			l.Append(v)
-		}
-	}
-}
+var appendVals = grpcproto.Values
 
 func f32s(vs ...float32) []byte {
 	var b []byte
@@ -225,11 +198,7 @@ func TestTensorProtoEveryDType(t *testing.T) {
 }
 
 func TestTensorProtoFromProtoRules(t *testing.T) {
-	content := func(b []byte) func(protoreflect.Message) {
-		return func(m protoreflect.Message) {
-			m.Set(m.Descriptor().Fields().ByName("tensor_content"), protoreflect.ValueOfBytes(b))
-		}
-	}
+	content := grpcproto.Content
 	both := func(fs ...func(protoreflect.Message)) func(protoreflect.Message) {
 		return func(m protoreflect.Message) {
 			for _, f := range fs {

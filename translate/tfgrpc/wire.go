@@ -81,8 +81,9 @@ func merge(prev, next []byte, seen bool) []byte {
 	return append(append(out, prev...), next...)
 }
 
-// Sizes and appenders of the encoder. Every field number used here is
-// below 16, so every tag is one byte.
+// Sizes and appenders of the encoder. sizeBytesField and sizeVarintField
+// are for field numbers below 16 (one tag byte); the typed fields above
+// (uint32_val, uint64_val) are sized where they are written.
 
 func sizeBytesField(n int) int { return 1 + protowire.SizeBytes(n) }
 
