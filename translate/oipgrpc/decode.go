@@ -60,13 +60,18 @@ func decodeInfer(msg []byte, request bool, lim tensor.Limits) (*Message, error) 
 			tensors = append(tensors, f.v)
 		case f.num == rawNum:
 			raw = append(raw, f.v)
+		case f.num == fParameters:
+			err = checkParameters(f.v)
 		case request && f.num == fReqOutputs:
 			var name string
 			err = walk(f.v, func(f *field) error {
-				if f.num == fOutputName && f.typ == protowire.BytesType {
+				switch {
+				case f.num == fOutputName && f.typ == protowire.BytesType:
 					var err error
 					name, err = str(f.v)
 					return err
+				case f.num == fOutputParameters && f.typ == protowire.BytesType:
+					return checkParameters(f.v)
 				}
 				return nil
 			})
@@ -106,8 +111,15 @@ func decodeInfer(msg []byte, request bool, lim tensor.Limits) (*Message, error) 
 					t.Shape = append(t.Shape, int64(d))
 					v = v[n:]
 				}
+			case f.num == fTensorParameters && f.typ == protowire.BytesType:
+				return checkParameters(f.v)
 			case f.num == fTensorContents && f.typ == protowire.BytesType:
-				contents = append(contents, f.v...) // merged occurrences
+				// Occurrences merge: their concatenation, each checked
+				// on its own (a concatenation can hide a bad boundary).
+				if err := checkContents(f.v); err != nil {
+					return err
+				}
+				contents = append(contents, f.v...)
 			}
 			return err
 		})

@@ -14,16 +14,19 @@ const (
 	fModelName    protowire.Number = 1
 	fModelVersion protowire.Number = 2
 	fID           protowire.Number = 3
+	fParameters   protowire.Number = 4
 	fTensors      protowire.Number = 5 // inputs (request), outputs (response)
 	fReqOutputs   protowire.Number = 6 // requested outputs
 	fReqRaw       protowire.Number = 7 // raw_input_contents
 	fRespRaw      protowire.Number = 6 // raw_output_contents
 
-	fTensorName     protowire.Number = 1
-	fTensorDatatype protowire.Number = 2
-	fTensorShape    protowire.Number = 3
-	fTensorContents protowire.Number = 5
-	fOutputName     protowire.Number = 1
+	fTensorName       protowire.Number = 1
+	fTensorDatatype   protowire.Number = 2
+	fTensorShape      protowire.Number = 3
+	fTensorParameters protowire.Number = 4
+	fTensorContents   protowire.Number = 5
+	fOutputName       protowire.Number = 1
+	fOutputParameters protowire.Number = 2
 
 	fBoolContents   protowire.Number = 1
 	fIntContents    protowire.Number = 2

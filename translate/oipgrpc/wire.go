@@ -25,7 +25,9 @@ func walk(msg []byte, f func(fl *field) error) error {
 	var fl field
 	for len(msg) > 0 {
 		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 {
+		// A field number beyond 2^29-1 cannot be written in a 32-bit
+		// tag: protobuf's parsers refuse it.
+		if n < 0 || num > protowire.MaxValidNumber {
 			return errMalformed
 		}
 		msg = msg[n:]
@@ -113,4 +115,56 @@ func wrapBad(what string, err error) error {
 		return err
 	}
 	return bad(what, err, "%v", err)
+}
+
+// checkParameters checks a map<string, InferParameter> entry as protobuf
+// parses it: the wire, a UTF-8 key, a UTF-8 string_param. tfsbridge
+// reads no parameter, but a message protobuf would refuse is refused.
+func checkParameters(entry []byte) error {
+	return walk(entry, func(f *field) error {
+		if f.typ != protowire.BytesType {
+			return nil
+		}
+		switch f.num {
+		case 1:
+			_, err := str(f.v)
+			return err
+		case 2:
+			return walk(f.v, func(p *field) error {
+				if p.num == 3 && p.typ == protowire.BytesType {
+					_, err := str(p.v)
+					return err
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+}
+
+// checkContents checks every packed field of an InferTensorContents (the
+// ones of other datatypes than the tensor's included), as protobuf parses
+// them.
+func checkContents(contents []byte) error {
+	return walk(contents, func(f *field) error {
+		if f.typ != protowire.BytesType || f.num < fBoolContents || f.num > fFP64Contents {
+			return nil
+		}
+		for v := f.v; len(v) > 0; {
+			var n int
+			switch f.num {
+			case fFP32Contents:
+				_, n = protowire.ConsumeFixed32(v)
+			case fFP64Contents:
+				_, n = protowire.ConsumeFixed64(v)
+			default:
+				_, n = protowire.ConsumeVarint(v)
+			}
+			if n < 0 {
+				return errMalformed
+			}
+			v = v[n:]
+		}
+		return nil
+	})
 }

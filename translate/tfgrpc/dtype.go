@@ -91,6 +91,7 @@ const (
 	fTPUint64Val     protowire.Number = 17
 	fShapeDim        protowire.Number = 2
 	fDimSize         protowire.Number = 1
+	fDimName         protowire.Number = 2
 	maxRank                           = 254 // TensorShape::MaxDimensions
 	fInt64ValueValue protowire.Number = 1   // google.protobuf.Int64Value.value
 )

@@ -56,19 +56,17 @@ type ExamplesRequest struct {
 // example); over it, ok is false.
 func DecodeExamplesRequest(msg []byte, maxBytes int64) (r *ExamplesRequest, ok bool, err error) {
 	r = &ExamplesRequest{}
-	var spec, input []byte
-	inputSeen := false
+	var spec, input message
 	err = walk(msg, func(f *field) error {
 		if f.typ != protowire.BytesType {
 			return nil
 		}
 		switch f.num {
 		case fExReqSpec:
-			spec = merge(spec, f.v, r.HasSpec)
 			r.HasSpec = true
+			return spec.add(f.v)
 		case fExReqInput:
-			input = merge(input, f.v, inputSeen)
-			inputSeen = true
+			return input.add(f.v)
 		}
 		return nil
 	})
@@ -76,30 +74,29 @@ func DecodeExamplesRequest(msg []byte, maxBytes int64) (r *ExamplesRequest, ok b
 		return nil, false, err
 	}
 	if r.HasSpec {
-		if r.Spec, err = DecodeModelSpec(spec); err != nil {
+		if r.Spec, err = DecodeModelSpec(spec.b); err != nil {
 			return nil, false, err
 		}
 	}
 	// Input is a oneof of two messages: the last one sent wins (and a
 	// repeated one merges).
-	var list []byte
-	withContext, listSeen := false, false
-	err = walk(input, func(f *field) error {
+	var list message
+	withContext := false
+	err = walk(input.b, func(f *field) error {
 		if f.typ != protowire.BytesType || (f.num != fInputList && f.num != fInputListContext) {
 			return nil
 		}
-		ctx := f.num == fInputListContext
-		list = merge(list, f.v, listSeen && ctx == withContext)
-		withContext, listSeen = ctx, true
-		return nil
+		if ctx := f.num == fInputListContext; ctx != withContext {
+			list, withContext = message{}, ctx // the other member of the oneof
+		}
+		return list.add(f.v)
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	var examples [][]byte
-	var context []byte
-	contextSeen := false
-	err = walk(list, func(f *field) error {
+	var context message
+	err = walk(list.b, func(f *field) error {
 		if f.typ != protowire.BytesType {
 			return nil
 		}
@@ -113,8 +110,7 @@ func DecodeExamplesRequest(msg []byte, maxBytes int64) (r *ExamplesRequest, ok b
 			if err := checkExample(f.v); err != nil {
 				return err
 			}
-			context = merge(context, f.v, contextSeen)
-			contextSeen = true
+			return context.add(f.v)
 		}
 		return nil
 	})
@@ -123,16 +119,16 @@ func DecodeExamplesRequest(msg []byte, maxBytes int64) (r *ExamplesRequest, ok b
 	}
 	total := int64(0)
 	for _, e := range examples {
-		total += int64(len(context) + len(e))
+		total += int64(len(context.b) + len(e))
 	}
 	if maxBytes > 0 && total > maxBytes {
 		return nil, false, nil
 	}
-	if len(context) > 0 {
+	if len(context.b) > 0 {
 		buf := make([]byte, 0, total)
 		for i, e := range examples {
 			start := len(buf)
-			buf = append(append(buf, context...), e...)
+			buf = append(append(buf, context.b...), e...)
 			examples[i] = buf[start:len(buf):len(buf)]
 		}
 	}

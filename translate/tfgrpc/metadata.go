@@ -49,15 +49,15 @@ type MetadataRequest struct {
 // DecodeMetadataRequest decodes a GetModelMetadataRequest.
 func DecodeMetadataRequest(msg []byte) (*MetadataRequest, error) {
 	r := &MetadataRequest{}
-	var spec []byte
+	var spec message
 	err := walk(msg, func(f *field) error {
 		if f.typ != protowire.BytesType {
 			return nil
 		}
 		switch f.num {
 		case fMetaReqSpec:
-			spec = merge(spec, f.v, r.HasSpec)
 			r.HasSpec = true
+			return spec.add(f.v)
 		case fMetaReqFields:
 			s, err := str(f.v)
 			if err != nil {
@@ -68,7 +68,7 @@ func DecodeMetadataRequest(msg []byte) (*MetadataRequest, error) {
 		return nil
 	})
 	if err == nil && r.HasSpec {
-		r.Spec, err = DecodeModelSpec(spec)
+		r.Spec, err = DecodeModelSpec(spec.b)
 	}
 	if err != nil {
 		return nil, err
@@ -193,16 +193,16 @@ type StatusRequest struct {
 // DecodeStatusRequest decodes a GetModelStatusRequest.
 func DecodeStatusRequest(msg []byte) (*StatusRequest, error) {
 	r := &StatusRequest{}
-	var spec []byte
+	var spec message
 	err := walk(msg, func(f *field) error {
 		if f.num == fStatusReqSpec && f.typ == protowire.BytesType {
-			spec = merge(spec, f.v, r.HasSpec)
 			r.HasSpec = true
+			return spec.add(f.v)
 		}
 		return nil
 	})
 	if err == nil && r.HasSpec {
-		r.Spec, err = DecodeModelSpec(spec)
+		r.Spec, err = DecodeModelSpec(spec.b)
 	}
 	if err != nil {
 		return nil, err

@@ -154,7 +154,7 @@ const maxMapScan = 16
 // (predict_streamed_options, client_id, request_options) are skipped.
 func DecodePredictRequest(msg []byte) (*PredictRequest, error) {
 	r := &PredictRequest{}
-	var spec []byte
+	var spec message
 	var index map[string]int
 	err := walk(msg, func(f *field) error {
 		if f.typ != protowire.BytesType {
@@ -162,8 +162,8 @@ func DecodePredictRequest(msg []byte) (*PredictRequest, error) {
 		}
 		switch f.num {
 		case fPredReqSpec:
-			spec = merge(spec, f.v, r.HasSpec)
 			r.HasSpec = true
+			return spec.add(f.v)
 		case fPredReqInputs:
 			name, value, err := decodeEntry(f.v)
 			if err != nil {
@@ -187,7 +187,7 @@ func DecodePredictRequest(msg []byte) (*PredictRequest, error) {
 		return nil, err
 	}
 	if r.HasSpec {
-		if r.Spec, err = DecodeModelSpec(spec); err != nil {
+		if r.Spec, err = DecodeModelSpec(spec.b); err != nil {
 			return nil, err
 		}
 	}
@@ -225,7 +225,7 @@ func putEntry(list *[]NamedTensor, index map[string]int, e NamedTensor) map[stri
 // decodeEntry decodes a map<string, message> entry: an absent key is "",
 // an absent value the empty message; repeated values merge.
 func decodeEntry(b []byte) (key string, value []byte, err error) {
-	seen := false
+	var v message
 	err = walk(b, func(f *field) error {
 		if f.typ != protowire.BytesType {
 			return nil
@@ -236,10 +236,9 @@ func decodeEntry(b []byte) (key string, value []byte, err error) {
 			key, err = str(f.v)
 			return err
 		case fMapValue:
-			value = merge(value, f.v, seen)
-			seen = true
+			return v.add(f.v)
 		}
 		return nil
 	})
-	return key, value, err
+	return key, v.b, err
 }

@@ -44,15 +44,13 @@ type TensorProto struct {
 // reported by Check and RawSize.
 func DecodeTensorProto(msg []byte) (TensorProto, error) {
 	t := TensorProto{msg: msg, ShapeOK: true}
-	var shape []byte
-	shapeSeen := false
+	var shape message
 	err := walk(msg, func(f *field) error {
 		switch {
 		case f.num == fTPDtype && f.typ == protowire.VarintType:
 			t.DType = DType(int32(f.u))
 		case f.num == fTPShape && f.typ == protowire.BytesType:
-			shape = merge(shape, f.v, shapeSeen)
-			shapeSeen = true
+			return shape.add(f.v)
 		case f.num == fTPContent && f.typ == protowire.BytesType:
 			t.Content = f.v
 		case f.num == fTPStringVal && f.typ == protowire.BytesType:
@@ -78,7 +76,7 @@ func DecodeTensorProto(msg []byte) (TensorProto, error) {
 	if err != nil {
 		return TensorProto{}, err
 	}
-	if err := t.decodeShape(shape); err != nil {
+	if err := t.decodeShape(shape.b); err != nil {
 		return TensorProto{}, err
 	}
 	return t, nil
@@ -131,8 +129,12 @@ func (t *TensorProto) decodeShape(b []byte) error {
 		}
 		size := int64(0)
 		if err := walk(f.v, func(d *field) error {
-			if d.num == fDimSize && d.typ == protowire.VarintType {
+			switch {
+			case d.num == fDimSize && d.typ == protowire.VarintType:
 				size = int64(d.u)
+			case d.num == fDimName && d.typ == protowire.BytesType:
+				_, err := str(d.v) // a proto3 string: UTF-8 or no parse
+				return err
 			}
 			return nil
 		}); err != nil {

@@ -28,7 +28,9 @@ func walk(msg []byte, f func(fl *field) error) error {
 	var fl field
 	for len(msg) > 0 {
 		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 {
+		// A field number beyond 2^29-1 cannot be written in a 32-bit
+		// tag: protobuf's parsers refuse it.
+		if n < 0 || num > protowire.MaxValidNumber {
 			return ErrMalformed
 		}
 		msg = msg[n:]
@@ -70,16 +72,38 @@ func str(v []byte) (string, error) {
 	return string(v), nil
 }
 
-// merge returns the concatenation of a message field's occurrences, which
-// protobuf reads as their merge. One occurrence, the usual case, is
-// returned as is (aliasing the message).
-func merge(prev, next []byte, seen bool) []byte {
-	if !seen {
-		return next
-	}
-	out := make([]byte, 0, len(prev)+len(next))
-	return append(append(out, prev...), next...)
+// message accumulates the occurrences of a singular message field, which
+// protobuf reads as their merge: the concatenation of their bytes. One
+// occurrence, the usual case, stays as it is (aliasing the message, and
+// checked when it is decoded); from the second on each is checked on its
+// own first, since a concatenation can hide a bad boundary (a truncated
+// varint completed by the next occurrence's bytes).
+type message struct {
+	b []byte
+	n int
 }
+
+func (m *message) add(v []byte) error {
+	m.n++
+	switch m.n {
+	case 1:
+		m.b = v
+		return nil
+	case 2:
+		if err := checkWire(m.b); err != nil {
+			return err
+		}
+		m.b = append(make([]byte, 0, len(m.b)+len(v)), m.b...)
+	}
+	if err := checkWire(v); err != nil {
+		return err
+	}
+	m.b = append(m.b, v...)
+	return nil
+}
+
+// checkWire checks the wire structure of one message level.
+func checkWire(b []byte) error { return walk(b, func(*field) error { return nil }) }
 
 // Sizes and appenders of the encoder. sizeBytesField and sizeVarintField
 // are for field numbers below 16 (one tag byte); the typed fields above
