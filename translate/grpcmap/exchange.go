@@ -117,15 +117,19 @@ func (ex *Exchange) spec(signature bool, v2Version string, versions []string, op
 }
 
 // servedVersion is the version TF names in answers: the request's, the
-// resolver's (a label), the v2 server's when numeric (Triton answers the
-// executed version), the highest numeric version v2 metadata lists, the
-// configured default, or none.
+// resolver's (a label), the numeric v2 version the call named, the v2
+// server's when numeric (Triton answers the executed version), the
+// highest numeric version v2 metadata lists, the configured default, or
+// none.
 func (ex *Exchange) servedVersion(v2Version string, versions []string, opt Options) (int64, bool) {
 	switch {
 	case ex.Route.HasVersion:
 		return ex.Route.Version, true
 	case ex.Target.HasServed:
 		return ex.Target.Served, true
+	}
+	if v, ok := parseVersion(ex.Target.Version); ok {
+		return v, true // the version the call named
 	}
 	if v, ok := parseVersion(v2Version); ok {
 		return v, true

@@ -274,13 +274,21 @@ func PredictResponse(dst, msg []byte, ex *Exchange, opt Options) ([]byte, error)
 	return tfgrpc.AppendPredictResponse(dst, outputs, spec, opt.Encoding), nil
 }
 
-// tfNames renames decoded v2 outputs to their TF names.
+// tfNames renames decoded v2 outputs to their TF names and, as the REST
+// decoder does, reports an output the signature declares of rank 1 that
+// came back [N,1] as [N] (MLServer's numpy codec reshapes 1-D outputs).
 func tfNames(outputs []tensor.Tensor, sig *tensor.Signature) []tensor.Tensor {
-	if sig == nil || sig.Wire == nil {
+	if sig == nil {
 		return outputs
 	}
 	for i := range outputs {
-		outputs[i].Name = fromWire(outputs[i].Name, sig.Outputs, sig.Wire.Outputs)
+		o := &outputs[i]
+		if sig.Wire != nil {
+			o.Name = fromWire(o.Name, sig.Outputs, sig.Wire.Outputs)
+		}
+		if spec, ok := sig.Output(o.Name); ok && len(spec.Shape) == 1 && len(o.Shape) == 2 && o.Shape[1] == 1 {
+			o.Shape = o.Shape[:1:1]
+		}
 	}
 	return outputs
 }
