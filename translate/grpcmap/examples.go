@@ -53,7 +53,7 @@ func ExamplesRequest(dst, msg []byte, m tfexample.Method, resolve Resolver, opt 
 		return nil, nil, apierr.New(apierr.InvalidArgument, "Input is empty.")
 	}
 	if int64(n) > opt.Limits.OrDefault().MaxElements {
-		return nil, nil, apierr.Errorf(apierr.ResourceExhausted, "request has more than %d tensor elements", opt.Limits.OrDefault().MaxElements)
+		return nil, nil, tooManyElements(opt)
 	}
 	ex := &Exchange{Method: method, Route: r, SignatureName: sigName, Target: target, Examples: n, V2Path: V2ModelInfer}
 	sig := target.Signature

@@ -59,9 +59,9 @@ func PredictRequest(dst, msg []byte, resolve Resolver, opt Options) ([]byte, *Ex
 	checked := sig != nil && len(sig.Inputs) > 0
 	var inputs []predictInput
 	if checked {
-		inputs, err = signatureInputs(req, sig)
+		inputs, err = signatureInputs(req, sig, opt)
 	} else {
-		inputs, err = requestInputs(req)
+		inputs, err = requestInputs(req, opt)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -83,10 +83,7 @@ func PredictRequest(dst, msg []byte, resolve Resolver, opt Options) ([]byte, *Ex
 			return nil, nil, apierr.InvalidArgumentf("input '%s' has datatype BF16, which the %s server does not support", in.alias, kindTitle(opt.Kind))
 		}
 		if elems += in.n; elems > opt.Limits.OrDefault().MaxElements {
-			return nil, nil, apierr.Errorf(apierr.ResourceExhausted, "request has more than %d tensor elements", opt.Limits.OrDefault().MaxElements)
-		}
-		if in.size, err = in.tp.RawSize(in.dt, in.n); err != nil {
-			return nil, nil, apierr.Wrap(apierr.InvalidArgument, err, "tensor parsing error: "+in.alias)
+			return nil, nil, tooManyElements(opt)
 		}
 		if total += in.size; total > opt.maxBytes() {
 			return nil, nil, tooLarge("ModelInferRequest", opt)
@@ -97,7 +94,7 @@ func PredictRequest(dst, msg []byte, resolve Resolver, opt Options) ([]byte, *Ex
 
 // signatureInputs is VerifyRequestInputsSize and GetInputValues: the
 // request's inputs in signature order, each read as FromProto would.
-func signatureInputs(req *tfgrpc.PredictRequest, sig *tensor.Signature) ([]predictInput, error) {
+func signatureInputs(req *tfgrpc.PredictRequest, sig *tensor.Signature, opt Options) ([]predictInput, error) {
 	sent := make([]string, len(req.Inputs))
 	for i := range req.Inputs {
 		sent[i] = req.Inputs[i].Name
@@ -123,7 +120,7 @@ func signatureInputs(req *tfgrpc.PredictRequest, sig *tensor.Signature) ([]predi
 			return nil, apierr.InvalidArgumentf("Signature input alias: %s(feed name: %s:0) not found in request and no default value provided. Inputs expected to be in the request {%s}, or default input alias set: ",
 				spec.Name, spec.Name, strings.Join(sortedNames(sent), ","))
 		}
-		in, err := readInput(spec.Name, tp)
+		in, err := readInput(spec.Name, tp, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -134,10 +131,10 @@ func signatureInputs(req *tfgrpc.PredictRequest, sig *tensor.Signature) ([]predi
 
 // requestInputs is the request's inputs as sent, for a model whose
 // signature v2 metadata does not give.
-func requestInputs(req *tfgrpc.PredictRequest) ([]predictInput, error) {
+func requestInputs(req *tfgrpc.PredictRequest, opt Options) ([]predictInput, error) {
 	inputs := make([]predictInput, 0, len(req.Inputs))
 	for i := range req.Inputs {
-		in, err := readInput(req.Inputs[i].Name, &req.Inputs[i].Tensor)
+		in, err := readInput(req.Inputs[i].Name, &req.Inputs[i].Tensor, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -146,8 +143,11 @@ func requestInputs(req *tfgrpc.PredictRequest) ([]predictInput, error) {
 	return inputs, nil
 }
 
-// readInput is Tensor::FromProto's shape and dtype checks.
-func readInput(alias string, tp *tfgrpc.TensorProto) (predictInput, error) {
+// readInput is Tensor::FromProto: the shape, the dtype, then the values
+// (tensor_content's size, its string list, its bools), with the element
+// count bounded first (a shape is free to send, the tensor it names is
+// not: TF would allocate it).
+func readInput(alias string, tp *tfgrpc.TensorProto, opt Options) (predictInput, error) {
 	dt, n, err := tp.Check()
 	switch {
 	case errors.Is(err, tfgrpc.ErrNoV2):
@@ -155,8 +155,18 @@ func readInput(alias string, tp *tfgrpc.TensorProto) (predictInput, error) {
 			"input '"+alias+"' has TensorFlow dtype "+strconv.Itoa(int(tp.DType))+", which the v2 inference protocol has no datatype for")
 	case err != nil:
 		return predictInput{}, apierr.Wrap(apierr.InvalidArgument, err, "tensor parsing error: "+alias)
+	case n > opt.Limits.OrDefault().MaxElements:
+		return predictInput{}, tooManyElements(opt)
 	}
-	return predictInput{alias: alias, tp: tp, dt: dt, n: n}, nil
+	size, err := tp.RawSize(dt, n)
+	if err != nil {
+		return predictInput{}, apierr.Wrap(apierr.InvalidArgument, err, "tensor parsing error: "+alias)
+	}
+	return predictInput{alias: alias, tp: tp, dt: dt, n: n, size: size}, nil
+}
+
+func tooManyElements(opt Options) error {
+	return apierr.Errorf(apierr.ResourceExhausted, "request has more than %d tensor elements", opt.Limits.OrDefault().MaxElements)
 }
 
 // outputFilter checks output_filter against the signature's outputs (TF's

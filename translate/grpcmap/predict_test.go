@@ -308,3 +308,19 @@ func TestPredictResponseMissingOutput(t *testing.T) {
 		t.Errorf("garbage answer: %v → code %d, want INTERNAL", err, code)
 	}
 }
+
+// TF reads every input (Tensor::FromProto) before it looks at
+// output_filter, and a shape whose byte size overflows is refused before
+// anything is sized from it.
+func TestPredictRequestCheckOrder(t *testing.T) {
+	bad := grpcproto.TensorProto(1, []int64{3}, grpcproto.Content(f32s(1)))
+	msg := grpcproto.PredictRequest(&grpcproto.Spec{Name: "m"}, map[string]*dynamicpb.Message{"x": bad}, "nope")
+	_, _, err := PredictRequest(nil, msg, fixed(testSig(), nil), Options{})
+	wantErr(t, err, apierr.InvalidArgument, "tensor parsing error: x")
+
+	// 2^61+1 doubles: 8 bytes of content match the size modulo 2^64.
+	huge := grpcproto.TensorProto(2, []int64{1<<61 + 1}, grpcproto.Content(f64s(1)))
+	msg = grpcproto.PredictRequest(&grpcproto.Spec{Name: "m"}, map[string]*dynamicpb.Message{"x": huge})
+	_, _, err = PredictRequest(nil, msg, fixed(nil, nil), Options{})
+	wantErr(t, err, apierr.ResourceExhausted, "request has more than 67108864 tensor elements")
+}

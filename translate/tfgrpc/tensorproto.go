@@ -3,6 +3,7 @@ package tfgrpc
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -176,6 +177,11 @@ func (t *TensorProto) Check() (tensor.DataType, int64, error) {
 func (t *TensorProto) RawSize(dt tensor.DataType, n int64) (int64, error) {
 	if n == 0 {
 		return 0, nil
+	}
+	if n > math.MaxInt64/8 {
+		// Its byte size overflows: no allocator holds it (and a size
+		// computed modulo 2^64 could match a short tensor_content).
+		return 0, ErrParse
 	}
 	if len(t.Content) > 0 {
 		if dt == tensor.Bytes {
