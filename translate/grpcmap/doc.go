@@ -9,7 +9,9 @@
 // Each verb is two pure steps the transport calls around its upstream
 // call: XxxRequest(TF message) → (v2 message, Exchange), then
 // XxxResponse(v2 message, Exchange) → TF message; a v2 error status goes
-// through BackendError instead. The transport (ext_proc over HTTP/2, or
+// through BackendError instead. Request and Response dispatch on the
+// Method (ParseMethod reads it from the gRPC path), so a transport needs
+// nothing else: see Request for the whole exchange. The transport (ext_proc over HTTP/2, or
 // the proxy's gRPC listener) handles framing, compression, deadlines and
 // metadata; nothing here knows about gRPC the library.
 //
