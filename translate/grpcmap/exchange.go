@@ -46,6 +46,10 @@ type Target struct {
 	// resolved to its version), when HasServed.
 	Served    int64
 	HasServed bool
+	// Signatures, when set, are every signature of the model in TF names
+	// (the model map's signature entries): GetModelMetadata lists them
+	// instead of the one "serving_default" it builds from v2 metadata.
+	Signatures []tfgrpc.SignatureDef
 }
 
 // Options configure the pipelines.

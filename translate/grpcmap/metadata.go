@@ -63,7 +63,9 @@ func MetadataResponse(dst, msg []byte, ex *Exchange, opt Options) ([]byte, error
 // cached answers without a call): model_spec {name, version} and
 // metadata["signature_def"] = SignatureDefMap{"serving_default": …},
 // each tensor in TF's names (the resolver's renames), its TensorInfo
-// name invented as "<name>:0", dims as v2 declares them (-1 kept).
+// name invented as "<name>:0", dims as v2 declares them (-1 kept); or,
+// when the resolver gave them (Target.Signatures), every signature of
+// the model.
 func MetadataFromSignature(dst []byte, wire *tensor.Signature, ex *Exchange, opt Options) ([]byte, error) {
 	sig := &tensor.Signature{Model: wire.Model, Versions: wire.Versions, Inputs: slices.Clone(wire.Inputs), Outputs: slices.Clone(wire.Outputs)}
 	if t := ex.Target.Signature; t != nil && t.Wire != nil {
@@ -74,8 +76,12 @@ func MetadataFromSignature(dst []byte, wire *tensor.Signature, ex *Exchange, opt
 			sig.Outputs[i].Name = fromWire(sig.Outputs[i].Name, t.Outputs, t.Wire.Outputs)
 		}
 	}
+	defs := ex.Target.Signatures
+	if len(defs) == 0 {
+		defs = []tfgrpc.SignatureDef{{Name: DefaultSignature, Signature: sig, Method: predictMethod}}
+	}
 	spec := ex.spec(false, "", wire.Versions, opt)
-	out := tfgrpc.AppendMetadataResponse(dst, spec, []tfgrpc.SignatureDef{{Name: DefaultSignature, Signature: sig, Method: predictMethod}})
+	out := tfgrpc.AppendMetadataResponse(dst, spec, defs)
 	if int64(len(out)-len(dst)) > opt.maxBytes() {
 		return nil, tooLarge("GetModelMetadataResponse", opt)
 	}

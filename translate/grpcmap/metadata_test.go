@@ -10,6 +10,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/oipgrpc"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfgrpc"
 )
 
 func metadataRequest(spec *grpcproto.Spec, fields ...string) []byte {
@@ -206,5 +207,33 @@ func TestGetModelStatusErrors(t *testing.T) {
 			_, _, err := StatusRequest(nil, tt.msg, fixed(testSig(), nil), Options{})
 			wantErr(t, err, tt.code, tt.errMsg)
 		})
+	}
+}
+
+// A model map's several signatures are all listed, sorted by name.
+func TestMetadataSignatures(t *testing.T) {
+	defs := []tfgrpc.SignatureDef{
+		{Name: "serving_default", Signature: testSig(), Method: "tensorflow/serving/predict"},
+		{Name: "classify", Signature: classifySig(), Method: "tensorflow/serving/classify"},
+	}
+	ex := &Exchange{Method: GetModelMetadata, Route: route.Route{Model: "m", Version: 2, HasVersion: true}, Target: Target{Signatures: defs}}
+	b, err := MetadataResponse(nil, oipgrpc.AppendModelMetadata(nil, testSig()), ex, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := grpcproto.Unmarshal("tensorflow.serving.GetModelMetadataResponse", b)
+	value := grpcproto.Get(mapGet(resp, "metadata", "signature_def"), "value").Bytes()
+	m, err := grpcproto.Unmarshal("tensorflow.serving.SignatureDefMap", value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mapGet(m, "signature_def", "classify")
+	if grpcproto.Get(m, "signature_def").Map().Len() != 2 || c == nil || grpcproto.Get(c, "method_name").String() != "tensorflow/serving/classify" ||
+		mapGet(c, "inputs", "inputs") == nil {
+		t.Errorf("signatures %v", m)
+	}
+	spec := grpcproto.Get(resp, "model_spec").Message()
+	if grpcproto.Get(grpcproto.Get(spec, "version").Message(), "value").Int() != 2 {
+		t.Errorf("model_spec %v", spec)
 	}
 }
