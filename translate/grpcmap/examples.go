@@ -75,6 +75,10 @@ func ExamplesRequest(dst, msg []byte, m tfexample.Method, resolve Resolver, opt 
 // declares, labels "" and scores 0 for the one it lacks; for regress
 // "outputs" (FP32 [N] or [N,1]).
 func ExamplesResponse(dst, msg []byte, ex *Exchange, opt Options) ([]byte, error) {
+	if ex.Target.Signature == nil {
+		// ExamplesRequest never makes such an Exchange.
+		return nil, apierr.New(apierr.Internal, "classify or regress exchange without a signature")
+	}
 	resp, err := oipgrpc.DecodeInferResponse(msg, opt.Limits)
 	if err != nil {
 		return nil, err
