@@ -1,0 +1,134 @@
+package tfgrpc
+
+import (
+	"errors"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// ErrMalformed reports bytes that are not a valid protobuf message of the
+// expected type: truncated, a bad tag or length, or invalid UTF-8 in a
+// proto3 string field (which protobuf's C++ parser, and so TF Serving,
+// refuses).
+var ErrMalformed = errors.New("malformed protobuf message")
+
+// field is one field of a message as walk reads it: v for length-delimited
+// fields (aliasing the message), u for varint and fixed-width ones.
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	v   []byte
+	u   uint64
+}
+
+// walk calls f for every field of msg in wire order. Groups (deprecated,
+// never used by these messages) are skipped whole as unknown fields.
+func walk(msg []byte, f func(fl *field) error) error {
+	var fl field
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		// A field number beyond 2^29-1 cannot be written in a 32-bit
+		// tag: protobuf's parsers refuse it.
+		if n < 0 || num > protowire.MaxValidNumber {
+			return ErrMalformed
+		}
+		msg = msg[n:]
+		fl = field{num: num, typ: typ}
+		switch typ {
+		case protowire.VarintType:
+			fl.u, n = protowire.ConsumeVarint(msg)
+		case protowire.Fixed32Type:
+			var x uint32
+			x, n = protowire.ConsumeFixed32(msg)
+			fl.u = uint64(x)
+		case protowire.Fixed64Type:
+			fl.u, n = protowire.ConsumeFixed64(msg)
+		case protowire.BytesType:
+			fl.v, n = protowire.ConsumeBytes(msg)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, msg)
+			if n >= 0 {
+				msg = msg[n:]
+				continue
+			}
+		}
+		if n < 0 {
+			return ErrMalformed
+		}
+		msg = msg[n:]
+		if err := f(&fl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// str returns a proto3 string field's value, refusing invalid UTF-8.
+func str(v []byte) (string, error) {
+	if !utf8.Valid(v) {
+		return "", ErrMalformed
+	}
+	return string(v), nil
+}
+
+// message accumulates the occurrences of a singular message field, which
+// protobuf reads as their merge: the concatenation of their bytes. One
+// occurrence, the usual case, stays as it is (aliasing the message, and
+// checked when it is decoded); from the second on each is checked on its
+// own first, since a concatenation can hide a bad boundary (a truncated
+// varint completed by the next occurrence's bytes).
+type message struct {
+	b []byte
+	n int
+}
+
+func (m *message) add(v []byte) error {
+	m.n++
+	switch m.n {
+	case 1:
+		m.b = v
+		return nil
+	case 2:
+		if err := checkWire(m.b); err != nil {
+			return err
+		}
+		m.b = append(make([]byte, 0, len(m.b)+len(v)), m.b...)
+	}
+	if err := checkWire(v); err != nil {
+		return err
+	}
+	m.b = append(m.b, v...)
+	return nil
+}
+
+// checkWire checks the wire structure of one message level.
+func checkWire(b []byte) error { return walk(b, func(*field) error { return nil }) }
+
+// Sizes and appenders of the encoder. sizeBytesField and sizeVarintField
+// are for field numbers below 16 (one tag byte); the typed fields above
+// (uint32_val, uint64_val) are sized where they are written.
+
+func sizeBytesField(n int) int { return 1 + protowire.SizeBytes(n) }
+
+func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, v)
+}
+
+func appendStringField(b []byte, num protowire.Number, v string) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendString(b, v)
+}
+
+func appendLenField(b []byte, num protowire.Number, n int) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendVarint(b, uint64(n))
+}
+
+func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, v)
+}
+
+func sizeVarintField(v uint64) int { return 1 + protowire.SizeVarint(v) }
