@@ -26,7 +26,10 @@ type extprocOptions struct {
 	grpcMaxRecv byteSize
 	bodyMode    extproc.BodyMode
 	bodyTimeout time.Duration
-	tls         tlsconfig.ServerFiles
+	// writeTimeout is the proxy's --write-timeout, applied to full-duplex
+	// answers (extproc.Options.WriteTimeout).
+	writeTimeout time.Duration
+	tls          tlsconfig.ServerFiles
 }
 
 func (o *extprocOptions) register(fs *pflag.FlagSet) {
@@ -35,6 +38,7 @@ func (o *extprocOptions) register(fs *pflag.FlagSet) {
 	d := bridge.DefaultOptions()
 	fs.TextVar(&o.bodyMode, "body-mode", d.BodyMode, "Body mode of Envoy's ext_proc filter: auto (follow what Envoy announces on each stream, buffered when it announces nothing), buffered (BUFFERED: whole bodies, Envoy's buffer limit applies) or full-duplex (FULL_DUPLEX_STREAMED: bodies streamed both ways, no Envoy buffer limit; requires trailer modes SEND). An explicit mode Envoy contradicts answers 500 with the reason.")
 	fs.DurationVar(&o.bodyTimeout, "body-timeout", d.BodyTimeout, "In full-duplex mode, how long a request body may take to arrive after its headers (Envoy applies no message timeout there); past it the client gets 400.")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", d.Proxy.WriteTimeout, writeTimeoutUsage)
 	o.bridgeOptions.register(fs)
 	registerServerTLS(fs, &o.tls)
 }
@@ -51,6 +55,7 @@ func (o *extprocOptions) options(log *slog.Logger) bridge.Options {
 	b := o.bridgeOptions.options(log)
 	b.GRPCMaxRecvBytes = int64(o.grpcMaxRecv)
 	b.BodyMode, b.BodyTimeout = o.bodyMode, o.bodyTimeout
+	b.Proxy.WriteTimeout = o.writeTimeout
 	b.TLS.Extproc = o.tls
 	return b
 }

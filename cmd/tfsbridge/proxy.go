@@ -16,6 +16,10 @@ const proxySummary = `Runs a standalone HTTP reverse proxy (no Envoy): TF Servin
 it talks to the v2 inference server. Of the requests that are not TF Serving REST calls,
 the v2 inference endpoints are passed through untouched (--passthrough).`
 
+// writeTimeoutUsage is --write-timeout's help, the same for the proxy and
+// the ext_proc server (one environment variable serves both).
+const writeTimeoutUsage = "Longest a client may take to read a translated answer, from the moment it is ready; a client that stops reading is cut and its buffer and in-flight budget freed (ext_proc: in full-duplex mode, how long Envoy may stay silent once the answer has begun; in buffered mode the budget is freed as soon as the reply is sent). Pass-through answers are not bounded."
+
 // proxyOptions are the flags of "tfsbridge proxy".
 type proxyOptions struct {
 	bridgeOptions
@@ -38,8 +42,7 @@ func (o *proxyOptions) register(fs *pflag.FlagSet) {
 		"Longest a client may take to send a request's headers before the connection is closed.")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", d.IdleTimeout,
 		"How long an idle keep-alive client connection is kept open.")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", d.WriteTimeout,
-		"Longest a client may take to read a translated answer, from the moment it is ready; a client that stops reading is cut and its buffer freed (pass-through answers are not bounded).")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", d.WriteTimeout, writeTimeoutUsage)
 	o.bridgeOptions.register(fs)
 }
 

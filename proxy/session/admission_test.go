@@ -11,7 +11,7 @@ import (
 
 // Each body reserves its size times its factor until Close; a successful
 // answer that outgrows the reservation is held at its size; over the
-// budget the exchange gets TF's 503.
+// budget the exchange gets TF's 503 and gives everything back at once.
 func TestAdmission(t *testing.T) {
 	const (
 		request = `{"instances": [1.0, 2.0, 5.0]}`
@@ -30,7 +30,7 @@ func TestAdmission(t *testing.T) {
 		rejected float64
 	}{
 		{"within the budget", reqCost + respCost, answer, 0, reqCost + respCost, 0},
-		{"the answer over the budget", reqCost + respCost - 1, answer, 503, reqCost, 1},
+		{"the answer over the budget", reqCost + respCost - 1, answer, 503, 0, 1},
 		{"an answer held at its size", 1 << 20, empties, 0, -1, 0},
 	}
 	for _, c := range cases {
@@ -47,7 +47,7 @@ func TestAdmission(t *testing.T) {
 			switch {
 			case c.status != 0:
 				checkRespond(t, a, c.status, tfError(fmt.Sprintf("tfsbridge is over its in-flight memory budget (--max-inflight-bytes); "+
-					"retry later: this body needs %d bytes of working memory and %d of the in-flight budget of %d bytes are in use", respCost, reqCost, c.budget)))
+					"retry later: this body needs %d bytes of working memory, more than the whole in-flight budget of %d bytes", reqCost+respCost, c.budget)))
 			case a.Verdict != Continue || !a.ReplaceBody:
 				t.Fatalf("answer: %v %d %.200s", a.Verdict, a.Status, a.Body)
 			}
@@ -83,9 +83,10 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
-// A streamed body reserves StreamFactor per byte: its declared length up
-// front (so a body the budget cannot take is refused on its first chunk),
-// else as it comes; and the translated body's size once it outgrows that.
+// A streamed body reserves StreamFactor per byte as its bytes arrive,
+// never for a declared length alone (a declared length the budget could
+// never take is refused on the first chunk, reserving nothing); and the
+// translated body's size once it outgrows that.
 func TestStreamAdmission(t *testing.T) {
 	request := []byte(`{"instances": [1.0, 2.0, 5.0]}`)
 	whole := int64(len(request)) * admission.StreamFactor
@@ -96,7 +97,7 @@ func TestStreamAdmission(t *testing.T) {
 		pending  int64 // reserved after the first 8-byte chunk; -1: refused there
 		status   int   // 0: translated
 	}{
-		{"declared, within", true, 1 << 20, whole, 0},
+		{"declared, within", true, 1 << 20, 8 * admission.StreamFactor, 0},
 		{"declared, over: refused at once", true, whole - 1, -1, 503},
 		{"undeclared, within", false, 1 << 20, 8 * admission.StreamFactor, 0},
 		{"undeclared, over midway", false, whole - 1, 8 * admission.StreamFactor, 503},
