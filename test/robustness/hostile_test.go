@@ -319,6 +319,7 @@ var hostileAnswers = map[string]hostileAnswer{
 	// A correct answer whose TF rendering is about 9 MiB: 3 MiB of UINT8
 	// zeros, each printed as "0, ".
 	"wide":           {fn: uint8Answer(3 << 20)},
+	"wider":          {fn: uint8Answer(6 << 20)}, // 18 MiB of TF JSON: more than the kernels buffer
 	"gzip_bomb":      {raw: fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", len(gzipBomb), gzipBomb)},
 	"close_mid_body": {raw: fmt.Sprintf("HTTP/1.1 200 OK\r\nInference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n%s", len(goodHeader), len(goodBody), goodHeader[:40]), close: true},
 	"short_length":   {raw: fmt.Sprintf("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n%s", goodHeader), close: true},

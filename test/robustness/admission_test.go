@@ -1,0 +1,122 @@
+package robustness
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitMetric polls a metric until ok says so; the deadline is generous (a
+// loaded 2-core machine) and only bounds a failure.
+func waitMetric(t *testing.T, s *stack, name string, ok func(float64) bool, deadline time.Duration) (float64, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	end := start.Add(deadline)
+	for {
+		v := s.metrics.Value(name)
+		if ok(v) || time.Now().After(end) {
+			return v, time.Since(start)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestDeclaredBytesHoldNothing: 64 connections that each declare a 64 MiB
+// body, send its first 15 bytes and then trickle the rest hold only what
+// they sent (issue 17: 34 of them held the whole budget for the body
+// timeout), so a small request sent meanwhile is answered 200.
+func TestDeclaredBytesHoldNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 connections")
+	}
+	h := startHostile(t)
+	const declared = 64 << 20
+	// Under the old rule the 64 would reserve 64 × 128 MiB (full duplex,
+	// proxy) of a 1 GiB budget; one such body still fits alone.
+	s := newStack(t, stackConfig{upstream: h.URL(), maxBody: declared, maxInflight: 1 << 30,
+		readTimeout: time.Minute, requestTimeout: time.Minute, routeTimeout: time.Minute, messageTimeout: time.Minute})
+	for _, via := range transports {
+		t.Run(via, func(t *testing.T) {
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 64 {
+				c := dialSlow(t, s.url(via))
+				head := fmt.Sprintf("POST /v1/models/good:predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"instances\": [", declared)
+				if !c.trickle(head, 0) {
+					t.Fatal("could not send the headers")
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-time.After(20 * time.Millisecond): // the attack's pace
+						}
+						if !c.trickle("1.0, ", 0) {
+							return
+						}
+					}
+				}()
+			}
+			if streams(via) {
+				// Every trickler reached the session and reserved what it sent.
+				v, _ := waitMetric(t, s, "tfsbridge_inflight_bytes", func(v float64) bool { return v >= 64*15*2 }, 30*time.Second)
+				if v >= 64*declared {
+					t.Errorf("%v bytes reserved for bodies of which a few bytes arrived", v)
+				}
+			}
+			checkAnswer(t, "small request among the tricklers via "+via, s.post(via, "/v1/models/good:predict", []byte(`{"instances": [1.0]}`)), 200, "")
+			close(stop)
+			wg.Wait()
+		})
+	}
+}
+
+// TestNonReadersReleaseBudget: clients that ask for a large translated
+// answer through ext_proc and never read it do not pin the in-flight
+// budget (issue 17: two of them held 4 GiB until they closed): in
+// BUFFERED mode it is released as soon as tfsbridge has sent its reply,
+// in full duplex once Envoy has been silent for --write-timeout; other
+// requests are admitted while the non-readers still hold their
+// connections.
+func TestNonReadersReleaseBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large answers")
+	}
+	h := startHostile(t)
+	const writeTimeout = time.Second
+	s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 8 << 20, maxInflight: 512 << 20, writeTimeout: writeTimeout,
+		requestTimeout: time.Minute, routeTimeout: time.Minute, messageTimeout: time.Minute})
+	predict := "POST /v1/models/wider:predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 19\r\n\r\n{\"instances\":[1.0]}"
+	for _, via := range []string{viaExtproc, viaExtprocFD} {
+		t.Run(via, func(t *testing.T) {
+			hits := h.Hits("/v2/models/wider/infer")
+			timeouts := s.metrics.Value("tfsbridge_response_write_timeouts_total")
+			for range 2 {
+				c := dialSlow(t, s.url(via))
+				c.trickle(predict, 0)
+			}
+			deadline := time.Now().Add(30 * time.Second) // only bounds a failure
+			for h.Hits("/v2/models/wider/infer") < hits+2 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			// The budget comes back within the write timeout, plus slack
+			// for a loaded machine (the answers are 18 MiB to translate).
+			v, took := waitMetric(t, s, "tfsbridge_inflight_bytes", func(v float64) bool { return v == 0 }, writeTimeout+answerDeadline)
+			cut := s.metrics.Value("tfsbridge_response_write_timeouts_total") - timeouts
+			t.Logf("budget back to %v after %v; %v answers cut", v, took, cut)
+			if v != 0 {
+				t.Fatalf("%v bytes still reserved %v after the answers began", v, took)
+			}
+			a := s.post(via, "/v1/models/good:predict", []byte(`{"instances": [1.0]}`))
+			checkAnswer(t, "a request beside the non-readers via "+via, a, 200, "")
+			if strings.Contains(a.body, "error") {
+				t.Errorf("answer %q", a.body)
+			}
+		})
+	}
+}
