@@ -68,6 +68,18 @@ const (
 	// body's size for floats. A body whose tensors outgrow it (INT64 from
 	// one-digit numbers) holds the difference once translated.
 	StreamFactor = 2
+	// StringStreamFactor replaces StreamFactor for a body that may hold
+	// strings (a signature with a BYTES input, or one not known before
+	// the body names it): the streaming decoder keeps a long string (b64)
+	// in its pending text and an instance's dump besides, ~8× its size.
+	StringStreamFactor = 10
+	// QuoteCost is added for every '"' of such a body: each string is
+	// kept as a slice (24 bytes of header, grown by doubling, and 4 bytes
+	// of v2 length), which for `"",` is ~30× the text. Counting quotes is
+	// cheap and bounds it whatever the strings' lengths.
+	// test/robustness (TestReservationCoversHeap) measures the worst
+	// shapes against both.
+	QuoteCost = 40
 )
 
 // Budget is the shared reservation counter. A nil *Budget admits

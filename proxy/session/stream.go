@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 // Streamed bodies (ext_proc FULL_DUPLEX_STREAMED, the reverse proxy):
@@ -72,6 +74,7 @@ type reqStream struct {
 	declared int64 // the request's content-length, -1 if none
 	// checkedDeclared: the declared length was held against the budget.
 	checkedDeclared bool
+	quotes          int64                    // '"' bytes so far, in a body that may hold strings
 	n               int64                    // body bytes so far
 	dec             *translate.RequestStream // predict, identity encoding
 	text            []byte                   // the gathered body otherwise
@@ -136,7 +139,12 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 			}
 		}
 	}
-	if err := s.reserveUpTo(ctx, rs.n*s.streamFactor()); err != nil {
+	need := rs.n * s.streamFactor()
+	if s.strings() {
+		rs.quotes += int64(bytes.Count(chunk, quote))
+		need += rs.quotes * admission.QuoteCost
+	}
+	if err := s.reserveUpTo(ctx, need); err != nil {
 		return s.fail(err)
 	}
 	if rs.dec != nil {
@@ -184,10 +192,33 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 // admission.StreamFactor when it is parsed as it comes, RequestFactor
 // when it is gathered and translated whole.
 func (s *Session) streamFactor() int64 {
-	if s.rstream.dec != nil {
-		return admission.StreamFactor
+	switch {
+	case s.rstream.dec == nil:
+		return admission.RequestFactor
+	case s.strings():
+		return admission.StringStreamFactor
 	}
-	return admission.RequestFactor
+	return admission.StreamFactor
+}
+
+// quote is what strings() bodies count.
+var quote = []byte{'"'}
+
+// strings reports a streamed body that may hold strings: its signature
+// has a BYTES input, or is not known before the body names it (a mapped
+// model's other signature).
+func (s *Session) strings() bool {
+	return s.rstream.dec != nil && (s.sig == nil || s.m.model != nil || hasBytesInput(s.sig))
+}
+
+// hasBytesInput reports a signature with a BYTES input.
+func hasBytesInput(sig *tensor.Signature) bool {
+	for _, in := range sig.Inputs {
+		if in.DataType == tensor.Bytes {
+			return true
+		}
+	}
+	return false
 }
 
 // streamOut hands a translated body, given in parts, to out: the headers

@@ -21,8 +21,9 @@ import (
 // so it can break HTTP itself. Model metadata and Triton config answers are
 // correct for every model (x FP32 [-1] → y FP32 [-1], not batching), so a
 // predict reaches the infer call, where the model's name picks the
-// misbehaviour (see hostileAnswers); "bytes_*" models take BYTES x and
-// infer like the rest of their name. Models named "meta_*" misbehave on
+// misbehaviour (see hostileAnswers); "bytes_*" models take BYTES x,
+// "examples_*" ones are classify signatures (BYTES inputs → FP32 scores),
+// and both infer like the rest of their name. Models named "meta_*" misbehave on
 // their metadata call instead; "slowmeta_*" ones answer it correctly after
 // 300 ms and infer like "good".
 type hostileServer struct {
@@ -137,11 +138,14 @@ func (s *hostileServer) answer(c net.Conn, req *http.Request) bool {
 			// Slow enough that concurrent requests all miss the cache.
 			s.wait(300 * time.Millisecond)
 		}
-		in := "FP32"
-		if strings.HasPrefix(model, "bytes_") {
+		x, in, y := "x", "FP32", "y"
+		switch {
+		case strings.HasPrefix(model, "bytes_"):
 			in = "BYTES"
+		case strings.HasPrefix(model, "examples_"):
+			x, in, y = "inputs", "BYTES", "scores" // a classify signature
 		}
-		return writeJSON(c, 200, `{"name":"`+model+`","versions":["1"],"platform":"hostile","inputs":[{"name":"x","datatype":"`+in+`","shape":[-1]}],"outputs":[{"name":"y","datatype":"FP32","shape":[-1]}]}`)
+		return writeJSON(c, 200, `{"name":"`+model+`","versions":["1"],"platform":"hostile","inputs":[{"name":"`+x+`","datatype":"`+in+`","shape":[-1]}],"outputs":[{"name":"`+y+`","datatype":"FP32","shape":[-1]}]}`)
 	case rest == "config":
 		return writeJSON(c, 200, `{"name":"`+model+`","max_batch_size":0}`)
 	case rest == "ready":
@@ -150,7 +154,7 @@ func (s *hostileServer) answer(c net.Conn, req *http.Request) bool {
 		if strings.HasPrefix(model, "slowmeta_") {
 			model = "good"
 		}
-		model = strings.TrimPrefix(model, "bytes_")
+		model = strings.TrimPrefix(strings.TrimPrefix(model, "bytes_"), "examples_")
 		if a, ok := hostileAnswers[model]; ok {
 			return a.write(s, c)
 		}
