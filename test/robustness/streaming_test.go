@@ -123,13 +123,17 @@ func TestStreamedBodyMemory(t *testing.T) {
 }
 
 // perExchange is what one exchange of a body of size bytes holds of the
-// in-flight budget at its peak through via: the body times its factor,
-// and the "good" answer's (a few hundred bytes, counted generously).
-func perExchange(via string, size int64) int64 {
-	if streams(via) {
-		return size*admission.StreamFactor + 64<<10
+// in-flight budget at its peak through via: the body times its factor
+// (strings: a b64 body, whose two quotes cost next to nothing), and the
+// "good" answer's (a few hundred bytes, counted generously).
+func perExchange(via string, size int64, strings bool) int64 {
+	switch {
+	case !streams(via):
+		return size*admission.RequestFactor + 64<<10
+	case strings:
+		return size*admission.StringStreamFactor + 64<<10
 	}
-	return size*admission.RequestFactor + 64<<10
+	return size*admission.StreamFactor + 64<<10
 }
 
 // burstBody is one request of a burst.
@@ -236,7 +240,7 @@ func TestStreamedBurstBounded(t *testing.T) {
 	for _, via := range transports {
 		t.Run(via, func(t *testing.T) {
 			const fit = 3
-			budget := fit * perExchange(via, size)
+			budget := fit * perExchange(via, size, false)
 			cfg := burstTimeouts
 			cfg.upstream, cfg.maxBody, cfg.maxInflight = h.URL(), 16<<20, budget
 			s := newStack(t, cfg)
@@ -275,7 +279,7 @@ func TestRandomBurstBounded(t *testing.T) {
 	for _, via := range transports {
 		t.Run(via, func(t *testing.T) {
 			const fit = 3
-			budget := fit * perExchange(via, maxSize)
+			budget := fit * perExchange(via, maxSize, true)
 			cfg := burstTimeouts
 			cfg.upstream, cfg.maxBody, cfg.maxInflight = h.URL(), 16<<20, budget
 			s := newStack(t, cfg)
