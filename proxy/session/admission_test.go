@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 )
@@ -195,5 +196,60 @@ func TestStreamAbandoned(t *testing.T) {
 	}
 	if got := e.metrics.Value("tfsbridge_requests_total", "code", "499"); got != 1 {
 		t.Errorf("abandoned exchanges counted: %v, want 1 (499)", got)
+	}
+}
+
+// Streamed exchanges follow the budget's age rule: a younger one that
+// needs more than is left waits for the older one; when the older one
+// needs room, the younger one (not waiting) is wounded and its next chunk
+// gets the 503, releasing what it held; a declared length alone reserves
+// nothing.
+func TestStreamAdmissionAgePriority(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "triton")
+	// Room for 40 bytes of body at StreamFactor.
+	e.cfg.Admission = admission.New(40*admission.StreamFactor, e.metrics)
+	open := func(declared int) *Session {
+		s := New(e.cfg)
+		s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{"content-length": fmt.Sprint(declared)}, false)
+		return s
+	}
+	var rec recordSink
+	older, younger := open(36), open(36)
+	defer older.Close()
+	defer younger.Close()
+	if a := older.RequestChunk(ctx, []byte(`{"instances": [1.0, `), false, &rec); a.Verdict != Pending {
+		t.Fatalf("older: %v %d %s", a.Verdict, a.Status, a.Body)
+	}
+	if a := younger.RequestChunk(ctx, []byte(`{"instances": [`), false, &rec); a.Verdict != Pending {
+		t.Fatalf("younger: %v %d %s", a.Verdict, a.Status, a.Body)
+	}
+	// 20 + 15 bytes received of the 72 declared: only those are held.
+	if got, want := e.cfg.Admission.InUse(), int64(35*admission.StreamFactor); got != want {
+		t.Fatalf("%d reserved, want %d (bytes received, not declared)", got, want)
+	}
+	wounded := younger.Admission().Wounded()
+	// The older one needs 16 more bytes than are left: the younger is wounded.
+	done := make(chan Action, 1)
+	go func() { done <- older.RequestChunk(ctx, []byte(`2.0, 5.0, 7.0]}`), true, &rec) }()
+	select {
+	case <-wounded:
+	case <-time.After(30 * time.Second): // only bounds a broken build
+		t.Fatal("the younger exchange was not wounded")
+	}
+	if a := younger.RequestChunk(ctx, []byte(`1.0]}`), true, &rec); a.Verdict != Respond || a.Status != 503 ||
+		!strings.Contains(string(a.Body), "older requests need the rest of the in-flight budget") {
+		t.Fatalf("younger after the wound: %v %d %s", a.Verdict, a.Status, a.Body)
+	}
+	if a := <-done; a.Verdict != Continue {
+		t.Fatalf("older: %v %d %s", a.Verdict, a.Status, a.Body)
+	}
+	if got, want := e.cfg.Admission.InUse(), int64(35*admission.StreamFactor); got < want {
+		t.Errorf("%d reserved after the older body, want at least %d", got, want)
+	}
+	older.Close()
+	younger.Close()
+	if got := e.cfg.Admission.InUse(); got != 0 {
+		t.Errorf("%d reserved after both ended", got)
 	}
 }
