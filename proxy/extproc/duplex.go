@@ -213,6 +213,7 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 		case <-wounded:
 			// An older exchange needs what this body holds, and the
 			// client is taking its time: give way now (TF's 503).
+			d.wounded = nil // closed: it must not fire again
 			if d.heldReq != nil && d.sess.AwaitingBody() {
 				d.heldReq = nil
 				return d.send(immediate(withRequestID(d.sess.GiveWay(), d.sess, false)))
