@@ -2,15 +2,14 @@ package robustness
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -146,26 +145,29 @@ type burstBody struct {
 // uploading: the 503 goes out and the connection is closed (Envoy and
 // net/http both close a connection whose request body was not read to
 // its end), and a client that keeps writing, as Go's does, sees its write
-// fail instead of the answer.
+// fail (or the connection end) instead of the answer.
 const statusCut = -1
 
-// cutMidUpload reports a request whose upload failed because the server
-// closed the connection (see statusCut).
-func cutMidUpload(err error) bool {
-	return err != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET))
+// done reports that the whole body was read.
+func (b *patternBody) done() bool {
+	return b.head == nil && b.n == 0 && b.tail == nil && len(b.pending) == 0
+}
+
+// burstClient is the stack's client with a longer timeout: a burst's
+// bodies wait for older ones (package admission's age rule) up to the
+// body timeout (a minute), and a loaded 2-core machine translates them
+// slowly.
+func burstClient(s *stack) *http.Client {
+	return &http.Client{Transport: s.client.Transport, Timeout: 3 * time.Minute}
 }
 
 // sendBurst sends bodies at once through via (each after its delay) and
-// returns the answers' statuses by code (statusCut: refused mid-upload;
-// 0: no answer otherwise, with the first errors printed).
-func sendBurst(s *stack, via string, bodies []burstBody, delays []time.Duration) map[int]int {
-	codes := map[int]int{}
-	var errs []string
-	defer func() {
-		if len(errs) > 0 {
-			fmt.Println("burst errors:", errs)
-		}
-	}()
+// returns the answers' statuses by code (statusCut: no answer while the
+// body was still uploading; 0: no answer otherwise) and the first answer
+// or error of each code, to say why.
+func sendBurst(s *stack, via string, bodies []burstBody, delays []time.Duration) (map[int]int, map[int]string) {
+	codes, why := map[int]int{}, map[int]string{}
+	client := burstClient(s)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -179,27 +181,40 @@ func sendBurst(s *stack, via string, bodies []burstBody, delays []time.Duration)
 			}
 			req, _ := http.NewRequest("POST", s.url(via)+"/v1/models/"+b.model+":predict", b.body)
 			req.ContentLength = b.body.Len()
-			status := 0
-			resp, err := s.client.Do(req)
+			status, text := 0, ""
+			resp, err := client.Do(req)
 			switch {
 			case err == nil:
 				status = resp.StatusCode
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-			case cutMidUpload(err):
-				status = statusCut
+				text = string(body)
+			case !b.body.done():
+				status, text = statusCut, err.Error()
+			default:
+				text = err.Error()
 			}
 			mu.Lock()
 			codes[status]++
-			if status == 0 && len(errs) < 4 {
-				errs = append(errs, err.Error())
+			if _, ok := why[status]; !ok && status != 200 {
+				why[status] = text
 			}
 			mu.Unlock()
 		}()
 	}
 	close(start)
 	wg.Wait()
-	return codes
+	return codes, why
+}
+
+// quoted prints sendBurst's reasons on one line.
+func quoted(why map[int]string) string {
+	var b strings.Builder
+	for code, text := range why {
+		fmt.Fprintf(&b, " %d: %.160q", code, text)
+	}
+	return b.String()
 }
 
 // waitDrained waits until the stack's in-flight budget is back at zero:
@@ -220,7 +235,8 @@ func waitDrained(t *testing.T, s *stack, what string) {
 // burstTimeouts: the bodies of a burst wait for older ones (package
 // admission's age rule), bounded by the read timeout, and a loaded
 // machine translates them slowly; a minute is far beyond both.
-var burstTimeouts = stackConfig{requestTimeout: time.Minute, readTimeout: time.Minute, routeTimeout: time.Minute, messageTimeout: time.Minute}
+var burstTimeouts = stackConfig{requestTimeout: time.Minute, readTimeout: time.Minute, routeTimeout: time.Minute,
+	messageTimeout: time.Minute, backendTimeout: time.Minute}
 
 // TestStreamedBurstBounded sends eight large requests at once through
 // each transport with an in-flight budget that holds three at their
@@ -249,8 +265,9 @@ func TestStreamedBurstBounded(t *testing.T) {
 				bodies[i] = burstBody{"good", newFloatBody(values)}
 			}
 			var codes map[int]int
-			peak := heapPeak(func() { codes = sendBurst(s, via, bodies, nil) })
-			t.Logf("answers %v; peak heap growth %d bytes (%.2f× the %d-byte budget)", codes, peak, float64(peak)/float64(budget), budget)
+			var why map[int]string
+			peak := heapPeak(func() { codes, why = sendBurst(s, via, bodies, nil) })
+			t.Logf("answers %v%s; peak heap growth %d bytes (%.2f× the %d-byte budget)", codes, quoted(why), peak, float64(peak)/float64(budget), budget)
 			if codes[200] < fit || codes[200]+codes[503]+codes[statusCut] != len(bodies) {
 				t.Errorf("answers %v, want at least %d 200 and the rest 503", codes, fit)
 			}
@@ -294,8 +311,8 @@ func TestRandomBurstBounded(t *testing.T) {
 				}
 				delays[i] = time.Duration(rng.IntN(500)) * time.Millisecond
 			}
-			codes := sendBurst(s, via, bodies, delays)
-			t.Logf("answers %v", codes)
+			codes, why := sendBurst(s, via, bodies, delays)
+			t.Logf("answers %v%s", codes, quoted(why))
 			if codes[200] < fit || codes[200]+codes[503]+codes[statusCut] != len(bodies) {
 				t.Errorf("answers %v, want at least %d 200 and the rest 503", codes, fit)
 			}
