@@ -136,7 +136,10 @@ func TestAdmissionBudget(t *testing.T) {
 			factor = admission.StreamFactor
 		}
 		budget := int64(4<<20) * factor / admission.RequestFactor
-		s := newStack(t, stackConfig{upstream: h.URL(), maxInflight: budget})
+		// The streamed small body waits for the holder within its body
+		// deadline: a generous one, so that the holder's 504 (after the
+		// short request timeout) always comes first on a loaded machine.
+		s := newStack(t, stackConfig{upstream: h.URL(), maxInflight: budget, readTimeout: 30 * time.Second})
 		holds := int64(len(holder)) * factor
 		// A request that holds most of the budget while the v2 server
 		// takes its time (until the route or request timeout: 504).
