@@ -682,9 +682,9 @@ func busy(err error) error {
 
 // ReleaseAdmission returns what the exchange holds of the in-flight
 // budget, once. The session calls it when the exchange fails and at
-// Close; an adapter calls it as soon as the answer has left it (ext_proc
-// BUFFERED, once its reply is sent), and its watchdogs may call it from
-// another goroutine only through Reservation (Watch).
+// Close; an adapter calls it as soon as the answer has left it (ext_proc,
+// once its last reply is sent). Like every Session method it is for the
+// exchange's goroutine; a watchdog on another one uses Admission().
 func (s *Session) ReleaseAdmission() { s.res.Release() }
 
 // Answered reports that the exchange has its final answer (counted).
