@@ -1,6 +1,7 @@
 package robustness
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 )
 
 // waitMetric polls a metric until ok says so; the deadline is generous (a
@@ -214,4 +217,70 @@ func TestReservationCoversHeap(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestStalledYoungerGivesWay: a younger exchange that holds most of the
+// budget and then stalls mid-body gives way at once when an older one
+// needs the room (package admission's wound), instead of holding it until
+// its body timeout: the older one is answered 200, the staller TF's 503.
+func TestStalledYoungerGivesWay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large bodies")
+	}
+	h := startHostile(t)
+	const part = 6 << 20
+	// Room for one 6 MiB body and a half: the older one's rest does not
+	// fit beside the staller's 6 MiB.
+	budget := int64(part+part/2) * admission.StreamFactor
+	// Body timeouts of a minute: the test must end long before them.
+	s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 16 << 20, maxInflight: budget,
+		readTimeout: time.Minute, requestTimeout: time.Minute, routeTimeout: time.Minute})
+	values := bytes.Repeat(floatValue, part/len(floatValue))
+	older := append(append([]byte(`{"instances": [`), values...), "0.5]}"...)
+	for _, via := range streamingTransports {
+		t.Run(via, func(t *testing.T) {
+			post := func(n int) *slowClient {
+				c := dialSlow(t, s.url(via))
+				c.trickle(fmt.Sprintf("POST /v1/models/good:predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", n), 0)
+				return c
+			}
+			write := func(c *slowClient, b []byte) {
+				go func() { _, _ = c.conn.Write(b) }() // never blocks the test
+			}
+			reserved := func(atLeast float64) {
+				t.Helper()
+				if v, _ := waitMetric(t, s, "tfsbridge_inflight_bytes", func(v float64) bool { return v >= atLeast }, 30*time.Second); v < atLeast {
+					t.Fatalf("%v bytes reserved, want at least %v", v, atLeast)
+				}
+			}
+			a := post(len(older))
+			write(a, older[:1024])
+			reserved(1024 * admission.StreamFactor) // a is the older one
+			b := post(part + 1<<20) // fits the budget alone
+			write(b, append([]byte(`{"instances": [`), values...)) // and then nothing more
+			reserved((1024 + part) * admission.StreamFactor)
+			start := time.Now()
+			write(a, older[1024:])
+			// Generous deadlines (a loaded machine); the staller's body
+			// timeout is a minute.
+			respA, bodyA, errA := a.response(30 * time.Second)
+			respB, bodyB, errB := b.response(30 * time.Second)
+			t.Logf("older: %v after %v; staller: %v %.120q", status(respA), time.Since(start), status(respB), bodyB)
+			if errA != nil || respA.StatusCode != 200 {
+				t.Errorf("older: %v %v %.200q, want 200", status(respA), errA, bodyA)
+			}
+			if errB != nil || respB.StatusCode != 503 || !strings.Contains(bodyB, "older requests need the rest of the in-flight budget") {
+				t.Errorf("staller: %v %v %.200q, want the 503 of a wounded exchange", status(respB), errB, bodyB)
+			}
+			waitDrained(t, s, via)
+		})
+	}
+}
+
+// status is a response's status code, 0 without one.
+func status(r *http.Response) int {
+	if r == nil {
+		return 0
+	}
+	return r.StatusCode
 }
