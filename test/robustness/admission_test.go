@@ -110,9 +110,13 @@ func TestNonReadersReleaseBudget(t *testing.T) {
 			for h.Hits("/v2/models/wider/infer") < hits+2 && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
-			// The budget comes back within the write timeout, plus slack
-			// for a loaded machine (the answers are 18 MiB to translate).
-			v, took := waitMetric(t, s, "tfsbridge_inflight_bytes", func(v float64) bool { return v == 0 }, writeTimeout+answerDeadline)
+			// The budget comes back once the replies are sent (buffered)
+			// or Envoy has been silent for the write timeout (full
+			// duplex), while the clients still hold their connections
+			// (before, it stayed reserved until they closed). The deadline
+			// only bounds a failure: translating two 18 MiB answers takes
+			// seconds on a loaded 2-core machine.
+			v, took := waitMetric(t, s, "tfsbridge_inflight_bytes", func(v float64) bool { return v == 0 }, writeTimeout+30*time.Second)
 			cut := s.metrics.Value("tfsbridge_response_write_timeouts_total") - timeouts
 			t.Logf("budget back to %v after %v; %v answers cut", v, took, cut)
 			if v != 0 {
