@@ -155,7 +155,10 @@ func TestSlowReadersCut(t *testing.T) {
 	}
 	base := runtime.NumGoroutine()
 	h := startHostile(t)
-	const writeTimeout = time.Second
+	// The write deadline covers the streamed translation of the answer as
+	// well as its writing: long enough that a reading client gets its
+	// 9 MiB on a loaded 2-core machine.
+	const writeTimeout = 5 * time.Second
 	// The request timeout covers the streamed answer's upstream read,
 	// which a client that does not read holds back: a generous one, so
 	// that on a loaded machine the write deadline is what cuts them.
