@@ -259,8 +259,8 @@ func TestStalledYoungerGivesWay(t *testing.T) {
 			}
 			a := post(len(older))
 			write(a, older[:1024])
-			reserved(1024 * admission.StreamFactor) // a is the older one
-			b := post(part + 1<<20) // fits the budget alone
+			reserved(1024 * admission.StreamFactor)                // a is the older one
+			b := post(part + 1<<20)                                // fits the budget alone
 			write(b, append([]byte(`{"instances": [`), values...)) // and then nothing more
 			reserved((1024 + part) * admission.StreamFactor)
 			start := time.Now()
