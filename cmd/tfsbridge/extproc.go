@@ -29,6 +29,7 @@ func (o *extprocOptions) bindings() []binding {
 		sizeFlag(&b.GRPCMaxRecvBytes, "grpc-max-recv-bytes", "gRPC MaxRecvMsgSize of the ext_proc server, a `size`; 0 sets none of ours (Envoy's buffer limit bounds the one message a buffered body travels in, and a body over --max-body-bytes then gets TF's 413, not Envoy's bare 500). Set it (at least Envoy's buffer limit + 1MiB, never below --max-body-bytes) only when peers other than Envoy reach the port."),
 		textFlag(&b.BodyMode, "body-mode", "Body mode of Envoy's ext_proc filter: auto (follow what Envoy announces on each stream, buffered when it announces nothing), buffered (BUFFERED: whole bodies, Envoy's buffer limit applies) or full-duplex (FULL_DUPLEX_STREAMED: bodies streamed both ways, no Envoy buffer limit; requires trailer modes SEND). An explicit mode Envoy contradicts answers 500 with the reason.").
 			completes("auto", "buffered", "full-duplex"),
+		durationFlag(&b.Proxy.WriteTimeout, "write-timeout", writeTimeoutUsage),
 		durationFlag(&b.BodyTimeout, "body-timeout", "In full-duplex mode, how long a request body may take to arrive after its headers (Envoy applies no message timeout there); past it the client gets TF's 400 (Timed out reading the request body)."),
 	}, backendBindings(b), servingBindings(&o.servingConfig), serverTLSBindings(&b.TLS.Extproc))
 }

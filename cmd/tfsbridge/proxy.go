@@ -12,6 +12,10 @@ const proxySummary = `Runs a standalone HTTP reverse proxy (no Envoy): TF Servin
 it talks to the v2 inference server. Of the requests that are not TF Serving REST calls,
 the v2 inference endpoints are passed through untouched (--passthrough).`
 
+// writeTimeoutUsage is --write-timeout's help, the same for the proxy and
+// the ext_proc server (one environment variable serves both).
+const writeTimeoutUsage = "Longest a client may take to read a translated answer, from the moment it is ready; a client that stops reading is cut and its buffer and in-flight budget freed (ext_proc: in full-duplex mode, how long Envoy may stay silent once the answer has begun; in buffered mode the budget is freed as soon as the reply is sent). Pass-through answers are not bounded."
+
 // proxyOptions are the flags of "tfsbridge proxy".
 type proxyOptions struct {
 	servingConfig
@@ -29,7 +33,7 @@ func (o *proxyOptions) bindings() []binding {
 		durationFlag(&p.ReadTimeout, "read-timeout", "Longest a client may take to send a request body, from the end of its headers; a slower or unfinished body is cut (TF requests get 400, others 408) and the connection closed."),
 		durationFlag(&p.ReadHeaderTimeout, "read-header-timeout", "Longest a client may take to send a request's headers before the connection is closed."),
 		durationFlag(&p.IdleTimeout, "idle-timeout", "How long an idle keep-alive client connection is kept open."),
-		durationFlag(&p.WriteTimeout, "write-timeout", "Longest a client may take to read a translated answer, from the moment it is ready; a client that stops reading is cut and its buffer freed (pass-through answers are not bounded)."),
+		durationFlag(&p.WriteTimeout, "write-timeout", writeTimeoutUsage),
 	}, backendBindings(&o.bridge), servingBindings(&o.servingConfig))
 }
 

@@ -1,10 +1,13 @@
 package admission
 
 import (
+	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -17,28 +20,33 @@ import (
 func TestBudget(t *testing.T) {
 	m := observe.NewMetrics()
 	b := New(100, m)
+	ctx := context.Background()
+	r1, r2 := b.Open(), b.Open()
 	steps := []struct {
-		reserve, release int64
-		ok               bool
-		inUse            int64
+		r       *Reservation
+		grow    int64
+		release bool
+		ok      bool
+		inUse   int64
 	}{
-		{reserve: 60, ok: true, inUse: 60},
-		{reserve: 41, ok: false, inUse: 60}, // one byte over
-		{reserve: 40, ok: true, inUse: 100}, // exactly full
-		{reserve: 1, ok: false, inUse: 100},
-		{release: 60, inUse: 40},
-		{reserve: 0, ok: true, inUse: 40}, // nothing to reserve
-		{reserve: 101, ok: false, inUse: 40},
-		{release: 40, inUse: 0},
+		{r: r1, grow: 60, ok: true, inUse: 60},
+		{r: r2, grow: 41, ok: false, inUse: 60}, // one byte over: a newcomer does not wait
+		{r: r2, grow: 40, ok: true, inUse: 100}, // exactly full
+		{r: r1, grow: 0, ok: true, inUse: 100},  // nothing to reserve
+		{r: r1, release: true, inUse: 40},
+		{r: r1, grow: 1, ok: false, inUse: 40},  // released: refused
+		{r: r1, release: true, inUse: 40},       // idempotent
+		{r: r2, grow: 61, ok: false, inUse: 40}, // 101 in all: never fits
+		{r: r2, release: true, inUse: 0},
 	}
 	for i, s := range steps {
-		if s.release > 0 {
-			b.Release(s.release)
+		if s.release {
+			s.r.Release()
 		} else {
-			err := b.Reserve(s.reserve)
+			err := s.r.Grow(ctx, s.grow)
 			var ex *Exhausted
 			if s.ok != (err == nil) || (err != nil && !errors.As(err, &ex)) {
-				t.Errorf("step %d: Reserve(%d) = %v, want ok=%v", i, s.reserve, err, s.ok)
+				t.Errorf("step %d: Grow(%d) = %v, want ok=%v", i, s.grow, err, s.ok)
 			}
 		}
 		if got := b.InUse(); got != s.inUse {
@@ -51,40 +59,232 @@ func TestBudget(t *testing.T) {
 	if got := m.Value("tfsbridge_admission_rejections_total"); got != 3 {
 		t.Errorf("rejections = %v, want 3", got)
 	}
-	if err := b.Reserve(101); err == nil || !strings.Contains(err.Error(), "more than the whole in-flight budget of 100 bytes") {
+	if err := b.Open().Grow(ctx, 101); err == nil || !strings.Contains(err.Error(), "needs 101 bytes of working memory, more than the whole in-flight budget of 100 bytes") {
 		t.Errorf("oversized reservation: %v", err)
 	}
+	r := b.Open()
+	r.Hold(150) // over the budget: held anyway
+	if got := b.InUse(); got != 150 || r.Held() != 150 {
+		t.Errorf("held %d (%d in use), want 150", r.Held(), got)
+	}
+	r.Release()
 
 	var nilBudget *Budget
-	if err := nilBudget.Reserve(math.MaxInt64); err != nil || nilBudget.Limit() != 0 || nilBudget.InUse() != 0 {
+	nr := nilBudget.Open()
+	if err := nr.Grow(ctx, math.MaxInt64); err != nil || nilBudget.Limit() != 0 || nilBudget.InUse() != 0 || nr.Held() != 0 || nr.Wounded() != nil {
 		t.Errorf("nil budget refused or reports: %v", err)
 	}
-	nilBudget.Release(1)
+	nr.Hold(1)
+	nr.Release()
 }
 
-// Concurrent reservations never overshoot the budget.
+// waitFor polls cond: the budget's waiters block in other goroutines,
+// and this is how the test sees they got there. The deadline only bounds
+// a broken build.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (b *Budget) waiters() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting
+}
+
+// growAsync runs r.Grow in a goroutine; its result arrives on the channel.
+func growAsync(ctx context.Context, r *Reservation, n int64) <-chan error {
+	c := make(chan error, 1)
+	go func() { c <- r.Grow(ctx, n) }()
+	return c
+}
+
+func isWounded(err error) bool {
+	var ex *Exhausted
+	return errors.As(err, &ex) && ex.Wounded
+}
+
+// The age rules: a holder waits for room, in age order; a newcomer never
+// waits and never overtakes a waiter; the oldest waiter wounds the
+// youngest holders until it fits.
+func TestBudgetAgePriority(t *testing.T) {
+	ctx := context.Background()
+	t.Run("a holder waits for room", func(t *testing.T) {
+		b := New(100, nil)
+		a, c := b.Open(), b.Open()
+		must(t, a.Grow(ctx, 60))
+		must(t, c.Grow(ctx, 40))
+		// c is younger than a: it waits instead of wounding a.
+		got := growAsync(ctx, c, 10)
+		waitFor(t, "c waits", func() bool { return b.waiters() == 1 })
+		// A newcomer does not overtake the waiter, even when it fits.
+		n := b.Open()
+		a.Release()
+		if err := <-got; err != nil {
+			t.Fatalf("c after a released: %v", err)
+		}
+		if err := n.Grow(ctx, 10); err != nil {
+			t.Fatalf("newcomer with room: %v", err)
+		}
+		if b.InUse() != 60 {
+			t.Errorf("in use %d, want 60", b.InUse())
+		}
+	})
+	t.Run("a newcomer does not overtake a waiter", func(t *testing.T) {
+		b := New(100, nil)
+		a, c := b.Open(), b.Open()
+		must(t, a.Grow(ctx, 50))
+		must(t, c.Grow(ctx, 30))
+		got := growAsync(ctx, c, 30) // 110: waits for a
+		waitFor(t, "c waits", func() bool { return b.waiters() == 1 })
+		if err := b.Open().Grow(ctx, 10); err == nil {
+			t.Error("a newcomer took room an older exchange waits for")
+		}
+		// An older holder's growth that fits goes first: it is older
+		// than the waiter.
+		must(t, a.Grow(ctx, 10))
+		a.Release()
+		if err := <-got; err != nil {
+			t.Fatalf("c: %v", err)
+		}
+		c.Release()
+	})
+	t.Run("the oldest wounds the youngest", func(t *testing.T) {
+		b := New(100, nil)
+		r := []*Reservation{b.Open(), b.Open(), b.Open(), b.Open()}
+		for _, x := range r {
+			must(t, x.Grow(ctx, 25)) // full: ages 0..3
+		}
+		w3 := r[3].Wounded()
+		// r[2] waits; then the oldest needs 30 more: r[3] (youngest) and r[2] are wounded.
+		got2 := growAsync(ctx, r[2], 5)
+		waitFor(t, "r2 waits", func() bool { return b.waiters() == 1 })
+		got0 := growAsync(ctx, r[0], 30)
+		if err := <-got2; !isWounded(err) {
+			t.Errorf("r2 (waiting, wounded): %v, want a wound", err)
+		}
+		select {
+		case <-w3:
+		case <-time.After(30 * time.Second):
+			t.Fatal("r3 not told it is wounded")
+		}
+		if err := r[3].Grow(ctx, 1); !isWounded(err) {
+			t.Errorf("r3's next growth: %v, want a wound", err)
+		}
+		if r[1].wounded {
+			t.Error("r1 wounded: the two youngest make room enough")
+		}
+		r[2].Release()
+		select {
+		case err := <-got0:
+			t.Fatalf("r0 granted before r3 gave back: %v", err)
+		default:
+		}
+		r[3].Release()
+		if err := <-got0; err != nil {
+			t.Fatalf("r0: %v", err)
+		}
+		if got := b.InUse(); got != 80 {
+			t.Errorf("in use %d, want 80", got)
+		}
+		r[0].Release()
+		r[1].Release()
+		if got := b.InUse(); got != 0 {
+			t.Errorf("in use %d after all released", got)
+		}
+	})
+	t.Run("a wait ends at its deadline", func(t *testing.T) {
+		b := New(100, nil)
+		a, c := b.Open(), b.Open()
+		must(t, a.Grow(ctx, 50))
+		must(t, c.Grow(ctx, 50))
+		dctx, cancel := context.WithCancel(ctx)
+		got := growAsync(dctx, c, 1)
+		waitFor(t, "c waits", func() bool { return b.waiters() == 1 })
+		cancel()
+		var ex *Exhausted
+		if err := <-got; !errors.As(err, &ex) || !ex.Waited || !strings.Contains(err.Error(), "until its deadline") {
+			t.Errorf("c: %v, want a refusal after waiting", err)
+		}
+		if b.waiters() != 0 || b.InUse() != 100 {
+			t.Errorf("%d waiters, %d in use", b.waiters(), b.InUse())
+		}
+	})
+	t.Run("a release refuses its own wait", func(t *testing.T) {
+		b := New(100, nil)
+		a, c := b.Open(), b.Open()
+		must(t, a.Grow(ctx, 50))
+		must(t, c.Grow(ctx, 50))
+		got := growAsync(ctx, c, 1)
+		waitFor(t, "c waits", func() bool { return b.waiters() == 1 })
+		c.Release() // a watchdog gives up on the exchange
+		if err := <-got; err == nil {
+			t.Error("a released reservation grew")
+		}
+		if b.InUse() != 50 {
+			t.Errorf("in use %d, want 50", b.InUse())
+		}
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Concurrent exchanges that grow in random steps to random sizes never
+// take the total over the budget, at least as many complete as fit in it
+// at once, and everything is returned.
 func TestBudgetConcurrent(t *testing.T) {
-	b := New(1000, nil)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	peak := int64(0)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 1000 {
-				if b.Reserve(300) == nil {
+	const limit, exchanges = 1000, 64
+	for round := range 20 {
+		b := New(limit, nil)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		peak, done, maxSize := int64(0), 0, int64(0)
+		rng := rand.New(rand.NewPCG(uint64(round), 1))
+		sizes := make([]int64, exchanges)
+		for i := range sizes {
+			sizes[i] = 100 + rng.Int64N(200)
+			maxSize = max(maxSize, sizes[i])
+		}
+		for i := range exchanges {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := b.Open()
+				defer r.Release()
+				for got := int64(0); got < sizes[i]; {
+					step := min(sizes[i]-got, 1+int64(i*7+int(got))%40)
+					if r.Grow(context.Background(), step) != nil {
+						return
+					}
+					got += step
 					mu.Lock()
 					peak = max(peak, b.InUse())
 					mu.Unlock()
-					b.Release(300)
+					runtime.Gosched()
 				}
-			}
-		}()
-	}
-	wg.Wait()
-	if peak > 1000 || b.InUse() != 0 {
-		t.Errorf("peak %d, left %d; want ≤ 1000 and 0", peak, b.InUse())
+				mu.Lock()
+				done++
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if peak > limit || b.InUse() != 0 || b.waiters() != 0 || len(b.holders) != 0 {
+			t.Fatalf("round %d: peak %d, left %d (%d waiters, %d holders); want ≤ %d and none", round, peak, b.InUse(), b.waiters(), len(b.holders), limit)
+		}
+		if want := int(limit / maxSize); done < want {
+			t.Errorf("round %d: %d of %d exchanges completed, want at least %d", round, done, exchanges, want)
+		}
 	}
 }
 
@@ -151,13 +351,16 @@ func TestBudgetTrimsAfterBursts(t *testing.T) {
 	b := New(800, nil)
 	b.trim = func() { trims <- struct{}{} }
 	cycle := func(sizes ...int64) {
+		var rs []*Reservation
 		for _, n := range sizes {
-			if err := b.Reserve(n); err != nil {
+			r := b.Open()
+			if err := r.Grow(context.Background(), n); err != nil {
 				t.Fatal(err)
 			}
+			rs = append(rs, r)
 		}
-		for _, n := range sizes {
-			b.Release(n)
+		for _, r := range rs {
+			r.Release()
 		}
 	}
 	expect := func(what string, want int) {
@@ -178,22 +381,17 @@ func TestBudgetTrimsAfterBursts(t *testing.T) {
 	}
 	cycle(10, 20, 30)
 	expect("small exchanges", 0)
-	if err := b.Reserve(150); err != nil { // a burst, still in progress
-		t.Fatal(err)
-	}
+	burst := b.Open()
+	must(t, burst.Grow(context.Background(), 150)) // a burst, still in progress
 	cycle(10)
 	expect("a busy budget", 0)
-	b.Release(150)
-	if err := b.Reserve(10); err != nil { // busy again before the delay passed
-		t.Fatal(err)
-	}
+	burst.Release()
+	again := b.Open()
+	must(t, again.Grow(context.Background(), 10)) // busy again before the delay passed
 	expect("busy again within the delay", 0)
-	b.Release(10)
+	again.Release()
 	b.lastTrim = time.Time{}
-	if err := b.Reserve(150); err != nil {
-		t.Fatal(err)
-	}
-	b.Release(150)
+	cycle(150)
 	expect("the burst drained", 1)
 	cycle(400)
 	expect("a second burst within the interval", 0)

@@ -136,7 +136,7 @@ type ProxyOptions struct {
 	// IdleTimeout is how long an idle keep-alive connection is kept.
 	IdleTimeout time.Duration
 	// WriteTimeout bounds how long a client may take to read a translated
-	// answer.
+	// answer; the ext_proc server applies it too (extproc.Options).
 	WriteTimeout time.Duration
 }
 

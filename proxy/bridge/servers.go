@@ -11,7 +11,7 @@ import (
 // newExtprocServer builds the ext_proc gRPC server, its health service
 // answering from Ready.
 func (b *Bridge) newExtprocServer() *extproc.Server {
-	return extproc.NewServer(extproc.NewProcessor(b.Session, extproc.Options{BodyMode: b.opts.BodyMode, BodyTimeout: b.opts.BodyTimeout}), extproc.ServerOptions{
+	return extproc.NewServer(extproc.NewProcessor(b.Session, extproc.Options{BodyMode: b.opts.BodyMode, BodyTimeout: b.opts.BodyTimeout, WriteTimeout: b.opts.Proxy.WriteTimeout}), extproc.ServerOptions{
 		MaxBodyBytes:    b.Session.MaxBodyBytes,
 		MaxRecvMsgBytes: b.opts.GRPCMaxRecvBytes,
 		Ready:           b.Ready,

@@ -62,6 +62,11 @@ func (m *BodyMode) UnmarshalText(b []byte) error {
 	return err
 }
 
+// DefaultWriteTimeout bounds, when Options says nothing, how long a
+// full-duplex stream may stay silent once its answer has begun: the
+// proxy's --write-timeout default.
+const DefaultWriteTimeout = time.Minute
+
 // DefaultBodyTimeout bounds a full-duplex request body when Options says
 // nothing: in that mode Envoy applies no message_timeout, so a client
 // trickling its body would otherwise hold a session (and its tensors)
@@ -77,6 +82,13 @@ type Options struct {
 	// TF's 400 "Timed out reading the request body". 0 means
 	// DefaultBodyTimeout.
 	BodyTimeout time.Duration
+	// WriteTimeout is the ext_proc equivalent of the proxy's write
+	// timeout: in full-duplex mode, once the upstream's response headers
+	// have reached tfsbridge, Envoy must send the next message (the next
+	// chunk of the answer, which it sends only as its client reads) within
+	// it, and a reply may take no longer to leave; past it the exchange
+	// ends and its reservation is released. 0 means DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
 
 // duplexOf decides, from the stream's first message, which directions
@@ -114,8 +126,17 @@ type duplex struct {
 	// translated exchange answers its headers only once its body is
 	// translated, with the changes of both.
 	heldReq, heldResp *session.Action
-	// bodyDeadline fires when the request body is late (BodyTimeout).
+	// bodyDeadline fires when the request body is late (BodyTimeout);
+	// bodyCtx ends then too, bounding a wait for budget meanwhile.
 	bodyDeadline *time.Timer
+	bodyCtx      context.Context
+	bodyCancel   context.CancelFunc
+	// wounded is closed when an older exchange needs the budget this one
+	// holds while its body is still arriving (package admission).
+	wounded <-chan struct{}
+	// answering: the response headers have arrived; from then on Envoy's
+	// silence is bounded by the write timeout.
+	answering bool
 	// trailers is set while a trailers message ends a body.
 	trailers bool
 	// cut is the stream's context from the processor's inflight tracker:
@@ -134,7 +155,8 @@ type received struct {
 }
 
 // run serves the stream from its first message on. Messages are read by a
-// goroutine so that the body deadline can answer while Envoy is silent.
+// goroutine so that the body deadline, a wound (package admission) and the
+// write timeout can end the exchange while Envoy is silent.
 func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 	var cut <-chan struct{}
 	if d.cut != nil {
@@ -158,6 +180,12 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 		}
 	}()
 	var late <-chan time.Time
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
 	m := received{req: first}
 	for {
 		if m.err != nil {
@@ -167,8 +195,26 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 			return err
 		}
 		d.setHolding(d.heldReq != nil || d.heldResp != nil)
+		if d.sess.Answered() {
+			// The whole answer has left (or an error reply): nothing of
+			// ours is held for it any more.
+			d.sess.ReleaseAdmission()
+		}
 		if d.bodyDeadline != nil && late == nil {
 			late = d.bodyDeadline.C
+		}
+		var silent <-chan time.Time
+		if d.answering && !d.sess.Answered() {
+			if idle == nil {
+				idle = time.NewTimer(d.p.writeTimeout())
+			} else {
+				idle.Reset(d.p.writeTimeout())
+			}
+			silent = idle.C
+		}
+		var wounded <-chan struct{}
+		if d.heldReq != nil {
+			wounded = d.wounded
 		}
 		select {
 		case m = <-msgs:
@@ -187,9 +233,28 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 				d.heldReq = nil
 				return d.send(immediate(withRequestID(d.sess.Fail(apierr.InvalidArgumentf("Timed out reading the request body")), d.sess, false)))
 			}
+		case <-wounded:
+			// An older exchange needs what this body holds, and the
+			// client is taking its time: give way now (TF's 503).
+			d.wounded = nil // closed: it must not fire again
+			if d.heldReq != nil && d.sess.AwaitingBody() {
+				d.heldReq = nil
+				return d.send(immediate(withRequestID(d.sess.GiveWay(), d.sess, false)))
+			}
+		case <-silent:
+			// Envoy sends the answer's next chunk only as its client
+			// reads: a client that stopped reading would hold this
+			// exchange, and its budget, for as long as it likes.
+			d.p.metrics.WriteTimeout()
+			d.sess.ReleaseAdmission()
+			return errWriteTimeout
 		}
 	}
 }
+
+// errWriteTimeout ends a full-duplex stream that stayed silent past the
+// write timeout once its answer had begun: Envoy resets the HTTP stream.
+var errWriteTimeout = fmt.Errorf("extproc: the answer was not taken within the write timeout")
 
 // handleSafely is handle with the buffered loop's panic recovery.
 func (d *duplex) handleSafely(req *extprocv3.ProcessingRequest) (err error) {
@@ -221,6 +286,8 @@ func (d *duplex) handle(req *extprocv3.ProcessingRequest) error {
 		if a.Verdict == session.Continue && !m.RequestHeaders.GetEndOfStream() {
 			d.heldReq = &a
 			d.bodyDeadline = time.NewTimer(d.p.bodyTimeout())
+			d.bodyCtx, d.bodyCancel = context.WithTimeout(ctx, d.p.bodyTimeout())
+			d.wounded = d.sess.Admission().Wounded()
 			return nil
 		}
 		return d.send(duplexHeadersReply(a, true))
@@ -247,6 +314,9 @@ func (d *duplex) handle(req *extprocv3.ProcessingRequest) error {
 		h := headersOf(m.ResponseHeaders)
 		code, _ := strconv.Atoi(h.Get(":status"))
 		a := withRequestID(d.sess.ResponseHeaders(ctx, code, h, m.ResponseHeaders.GetEndOfStream()), d.sess, true)
+		// Only a translated answer is bounded: a pass-through one may
+		// stream as slowly as it likes.
+		d.answering = d.sess.AwaitingBody()
 		if a.Verdict == session.Continue && d.sess.AwaitingBody() {
 			d.heldResp = &a
 			return nil
@@ -295,6 +365,15 @@ func (d *duplex) body(ctx context.Context, chunk []byte, end, request bool) erro
 		}
 		return d.send(streamedReply(chunk, end, request))
 	}
+	// A wait for budget inside the event is bounded like the silence it
+	// replaces: the body deadline, or the write timeout.
+	if request && d.bodyCtx != nil {
+		ctx = d.bodyCtx
+	} else if !request {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.p.writeTimeout())
+		defer cancel()
+	}
 	a := event(ctx, chunk, end, sink{d, request})
 	switch a.Verdict {
 	case session.Pending:
@@ -328,6 +407,9 @@ func (d *duplex) stopDeadline(request bool) {
 	if request && d.bodyDeadline != nil {
 		d.bodyDeadline.Stop()
 	}
+	if request && d.bodyCancel != nil {
+		d.bodyCancel()
+	}
 }
 
 // errReset ends a stream whose output broke midway: Envoy resets the
@@ -335,6 +417,14 @@ func (d *duplex) stopDeadline(request bool) {
 var errReset = fmt.Errorf("extproc: streamed exchange aborted")
 
 func (d *duplex) send(resp *extprocv3.ProcessingResponse) error {
+	if d.answering {
+		// Envoy takes replies off the wire as they come, so a Send
+		// blocks only on an Envoy that stopped reading this stream: the
+		// budget must not wait for it.
+		res := d.sess.Admission()
+		t := time.AfterFunc(d.p.writeTimeout(), res.Release)
+		defer t.Stop()
+	}
 	if err := d.stream.Send(resp); err != nil {
 		d.p.logger(d.sess).Debug("ext_proc stream send failed", "error", err)
 		return err
@@ -385,6 +475,13 @@ func streamedReply(p []byte, end, request bool) *extprocv3.ProcessingResponse {
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}}
 	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
+}
+
+func (p *Processor) writeTimeout() time.Duration {
+	if p.opt.WriteTimeout > 0 {
+		return p.opt.WriteTimeout
+	}
+	return DefaultWriteTimeout
 }
 
 func (p *Processor) bodyTimeout() time.Duration {

@@ -112,6 +112,12 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 				return err
 			}
 		}
+		if sess.Answered() {
+			// The reply has left: Envoy holds the answer now, and the
+			// stream may stay open as long as its client takes to read
+			// it. Nothing of ours is held for it any more.
+			sess.ReleaseAdmission()
+		}
 		if req, err = stream.Recv(); err != nil {
 			return p.recvEnded(sess, err)
 		}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/internal/fakev2"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
@@ -62,7 +63,9 @@ func startOpts(t testing.TB, opt ServerOptions, popt Options) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{metrics: observe.NewMetrics(), results: make(chan error, 16)}
-	cfg := &session.Config{Backend: be, Metrics: h.metrics}
+	// A budget no test here exhausts, so that what exchanges reserve and
+	// release shows in tfsbridge_inflight_bytes.
+	cfg := &session.Config{Backend: be, Metrics: h.metrics, Admission: admission.New(1<<30, h.metrics)}
 	opt.GRPCOptions = []grpc.ServerOption{
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 			err := handler(srv, ss)

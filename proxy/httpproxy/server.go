@@ -74,7 +74,34 @@ type clientBody struct {
 
 	mu    sync.Mutex // orders the end of the body and a cut
 	ended bool       // read to its end: the deadline is lifted
+	gaveWay   atomic.Bool
 }
+
+// giveWayOn ends a read in progress when wounded is closed (an older
+// exchange needs the in-flight budget this body holds, package
+// admission): the read deadline moves to now, and the failed read is the
+// exchange's 503, not a timeout. stop ends the watch.
+func (b *clientBody) giveWayOn(wounded <-chan struct{}) (stop func()) {
+	if b == nil || wounded == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-wounded:
+			b.gaveWay.Store(true)
+			if b.rc != nil {
+				_ = b.rc.SetReadDeadline(time.Now())
+			}
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
+}
+
+// GaveWay reports that the body's read was ended for an older exchange
+// (false for nil).
+func (b *clientBody) GaveWay() bool { return b != nil && b.gaveWay.Load() }
 
 func (b *clientBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)

@@ -77,8 +77,15 @@ func (s *requestSink) body() io.ReadCloser {
 func (p *Proxy) readRequest(ctx context.Context, ex *exchange, r *http.Request) (*requestSink, session.Action, bool) {
 	sess := ex.sess
 	sink := &requestSink{}
+	// A wait for budget inside RequestChunk is bounded by the body's own
+	// deadline; an older exchange that needs what this body holds while
+	// the client takes its time ends the read at once (giveWay).
+	bctx, cancel := context.WithTimeout(ctx, p.cfg.ReadTimeout)
+	defer cancel()
+	stop := ex.body.giveWayOn(sess.Admission().Wounded())
+	defer stop()
 	a, n, err := p.feed(r.Body, sess.MaxBodyBytes(), func(chunk []byte, end bool) session.Action {
-		return sess.RequestChunk(ctx, chunk, end, sink)
+		return sess.RequestChunk(bctx, chunk, end, sink)
 	})
 	if err != nil {
 		msg := "Failed to read the request body"
@@ -88,6 +95,9 @@ func (p *Proxy) readRequest(ctx context.Context, ex *exchange, r *http.Request) 
 			// (Proxy.ServeHTTP's cut lifts the read deadline to now).
 			ex.w.Header().Set("Connection", "close")
 			return nil, sess.Fail(apierr.Wrap(apierr.Unavailable, err, inflight.MsgShutdown)), false
+		case ex.body.GaveWay():
+			ex.w.Header().Set("Connection", "close")
+			return nil, sess.GiveWay(), false
 		case ex.body.TimedOut():
 			// Too slow, but perhaps still listening.
 			msg = "Timed out reading the request body"

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 )
 
 // Each body reserves its size times its factor until Close; a successful
 // answer that outgrows the reservation is held at its size; over the
-// budget the exchange gets TF's 503.
+// budget the exchange gets TF's 503 and gives everything back at once.
 func TestAdmission(t *testing.T) {
 	const (
 		request = `{"instances": [1.0, 2.0, 5.0]}`
@@ -30,7 +31,7 @@ func TestAdmission(t *testing.T) {
 		rejected float64
 	}{
 		{"within the budget", reqCost + respCost, answer, 0, reqCost + respCost, 0},
-		{"the answer over the budget", reqCost + respCost - 1, answer, 503, reqCost, 1},
+		{"the answer over the budget", reqCost + respCost - 1, answer, 503, 0, 1},
 		{"an answer held at its size", 1 << 20, empties, 0, -1, 0},
 	}
 	for _, c := range cases {
@@ -47,7 +48,7 @@ func TestAdmission(t *testing.T) {
 			switch {
 			case c.status != 0:
 				checkRespond(t, a, c.status, tfError(fmt.Sprintf("tfsbridge is over its in-flight memory budget (--max-inflight-bytes); "+
-					"retry later: this body needs %d bytes of working memory and %d of the in-flight budget of %d bytes are in use", respCost, reqCost, c.budget)))
+					"retry later: this body needs %d bytes of working memory, more than the whole in-flight budget of %d bytes", reqCost+respCost, c.budget)))
 			case a.Verdict != Continue || !a.ReplaceBody:
 				t.Fatalf("answer: %v %d %.200s", a.Verdict, a.Status, a.Body)
 			}
@@ -83,9 +84,10 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
-// A streamed body reserves StreamFactor per byte: its declared length up
-// front (so a body the budget cannot take is refused on its first chunk),
-// else as it comes; and the translated body's size once it outgrows that.
+// A streamed body reserves StreamFactor per byte as its bytes arrive,
+// never for a declared length alone (a declared length the budget could
+// never take is refused on the first chunk, reserving nothing); and the
+// translated body's size once it outgrows that.
 func TestStreamAdmission(t *testing.T) {
 	request := []byte(`{"instances": [1.0, 2.0, 5.0]}`)
 	whole := int64(len(request)) * admission.StreamFactor
@@ -96,7 +98,7 @@ func TestStreamAdmission(t *testing.T) {
 		pending  int64 // reserved after the first 8-byte chunk; -1: refused there
 		status   int   // 0: translated
 	}{
-		{"declared, within", true, 1 << 20, whole, 0},
+		{"declared, within", true, 1 << 20, 8 * admission.StreamFactor, 0},
 		{"declared, over: refused at once", true, whole - 1, -1, 503},
 		{"undeclared, within", false, 1 << 20, 8 * admission.StreamFactor, 0},
 		{"undeclared, over midway", false, whole - 1, 8 * admission.StreamFactor, 503},
@@ -194,5 +196,60 @@ func TestStreamAbandoned(t *testing.T) {
 	}
 	if got := e.metrics.Value("tfsbridge_requests_total", "code", "499"); got != 1 {
 		t.Errorf("abandoned exchanges counted: %v, want 1 (499)", got)
+	}
+}
+
+// Streamed exchanges follow the budget's age rule: a younger one that
+// needs more than is left waits for the older one; when the older one
+// needs room, the younger one (not waiting) is wounded and its next chunk
+// gets the 503, releasing what it held; a declared length alone reserves
+// nothing.
+func TestStreamAdmissionAgePriority(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "triton")
+	// Room for 40 bytes of body at StreamFactor.
+	e.cfg.Admission = admission.New(40*admission.StreamFactor, e.metrics)
+	open := func(declared int) *Session {
+		s := New(e.cfg)
+		s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{"content-length": fmt.Sprint(declared)}, false)
+		return s
+	}
+	var rec recordSink
+	older, younger := open(36), open(36)
+	defer older.Close()
+	defer younger.Close()
+	if a := older.RequestChunk(ctx, []byte(`{"instances": [1.0, `), false, &rec); a.Verdict != Pending {
+		t.Fatalf("older: %v %d %s", a.Verdict, a.Status, a.Body)
+	}
+	if a := younger.RequestChunk(ctx, []byte(`{"instances": [`), false, &rec); a.Verdict != Pending {
+		t.Fatalf("younger: %v %d %s", a.Verdict, a.Status, a.Body)
+	}
+	// 20 + 15 bytes received of the 72 declared: only those are held.
+	if got, want := e.cfg.Admission.InUse(), int64(35*admission.StreamFactor); got != want {
+		t.Fatalf("%d reserved, want %d (bytes received, not declared)", got, want)
+	}
+	wounded := younger.Admission().Wounded()
+	// The older one needs 16 more bytes than are left: the younger is wounded.
+	done := make(chan Action, 1)
+	go func() { done <- older.RequestChunk(ctx, []byte(`2.0, 5.0, 7.0]}`), true, &rec) }()
+	select {
+	case <-wounded:
+	case <-time.After(30 * time.Second): // only bounds a broken build
+		t.Fatal("the younger exchange was not wounded")
+	}
+	if a := younger.RequestChunk(ctx, []byte(`1.0]}`), true, &rec); a.Verdict != Respond || a.Status != 503 ||
+		!strings.Contains(string(a.Body), "older requests need the rest of the in-flight budget") {
+		t.Fatalf("younger after the wound: %v %d %s", a.Verdict, a.Status, a.Body)
+	}
+	if a := <-done; a.Verdict != Continue {
+		t.Fatalf("older: %v %d %s", a.Verdict, a.Status, a.Body)
+	}
+	if got, want := e.cfg.Admission.InUse(), int64(35*admission.StreamFactor); got < want {
+		t.Errorf("%d reserved after the older body, want at least %d", got, want)
+	}
+	older.Close()
+	younger.Close()
+	if got := e.cfg.Admission.InUse(); got != 0 {
+		t.Errorf("%d reserved after both ended", got)
 	}
 }

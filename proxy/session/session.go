@@ -97,8 +97,9 @@ type Config struct {
 	// Logger receives one line per exchange; nil discards.
 	Logger *slog.Logger
 	// Admission is the in-flight memory budget all sessions share: each
-	// body reserves its size times its amplification factor (admission.
-	// RequestFactor, ResponseFactor) until the exchange ends, and over the
+	// exchange owns one reservation, which grows as its bodies arrive (their
+	// bytes times admission.RequestFactor, ResponseFactor or StreamFactor)
+	// and is released once, when the exchange ends or is answered; over the
 	// budget the client gets TF's 503. nil admits everything.
 	Admission *admission.Budget
 	// Mapping, when set, returns the model map in force with its
@@ -158,8 +159,9 @@ type Session struct {
 	respType     string
 	respEncoding string
 
-	// reserved is what the exchange holds of cfg.Admission.
-	reserved int64
+	// res is the exchange's share of cfg.Admission, opened on first use
+	// (nil without a budget).
+	res *admission.Reservation
 	// rstream is a streamed body's state (stream.go).
 	rstream reqStream
 }
@@ -352,15 +354,14 @@ func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
 	if err := s.checkSize("Request", int64(len(body))); err != nil {
 		return s.fail(err)
 	}
-	if err := s.admit(len(body), 0, admission.RequestFactor); err != nil {
+	if err := s.reserveUpTo(ctx, int64(len(body))*admission.RequestFactor); err != nil {
 		return s.fail(err)
 	}
-	raw := len(body)
 	body, err := decodeRequestBody(s.reqEncoding, body, s.maxBody())
 	if err != nil {
 		return s.fail(s.tooLarge("Decompressed request"))
 	}
-	if err := s.admit(len(body), raw, admission.RequestFactor); err != nil {
+	if err := s.reserveUpTo(ctx, int64(len(body))*admission.RequestFactor); err != nil {
 		return s.fail(err)
 	}
 	t0 := time.Now()
@@ -481,7 +482,7 @@ func (s *Session) ResponseBody(ctx context.Context, body []byte) Action {
 	}
 	// Only a successful answer is translated, and amplified: a v2 error
 	// body just yields its message.
-	if err := s.admit(len(body), 0, admission.ResponseFactor); err != nil {
+	if err := s.grow(ctx, int64(len(body))*admission.ResponseFactor); err != nil {
 		return s.fail(err)
 	}
 	headerLength := -1
@@ -503,12 +504,9 @@ func (s *Session) ResponseBody(ctx context.Context, body []byte) Action {
 	if err != nil {
 		return s.fail(err)
 	}
-	if n := int64(len(out)); n > s.reserved {
-		// The answer stays in memory until the client has read it: new
-		// requests must see it even when it outgrew the reservation.
-		s.cfg.Admission.Hold(n - s.reserved)
-		s.reserved = n
-	}
+	// The answer stays in memory until the client has read it: new
+	// requests must see it even when it outgrew the reservation.
+	s.holdAtLeast(int64(len(out)))
 	s.cfg.Metrics.BodySize(observe.StageTFResponse, len(out))
 	s.finish(http.StatusOK)
 	s.logDone(http.StatusOK, nil)
@@ -592,8 +590,7 @@ func (s *Session) Close() {
 		s.rstream.dec.Abort()
 		s.rstream.dec = nil
 	}
-	s.cfg.Admission.Release(s.reserved)
-	s.reserved = 0
+	s.ReleaseAdmission()
 	if s.state != stIdle && s.state != stPassThrough && !s.finished {
 		s.finish(apierr.Cancelled.HTTPStatus())
 		if s.logs(slog.LevelDebug) {
@@ -605,6 +602,9 @@ func (s *Session) Close() {
 }
 
 func (s *Session) fail(err error) Action {
+	// An exchange answered with an error needs no more memory: what it
+	// held goes back to the others now, not when the adapter ends it.
+	s.ReleaseAdmission()
 	e := apierr.As(err)
 	status := e.HTTPStatus()
 	s.state = stDone
@@ -650,22 +650,65 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 	s.Logger().Log(context.Background(), level, msg, attrs...)
 }
 
-// admit reserves factor bytes of the in-flight budget for each byte of a
-// body of n bytes, less the first already bytes, which were reserved
-// before (a decompressed body reserves its growth over the compressed
-// one). Over the budget the client gets TF's 503: the bridge is busy, not
-// the request wrong, and a retry may pass.
-func (s *Session) admit(n, already int, factor int64) error {
-	if n <= already {
-		return nil
+// reservation returns the exchange's reservation, opened on first use
+// (nil without a budget).
+func (s *Session) reservation() *admission.Reservation {
+	if s.res == nil {
+		s.res = s.cfg.Admission.Open()
 	}
-	need := int64(n-already) * factor
-	if err := s.cfg.Admission.Reserve(need); err != nil {
-		return apierr.Wrap(apierr.Unavailable, err,
-			"tfsbridge is over its in-flight memory budget (--max-inflight-bytes); retry later: this body "+err.Error())
+	return s.res
+}
+
+// grow reserves n more bytes of the in-flight budget, waiting at most
+// until ctx is done where the budget's age rules let it wait. Over the
+// budget the client gets TF's 503: the bridge is busy, not the request
+// wrong, and a retry may pass.
+func (s *Session) grow(ctx context.Context, n int64) error {
+	if err := s.reservation().Grow(ctx, n); err != nil {
+		return busy(err)
 	}
-	s.reserved += need
 	return nil
+}
+
+// reserveUpTo grows the reservation to total bytes.
+func (s *Session) reserveUpTo(ctx context.Context, total int64) error {
+	return s.grow(ctx, total-s.res.Held())
+}
+
+// holdAtLeast makes the reservation at least n bytes, even over the
+// budget: for memory the exchange already holds.
+func (s *Session) holdAtLeast(n int64) {
+	if h := s.res.Held(); n > h {
+		s.reservation().Hold(n - h)
+	}
+}
+
+// busy is TF's 503 for a refused reservation.
+func busy(err error) error {
+	return apierr.Wrap(apierr.Unavailable, err,
+		"tfsbridge is over its in-flight memory budget (--max-inflight-bytes); retry later: this body "+err.Error())
+}
+
+// ReleaseAdmission returns what the exchange holds of the in-flight
+// budget, once. The session calls it when the exchange fails and at
+// Close; an adapter calls it as soon as the answer has left it (ext_proc,
+// once its last reply is sent). Like every Session method it is for the
+// exchange's goroutine; a watchdog on another one uses Admission().
+func (s *Session) ReleaseAdmission() { s.res.Release() }
+
+// Answered reports that the exchange has its final answer (counted).
+func (s *Session) Answered() bool { return s.finished }
+
+// Admission returns the exchange's reservation (nil without a budget),
+// for an adapter's watchdog: Release and Wounded are safe from any
+// goroutine.
+func (s *Session) Admission() *admission.Reservation { return s.reservation() }
+
+// GiveWay answers an exchange that an older one wounded (see package
+// admission) with TF's 503, releasing what it holds: for an adapter that
+// saw Admission().Wounded() while waiting for the client.
+func (s *Session) GiveWay() Action {
+	return s.fail(busy(&admission.Exhausted{Need: s.res.Held(), Limit: s.cfg.Admission.Limit(), Wounded: true}))
 }
 
 func (s *Session) checkSize(what string, n int64) error {

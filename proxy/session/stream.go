@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 // Streamed bodies (ext_proc FULL_DUPLEX_STREAMED, the reverse proxy):
@@ -69,11 +71,14 @@ var errSink = errors.New("session: the streamed output failed")
 // reqStream is the state of a streamed request body.
 type reqStream struct {
 	started  bool
-	declared int64                    // the request's content-length, -1 if none
-	n        int64                    // body bytes so far
-	dec      *translate.RequestStream // predict, identity encoding
-	text     []byte                   // the gathered body otherwise
-	v2       translate.V2Request      // the translated body, released at Close
+	declared int64 // the request's content-length, -1 if none
+	// checkedDeclared: the declared length was held against the budget.
+	checkedDeclared bool
+	quotes          int64                    // '"' bytes so far, in a body that may hold strings
+	n               int64                    // body bytes so far
+	dec             *translate.RequestStream // predict, identity encoding
+	text            []byte                   // the gathered body otherwise
+	v2              translate.V2Request      // the translated body, released at Close
 
 	// The response: the streamed translation (nil when gathered), its
 	// inference-header-content-length, its output and time spent.
@@ -122,15 +127,24 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	if err := s.checkSize("Request", rs.n); err != nil {
 		return s.fail(err)
 	}
-	// The memory a body holds is reserved before it is read: all of it
-	// when its length is declared, so that a body the budget cannot take
-	// is refused at once, else as it comes. The v2 body's real size is
-	// settled at the end.
-	want := rs.n
-	if rs.declared > rs.n && rs.declared <= s.maxBody() {
-		want = rs.declared
+	// The memory a body holds is reserved as its bytes arrive, never for
+	// bytes only announced: a client that declares 64 MiB and sends 15
+	// bytes holds what 15 bytes cost. A declared length the budget could
+	// never take is refused at once, without reserving anything.
+	if !rs.checkedDeclared {
+		rs.checkedDeclared = true
+		if rs.declared > 0 && rs.declared <= s.maxBody() {
+			if err := s.cfg.Admission.Fits(rs.declared * s.streamFactor()); err != nil {
+				return s.fail(busy(err))
+			}
+		}
 	}
-	if err := s.admitStream(want); err != nil {
+	need := rs.n * s.streamFactor()
+	if s.strings() {
+		rs.quotes += int64(bytes.Count(chunk, quote))
+		need += rs.quotes * admission.QuoteCost
+	}
+	if err := s.reserveUpTo(ctx, need); err != nil {
 		return s.fail(err)
 	}
 	if rs.dec != nil {
@@ -149,10 +163,7 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	if rs.dec == nil {
 		text := rs.text
 		rs.text = nil
-		// RequestBody reserves for the whole body itself.
-		s.cfg.Admission.Release(s.reserved)
-		s.reserved = 0
-		a := s.RequestBody(ctx, text)
+		a := s.RequestBody(ctx, text) // grows the reservation as needed
 		if a.Verdict != Continue {
 			return a
 		}
@@ -170,28 +181,44 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	// The body's parts alias the decoder's blocks until the exchange
 	// ends (the proxy's upstream request reads them where they are).
 	rs.v2 = req
-	if n := int64(req.Len()); n > s.reserved {
-		// The tensors came out larger than reserved (integers: "1,"
-		// becomes 8 bytes of INT64): count what is really held.
-		s.cfg.Admission.Hold(n - s.reserved)
-		s.reserved = n
-	}
+	// The tensors may come out larger than reserved (integers: "1,"
+	// becomes 8 bytes of INT64): count what is really held.
+	s.holdAtLeast(int64(req.Len()))
 	s.exchange = ex
 	return s.streamOut(out, s.requestAction(req), req.Chunks())
 }
 
-// admitStream reserves, for a streamed request body of which n bytes are
-// known, what it holds per byte: admission.StreamFactor when it is parsed
-// as it comes, RequestFactor when it is gathered and translated whole.
-func (s *Session) admitStream(n int64) error {
-	factor := int64(admission.RequestFactor)
-	if s.rstream.dec != nil {
-		factor = admission.StreamFactor
+// streamFactor is what a streamed request body holds per byte:
+// admission.StreamFactor when it is parsed as it comes, RequestFactor
+// when it is gathered and translated whole.
+func (s *Session) streamFactor() int64 {
+	switch {
+	case s.rstream.dec == nil:
+		return admission.RequestFactor
+	case s.strings():
+		return admission.StringStreamFactor
 	}
-	if need := n * factor; need > s.reserved {
-		return s.admit(int(need), int(s.reserved), 1)
+	return admission.StreamFactor
+}
+
+// quote is what strings() bodies count.
+var quote = []byte{'"'}
+
+// strings reports a streamed body that may hold strings: its signature
+// has a BYTES input, or is not known before the body names it (a mapped
+// model's other signature).
+func (s *Session) strings() bool {
+	return s.rstream.dec != nil && (s.sig == nil || s.m.model != nil || hasBytesInput(s.sig))
+}
+
+// hasBytesInput reports a signature with a BYTES input.
+func hasBytesInput(sig *tensor.Signature) bool {
+	for _, in := range sig.Inputs {
+		if in.DataType == tensor.Bytes {
+			return true
+		}
 	}
-	return nil
+	return false
 }
 
 // streamOut hands a translated body, given in parts, to out: the headers
@@ -291,7 +318,7 @@ func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out
 		s.state = stDone
 		return s.streamOut(out, a, [][]byte{a.Body})
 	}
-	if err := s.admitResponse(rs.n); err != nil {
+	if err := s.admitResponse(ctx, rs.n); err != nil {
 		return s.fail(err)
 	}
 	t0 := time.Now()
@@ -357,13 +384,13 @@ func (s *Session) startResponseStream(ctx context.Context, out Sink) error {
 // admitResponse reserves what a streamed binary answer holds: its v2
 // tensor data (StreamFactor per byte), never the TF body, which leaves in
 // pieces.
-func (s *Session) admitResponse(n int64) error {
+func (s *Session) admitResponse(ctx context.Context, n int64) error {
 	rs := &s.rstream
 	need := n * admission.StreamFactor
 	if need <= rs.respReserved {
 		return nil
 	}
-	if err := s.admit(int(need), int(rs.respReserved), 1); err != nil {
+	if err := s.grow(ctx, need-rs.respReserved); err != nil {
 		return err
 	}
 	rs.respReserved = need

@@ -28,6 +28,11 @@
 //   - memory_test.go: the heap high-water mark of the most amplifying
 //     bodies against the admission factors, and the in-flight budget's
 //     503 through both transports.
+//   - admission_test.go, streaming_test.go: the budget's age rule under
+//     bursts (fixed and random, on all three transports), bodies declared
+//     but never sent, stalled bodies that must give way, clients that
+//     never read through ext_proc, and every body shape's heap against
+//     what it reserved.
 //
 // testing.Short skips only the soak parts (the repeated-request heap
 // checks and the concurrency runs).

@@ -21,7 +21,9 @@ import (
 // so it can break HTTP itself. Model metadata and Triton config answers are
 // correct for every model (x FP32 [-1] → y FP32 [-1], not batching), so a
 // predict reaches the infer call, where the model's name picks the
-// misbehaviour (see hostileAnswers). Models named "meta_*" misbehave on
+// misbehaviour (see hostileAnswers); "bytes_*" models take BYTES x,
+// "examples_*" ones are classify signatures (BYTES inputs → FP32 scores),
+// and both infer like the rest of their name. Models named "meta_*" misbehave on
 // their metadata call instead; "slowmeta_*" ones answer it correctly after
 // 300 ms and infer like "good".
 type hostileServer struct {
@@ -136,7 +138,14 @@ func (s *hostileServer) answer(c net.Conn, req *http.Request) bool {
 			// Slow enough that concurrent requests all miss the cache.
 			s.wait(300 * time.Millisecond)
 		}
-		return writeJSON(c, 200, `{"name":"`+model+`","versions":["1"],"platform":"hostile","inputs":[{"name":"x","datatype":"FP32","shape":[-1]}],"outputs":[{"name":"y","datatype":"FP32","shape":[-1]}]}`)
+		x, in, y := "x", "FP32", "y"
+		switch {
+		case strings.HasPrefix(model, "bytes_"):
+			in = "BYTES"
+		case strings.HasPrefix(model, "examples_"):
+			x, in, y = "inputs", "BYTES", "scores" // a classify signature
+		}
+		return writeJSON(c, 200, `{"name":"`+model+`","versions":["1"],"platform":"hostile","inputs":[{"name":"`+x+`","datatype":"`+in+`","shape":[-1]}],"outputs":[{"name":"`+y+`","datatype":"FP32","shape":[-1]}]}`)
 	case rest == "config":
 		return writeJSON(c, 200, `{"name":"`+model+`","max_batch_size":0}`)
 	case rest == "ready":
@@ -145,6 +154,7 @@ func (s *hostileServer) answer(c net.Conn, req *http.Request) bool {
 		if strings.HasPrefix(model, "slowmeta_") {
 			model = "good"
 		}
+		model = strings.TrimPrefix(strings.TrimPrefix(model, "bytes_"), "examples_")
 		if a, ok := hostileAnswers[model]; ok {
 			return a.write(s, c)
 		}
@@ -313,6 +323,7 @@ var hostileAnswers = map[string]hostileAnswer{
 	// A correct answer whose TF rendering is about 9 MiB: 3 MiB of UINT8
 	// zeros, each printed as "0, ".
 	"wide":           {fn: uint8Answer(3 << 20)},
+	"wider":          {fn: uint8Answer(6 << 20)}, // 18 MiB of TF JSON: more than the kernels buffer
 	"gzip_bomb":      {raw: fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", len(gzipBomb), gzipBomb)},
 	"close_mid_body": {raw: fmt.Sprintf("HTTP/1.1 200 OK\r\nInference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n%s", len(goodHeader), len(goodBody), goodHeader[:40]), close: true},
 	"short_length":   {raw: fmt.Sprintf("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n%s", goodHeader), close: true},

@@ -155,8 +155,14 @@ func TestSlowReadersCut(t *testing.T) {
 	}
 	base := runtime.NumGoroutine()
 	h := startHostile(t)
-	const writeTimeout = time.Second
-	s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 4 << 20, writeTimeout: writeTimeout})
+	// The write deadline covers the streamed translation of the answer as
+	// well as its writing: long enough that a reading client gets its
+	// 9 MiB on a loaded 2-core machine.
+	const writeTimeout = 5 * time.Second
+	// The request timeout covers the streamed answer's upstream read,
+	// which a client that does not read holds back: a generous one, so
+	// that on a loaded machine the write deadline is what cuts them.
+	s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 4 << 20, writeTimeout: writeTimeout, requestTimeout: time.Minute})
 	predict := "POST /v1/models/wide:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 19\r\n\r\n{\"instances\":[1.0]}"
 
 	a := s.post(viaProxy, "/v1/models/wide:predict", []byte(`{"instances":[1.0]}`))
@@ -175,12 +181,16 @@ func TestSlowReadersCut(t *testing.T) {
 		clients[i] = dialSlow(t, s.proxyURL)
 		clients[i].trickle(predict, 0)
 	}
-	deadline := time.Now().Add(writeTimeout + answerDeadline)
+	// The cuts are counted as they happen; the deadline only bounds a
+	// failure: four 9 MiB answers are translated before their write
+	// deadline starts, which takes seconds on a loaded 2-core machine.
+	const cutDeadline = writeTimeout + 30*time.Second
+	deadline := time.Now().Add(cutDeadline)
 	for s.metrics.Value("tfsbridge_response_write_timeouts_total") < readers && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if got := s.metrics.Value("tfsbridge_response_write_timeouts_total"); got != readers {
-		t.Fatalf("%v answers cut after %v, want %d", got, writeTimeout+answerDeadline, readers)
+		t.Fatalf("%v answers cut after %v, want %d", got, cutDeadline, readers)
 	}
 	for i, c := range clients {
 		// What the kernels buffered is readable; then the connection ends.
