@@ -72,9 +72,9 @@ type clientBody struct {
 	timedOut  atomic.Bool
 	truncated atomic.Bool
 
-	mu    sync.Mutex // orders the end of the body and a cut
-	ended bool       // read to its end: the deadline is lifted
-	gaveWay   atomic.Bool
+	mu      sync.Mutex // orders the end of the body and a cut
+	ended   bool       // read to its end: the deadline is lifted
+	gaveWay atomic.Bool
 }
 
 // giveWayOn ends a read in progress when wounded is closed (an older
