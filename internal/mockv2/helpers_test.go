@@ -338,14 +338,6 @@ func errorText(t testing.TB, r response) string {
 	return *e.Error
 }
 
-func reversed(s string) string {
-	b := []byte(s)
-	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
-		b[i], b[j] = b[j], b[i]
-	}
-	return string(b)
-}
-
 func jsonList(vs ...any) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {

@@ -180,14 +180,6 @@ func elementCount(shape []int64) (n int64, ok bool) {
 	return n, true
 }
 
-// numpyCount is the element count numpy gives a shape: 1 for a scalar.
-func numpyCount(shape []int64) (int64, bool) {
-	if len(shape) == 0 {
-		return 1, true
-	}
-	return elementCount(shape)
-}
-
 // splitStrings parses length-prefixed BYTES elements, checking them against
 // want as Triton's core does; msg is the error text, or "" on success. It
 // counts before it allocates, so a declared count cannot outgrow the bytes.

@@ -388,9 +388,9 @@ func pyTruthy(v jval) bool {
 	case jArray:
 		return v.arrayLen() > 0
 	}
-	any := false
-	v.members(func(jval, jval) bool { any = true; return false })
-	return any
+	nonEmpty := false
+	v.members(func(jval, jval) bool { nonEmpty = true; return false })
+	return nonEmpty
 }
 
 // pyFrombuffer is np.frombuffer(raw, dtype).reshape(shape) (KServe's

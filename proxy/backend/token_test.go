@@ -103,10 +103,10 @@ func TestBearerTokenFileHostile(t *testing.T) {
 	t.Cleanup(func() { tokenRecheck = old })
 	dir := t.TempDir()
 	path := filepath.Join(dir, "token")
-	put := func(make func(string) error) {
+	put := func(write func(string) error) {
 		t.Helper()
 		_ = os.RemoveAll(path)
-		if err := make(path); err != nil {
+		if err := write(path); err != nil {
 			t.Fatal(err)
 		}
 	}

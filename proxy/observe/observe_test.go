@@ -102,7 +102,7 @@ func TestRequestID(t *testing.T) {
 			t.Errorf("RequestID(%q) = %q, want a generated UUID", tt.header, got)
 		}
 	}
-	if NewRequestID() == NewRequestID() {
+	if a, b := NewRequestID(), NewRequestID(); a == b {
 		t.Error("two generated ids are equal")
 	}
 }

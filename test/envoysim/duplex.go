@@ -375,8 +375,8 @@ func (r *duplexRun) onBodyReply(cr *extprocv3.CommonResponse) (*localReply, erro
 	b, eos := sr.StreamedResponse.GetBody(), sr.StreamedResponse.GetEndOfStream()
 	f.e.stats.chunksReceived[r.dirIdx].Add(1)
 	storeMax(&f.e.stats.largestReceived, uint64(len(b)))
-	if max := f.e.cfg.MaxStreamedChunk; len(b) > max {
-		f.violation(r.bp, "streamed_response chunk of %d bytes exceeds %d bytes (keep each body reply within ~64 KiB)", len(b), max)
+	if limit := f.e.cfg.MaxStreamedChunk; len(b) > limit {
+		f.violation(r.bp, "streamed_response chunk of %d bytes exceeds %d bytes (keep each body reply within ~64 KiB)", len(b), limit)
 	}
 	if eos && r.trailers != nil {
 		f.violation(r.bp, "streamed_response end_of_stream on a message that ends with trailers: Envoy would end the stream before the trailers (end it with the trailers reply)")

@@ -117,7 +117,7 @@ type filter struct {
 	dec, enc direction
 }
 
-func newFilter(e *Envoy, ctx context.Context, rec *Exchange) *filter {
+func newFilter(ctx context.Context, e *Envoy, rec *Exchange) *filter {
 	f := &filter{e: e, ctx: ctx, rec: rec, label: fmt.Sprintf("%s %s (x-request-id %s)", rec.Method, rec.Path, rec.RequestID)}
 	m := e.cfg.Mode
 	f.dec.setMode(m.GetRequestHeaderMode(), m.GetRequestBodyMode())

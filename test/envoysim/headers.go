@@ -79,11 +79,6 @@ func (m *headerMap) byteSize() int {
 	return n
 }
 
-// clone returns an independent copy.
-func (m *headerMap) clone() *headerMap {
-	return &headerMap{entries: append([]header(nil), m.entries...)}
-}
-
 // proto converts the map to what Envoy sends the processor: every value in raw_value only
 // (Envoy's default since the send_header_raw_value runtime flag flipped in 2023).
 func (m *headerMap) proto() *corev3.HeaderMap {

@@ -67,7 +67,7 @@ func (x *exchange) serve() error {
 	h := requestHeaders(x.r)
 	id, _ := h.get("x-request-id")
 	x.rec = Exchange{RequestID: id, Method: x.r.Method, Path: requestPath(x.r)}
-	x.f = newFilter(e, x.ctx, &x.rec)
+	x.f = newFilter(x.ctx, e, &x.rec)
 	x.f.upstream = e.pickRoute(h)
 	defer x.f.closeStream()
 	defer func() {

@@ -91,10 +91,12 @@ func applyHeaderMutation(h *headerMap, m *extprocv3.HeaderMutation, replacing, s
 			return res, mutationError{"Invalid character in set_headers mutation."}
 		}
 		key := strings.ToLower(hv.GetKey())
+		//nolint:staticcheck // ext_proc honours only the deprecated append field, not append_action (docs/envoy-extproc.md)
 		if opt.GetAppend() == nil && opt.GetAppendAction() != corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD {
 			res.notes = append(res.notes, fmt.Sprintf("set %s: append_action %s is ignored by ext_proc (only the deprecated append field counts; default overwrite)", key, opt.GetAppendAction()))
 		}
-		appendValue := opt.GetAppend().GetValue()
+		appendValue := opt.GetAppend().GetValue() //nolint:staticcheck // as above: the field Envoy reads
+
 		op := opSet
 		if appendValue && h.has(key) {
 			op = opAppend

@@ -19,7 +19,7 @@ func raw(k, v string) *corev3.HeaderValueOption {
 
 func appended(k, v string) *corev3.HeaderValueOption {
 	o := raw(k, v)
-	o.Append = wrapperspb.Bool(true)
+	o.Append = wrapperspb.Bool(true) //nolint:staticcheck // the deprecated field is the one ext_proc honours
 	return o
 }
 
@@ -188,7 +188,7 @@ func TestCheckContentLength(t *testing.T) {
 	body := func(s string) *extprocv3.BodyMutation {
 		return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: []byte(s)}}
 	}
-	clear := &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}
+	clearBody := &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}
 	tests := []struct {
 		name    string
 		h       *headerMap
@@ -200,8 +200,8 @@ func TestCheckContentLength(t *testing.T) {
 		{"no content-length", &headerMap{}, body("abc"), false},
 		{"headers not held", nil, body("abc"), false},
 		{"unparseable is accepted", withCL("x"), body("abc"), false},
-		{"clear_body needs 0", withCL("3"), clear, true},
-		{"clear_body with 0", withCL("0"), clear, false},
+		{"clear_body needs 0", withCL("3"), clearBody, true},
+		{"clear_body with 0", withCL("0"), clearBody, false},
 		{"empty mutation counts as 0", withCL("3"), &extprocv3.BodyMutation{}, true},
 	}
 	for _, tc := range tests {

@@ -45,7 +45,7 @@ func FuzzTranslateRequest(f *testing.F) {
 			}
 			return
 		}
-		if max := 16*len(body) + 4096; len(req.Body) > max {
+		if limit := 16*len(body) + 4096; len(req.Body) > limit {
 			t.Fatalf("a %d-byte TF body became a %d-byte v2 body", len(body), len(req.Body))
 		}
 		if req.HeaderLength > len(req.Body) {
@@ -81,7 +81,7 @@ func FuzzTranslateResponse(f *testing.F) {
 			}
 			return
 		}
-		if max := 512*len(body) + 1<<20 + 4096; len(out) > max {
+		if limit := 512*len(body) + 1<<20 + 4096; len(out) > limit {
 			t.Fatalf("a %d-byte v2 body became a %d-byte TF body", len(body), len(out))
 		}
 	})

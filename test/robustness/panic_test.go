@@ -41,7 +41,7 @@ func (b *faultyBackend) Signature(ctx context.Context, r route.Route) (*tensor.S
 func (b *faultyBackend) ModelReady(ctx context.Context, r route.Route) (bool, error) {
 	if r.Model == "panic_ready" {
 		var m map[string]int
-		m["nil map"]++ // a genuine runtime error
+		m["nil map"]++ //nolint:staticcheck // a genuine runtime error is the point
 	}
 	return b.Backend.ModelReady(ctx, r)
 }

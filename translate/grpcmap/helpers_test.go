@@ -64,10 +64,9 @@ func fixed(sig *tensor.Signature, asked *route.Route) Resolver {
 func v(x int64) *int64 { return &x }
 
 var (
-	valF32  = func(x float32) protoreflect.Value { return protoreflect.ValueOfFloat32(x) }
-	valI32  = func(x int32) protoreflect.Value { return protoreflect.ValueOfInt32(x) }
-	valStr  = func(x string) protoreflect.Value { return protoreflect.ValueOfString(x) }
-	valByte = func(x []byte) protoreflect.Value { return protoreflect.ValueOfBytes(x) }
+	valF32 = func(x float32) protoreflect.Value { return protoreflect.ValueOfFloat32(x) }
+	valI32 = func(x int32) protoreflect.Value { return protoreflect.ValueOfInt32(x) }
+	valStr = func(x string) protoreflect.Value { return protoreflect.ValueOfString(x) }
 )
 
 // decodeV2 decodes a ModelInferRequest with the protobuf runtime.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"math"
 	"strconv"
 
@@ -228,8 +229,7 @@ func roundTo(f float64, v jsontext.Value, bits int) float64 {
 // isRangeErr reports strconv's out-of-range error, whose value (±Inf or
 // 0) is the right reading of a huge or tiny number.
 func isRangeErr(err error) bool {
-	ne, ok := err.(*strconv.NumError)
-	return ok && ne.Err == strconv.ErrRange
+	return errors.Is(err, strconv.ErrRange)
 }
 
 func badValue(t *tensor.Tensor, v jsontext.Value) error {

@@ -3,6 +3,7 @@ package oip
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"math"
 	"testing"
 
@@ -102,8 +103,8 @@ func wantAPIErr(t *testing.T, err error, code apierr.Code) *apierr.Error {
 	if err == nil {
 		t.Fatalf("got no error, want %v", code)
 	}
-	e, ok := err.(*apierr.Error)
-	if !ok {
+	var e *apierr.Error
+	if !errors.As(err, &e) {
 		t.Fatalf("error %T %v is not an *apierr.Error", err, err)
 	}
 	if e.Code != code {

@@ -214,8 +214,8 @@ func fromContents(t *tensor.Tensor, contents []byte, n int64) error {
 			}
 			return nil
 		}
-		switch {
-		case f.typ == protowire.BytesType:
+		switch f.typ {
+		case protowire.BytesType:
 			for v := f.v; len(v) > 0; {
 				var u uint64
 				var m int

@@ -61,10 +61,10 @@ func DecodeTensorProto(msg []byte) (TensorProto, error) {
 			if !ok {
 				return nil
 			}
-			switch {
-			case f.typ == w:
+			switch f.typ {
+			case w:
 				t.counts[f.num]++
-			case f.typ == protowire.BytesType:
+			case protowire.BytesType:
 				n, ok := packedCount(f.v, w)
 				if !ok {
 					return ErrMalformed
