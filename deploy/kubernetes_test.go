@@ -318,11 +318,9 @@ func minReplicas(t *testing.T, r *rendered, d *appsv1.Deployment) int32 {
 }
 
 func objectLabels(obj any) map[string]string {
-	switch o := obj.(type) {
-	case metav1.Object:
+	// An *istioObject embeds ObjectMeta, so it is a metav1.Object too.
+	if o, ok := obj.(metav1.Object); ok {
 		return o.GetLabels()
-	case *istioObject:
-		return o.Labels
 	}
 	return nil
 }

@@ -283,7 +283,7 @@ func checkRefusalBody(status int, contentType, body string) error {
 	}
 	var e map[string]string
 	if err := json.Unmarshal([]byte(body), &e); err != nil || len(e) != 1 || strings.TrimSpace(e["error"]) == "" {
-		return fmt.Errorf(`body %q, want {"error": "..."} (TF's error shape): %v`, body, err)
+		return fmt.Errorf(`body %q, want {"error": "..."} (TF's error shape): %w`, body, err)
 	}
 	return nil
 }
