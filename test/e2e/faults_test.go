@@ -178,7 +178,7 @@ func testSlowBackend(t *testing.T, kind string) {
 	// The timed-out calls must have been cancelled upstream, not left
 	// running (they would run for a minute). A generous wait: it ends as
 	// soon as the calls do.
-	if !waitFor(30*time.Second, func() bool { return s.upstream.inflight.Load() == 0 }) {
+	if !waitFor(settleTimeout, func() bool { return s.upstream.inflight.Load() == 0 }) {
 		t.Errorf("%d infer calls still running at the v2 server", s.upstream.inflight.Load())
 	}
 }
@@ -305,14 +305,14 @@ func testClientCancel(t *testing.T, kind string) {
 					_, err := send(ctx, s.client, s.url(via), request{path: "/v1/models/slow:predict", body: `{"instances": [2.0]}`})
 					errc <- err
 				}()
-				if !waitFor(5*time.Second, func() bool { return s.upstream.inflight.Load() == 1 }) {
+				if !waitFor(settleTimeout, func() bool { return s.upstream.inflight.Load() == 1 }) {
 					t.Fatalf("the request never reached the v2 server")
 				}
 				cancel()
 				if err := <-errc; !errors.Is(err, context.Canceled) {
 					t.Errorf("client error %v, want context.Canceled", err)
 				}
-				if !waitFor(5*time.Second, func() bool { return s.upstream.inflight.Load() == 0 }) {
+				if !waitFor(settleTimeout, func() bool { return s.upstream.inflight.Load() == 0 }) {
 					t.Fatalf("the v2 server still runs the cancelled call")
 				}
 			}
@@ -324,15 +324,15 @@ func testClientCancel(t *testing.T, kind string) {
 			for range rounds {
 				cancelOnce()
 			}
-			if !waitFor(5*time.Second, func() bool {
+			if !waitFor(settleTimeout, func() bool {
 				return s.counter(t, `tfsbridge_requests_total{code="499",model="slow",verb="predict"}`) == cancelled+rounds+1
 			}) {
 				t.Errorf("cancelled exchanges not counted with code 499: %v", s.counter(t, `tfsbridge_requests_total{code="499",model="slow",verb="predict"}`)-cancelled)
 			}
-			if !waitFor(5*time.Second, func() bool { return s.inflightStreams(t) == 0 }) {
+			if !waitFor(settleTimeout, func() bool { return s.inflightStreams(t) == 0 }) {
 				t.Errorf("tfsbridge_inflight_streams still %v", s.inflightStreams(t))
 			}
-			after := settledGoroutines(before, 5*time.Second)
+			after := settledGoroutines(before, settleTimeout)
 			t.Logf("goroutines: %d before, %d after", before, after)
 			if after > before {
 				var dump strings.Builder
