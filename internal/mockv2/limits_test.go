@@ -38,7 +38,8 @@ func TestHostileBodiesStayLinear(t *testing.T) {
 			t.Run(kind+"/"+name, func(t *testing.T) {
 				start := time.Now()
 				r := call(t, "POST", url+"/v2/models/half_plus_two/infer", []byte(body), "Content-Type", jsonCT)
-				if d := time.Since(start); d > 5*time.Second {
+				// A bound for runaway work, generous for a busy machine.
+				if d := time.Since(start); d > 30*time.Second {
 					t.Errorf("answered %d after %v", r.status, d)
 				}
 				if r.status == 200 {
