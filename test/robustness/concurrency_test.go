@@ -56,13 +56,10 @@ func TestConcurrentMixed(t *testing.T) {
 	}
 	base := runtime.NumGoroutine()
 	mock := startMock(t, "triton")
-	// No request of the mix relies on a timeout, so every timeout is
-	// generous: 64 clients at once on a busy 2-core machine can keep a
-	// request waiting for seconds (the stack's defaults are a second, for
-	// the hostile cases), and this test is about answers, not speed.
-	const patient = 30 * time.Second
-	s := newStack(t, stackConfig{upstream: mock.URL, requestTimeout: patient, routeTimeout: patient, backendTimeout: patient,
-		readTimeout: patient, readHeader: patient, messageTimeout: patient})
+	// No request of the mix relies on a timeout: a patient stack, as 64
+	// clients at once on a busy 2-core machine can keep a request waiting
+	// for seconds.
+	s := newStack(t, patient(stackConfig{upstream: mock.URL}))
 	// A few seconds per transport, and never more than maxPerWorker
 	// requests per client, so the run stays short even under -race; but
 	// every client sends at least minPerWorker whatever the clock says
@@ -116,7 +113,7 @@ func TestConcurrentMixed(t *testing.T) {
 // model at the v2 server, whichever transport they come through.
 func TestMetadataSingleFlight(t *testing.T) {
 	h := startHostile(t)
-	s := newStack(t, stackConfig{upstream: h.URL()})
+	s := newStack(t, patient(stackConfig{upstream: h.URL()})) // slowmeta_ takes 300 ms of the 64 requests' time
 	const models, perModel = 8, 8
 	var wg sync.WaitGroup
 	for m := range models {

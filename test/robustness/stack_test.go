@@ -75,6 +75,22 @@ const defaultTestMaxBody = 1 << 20
 // megabyte through the instrumented translators.
 var shortTimeout = time.Second * time.Duration(1+2*btoi(raceEnabled))
 
+// patientTimeout is every timeout of a patient stack.
+const patientTimeout = 30 * time.Second
+
+// patient returns cfg with every timeout it leaves zero set to
+// patientTimeout instead of shortTimeout: for the tests where no answer
+// may come from a timeout. On a busy 2-core machine a request can wait
+// seconds for a CPU, and one second is then no longer "never".
+func patient(cfg stackConfig) stackConfig {
+	for _, d := range []*time.Duration{&cfg.requestTimeout, &cfg.routeTimeout, &cfg.backendTimeout, &cfg.readTimeout, &cfg.readHeader, &cfg.messageTimeout} {
+		if *d == 0 {
+			*d = patientTimeout
+		}
+	}
+	return cfg
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
