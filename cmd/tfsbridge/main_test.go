@@ -389,7 +389,7 @@ func TestDemo(t *testing.T) {
 		if code != 0 {
 			t.Errorf("demo exit code after Ctrl-C = %d", code)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second): // a bound for a hang
 		t.Fatal("demo did not stop")
 	}
 }

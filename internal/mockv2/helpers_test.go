@@ -346,11 +346,12 @@ func jsonList(vs ...any) string {
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
-// newTrackedServer serves h and closes done when its one request's
-// handler has returned.
-func newTrackedServer(t testing.TB, h http.Handler, done chan struct{}) string {
+// newTrackedServer serves h; it closes started when its one request's
+// handler begins and done when it has returned.
+func newTrackedServer(t testing.TB, h http.Handler, started, done chan struct{}) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
 		defer close(done)
 		h.ServeHTTP(w, r)
 	}))

@@ -262,7 +262,13 @@ func TestUpstreamFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &setup{upstream: tt.upstream, timeout: 200 * time.Millisecond}
+			// Only "timeout" needs its request timeout short; the others
+			// get a generous one that a busy machine cannot run into.
+			timeout := 30 * time.Second
+			if tt.name == "timeout" {
+				timeout = 200 * time.Millisecond
+			}
+			s := &setup{upstream: tt.upstream, timeout: timeout}
 			s.v2 = fakev2.New(t, "triton", halfPlusTwo)
 			if tt.infer != nil {
 				s.v2.SetInfer(tt.infer)
@@ -283,22 +289,23 @@ func TestUpstreamFailures(t *testing.T) {
 func TestClientCancelPropagates(t *testing.T) {
 	s := &setup{}
 	s.v2 = fakev2.New(t, "triton", halfPlusTwo)
-	cancelled := make(chan struct{})
+	started, cancelled := make(chan struct{}), make(chan struct{})
 	s.v2.SetInfer(func(w http.ResponseWriter, r *http.Request) {
 		// Go's server notices a closed connection only once the body
 		// has been read.
 		_, _ = io.ReadAll(r.Body)
+		close(started)
 		select {
 		case <-r.Context().Done():
 			close(cancelled)
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 		}
 	})
 	s.start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	req := post(t, s.proxy.URL+"/v1/models/half_plus_two:predict", `{"instances": [1.0]}`).WithContext(ctx)
 	go func() {
-		time.Sleep(200 * time.Millisecond)
+		<-started // the call is upstream: cancel the client now
 		cancel()
 	}()
 	if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -307,7 +314,7 @@ func TestClientCancelPropagates(t *testing.T) {
 	}
 	select {
 	case <-cancelled:
-	case <-time.After(3 * time.Second):
+	case <-time.After(30 * time.Second): // a bound for a hang, generous for a busy machine
 		t.Error("the upstream request was not cancelled with the client's")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tfsbridge/tfsbridge/internal/buildinfo"
 )
@@ -29,7 +28,7 @@ func TestMetrics(t *testing.T) {
 				t.Errorf("pass-through: %d", r.status)
 			}
 			// Streams end a moment after their last reply.
-			if !waitFor(5*time.Second, func() bool { return s.inflightStreams(t) == 0 }) {
+			if !waitFor(settleTimeout, func() bool { return s.inflightStreams(t) == 0 }) {
 				t.Errorf("tfsbridge_inflight_streams %v after all requests ended", s.inflightStreams(t))
 			}
 

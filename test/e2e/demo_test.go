@@ -46,7 +46,7 @@ func rawCurl(t testing.TB, addr string, chunkedOK bool) response {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(settleTimeout)) // a bound for a hang, not a speed test
 	if _, err := conn.Write(curlRequest(addr)); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,9 @@ func TestDemoBinary(t *testing.T) {
 		}
 	})
 
-	if !waitFor(20*time.Second, func() bool { return strings.Contains(stdout.String(), "Press Ctrl-C to stop.") }) {
+	// Generous: a fresh process on a busy machine can take many seconds
+	// to start; the wait ends as soon as the banner is out.
+	if !waitFor(time.Minute, func() bool { return strings.Contains(stdout.String(), "Press Ctrl-C to stop.") }) {
 		t.Fatalf("demo did not print its banner")
 	}
 	out := stdout.String()
@@ -136,7 +138,7 @@ func TestDemoBinary(t *testing.T) {
 
 	client := newClient()
 	defer client.CloseIdleConnections()
-	if !waitFor(10*time.Second, func() bool {
+	if !waitFor(settleTimeout, func() bool {
 		r, err := send(context.Background(), client, "http://"+admin, request{path: "/readyz"})
 		return err == nil && r.status == http.StatusOK
 	}) {
@@ -169,7 +171,9 @@ func TestDemoBinary(t *testing.T) {
 		t.Errorf("envoysim close: %v", err)
 	}
 
-	// Ctrl-C: a clean stop, exit code 0, within a few seconds.
+	// Ctrl-C: a clean stop, exit code 0, promptly. The bound catches a
+	// stop that hangs; on a busy machine even a prompt one can take
+	// seconds, so it is generous (the log line shows the real time).
 	start := time.Now()
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -185,9 +189,9 @@ func TestDemoBinary(t *testing.T) {
 			t.Errorf("demo: %v", err)
 		}
 		t.Logf("demo stopped %v after SIGINT", time.Since(start).Round(time.Millisecond))
-	case <-time.After(5 * time.Second):
+	case <-time.After(settleTimeout):
 		_ = cmd.Process.Signal(syscall.SIGQUIT) // a goroutine dump on stderr
-		t.Fatalf("demo still running 5s after SIGINT")
+		t.Fatalf("demo still running %v after SIGINT", settleTimeout)
 	}
 	if _, err := net.DialTimeout("tcp", proxy, time.Second); err == nil {
 		t.Errorf("the proxy still accepts connections after the demo exited")

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -139,26 +140,45 @@ func testBackendGoesAway(t *testing.T, kind string) {
 // ext_proc, which turns it into the proxy's TF error. (A slow body after
 // the headers is Envoy's own 504: test/robustness, TestHostileUpstream.)
 func TestSlowBackend(t *testing.T) {
+	// Every kind, transport and case at once (t.Run from goroutines, not
+	// t.Parallel, which would run two at a time on two cores): nearly all
+	// of the test is waiting for the timeout, so it costs one timeout.
+	var wg sync.WaitGroup
 	for _, kind := range faultKinds {
-		t.Run(kind, func(t *testing.T) { testSlowBackend(t, kind) })
+		wg.Go(func() { t.Run(kind, func(t *testing.T) { testSlowBackend(t, kind) }) })
 	}
+	wg.Wait()
 }
 
+// slowBackendTimeout is the route and request timeout of TestSlowBackend.
+// "fast enough" must get its answer within it through Envoy, ext_proc and
+// the mock: 300 ms was missed on a busy 2-core machine, so it is seconds.
+const slowBackendTimeout = 3 * time.Second
+
 func testSlowBackend(t *testing.T, kind string) {
-	s := newStack(t, stackConfig{Kind: kind, MockDelay: time.Minute, RouteTimeout: 300 * time.Millisecond, RequestTimeout: 300 * time.Millisecond})
+	s := newStack(t, stackConfig{Kind: kind, MockDelay: time.Minute, RouteTimeout: slowBackendTimeout, RequestTimeout: slowBackendTimeout})
 	timeout := fail(504, "Timed out waiting for the v2 inference server")
-	runCases(t, s, []tcase{
+	cases := []tcase{
 		{name: "slow model", req: request{path: "/v1/models/slow:predict", body: `{"instances": [1.0]}`}, want: timeout},
-		// The mock sleeps X-Mock-Delay before reading the request body, so
-		// it cannot notice that the caller went away: keep it short.
+		// The mock reads the body, then sleeps X-Mock-Delay until the
+		// caller goes away.
 		{name: "slow answer", req: request{path: "/v1/models/half_plus_two:predict", body: readmeBody,
-			header: map[string]string{"X-Mock-Delay": "1s"}}, want: timeout},
+			header: map[string]string{"X-Mock-Delay": "1m"}}, want: timeout},
 		{name: "fast enough", req: request{path: "/v1/models/half_plus_two:predict", body: readmeBody,
 			header: map[string]string{"X-Mock-Delay": "1ms"}}, want: ok(readmeResponse)},
-	})
+	}
+	checkCaseNames(t, cases)
+	var wg sync.WaitGroup
+	for _, via := range transports {
+		for _, c := range cases {
+			wg.Go(func() { t.Run(via+"/"+c.name, func(t *testing.T) { s.runCase(t, via, c) }) })
+		}
+	}
+	wg.Wait()
 	// The timed-out calls must have been cancelled upstream, not left
-	// running.
-	if !waitFor(5*time.Second, func() bool { return s.upstream.inflight.Load() == 0 }) {
+	// running (they would run for a minute). A generous wait: it ends as
+	// soon as the calls do.
+	if !waitFor(settleTimeout, func() bool { return s.upstream.inflight.Load() == 0 }) {
 		t.Errorf("%d infer calls still running at the v2 server", s.upstream.inflight.Load())
 	}
 }
@@ -285,14 +305,14 @@ func testClientCancel(t *testing.T, kind string) {
 					_, err := send(ctx, s.client, s.url(via), request{path: "/v1/models/slow:predict", body: `{"instances": [2.0]}`})
 					errc <- err
 				}()
-				if !waitFor(5*time.Second, func() bool { return s.upstream.inflight.Load() == 1 }) {
+				if !waitFor(settleTimeout, func() bool { return s.upstream.inflight.Load() == 1 }) {
 					t.Fatalf("the request never reached the v2 server")
 				}
 				cancel()
 				if err := <-errc; !errors.Is(err, context.Canceled) {
 					t.Errorf("client error %v, want context.Canceled", err)
 				}
-				if !waitFor(5*time.Second, func() bool { return s.upstream.inflight.Load() == 0 }) {
+				if !waitFor(settleTimeout, func() bool { return s.upstream.inflight.Load() == 0 }) {
 					t.Fatalf("the v2 server still runs the cancelled call")
 				}
 			}
@@ -304,15 +324,15 @@ func testClientCancel(t *testing.T, kind string) {
 			for range rounds {
 				cancelOnce()
 			}
-			if !waitFor(5*time.Second, func() bool {
+			if !waitFor(settleTimeout, func() bool {
 				return s.counter(t, `tfsbridge_requests_total{code="499",model="slow",verb="predict"}`) == cancelled+rounds+1
 			}) {
 				t.Errorf("cancelled exchanges not counted with code 499: %v", s.counter(t, `tfsbridge_requests_total{code="499",model="slow",verb="predict"}`)-cancelled)
 			}
-			if !waitFor(5*time.Second, func() bool { return s.inflightStreams(t) == 0 }) {
+			if !waitFor(settleTimeout, func() bool { return s.inflightStreams(t) == 0 }) {
 				t.Errorf("tfsbridge_inflight_streams still %v", s.inflightStreams(t))
 			}
-			after := settledGoroutines(before, 5*time.Second)
+			after := settledGoroutines(before, settleTimeout)
 			t.Logf("goroutines: %d before, %d after", before, after)
 			if after > before {
 				var dump strings.Builder

@@ -423,6 +423,13 @@ func (b *syncBuffer) Len() int {
 	return b.b.Len()
 }
 
+// settleTimeout bounds a wait for something that must happen soon (a
+// stream ending, a counter moving, goroutines exiting). waitFor returns as
+// soon as it happens; the bound only decides how long a broken run takes
+// to fail, so it is generous: on a busy 2-core machine a goroutine can
+// wait seconds for a CPU.
+const settleTimeout = 30 * time.Second
+
 // waitFor polls cond until it holds or the deadline passes; it is how the
 // tests wait for asynchronous effects without sleeping blindly.
 func waitFor(timeout time.Duration, cond func() bool) bool {

@@ -710,11 +710,13 @@ func TestDuplexBodyEndedEarly(t *testing.T) {
 	pr, pw := io.Pipe()
 	go func() {
 		_, _ = pw.Write([]byte(`{"instances": [`))
-		select {
-		case <-replied:
-		case <-time.After(3 * time.Second):
+		<-replied
+		// The rest of the body only once the stand-in has seen the early
+		// end (its violation is recorded on arrival), however long the
+		// replies take to reach it; the bound is for a broken stand-in.
+		for end := time.Now().Add(30 * time.Second); len(ev.envoy.Violations()) == 0 && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond) // the replies reach the stand-in first
 		_, _ = pw.Write([]byte(`1.0]}`))
 		_ = pw.Close()
 	}()

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -526,17 +527,37 @@ func TestProcessorFailures(t *testing.T) {
 }
 
 func TestOverrideMessageTimeout(t *testing.T) {
+	// The processor asks for a longer timer before every reply, then takes
+	// longer than message_timeout over its first one. The timer is 2 s, so
+	// that even a busy machine gets the override to the stand-in before it
+	// fires; after that nothing races it:
+	//   - honoured: the processor waits until the stand-in has taken the
+	//     override (its stats say so), then until message_timeout has
+	//     passed, then replies; every message has a 30 s timer.
+	//   - ignored: the first message times out, and the processor waits
+	//     until the stand-in gives up on the stream.
+	const timer, overrideTo = 2 * time.Second, 30 * time.Second
+	var overrides atomic.Int64
+	var ev *env
 	slow := func(s extprocv3.ExternalProcessor_ProcessServer, _ *procStream) error {
 		for n := 0; ; n++ {
 			req, err := s.Recv()
 			if err != nil {
 				return nil
 			}
+			start := time.Now()
+			if err := s.Send(&extprocv3.ProcessingResponse{OverrideMessageTimeout: durationpb.New(overrideTo)}); err != nil {
+				return nil
+			}
+			overrides.Add(1)
 			if n == 0 {
-				if err := s.Send(&extprocv3.ProcessingResponse{OverrideMessageTimeout: durationpb.New(time.Second)}); err != nil {
-					return nil
+				for ev.envoy.Stats().OverrideMessageTimeoutReceived == 0 || time.Since(start) < timer+100*time.Millisecond {
+					select {
+					case <-s.Context().Done(): // ignored: the stand-in timed out
+						return nil
+					case <-time.After(10 * time.Millisecond):
+					}
 				}
-				time.Sleep(300 * time.Millisecond)
 			}
 			if err := s.Send(common(req, &extprocv3.CommonResponse{})); err != nil {
 				return nil
@@ -547,19 +568,24 @@ func TestOverrideMessageTimeout(t *testing.T) {
 		name       string
 		max        time.Duration
 		wantStatus int
-		want       func(Stats) bool
+		want       func(Stats, int64) bool
 	}{
-		{"honoured", 2 * time.Second, 200, func(s Stats) bool { return s.OverrideMessageTimeoutReceived == 1 && s.MessageTimeouts == 0 }},
-		{"ignored without max_message_timeout", 0, 504, func(s Stats) bool { return s.OverrideMessageTimeoutIgnored == 1 && s.MessageTimeouts == 1 }},
+		{"honoured", time.Minute, 200, func(s Stats, sent int64) bool {
+			return sent > 1 && s.OverrideMessageTimeoutReceived == uint64(sent) && s.MessageTimeouts == 0
+		}},
+		{"ignored without max_message_timeout", 0, 504, func(s Stats, _ int64) bool {
+			return s.OverrideMessageTimeoutIgnored == 1 && s.MessageTimeouts == 1
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := newEnv(t, Config{MessageTimeout: 100 * time.Millisecond, MaxMessageTimeout: tc.max}, &procServer{custom: slow}, nil)
+			overrides.Store(0)
+			ev = newEnv(t, Config{MessageTimeout: timer, MaxMessageTimeout: tc.max}, &procServer{custom: slow}, nil)
 			if code, _, _ := ev.do("POST", "/v1/models/m:predict", reqBody); code != tc.wantStatus {
 				t.Fatalf("status %d, want %d", code, tc.wantStatus)
 			}
-			if st := ev.envoy.Stats(); !tc.want(st) {
-				t.Errorf("stats %+v", st)
+			if st := ev.envoy.Stats(); !tc.want(st, overrides.Load()) {
+				t.Errorf("stats %+v after %d overrides sent", st, overrides.Load())
 			}
 		})
 	}

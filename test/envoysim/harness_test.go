@@ -174,14 +174,17 @@ func newEnv(t *testing.T, cfg Config, proc *procServer, upHandler http.HandlerFu
 		cfg.Upstream = ev.up.srv.URL
 	}
 	if cfg.MessageTimeout == 0 {
-		cfg.MessageTimeout = 5 * time.Second
+		// Generous: the test processors answer at once, but on a busy
+		// machine a reply can wait seconds for a CPU. Tests of the timer
+		// set their own.
+		cfg.MessageTimeout = 30 * time.Second
 	}
 	ev.envoy, err = Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := &http.Transport{}
-	ev.client = &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	ev.client = &http.Client{Transport: tr, Timeout: time.Minute} // a bound for a hang
 	t.Cleanup(func() {
 		if err := ev.envoy.Close(); err != nil {
 			t.Errorf("Close: %v", err)

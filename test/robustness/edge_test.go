@@ -124,8 +124,8 @@ func TestNoRedirects(t *testing.T) {
 		"/v2/models/half_times_two/infer":           303,
 	}}
 	up := startRecorder(t, rec)
-	fixed := newStack(t, stackConfig{upstream: up.URL, kind: "triton"})
-	auto := newStack(t, stackConfig{upstream: up.URL, kind: "auto"})
+	fixed := newStack(t, patient(stackConfig{upstream: up.URL, kind: "triton"}))
+	auto := newStack(t, patient(stackConfig{upstream: up.URL, kind: "auto"}))
 	const suffix = " with a redirect (HTTP %s); tfsbridge does not follow redirects"
 	tests := []struct {
 		name   string
@@ -164,7 +164,7 @@ func TestNoRedirects(t *testing.T) {
 func TestDotSegmentModels(t *testing.T) {
 	rec := &recorder{}
 	up := startRecorder(t, rec)
-	s := newStack(t, stackConfig{upstream: up.URL})
+	s := newStack(t, patient(stackConfig{upstream: up.URL}))
 	tests := []struct {
 		method, path string
 		status       int
@@ -242,7 +242,7 @@ func TestPassthroughPolicy(t *testing.T) {
 		t.Run(policy.String(), func(t *testing.T) {
 			rec := &recorder{}
 			up := startRecorder(t, rec)
-			s := newStack(t, stackConfig{upstream: up.URL, passthrough: policy})
+			s := newStack(t, patient(stackConfig{upstream: up.URL, passthrough: policy}))
 			what := "a TF Serving REST call"
 			if policy == session.PassthroughInference {
 				what += " or a v2 inference call"
@@ -316,7 +316,7 @@ func TestHopByHopHeaders(t *testing.T) {
 			"Content-Type: application/json\r\nContent-Length: 19\r\n\r\n" + body
 		rec := &recorder{connection: tc.server}
 		up := startRecorder(t, rec)
-		s := newStack(t, stackConfig{upstream: up.URL})
+		s := newStack(t, patient(stackConfig{upstream: up.URL}))
 		for _, via := range transports {
 			checkAnswer(t, tc.name+" via "+via, s.rawSend(t, via, request, false), http.StatusOK, "")
 		}
@@ -330,7 +330,7 @@ func TestHopByHopHeaders(t *testing.T) {
 func TestTruncatedBodies(t *testing.T) {
 	rec := &recorder{}
 	up := startRecorder(t, rec)
-	s := newStack(t, stackConfig{upstream: up.URL})
+	s := newStack(t, patient(stackConfig{upstream: up.URL}))
 	const partial = `{"instances":[1.0,` // 18 of the 100 bytes declared
 	tests := []struct {
 		name, head, body string

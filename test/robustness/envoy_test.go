@@ -54,7 +54,7 @@ func padUpstream(t *testing.T) string {
 // request body over the limit is refused at its headers, and one over
 // Envoy's own buffer gets Envoy's 413, which the session turns into TF's.
 func TestBodiesBetweenLimits(t *testing.T) {
-	s := newStack(t, stackConfig{upstream: padUpstream(t), bufferLimit: 8 << 20})
+	s := newStack(t, patient(stackConfig{upstream: padUpstream(t), bufferLimit: 8 << 20}))
 	padded := func(n int) []byte { return []byte(`{"instances":[1.0]}` + strings.Repeat(" ", n)) }
 	tooLarge := "Request body exceeds the limit of 1048576 bytes"
 	for _, tc := range []struct {

@@ -71,12 +71,25 @@ func wantAPIError(t *testing.T, err error, status int, prefix string) {
 	}
 }
 
+// settleTimeout bounds the waits for something that must happen soon
+// (goroutines ending, memory being let go, a metric reaching its value).
+// The waits poll for the event and return as soon as it happens; the bound
+// only decides how long a broken run takes to fail, so it is generous: on a
+// busy 2-core machine a goroutine can wait seconds for a CPU.
+const settleTimeout = 30 * time.Second
+
 // waitGoroutines polls until the process runs at most want goroutines, or
-// fails t with a dump of them after the deadline.
-func waitGoroutines(t *testing.T, want int, deadline time.Duration) {
+// fails t with a dump of them after the deadline. Each poll first calls
+// kick (typically a stack's dropIdle): an HTTP client hands a connection
+// back to its idle pool a moment after the caller read the answer, so one
+// CloseIdleConnections right after the last request can miss it.
+func waitGoroutines(t *testing.T, want int, deadline time.Duration, kick ...func()) {
 	t.Helper()
 	end := time.Now().Add(deadline)
 	for {
+		for _, k := range kick {
+			k()
+		}
 		n := runtime.NumGoroutine()
 		if n <= want {
 			return
@@ -90,6 +103,27 @@ func waitGoroutines(t *testing.T, want int, deadline time.Duration) {
 	}
 }
 
+// stableGoroutines returns the goroutine count once it has stayed the
+// same for five polls in a row (calling kick before each, as
+// waitGoroutines does), or after settleTimeout: a baseline without the
+// goroutines of connections that are closing. A count taken too early only
+// makes the baseline higher, never a check stricter.
+func stableGoroutines(kick ...func()) int {
+	n, same := runtime.NumGoroutine(), 0
+	for end := time.Now().Add(settleTimeout); same < 5 && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+		for _, k := range kick {
+			k()
+		}
+		if m := runtime.NumGoroutine(); m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
+}
+
 // heapInUse returns the live heap after a full collection.
 func heapInUse() uint64 {
 	runtime.GC()
@@ -101,10 +135,15 @@ func heapInUse() uint64 {
 
 // settledHeap polls heapInUse until it is at most limit or the deadline
 // passes, and returns the last reading: server connections that a client
-// just closed release their last request a moment later.
-func settledHeap(limit uint64, deadline time.Duration) uint64 {
+// just closed release their last request a moment later, and on a busy
+// machine that moment can be long. Each poll first calls kick, as
+// waitGoroutines does.
+func settledHeap(limit uint64, deadline time.Duration, kick ...func()) uint64 {
 	end := time.Now().Add(deadline)
 	for {
+		for _, k := range kick {
+			k()
+		}
 		h := heapInUse()
 		if h <= limit || time.Now().After(end) {
 			return h

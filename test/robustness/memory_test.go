@@ -199,10 +199,12 @@ func heldFromOS() uint64 {
 }
 
 // TestMemoryReturnedAfterBurst: once a burst of large requests has drained
-// the in-flight budget, the heap it grew is returned to the OS within a
-// second, instead of staying until the next collection (which an idle
+// the in-flight budget, the heap it grew is returned to the OS soon (about
+// a second), instead of staying until the next collection (which an idle
 // process runs every two minutes). The baseline is the same burst with a
-// budget so large that the burst does not count as one.
+// budget so large that the burst does not count as one, a second after it.
+// The budget case polls until the heap is returned: on a busy machine the
+// return can come seconds late, and the wait ends as soon as it comes.
 func TestMemoryReturnedAfterBurst(t *testing.T) {
 	if raceEnabled || testing.Short() {
 		t.Skip("heap measurement")
@@ -219,7 +221,8 @@ func TestMemoryReturnedAfterBurst(t *testing.T) {
 	} {
 		// Streamed, the read deadline covers the translation too: four
 		// 8 MiB bodies at once on a busy machine need more than a second.
-		s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 16 << 20, maxInflight: c.budget, readTimeout: 30 * time.Second, requestTimeout: 30 * time.Second})
+		s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 16 << 20, maxInflight: c.budget, readTimeout: 30 * time.Second, requestTimeout: 30 * time.Second,
+			backendTimeout: 30 * time.Second})
 		before := heapInUse()
 		var wg sync.WaitGroup
 		for range 4 {
@@ -235,9 +238,17 @@ func TestMemoryReturnedAfterBurst(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		time.Sleep(time.Second)
-		held[c.name] = heldFromOS()
-		t.Logf("%s: heap held from the OS %d MiB a second after the burst (live heap before %d MiB)", c.name, held[c.name]>>20, before>>20)
+		end := time.Now()
+		if c.name == "baseline" {
+			time.Sleep(time.Second) // nothing returns it: this only matches the budget case's second
+			held[c.name] = heldFromOS()
+		} else {
+			limit := min(64<<20, held["baseline"]/2)
+			for held[c.name] = heldFromOS(); held[c.name] > limit && time.Since(end) < settleTimeout; held[c.name] = heldFromOS() {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		t.Logf("%s: heap held from the OS %d MiB %v after the burst (live heap before %d MiB)", c.name, held[c.name]>>20, time.Since(end).Round(time.Millisecond), before>>20)
 		s.close()
 		heapInUse()
 		debug.FreeOSMemory() // the next case starts from a returned heap

@@ -116,12 +116,14 @@ func TestPanicIsolated(t *testing.T) {
 	h := startHostile(t)
 	fb := &faultyBackend{held: make(chan struct{}, 64), release: make(chan struct{})}
 	logs := newLogRecorder()
-	s := newStack(t, stackConfig{
+	// Patient: the held exchanges wait while the panicking ones run, which
+	// on a busy machine can take longer than the short default timeouts.
+	s := newStack(t, patient(stackConfig{
 		upstream:      h.URL(),
 		logger:        slog.New(logs), // the default level, info
 		wrapBackend:   func(b session.Backend) session.Backend { fb.Backend = b; return fb },
 		wrapTransport: func(rt http.RoundTripper) http.RoundTripper { return panickyTransport{rt} },
-	})
+	}))
 
 	// Exchanges in flight on both transports while the panics happen.
 	const heldPerTransport = 4
@@ -195,7 +197,7 @@ func TestPanicIsolated(t *testing.T) {
 // panics on those. Predict and status must get their ordinary answers.
 func TestInvalidUTF8ModelName(t *testing.T) {
 	h := startHostile(t)
-	s := newStack(t, stackConfig{upstream: h.URL()})
+	s := newStack(t, patient(stackConfig{upstream: h.URL()}))
 	for _, via := range transports {
 		// The hostile server has no infer answer for this name: 404 (the
 		// JSON decoder reads the name's bytes as U+FFFD).

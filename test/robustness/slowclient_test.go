@@ -72,18 +72,24 @@ func TestSlowClients(t *testing.T) {
 	s := newStack(t, stackConfig{upstream: mock.URL, readTimeout: timeout, readHeader: timeout, idleTimeout: timeout})
 	predict := "POST /v1/models/half_plus_two:predict HTTP/1.1\r\nHost: x\r\n"
 	const bodyTimeout = "{\n    \"error\": \"Timed out reading the request body\"\n}"
-	limit := timeout + 2*time.Second // the deadline, plus slack for a loaded machine
+	// How long to wait for what the deadline must cause: the deadline
+	// plus generous slack, as a busy machine fires timers late. The waits
+	// end as soon as the answer or the close comes.
+	limit := timeout + answerDeadline
 
 	t.Run("body trickled past the deadline", func(t *testing.T) {
 		c := dialSlow(t, s.proxyURL)
 		start := time.Now()
-		c.trickle(predict+"Content-Length: 200\r\n\r\n", 0)
-		c.trickle(`{"instances": [`+strings.Repeat("1.0, ", 40), 50*time.Millisecond)
+		// Trickled whole, the body would take 100 s: only the deadline
+		// can answer it within limit. The trickle ends when the proxy
+		// closes the connection.
+		c.trickle(predict+"Content-Length: 2015\r\n\r\n", 0)
+		c.trickle(`{"instances": [`+strings.Repeat("1.0, ", 400), 50*time.Millisecond)
 		resp, body, err := c.response(limit)
 		if err != nil || resp.StatusCode != 400 || body != bodyTimeout {
 			t.Fatalf("answer %v %q %v, want 400 %q", resp, body, err, bodyTimeout)
 		}
-		if d := time.Since(start); d > limit+time.Second {
+		if d := time.Since(start); d > limit {
 			t.Errorf("answered after %v", d)
 		}
 	})
@@ -131,8 +137,12 @@ func TestSlowClients(t *testing.T) {
 			t.Fatal("idle connection still open")
 		}
 	})
+	// Its own stack: 90 bytes 3 ms apart take 0.3 s on an idle machine
+	// but can take seconds on a busy one, where each sleep lasts longer.
+	// A generous deadline keeps "within the deadline" true there.
+	steady := newStack(t, stackConfig{upstream: mock.URL, readTimeout: answerDeadline, readHeader: answerDeadline})
 	t.Run("a slow but steady body within the deadline", func(t *testing.T) {
-		c := dialSlow(t, s.proxyURL)
+		c := dialSlow(t, steady.proxyURL)
 		body := `{"instances": [1.0]}`
 		c.trickle(predict+"Content-Length: 20\r\n\r\n"+body, 3*time.Millisecond)
 		resp, got, err := c.response(limit)
@@ -141,8 +151,9 @@ func TestSlowClients(t *testing.T) {
 		}
 	})
 	s.close()
+	steady.close()
 	mock.Close()
-	waitGoroutines(t, base+2, 10*time.Second)
+	waitGoroutines(t, base+2, settleTimeout)
 }
 
 // TestSlowReadersCut: clients that ask the proxy for a large translated
@@ -159,10 +170,10 @@ func TestSlowReadersCut(t *testing.T) {
 	// well as its writing: long enough that a reading client gets its
 	// 9 MiB on a loaded 2-core machine.
 	const writeTimeout = 5 * time.Second
-	// The request timeout covers the streamed answer's upstream read,
-	// which a client that does not read holds back: a generous one, so
-	// that on a loaded machine the write deadline is what cuts them.
-	s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 4 << 20, writeTimeout: writeTimeout, requestTimeout: time.Minute})
+	// Patient but for the write timeout: with the short defaults, four
+	// 3 MiB answers fetched and translated at once on a busy machine ran
+	// into the request timeout, and its small 504 needs no reader.
+	s := newStack(t, patient(stackConfig{upstream: h.URL(), maxBody: 4 << 20, writeTimeout: writeTimeout}))
 	predict := "POST /v1/models/wide:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 19\r\n\r\n{\"instances\":[1.0]}"
 
 	a := s.post(viaProxy, "/v1/models/wide:predict", []byte(`{"instances":[1.0]}`))
@@ -190,7 +201,8 @@ func TestSlowReadersCut(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if got := s.metrics.Value("tfsbridge_response_write_timeouts_total"); got != readers {
-		t.Fatalf("%v answers cut after %v, want %d", got, cutDeadline, readers)
+		t.Fatalf("%v answers cut after %v, want %d (answers 200: %v, 504: %v)", got, cutDeadline, readers,
+			s.metrics.Value("tfsbridge_requests_total", "code", "200"), s.metrics.Value("tfsbridge_requests_total", "code", "504"))
 	}
 	for i, c := range clients {
 		// What the kernels buffered is readable; then the connection ends.
@@ -198,12 +210,12 @@ func TestSlowReadersCut(t *testing.T) {
 			t.Errorf("client %d: connection still open after its answer was cut", i)
 		}
 	}
-	after := settledHeap(before+8<<20, 3*time.Second)
+	after := settledHeap(before+8<<20, settleTimeout, s.dropIdle)
 	t.Logf("live heap %d KiB before, %d KiB after %d cut readers", before>>10, after>>10, readers)
 	if after > before+8<<20 {
 		t.Errorf("live heap grew from %d to %d bytes: the cut answers are still held", before, after)
 	}
 	s.close()
 	h.close()
-	waitGoroutines(t, base+2, 10*time.Second)
+	waitGoroutines(t, base+2, settleTimeout)
 }

@@ -86,8 +86,11 @@ var upstreamWants = map[string]upstreamWant{
 }
 
 // answerDeadline is how long any answer may take: one of the stack's
-// timeouts, plus scheduling slack on a loaded machine.
-var answerDeadline = shortTimeout + 4*time.Second
+// timeouts, plus scheduling slack. The slack is generous (CI and developers
+// run the suite on busy 2-core machines, where a burst of concurrent
+// requests can take several seconds) and still catches what it is for: an
+// exchange that hangs because a timeout never fires.
+var answerDeadline = shortTimeout + 20*time.Second
 
 // checkAnswer asserts one answer: the status, a TF error body for every
 // failure, the prefix of its message, and the time it took.
@@ -142,10 +145,18 @@ func tfErrorMessage(body string) (string, bool) {
 func TestHostileUpstream(t *testing.T) {
 	base := runtime.NumGoroutine()
 	h := startHostile(t)
-	s := newStack(t, stackConfig{upstream: h.URL()})
+	// The cases answered by a timeout run on a stack with short ones, so
+	// the test stays short; the others on a patient one, so that a busy
+	// machine cannot turn their answers into timeouts.
+	quick := newStack(t, stackConfig{upstream: h.URL()})
+	slow := newStack(t, patient(stackConfig{upstream: h.URL()}))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8) // parallel, but not all 70 at once on 2 cores
 	for model, want := range upstreamWants {
+		s := slow
+		if want.proxy == 504 || want.extproc == 504 || want.orTimeout {
+			s = quick
+		}
 		for _, via := range transports {
 			wg.Add(1)
 			sem <- struct{}{}
@@ -176,9 +187,10 @@ func TestHostileUpstream(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	s.close()
+	quick.close()
+	slow.close()
 	h.close()
-	waitGoroutines(t, base+2, 10*time.Second)
+	waitGoroutines(t, base+2, settleTimeout)
 }
 
 // mockBomb is a hostile TF request for a mockv2 model.
@@ -259,7 +271,9 @@ func TestRequestBombsOverSockets(t *testing.T) {
 	for _, kind := range []string{"triton", "kserve", "mlserver"} {
 		t.Run(kind, func(t *testing.T) {
 			mock := startMock(t, kind)
-			s := newStack(t, stackConfig{upstream: mock.URL, kind: kind})
+			// Patient: mockv2 answers every bomb without delay, so no
+			// answer may be a timeout's, however busy the machine.
+			s := newStack(t, patient(stackConfig{upstream: mock.URL, kind: kind}))
 			for _, b := range mockBombs() {
 				want := expectedVerdict(t, s, b)
 				for _, via := range transports {
@@ -295,7 +309,7 @@ func TestRequestBombsOverSockets(t *testing.T) {
 			mock.Close()
 		})
 	}
-	waitGoroutines(t, base+2, 10*time.Second)
+	waitGoroutines(t, base+2, settleTimeout)
 }
 
 // send is post with a method and extra request headers; a
@@ -364,7 +378,7 @@ func TestHeapStaysFlat(t *testing.T) {
 	round(40) // warm pools, caches and connections
 	before := heapInUse()
 	round(200)
-	after := settledHeap(before+4<<20, 3*time.Second)
+	after := settledHeap(before+4<<20, settleTimeout, s.dropIdle)
 	t.Logf("live heap %d KiB before, %d KiB after 200 bad requests", before>>10, after>>10)
 	// The body limit is 1 MiB and pooled buffers are dropped by the
 	// collections: anything kept per request would show as megabytes.
@@ -383,16 +397,14 @@ func TestHeapStaysFlat(t *testing.T) {
 	// Its own stack with generous timeouts: this part measures memory, and
 	// on a busy machine eight concurrent 512 KiB metadata round trips can
 	// take longer than the short timeouts the first part relies on.
-	s.dropIdle()
+	s.close() // nothing of the first part's stack lingers into this one's measurement
 	s = newStack(t, stackConfig{upstream: h.URL(), backendTimeout: 30 * time.Second, requestTimeout: 30 * time.Second,
 		readTimeout: 30 * time.Second, readHeader: 30 * time.Second})
 	long := strings.Repeat("m", 512<<10)
 	for i := range 8 { // warm the new stack's pools and connections
 		s.post(viaProxy, "/v1/models/w"+strconv.Itoa(i)+long+":predict", []byte(`{"instances":[1.0]}`))
 	}
-	s.dropIdle()
-	time.Sleep(200 * time.Millisecond) // closed connections' goroutines end
-	idle := runtime.NumGoroutine()
+	idle := stableGoroutines(s.dropIdle) // closed connections' goroutines have ended
 	before = heapInUse()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -408,9 +420,8 @@ func TestHeapStaysFlat(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	s.dropIdle()
-	waitGoroutines(t, idle, 5*time.Second) // closed connections have let go
-	after = settledHeap(before+16<<20, 3*time.Second)
+	waitGoroutines(t, idle, settleTimeout, s.dropIdle) // closed connections have let go
+	after = settledHeap(before+16<<20, settleTimeout, s.dropIdle)
 	t.Logf("live heap %d KiB before, %d KiB after 200 long model names", before>>10, after>>10)
 	if after > before+16<<20 {
 		t.Errorf("live heap grew from %d to %d bytes across 200 unknown long model names", before, after)

@@ -75,6 +75,22 @@ const defaultTestMaxBody = 1 << 20
 // megabyte through the instrumented translators.
 var shortTimeout = time.Second * time.Duration(1+2*btoi(raceEnabled))
 
+// patientTimeout is every timeout of a patient stack.
+const patientTimeout = 30 * time.Second
+
+// patient returns cfg with every timeout it leaves zero set to
+// patientTimeout instead of shortTimeout: for the tests where no answer
+// may come from a timeout. On a busy 2-core machine a request can wait
+// seconds for a CPU, and one second is then no longer "never".
+func patient(cfg stackConfig) stackConfig {
+	for _, d := range []*time.Duration{&cfg.requestTimeout, &cfg.routeTimeout, &cfg.backendTimeout, &cfg.readTimeout, &cfg.readHeader, &cfg.messageTimeout} {
+		if *d == 0 {
+			*d = patientTimeout
+		}
+	}
+	return cfg
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -117,10 +133,18 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	if cfg.messageTimeout == 0 {
 		cfg.messageTimeout = 5 * time.Second
 	}
-	for _, d := range []*time.Duration{&cfg.requestTimeout, &cfg.routeTimeout, &cfg.backendTimeout, &cfg.readTimeout, &cfg.readHeader, &cfg.idleTimeout} {
+	for _, d := range []*time.Duration{&cfg.requestTimeout, &cfg.routeTimeout, &cfg.backendTimeout, &cfg.readTimeout, &cfg.readHeader} {
 		if *d == 0 {
 			*d = shortTimeout
 		}
+	}
+	if cfg.idleTimeout == 0 {
+		// Not short: a keep-alive connection the proxy closes for idling
+		// just as the client reuses it fails that POST with a broken pipe
+		// or a reset (net/http retries only requests it has not begun to
+		// write). On a busy machine a pooled connection easily idles a
+		// second between two requests. TestSlowClients sets its own.
+		cfg.idleTimeout = time.Minute
 	}
 	s := &stack{cfg: cfg}
 	t.Cleanup(s.close)
@@ -129,7 +153,9 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	proxyTransport := backend.NewTransport(cfg.backendTimeout)
 	clientTransport := &http.Transport{Proxy: nil, DisableCompression: true, MaxIdleConnsPerHost: 64}
 	s.transports = append(s.transports, backendTransport, proxyTransport, clientTransport)
-	s.client = &http.Client{Transport: clientTransport, Timeout: 20 * time.Second}
+	// The client's own timeout is a last resort, above answerDeadline, so
+	// that a slow answer is reported as one rather than as a client error.
+	s.client = &http.Client{Transport: clientTransport, Timeout: answerDeadline + 30*time.Second}
 
 	// tfsbridge, as package bridge serves it for "tfsbridge demo": the
 	// ext_proc server and the proxy on ephemeral ports.

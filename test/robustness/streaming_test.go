@@ -91,7 +91,7 @@ func TestStreamedBodyMemory(t *testing.T) {
 	tensorBytes := uint64(values * 4)
 	h := startHostile(t)
 	s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 96 << 20, maxInflight: 1 << 30,
-		requestTimeout: time.Minute, readTimeout: time.Minute, routeTimeout: time.Minute})
+		requestTimeout: time.Minute, readTimeout: time.Minute, routeTimeout: time.Minute, backendTimeout: time.Minute})
 	for _, via := range streamingTransports {
 		t.Run(via, func(t *testing.T) {
 			body := newFloatBody(values)
