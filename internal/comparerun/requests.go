@@ -1,0 +1,66 @@
+package comparerun
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+)
+
+// Request is one TF Serving REST request to replay.
+type Request struct {
+	Model string          `json:"model"`
+	Verb  string          `json:"verb"` // predict (the default), classify or regress
+	Body  json.RawMessage `json:"body"`
+}
+
+// modelName is what may stand in a URL path's model segment.
+var modelName = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,256}$`)
+
+// ParseRequests reads a JSONL file of {"model", "verb", "body"} lines
+// (blank lines skipped), refusing more than max of them. An error names
+// the line.
+func ParseRequests(data []byte, max int) ([]Request, error) {
+	var out []Request
+	for n, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if len(out) == max {
+			return nil, fmt.Errorf("line %d: more than %d requests", n+1, max)
+		}
+		var r Request
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n+1, err)
+		}
+		if err := r.check(); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n+1, err)
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no requests")
+	}
+	return out, nil
+}
+
+func (r *Request) check() error {
+	if r.Verb == "" {
+		r.Verb = "predict"
+	}
+	switch {
+	case !modelName.MatchString(r.Model):
+		return fmt.Errorf("model %q: want a model name (letters, digits, _ . -)", r.Model)
+	case r.Verb != "predict" && r.Verb != "classify" && r.Verb != "regress":
+		return fmt.Errorf("verb %q: want predict, classify or regress", r.Verb)
+	case len(bytes.TrimSpace(r.Body)) == 0 || bytes.TrimSpace(r.Body)[0] != '{':
+		return fmt.Errorf("body: want the request's JSON object")
+	}
+	return nil
+}
+
+// path is the request's TF REST path.
+func (r *Request) path() string { return "/v1/models/" + r.Model + ":" + r.Verb }
