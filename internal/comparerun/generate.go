@@ -15,9 +15,9 @@ import (
 // GenerateOptions say what requests Generate builds.
 type GenerateOptions struct {
 	Models []string
-	N      int   // requests per model
+	N      int // requests per model
 	Seed   uint64
-	Batch  int   // the size of a -1 batch dimension (and of other -1 dimensions)
+	Batch  int // the size of a -1 batch dimension (and of other -1 dimensions)
 	// MaxElements bounds one request's elements, so that a model with
 	// huge inputs is refused rather than exhausting memory.
 	MaxElements int64
