@@ -16,14 +16,15 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/internal/comparerun"
 	"github.com/tfsbridge/tfsbridge/internal/fileread"
+	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
 	"github.com/tfsbridge/tfsbridge/translate/tfcompare"
 )
 
 const compareSummary = `Replays TF Serving REST requests against two endpoints and compares the answers in
 TF terms: each output's name, shape and dtype, max and p99 absolute and relative error,
 NaN/Inf positions, classify's top-1 label; errors by status. An endpoint is tf:URL (a
-TF Serving REST base URL) or v2:URL[,kind=triton|kserve|mlserver] (a v2 server, reached
-through tfsbridge's translation run in-process). Requests come from a JSONL file
+TF Serving REST base URL) or v2:URL[,kind=triton|kserve|mlserver][,map=FILE] (a v2
+server, reached through tfsbridge's translation run in-process, with a model map). Requests come from a JSONL file
 (--requests, one {"model", "verb", "body"} per line) or are generated from each
 --model's signature (--generate N). Prints a per-model, per-output table; --report
 writes it as an HTML page with an error histogram per output. Exits 0 when every answer
@@ -67,7 +68,7 @@ func newCompareOptions() *compareOptions {
 // (TFSBRIDGE_COMPARE_*): its meaning is compare's alone.
 func (o *compareOptions) bindings() []binding {
 	bs := []binding{
-		stringFlag(&o.reference, "reference", "Endpoint A, the reference the error is relative to: tf:URL (TF Serving REST) or v2:URL[,kind=triton|kserve|mlserver] (a v2 server, through tfsbridge in-process)."),
+		stringFlag(&o.reference, "reference", "Endpoint A, the reference the error is relative to: tf:URL (TF Serving REST) or v2:URL[,kind=triton|kserve|mlserver][,map=FILE] (a v2 server, through tfsbridge in-process, with an optional model map)."),
 		stringFlag(&o.candidate, "candidate", "Endpoint B, the one checked against the reference (same forms)."),
 		fileFlag(&o.requestsFile, "requests", "JSONL file of requests to replay, one {\"model\": M, \"verb\": \"predict\"|\"classify\"|\"regress\", \"body\": {...}} per line."),
 		intFlag(&o.generate, "generate", "Instead of --requests, generate this many predict requests per --model from its signature (GET /v1/models/M/metadata on the reference), with seeded random values."),
@@ -154,6 +155,17 @@ func (o *compareOptions) check() error {
 	}
 	if o.endpointB, err = comparerun.ParseEndpoint(o.candidate); err != nil {
 		return &flagProblem{"candidate", err.Error()}
+	}
+	for _, e := range []struct {
+		flag string
+		ep   comparerun.Endpoint
+	}{{"reference", o.endpointA}, {"candidate", o.endpointB}} {
+		if e.ep.Map == "" {
+			continue
+		}
+		if _, err := modelmap.Load(e.ep.Map); err != nil {
+			return &flagProblem{e.flag, "map: " + err.Error()}
+		}
 	}
 	return nil
 }

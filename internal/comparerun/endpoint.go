@@ -14,16 +14,18 @@ import (
 )
 
 // Endpoint is one side of a comparison: a TF Serving REST base URL
-// ("tf:URL"), or a v2 server ("v2:URL[,kind=KIND]") reached through
-// tfsbridge's translation run in-process.
+// ("tf:URL"), or a v2 server ("v2:URL[,kind=KIND][,map=FILE]") reached
+// through tfsbridge's translation run in-process, with a model map when
+// the TF names are not the v2 server's.
 type Endpoint struct {
 	Spec string // as given, for reports
 	V2   bool
 	URL  string
 	Kind string // v2 only: auto, triton, kserve or mlserver
+	Map  string // v2 only: a model map file (see --model-map)
 }
 
-// ParseEndpoint parses "tf:URL" or "v2:URL[,kind=KIND]".
+// ParseEndpoint parses "tf:URL" or "v2:URL[,kind=KIND][,map=FILE]".
 func ParseEndpoint(s string) (Endpoint, error) {
 	scheme, rest, ok := strings.Cut(s, ":")
 	e := Endpoint{Spec: s, Kind: backend.KindAuto}
@@ -40,13 +42,17 @@ func ParseEndpoint(s string) (Endpoint, error) {
 				continue
 			}
 			k, v, _ := strings.Cut(opt, "=")
-			if k != "kind" || !validKind(v) {
-				return e, fmt.Errorf("endpoint %q: unknown option %q: want kind=auto, triton, kserve or mlserver", s, opt)
+			switch {
+			case k == "kind" && validKind(v):
+				e.Kind = v
+			case k == "map" && v != "":
+				e.Map = v
+			default:
+				return e, fmt.Errorf("endpoint %q: unknown option %q: want kind=auto|triton|kserve|mlserver or map=FILE", s, opt)
 			}
-			e.Kind = v
 		}
 	default:
-		return e, fmt.Errorf("endpoint %q: unknown kind %q: want tf:URL or v2:URL[,kind=...]", s, scheme)
+		return e, fmt.Errorf("endpoint %q: unknown kind %q: want tf:URL or v2:URL[,kind=...][,map=FILE]", s, scheme)
 	}
 	u, err := url.Parse(rest)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -75,7 +81,7 @@ func (e Endpoint) Start(ctx context.Context, log *slog.Logger, maxBody int64) (b
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	o := bridge.DefaultOptions()
-	o.BackendURL, o.BackendKind, o.Logger = e.URL, e.Kind, log
+	o.BackendURL, o.BackendKind, o.Logger, o.ModelMapFile = e.URL, e.Kind, log, e.Map
 	o.DrainDelay = 0
 	if maxBody > 0 {
 		o.MaxBodyBytes = maxBody

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"strconv"
 
 	"github.com/tfsbridge/tfsbridge/translate/tfcompare"
 )
@@ -46,8 +45,8 @@ Tolerance: abs {{.Tolerance.Abs}}, rel {{.Tolerance.Rel}} (|a−b| ≤ abs + rel
 <td>{{.Row.Top1}}</td><td class="note">{{.Row.Problem}}</td></tr>
 {{end}}</tbody>
 </table>
-<h2>Absolute error per output</h2>
-<p>Elements per bucket of |a−b|, on a log scale of the error (four buckets per power of two; exact zeros first).</p>
+<h2>Error per output</h2>
+<p>Numbers: elements per bucket of |a−b|, on a log scale of the error (four buckets per power of two; exact zeros first; red from the absolute tolerance up). Strings, bytes and bools: elements equal and differing.</p>
 {{range .Rows}}{{if .Row.Output | ne "` + ErrorRow + `"}}<figure class="histogram" data-model="{{.Model}}" data-output="{{.Row.Output}}">
 <figcaption>{{.Model}} / {{.Row.Output}}: {{.Row.Elements}} elements</figcaption>
 <svg xmlns="http://www.w3.org/2000/svg" width="{{.Hist.Width}}" height="{{.Hist.Height}}" viewBox="0 0 {{.Hist.Width}} {{.Hist.Height}}" role="img" aria-label="absolute error histogram of {{.Model}} {{.Row.Output}}">
@@ -98,7 +97,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 			case r.Within > 0:
 				class = "within"
 			}
-			rows = append(rows, pageRow{Model: m.Model, Row: r, Class: class, Hist: drawHistogram(&r.Abs, rep.Tolerance.Abs)})
+			rows = append(rows, pageRow{Model: m.Model, Row: r, Class: class, Hist: histogramOf(r, rep.Tolerance.Abs)})
 		}
 	}
 	return page.Execute(w, struct {
@@ -107,11 +106,21 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	}{rep, rows})
 }
 
-// drawHistogram lays out the buckets from zero through the last non-empty
-// one (at least the first non-empty one's neighbourhood), scaled to the
-// fullest. Bars above the absolute tolerance are red.
-func drawHistogram(h *tfcompare.Histogram, absTol float64) histogram {
-	const width, height, base, barArea = 480, 140, 120, 110
+// item is one bar to draw.
+type item struct {
+	label string
+	count uint64
+	red   bool
+}
+
+// histogramOf is a row's picture: for numbers, the absolute errors from
+// zero through the last non-empty bucket, red from the absolute tolerance
+// up; for strings, bytes and bools, the elements equal and differing.
+func histogramOf(r *Row, absTol float64) histogram {
+	if !r.Numeric() {
+		return draw([]item{{"equal", uint64(r.Elements - r.Differ), false}, {"differ", uint64(r.Differ), true}}, "equal", "differ", uint64(r.Elements))
+	}
+	h := &r.Abs
 	first, last := -1, -1
 	for i, n := range h.Counts {
 		if n == 0 || i == 0 {
@@ -122,42 +131,52 @@ func drawHistogram(h *tfcompare.Histogram, absTol float64) histogram {
 		}
 		last = i
 	}
-	idx := []int{0}
+	items := []item{{"0", h.Counts[0], false}}
+	lowTick, highTick := "", ""
 	if first >= 0 {
 		for i := first; i <= last; i++ {
-			idx = append(idx, i)
+			lo, hi := tfcompare.Bounds(i)
+			items = append(items, item{"[" + num(lo, true) + ", " + num(hi, true) + ")", h.Counts[i], lo >= absTol})
 		}
+		lo, _ := tfcompare.Bounds(first)
+		_, hi := tfcompare.Bounds(last)
+		lowTick, highTick = num(lo, true), num(hi, true)
 	}
+	g := draw(items, "0", "", h.Total)
+	if first >= 0 {
+		bw := g.Bars[0].W + 1
+		g.Ticks = append(g.Ticks,
+			tick{X: g.Bars[1].X, Y: g.Height - 4, Anchor: "start", Text: lowTick},
+			tick{X: g.Bars[len(g.Bars)-1].X + bw, Y: g.Height - 4, Anchor: "end", Text: highTick})
+	}
+	return g
+}
+
+// draw lays out bars scaled to the fullest, with first's label under the
+// first bar, last's under the last (when not empty), and the scale.
+func draw(items []item, first, last string, total uint64) histogram {
+	const width, height, base, barArea = 480, 140, 120, 110
 	var top uint64 = 1
-	for _, i := range idx {
-		top = max(top, h.Counts[i])
+	for _, it := range items {
+		top = max(top, it.count)
 	}
 	g := histogram{Width: width, Height: height, Base: base}
-	bw := max((width-20)/len(idx), 2)
-	for k, i := range idx {
-		lo, hi := tfcompare.Bounds(i)
-		label := "0"
-		if i != 0 {
-			label = "[" + num(lo, true) + ", " + num(hi, true) + ")"
-		}
-		hgt := int(h.Counts[i] * barArea / top)
-		if h.Counts[i] > 0 {
+	bw := max((width-20)/len(items), 2)
+	for k, it := range items {
+		hgt := int(it.count * barArea / top)
+		if it.count > 0 {
 			hgt = max(hgt, 1)
 		}
 		fill := "#4a7bd0"
-		if lo >= absTol && i != 0 {
+		if it.red {
 			fill = "#d04a4a"
 		}
-		g.Bars = append(g.Bars, bar{X: 10 + k*bw, Y: base - hgt, W: max(bw-1, 1), H: hgt, Fill: fill, Label: label, Count: h.Counts[i]})
+		g.Bars = append(g.Bars, bar{X: 10 + k*bw, Y: base - hgt, W: max(bw-1, 1), H: hgt, Fill: fill, Label: it.label, Count: it.count})
 	}
-	g.Ticks = append(g.Ticks, tick{X: 10, Y: height - 4, Anchor: "start", Text: "0"})
-	if first >= 0 {
-		lo, _ := tfcompare.Bounds(first)
-		_, hi := tfcompare.Bounds(last)
-		g.Ticks = append(g.Ticks,
-			tick{X: 10 + bw, Y: height - 4, Anchor: "start", Text: num(lo, true)},
-			tick{X: 10 + len(idx)*bw, Y: height - 4, Anchor: "end", Text: num(hi, true)})
+	g.Ticks = append(g.Ticks, tick{X: 10, Y: height - 4, Anchor: "start", Text: first})
+	if last != "" {
+		g.Ticks = append(g.Ticks, tick{X: 10 + len(items)*bw, Y: height - 4, Anchor: "end", Text: last})
 	}
-	g.Ticks = append(g.Ticks, tick{X: width - 4, Y: 12, Anchor: "end", Text: "max " + strconv.FormatUint(top, 10) + fmt.Sprintf(" of %d", h.Total)})
+	g.Ticks = append(g.Ticks, tick{X: width - 4, Y: 12, Anchor: "end", Text: fmt.Sprintf("max %d of %d", top, total)})
 	return g
 }

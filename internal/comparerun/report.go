@@ -45,12 +45,13 @@ type Row struct {
 	DType string
 	// Requests whose answers had the output, and how they compared.
 	Requests, Identical, Within, Mismatch int
-	Elements                              int64
-	MaxAbs, MaxRel                        float64
-	Abs, Rel                              tfcompare.Histogram
-	NonFinite                             int64
-	Top1Total, Top1Agree                  int64
-	Top1ScoreErr                          float64
+	// Elements compared, Differ of them not identical.
+	Elements, Differ     int64
+	MaxAbs, MaxRel       float64
+	Abs, Rel             tfcompare.Histogram
+	NonFinite            int64
+	Top1Total, Top1Agree int64
+	Top1ScoreErr         float64
 	// Problem is the first mismatch's explanation, Problems how many
 	// requests had one.
 	Problem  string
@@ -106,6 +107,7 @@ func (rep *Report) add(req *Request, r *tfcompare.Result) {
 		}
 		row.count(o.Verdict)
 		row.Elements += int64(o.Elements)
+		row.Differ += int64(o.Differ)
 		row.MaxAbs = max(row.MaxAbs, o.MaxAbs)
 		row.MaxRel = max(row.MaxRel, o.MaxRel)
 		row.Abs.Merge(&o.Abs)
