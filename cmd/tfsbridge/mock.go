@@ -39,7 +39,7 @@ func (o *mockOptions) bindings() []binding {
 		// Not the proxy's listen address: a variable of its own.
 		addrFlag(&o.httpAddr, "http-addr", "Address the mock v2 server listens on (Triton's HTTP port is 8000).", false, false).commandEnv(),
 		kindFlag(&o.kind),
-		perturbFlag(&o.perturb),
+		perturbFlag(&o.perturb, "perturb"),
 	}, o.log.bindings()...)
 }
 
@@ -82,8 +82,8 @@ func startMock(ctx context.Context, g *errgroup.Group, addr string, opt mockv2.O
 // perturbFlag binds --perturb MODEL=DELTA: repeatable, or comma-separated
 // in one value (as its variable holds it). The model must be one the mock
 // serves, the delta a finite number.
-func perturbFlag(p *map[string]float64) binding {
-	return bind(p, "perturb", "model=delta", "Add delta to every floating-point output of a model, as `MODEL=DELTA` (repeatable, or comma-separated: half_plus_two=0.001,simple=2), so that \"tfsbridge compare\" has a drifted model to find.",
+func perturbFlag(p *map[string]float64, name string) binding {
+	return bind(p, name, "model=delta", "Add delta to every floating-point output of a model, as `MODEL=DELTA` (repeatable, or comma-separated: half_plus_two=0.001,simple=2), so that \"tfsbridge compare\" has a drifted model to find.",
 		func(s string) (map[string]float64, error) {
 			out := maps.Clone(*p)
 			if out == nil {
