@@ -87,6 +87,16 @@ func TestCompare(t *testing.T) {
 			},
 		},
 		{
+			name: "a single bytes output, row and columnar", a: ok200(`{"predictions": [{"b64": "AAE="}, {"b64": "AAI="}]}`), b: ok200(`{"predictions": [{"b64": "AAE="}, {"b64": "AAM="}]}`),
+			verdict: Mismatch, kind: Predictions,
+			outs: []want{{name: "predictions", verdict: Mismatch, shapeA: []int64{2}, shapeB: []int64{2}, dtA: Bytes, dtB: Bytes, elements: 2, differ: 1, over: 1, firstNF: -1}},
+		},
+		{
+			name: "a scalar bytes output, columnar", a: ok200(`{"outputs": {"b64": "AAE="}}`), b: ok200(`{"outputs": {"b64": "AAE="}}`),
+			verdict: Identical, kind: Outputs,
+			outs: []want{{name: "outputs", verdict: Identical, dtA: Bytes, dtB: Bytes, elements: 1, firstNF: -1}},
+		},
+		{
 			name: "missing output", a: ok200(`{"outputs": {"y": [1.0], "z": [2.0]}}`), b: ok200(`{"outputs": {"y": [1.0], "w": [2.0]}}`),
 			verdict: Mismatch, kind: Outputs,
 			outs: []want{

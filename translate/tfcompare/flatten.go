@@ -123,7 +123,7 @@ func (s *side) load(a Answer, lim jsontext.Limits) {
 	}
 	if v, ok := root.Member("outputs"); ok {
 		s.kind = Outputs
-		if v.Kind() == jsontext.Object {
+		if v.Kind() == jsontext.Object && !isB64(v) {
 			for k, val := range v.Members() {
 				s.one(string(k.Str()), val)
 			}
@@ -165,7 +165,7 @@ func (s *side) one(name string, v jsontext.Value) {
 // of a row-format answer has no name in TF's JSON: it is "predictions".
 func (s *side) rows(v jsontext.Value) {
 	first, ok := v.First()
-	if !ok || first.Kind() != jsontext.Object {
+	if !ok || first.Kind() != jsontext.Object || isB64(first) {
 		s.one("predictions", v)
 		return
 	}
@@ -217,6 +217,13 @@ func (s *side) classify(v jsontext.Value) {
 		s.dims = append(s.dims, int64(max(width, 0)))
 		s.close(o)
 	}
+}
+
+// isB64 reports whether v is a bytes element, {"b64": "..."}, rather
+// than an object of named outputs.
+func isB64(v jsontext.Value) bool {
+	b, ok := v.Member("b64")
+	return ok && v.Len() == 1 && b.Kind() == jsontext.String
 }
 
 // open starts an output; close ends it. o stays valid in between because
@@ -285,7 +292,8 @@ func (s *side) addLeaf(o *flatOut, v jsontext.Value) {
 	case jsontext.String:
 		l.dt, l.s = String, v.Str()
 	case jsontext.Object:
-		if b, ok := v.Member("b64"); ok && v.Len() == 1 && b.Kind() == jsontext.String {
+		if isB64(v) {
+			b, _ := v.Member("b64")
 			l.dt, l.s = Bytes, b.Str()
 		}
 	}
