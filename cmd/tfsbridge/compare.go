@@ -39,6 +39,7 @@ type compareOptions struct {
 	models               []string
 	seed                 int64
 	batch                int
+	format               string
 	tol                  tfcompare.Tolerance
 	concurrency          int
 	timeout              time.Duration
@@ -54,6 +55,7 @@ func newCompareOptions() *compareOptions {
 		log:         defaultLog(),
 		seed:        1,
 		batch:       2,
+		format:      "inputs",
 		tol:         tfcompare.DefaultTolerance,
 		concurrency: 4,
 		timeout:     30 * time.Second,
@@ -75,6 +77,7 @@ func (o *compareOptions) bindings() []binding {
 		listFlag(&o.models, "model", "Model to --generate requests for (repeatable, or comma-separated)."),
 		int64Flag(&o.seed, "seed", "Seed of --generate's random values: the same seed gives the same requests."),
 		intFlag(&o.batch, "batch", "Size --generate gives a -1 dimension (the batch)."),
+		enumFlag(&o.format, "format", "Format of --generate's requests: inputs (TF's columnar {\"inputs\": {...}}) or instances (the row format, one item per batch element; every input needs a -1 batch dimension).", []string{"inputs", "instances"}, nil),
 		floatFlag(&o.tol.Abs, "tolerance-abs", "Absolute tolerance: b matches a when |a-b| <= abs + rel*|a|."),
 		floatFlag(&o.tol.Rel, "tolerance-rel", "Relative tolerance (see --tolerance-abs)."),
 		intFlag(&o.concurrency, "concurrency", "Requests in flight at once (each sent to both endpoints together)."),
@@ -206,6 +209,7 @@ func (o *compareOptions) run(ctx context.Context, stdout, stderr io.Writer) erro
 	} else {
 		reqs, err = comparerun.Generate(ctx, client, baseA, comparerun.GenerateOptions{
 			Models: o.models, N: o.generate, Seed: uint64(o.seed), Batch: o.batch, MaxElements: o.maxBody / 2,
+			Instances: o.format == "instances",
 		})
 		if err != nil {
 			return fmt.Errorf("generate: %w", err)

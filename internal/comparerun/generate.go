@@ -21,6 +21,9 @@ type GenerateOptions struct {
 	// MaxElements bounds one request's elements, so that a model with
 	// huge inputs is refused rather than exhausting memory.
 	MaxElements int64
+	// Instances writes TF's row format ({"instances": [...]}, one item
+	// per batch element) instead of the columnar {"inputs": {...}}.
+	Instances bool
 }
 
 // tfMetadata is the part of TF's GET /v1/models/M/metadata answer that
@@ -57,7 +60,7 @@ func (t *tensorInfo) UnmarshalJSON(b []byte) error {
 // Generate builds o.N predict requests per model from the model's
 // serving_default signature, fetched from base (a TF REST URL), with
 // seeded random values of each input's dtype and shape, in TF's
-// columnar "inputs" format.
+// columnar "inputs" format or its row "instances" format.
 func Generate(ctx context.Context, c *http.Client, base string, o GenerateOptions) ([]Request, error) {
 	var out []Request
 	for mi, model := range o.Models {
@@ -114,15 +117,25 @@ func fetchInputs(ctx context.Context, c *http.Client, base, model string) ([]nam
 	return ins, nil
 }
 
-// buildBody writes {"inputs": {name: nested values, ...}}.
+// genInput is one input ready to generate: its full shape and values.
+type genInput struct {
+	name  string
+	shape []int64
+	gen   func([]byte, *rand.Rand) []byte
+}
+
+// buildBody writes {"inputs": {name: nested values, ...}}, or with
+// o.Instances {"instances": [item, ...]} where an item is the one input's
+// value or {name: value, ...}.
 func buildBody(rng *rand.Rand, ins []namedInput, o GenerateOptions) ([]byte, error) {
-	b := []byte(`{"inputs": {`)
+	var gs []genInput
 	var total int64
-	for i, in := range ins {
+	for _, in := range ins {
 		shape := []int64{int64(o.Batch)} // unknown rank: a batch of scalars
+		batched := true
 		if !in.info.TensorShape.UnknownRank {
 			shape = shape[:0]
-			for _, d := range in.info.TensorShape.Dim {
+			for i, d := range in.info.TensorShape.Dim {
 				n, err := d.Size.Int64()
 				if err != nil {
 					return nil, fmt.Errorf("input %s: dimension %q", in.name, d.Size)
@@ -131,7 +144,11 @@ func buildBody(rng *rand.Rand, ins []namedInput, o GenerateOptions) ([]byte, err
 					n = int64(o.Batch)
 				}
 				shape = append(shape, n)
+				if i == 0 {
+					batched = d.Size.String() == "-1"
+				}
 			}
+			batched = batched && len(shape) > 0
 		}
 		n := int64(1)
 		for _, d := range shape {
@@ -145,14 +162,44 @@ func buildBody(rng *rand.Rand, ins []namedInput, o GenerateOptions) ([]byte, err
 		if err != nil {
 			return nil, fmt.Errorf("input %s: %w", in.name, err)
 		}
-		if i > 0 {
+		if o.Instances && !batched {
+			return nil, fmt.Errorf("input %s has no batch dimension (-1 first): generate the columnar \"inputs\" format", in.name)
+		}
+		gs = append(gs, genInput{in.name, shape, gen})
+	}
+	if !o.Instances {
+		b := []byte(`{"inputs": {`)
+		for i, g := range gs {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = strconv.AppendQuote(b, g.name)
+			b = append(b, ": "...)
+			b = nest(b, g.shape, rng, g.gen)
+		}
+		return append(b, "}}"...), nil
+	}
+	b := []byte(`{"instances": [`)
+	for item := range o.Batch {
+		if item > 0 {
 			b = append(b, ", "...)
 		}
-		b = strconv.AppendQuote(b, in.name)
-		b = append(b, ": "...)
-		b = nest(b, shape, rng, gen)
+		if len(gs) == 1 {
+			b = nest(b, gs[0].shape[1:], rng, gs[0].gen)
+			continue
+		}
+		b = append(b, '{')
+		for i, g := range gs {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = strconv.AppendQuote(b, g.name)
+			b = append(b, ": "...)
+			b = nest(b, g.shape[1:], rng, g.gen)
+		}
+		b = append(b, '}')
 	}
-	return append(b, "}}"...), nil
+	return append(b, "]}"...), nil
 }
 
 // nest writes values of shape, row-major.
