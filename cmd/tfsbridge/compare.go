@@ -72,7 +72,7 @@ func (o *compareOptions) bindings() []binding {
 	bs := []binding{
 		stringFlag(&o.reference, "reference", "Endpoint A, the reference the error is relative to: tf:URL (TF Serving REST) or v2:URL[,kind=triton|kserve|mlserver][,map=FILE] (a v2 server, through tfsbridge in-process, with an optional model map)."),
 		stringFlag(&o.candidate, "candidate", "Endpoint B, the one checked against the reference (same forms)."),
-		fileFlag(&o.requestsFile, "requests", "JSONL file of requests to replay, one {\"model\": M, \"verb\": \"predict\"|\"classify\"|\"regress\", \"body\": {...}} per line."),
+		fileFlag(&o.requestsFile, "requests", "JSONL file of requests to replay, one {\"model\": M, \"verb\": \"predict\"|\"classify\"|\"regress\", \"body\": {...}} per line, with an optional \"version\" or \"label\"."),
 		intFlag(&o.generate, "generate", "Instead of --requests, generate this many predict requests per --model from its signature (GET /v1/models/M/metadata on the reference), with seeded random values."),
 		listFlag(&o.models, "model", "Model to --generate requests for (repeatable, or comma-separated)."),
 		int64Flag(&o.seed, "seed", "Seed of --generate's random values: the same seed gives the same requests."),

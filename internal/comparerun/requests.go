@@ -9,15 +9,23 @@ import (
 
 // Request is one TF Serving REST request to replay.
 type Request struct {
-	Model string          `json:"model"`
-	Verb  string          `json:"verb"` // predict (the default), classify or regress
-	Body  json.RawMessage `json:"body"`
+	Model string `json:"model"`
+	// Version or Label, at most one, picks what TF's URL does
+	// (/versions/N, /labels/L); neither is the latest version.
+	Version string          `json:"version,omitempty"`
+	Label   string          `json:"label,omitempty"`
+	Verb    string          `json:"verb"` // predict (the default), classify or regress
+	Body    json.RawMessage `json:"body"`
 }
 
 // modelName is what may stand in a URL path's model segment.
 var modelName = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,256}$`)
 
+// versionNumber is a TF version: a non-negative int64 in decimal.
+var versionNumber = regexp.MustCompile(`^[0-9]{1,18}$`)
+
 // ParseRequests reads a JSONL file of {"model", "verb", "body"} lines
+// (and an optional "version" or "label")
 // (blank lines skipped), refusing more than max of them. An error names
 // the line.
 func ParseRequests(data []byte, max int) ([]Request, error) {
@@ -54,6 +62,12 @@ func (r *Request) check() error {
 	switch {
 	case !modelName.MatchString(r.Model):
 		return fmt.Errorf("model %q: want a model name (letters, digits, _ . -)", r.Model)
+	case r.Version != "" && r.Label != "":
+		return fmt.Errorf("version %q and label %q: give at most one", r.Version, r.Label)
+	case r.Version != "" && !versionNumber.MatchString(r.Version):
+		return fmt.Errorf("version %q: want a version number", r.Version)
+	case r.Label != "" && !modelName.MatchString(r.Label):
+		return fmt.Errorf("label %q: want a label (letters, digits, _ . -)", r.Label)
 	case r.Verb != "predict" && r.Verb != "classify" && r.Verb != "regress":
 		return fmt.Errorf("verb %q: want predict, classify or regress", r.Verb)
 	case len(bytes.TrimSpace(r.Body)) == 0 || bytes.TrimSpace(r.Body)[0] != '{':
@@ -63,4 +77,13 @@ func (r *Request) check() error {
 }
 
 // path is the request's TF REST path.
-func (r *Request) path() string { return "/v1/models/" + r.Model + ":" + r.Verb }
+func (r *Request) path() string {
+	p := "/v1/models/" + r.Model
+	switch {
+	case r.Version != "":
+		p += "/versions/" + r.Version
+	case r.Label != "":
+		p += "/labels/" + r.Label
+	}
+	return p + ":" + r.Verb
+}

@@ -44,7 +44,23 @@ func TestParseRequests(t *testing.T) {
 	if err != nil || len(reqs) != 2 || reqs[0].Verb != "predict" || reqs[1].path() != "/v1/models/linear_classifier:classify" {
 		t.Fatalf("ParseRequests = %+v, %v", reqs, err)
 	}
+	for _, tc := range []struct {
+		r    Request
+		want string
+	}{
+		{Request{Model: "m", Version: "3", Verb: "predict"}, "/v1/models/m/versions/3:predict"},
+		{Request{Model: "m", Label: "stable", Verb: "classify"}, "/v1/models/m/labels/stable:classify"},
+	} {
+		if got := tc.r.path(); got != tc.want {
+			t.Errorf("path of %+v = %q, want %q", tc.r, got, tc.want)
+		}
+	}
 	for _, tc := range []struct{ in, want string }{
+		{`{"model": "m", "version": "3", "body": {}}`, ""},
+		{`{"model": "m", "label": "stable", "verb": "regress", "body": {}}`, ""},
+		{`{"model": "m", "version": "x", "body": {}}`, `line 1: version "x"`},
+		{`{"model": "m", "version": "1", "label": "a", "body": {}}`, "give at most one"},
+		{`{"model": "m", "label": "a/b", "body": {}}`, `line 1: label "a/b"`},
 		{"", "no requests"},
 		{`{"model": "m", "body": {}}` + "\n" + `{"model": "m", "body": [1]}`, "line 2: body: want the request's JSON object"},
 		{`{"model": "../x", "body": {}}`, `line 1: model "../x"`},
@@ -53,7 +69,14 @@ func TestParseRequests(t *testing.T) {
 		{`{"model": "m", "body": {}}` + "\n" + `{"model": "m", "body": {}}` + "\n" + `{"model": "m", "body": {}}`, "line 3: more than 2 requests"},
 		{`not json`, "line 1: invalid character"},
 	} {
-		if _, err := ParseRequests([]byte(tc.in), 2); err == nil || !strings.Contains(err.Error(), tc.want) {
+		reqs, err := ParseRequests([]byte(tc.in), 2)
+		if tc.want == "" {
+			if err != nil || len(reqs) != 1 {
+				t.Errorf("ParseRequests(%q) = %v", tc.in, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseRequests(%q) = %v, want %q", tc.in, err, tc.want)
 		}
 	}

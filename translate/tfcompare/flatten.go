@@ -86,8 +86,17 @@ func (s *side) reset() {
 		s.doc = nil
 	}
 	s.kind, s.status, s.errText = Invalid, 0, ""
+	// Keep the buffers for the next answer unless one huge answer grew
+	// them: a long-lived Comparer must not pin its largest answer's memory.
+	if cap(s.vals) > maxKeptElements {
+		s.vals = nil
+	}
 	s.outs, s.vals, s.dims = s.outs[:0], s.vals[:0], s.dims[:0]
 }
+
+// maxKeptElements bounds the element buffer a side keeps between
+// answers (48 bytes each).
+const maxKeptElements = 1 << 18
 
 // load parses an answer into s.
 func (s *side) load(a Answer, lim jsontext.Limits) {
