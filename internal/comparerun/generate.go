@@ -71,13 +71,25 @@ func Generate(ctx context.Context, c *http.Client, base string, o GenerateOption
 		if err != nil {
 			return nil, err
 		}
-		rng := rand.New(rand.NewPCG(o.Seed, uint64(mi)))
-		for range o.N {
-			body, err := buildBody(rng, inputs, o)
-			if err != nil {
-				return nil, fmt.Errorf("model %s: %w", model, err)
+		// Each body is built when it is sent, from a seed of its own: a
+		// run holds only the bodies in flight, and a request is the same
+		// whatever the order requests are built in.
+		build := func(i int) func() ([]byte, error) {
+			return func() ([]byte, error) {
+				body, err := buildBody(rand.New(rand.NewPCG(o.Seed, uint64(mi)<<32|uint64(i))), inputs, o)
+				if err != nil {
+					return nil, fmt.Errorf("model %s: %w", model, err)
+				}
+				return body, nil
 			}
-			out = append(out, Request{Model: model, Verb: "predict", Body: body})
+		}
+		// The first is built now, so that a model tfsbridge cannot
+		// generate for is a failure before anything is sent.
+		if _, err := build(0)(); err != nil {
+			return nil, err
+		}
+		for i := range o.N {
+			out = append(out, Request{Model: model, Verb: "predict", build: build(i)})
 		}
 	}
 	return out, nil

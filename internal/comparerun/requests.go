@@ -16,6 +16,16 @@ type Request struct {
 	Label   string          `json:"label,omitempty"`
 	Verb    string          `json:"verb"` // predict (the default), classify or regress
 	Body    json.RawMessage `json:"body"`
+	// build makes Body when it is needed (generated requests).
+	build func() ([]byte, error)
+}
+
+// body returns the request's body, building a generated one.
+func (r *Request) body() ([]byte, error) {
+	if r.build != nil {
+		return r.build()
+	}
+	return r.Body, nil
 }
 
 // modelName is what may stand in a URL path's model segment.

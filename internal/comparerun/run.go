@@ -87,10 +87,14 @@ feed:
 
 // exchangeBoth sends r to both sides at once.
 func exchangeBoth(ctx context.Context, o Options, r *Request) (a, b tfcompare.Answer, err error) {
+	body, err := r.body()
+	if err != nil {
+		return a, b, err
+	}
 	var errB error
 	var wg sync.WaitGroup
-	wg.Go(func() { b, errB = exchange(ctx, o, o.B, r) })
-	a, err = exchange(ctx, o, o.A, r)
+	wg.Go(func() { b, errB = exchange(ctx, o, o.B, r, body) })
+	a, err = exchange(ctx, o, o.A, r, body)
 	wg.Wait()
 	switch {
 	case err != nil:
@@ -101,8 +105,8 @@ func exchangeBoth(ctx context.Context, o Options, r *Request) (a, b tfcompare.An
 	return a, b, nil
 }
 
-func exchange(ctx context.Context, o Options, base string, r *Request) (tfcompare.Answer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+r.path(), bytes.NewReader(r.Body))
+func exchange(ctx context.Context, o Options, base string, r *Request, body []byte) (tfcompare.Answer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+r.path(), bytes.NewReader(body))
 	if err != nil {
 		return tfcompare.Answer{}, err
 	}

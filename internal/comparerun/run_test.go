@@ -4,9 +4,17 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
 
 func TestParseEndpoint(t *testing.T) {
 	for _, tc := range []struct {
@@ -98,21 +106,39 @@ func TestGenerate(t *testing.T) {
 	if len(a) != 4 || a[0].Model != "simple" || a[2].Model != "mixed_types" {
 		t.Fatalf("generated %+v", a)
 	}
-	for i := range a {
-		if !bytes.Equal(a[i].Body, b[i].Body) {
-			t.Errorf("request %d differs with the same seed:\n%s\n%s", i, a[i].Body, b[i].Body)
+	bodies := func(reqs []Request) [][]byte {
+		var out [][]byte
+		for i := range reqs {
+			b, err := reqs[i].body()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
 		}
-		if bytes.Equal(a[i].Body, c[i].Body) {
-			t.Errorf("request %d is the same with another seed: %s", i, a[i].Body)
+		return out
+	}
+	// Built in reverse: a body does not depend on the others.
+	slices.Reverse(b)
+	ba, bb, bc := bodies(a), bodies(b), bodies(c)
+	slices.Reverse(bb)
+	for i := range ba {
+		if !bytes.Equal(ba[i], bb[i]) {
+			t.Errorf("request %d differs with the same seed:\n%s\n%s", i, ba[i], bb[i])
+		}
+		if bytes.Equal(ba[i], bc[i]) {
+			t.Errorf("request %d is the same with another seed: %s", i, ba[i])
+		}
+		if i > 0 && a[i].Model == a[i-1].Model && bytes.Equal(ba[i], ba[i-1]) {
+			t.Errorf("requests %d and %d are the same", i-1, i)
 		}
 	}
 	// simple: two INT32 inputs [-1, 16] → [3][16] small integers.
-	if !bytes.HasPrefix(a[0].Body, []byte(`{"inputs": {"INPUT0": [[`)) || bytes.Count(a[0].Body, []byte("[")) != 2*(1+3) || bytes.Contains(a[0].Body, []byte(".")) {
-		t.Errorf("simple's request is not two [3][16] integer inputs: %s", a[0].Body)
+	if !bytes.HasPrefix(ba[0], []byte(`{"inputs": {"INPUT0": [[`)) || bytes.Count(ba[0], []byte("[")) != 2*(1+3) || bytes.Contains(ba[0], []byte(".")) {
+		t.Errorf("simple's request is not two [3][16] integer inputs: %s", ba[0])
 	}
 	// mixed_types: BOOL, INT64, FP64 [-1, 1], in name order.
-	if !bytes.Contains(a[2].Body, []byte(`{"inputs": {"count": [[`)) || !bytes.Contains(a[2].Body, []byte(`"flag": [[`)) || !bytes.Contains(a[2].Body, []byte(`"value": [[`)) {
-		t.Errorf("mixed_types's request: %s", a[2].Body)
+	if !bytes.Contains(ba[2], []byte(`{"inputs": {"count": [[`)) || !bytes.Contains(ba[2], []byte(`"flag": [[`)) || !bytes.Contains(ba[2], []byte(`"value": [[`)) {
+		t.Errorf("mixed_types's request: %s", ba[2])
 	}
 	if _, err := Generate(context.Background(), testClient, base, GenerateOptions{Models: []string{"image_classifier"}, N: 1, Batch: 2, MaxElements: 1000}); err == nil ||
 		!strings.Contains(err.Error(), "more than 1000 elements") {
