@@ -134,7 +134,9 @@ func (s *side) load(a Answer, lim jsontext.Limits) {
 		s.kind = Outputs
 		if v.Kind() == jsontext.Object && !isB64(v) {
 			for k, val := range v.Members() {
-				s.one(string(k.Str()), val)
+				if s.find(string(k.Str())) == nil { // the first of duplicate keys, as rapidjson's FindMember
+					s.one(string(k.Str()), val)
+				}
 			}
 			return
 		}
@@ -181,6 +183,9 @@ func (s *side) rows(v jsontext.Value) {
 	n := v.Len()
 	for k := range first.Members() {
 		name := string(k.Str())
+		if s.find(name) != nil {
+			continue // a duplicate key: Member finds the first
+		}
 		o := s.open(name)
 		s.dims = append(s.dims, int64(n))
 		for _, row := range v.Elems() {
