@@ -13,6 +13,12 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tfcompare"
 )
 
+// The defaults of Options' zero values.
+const (
+	DefaultTimeout      = 30 * time.Second
+	DefaultMaxBodyBytes = 64 << 20
+)
+
 // Options configure Run.
 type Options struct {
 	// A and B are the TF REST base URLs compared (A is the reference: the
@@ -24,9 +30,10 @@ type Options struct {
 	// Concurrency is how many requests are in flight at once (each sent
 	// to both sides together).
 	Concurrency int
-	// Client sends the requests; its Timeout bounds each.
+	// Client sends the requests; its Timeout bounds each (nil: a client
+	// with DefaultTimeout).
 	Client *http.Client
-	// MaxBodyBytes bounds each answer read.
+	// MaxBodyBytes bounds each answer read (0: DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// Progress, when set, is called after each request with the number
 	// done and the total (from one goroutine at a time).
@@ -38,6 +45,12 @@ type Options struct {
 // connection refused, a timeout) stops the run with an error: it says
 // nothing about the models.
 func Run(ctx context.Context, reqs []Request, o Options) (*Report, error) {
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: DefaultTimeout}
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
 	rep := newReport(o)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -235,3 +235,20 @@ func hasLine(text, want string) bool {
 	}
 	return false
 }
+
+// A tf: endpoint is used as it is; a v2: one gets an in-process tfsbridge
+// that answers TF REST for it.
+func TestEndpointStart(t *testing.T) {
+	e, _ := ParseEndpoint("tf:http://tf-serving:8501/")
+	base, stop, err := e.Start(context.Background(), nil, 0)
+	if err != nil || base != "http://tf-serving:8501" {
+		t.Fatalf("tf: Start = %q, %v", base, err)
+	}
+	stop()
+	base = startTF(t, nil)
+	reqs := []Request{{Model: "half_plus_two", Verb: "predict", Body: []byte(`{"instances": [1.0, 2.0]}`)}}
+	rep, err := Run(context.Background(), reqs, Options{A: base, B: base}) // zero options take the defaults
+	if err != nil || !rep.Passed() || row(t, rep, "half_plus_two", "predictions").Identical != 1 {
+		t.Fatalf("Run against itself: %+v, %v", rep, err)
+	}
+}
