@@ -24,11 +24,12 @@ const compareSummary = `Replays TF Serving REST requests against two endpoints a
 TF terms: each output's name, shape and dtype, max and p99 absolute and relative error,
 NaN/Inf positions, classify's top-1 label; errors by status. An endpoint is tf:URL (a
 TF Serving REST base URL) or v2:URL[,kind=triton|kserve|mlserver][,map=FILE] (a v2
-server, reached through tfsbridge's translation run in-process, with a model map). Requests come from a JSONL file
-(--requests, one {"model", "verb", "body"} per line) or are generated from each
---model's signature (--generate N). Prints a per-model, per-output table; --report
-writes it as an HTML page with an error histogram per output. Exits 0 when every answer
-is within tolerance, 1 when one is not (or the run fails), 2 on a usage error.`
+server, reached through tfsbridge's translation run in-process, with an optional model
+map). Requests come from a JSONL file (--requests, one {"model", "verb", "body"} per
+line) or are generated from each --model's signature (--generate N). Prints a per-model,
+per-output table; --report writes it as an HTML page with an error histogram per output.
+Exits 0 when every answer is within tolerance, 1 when one is not (or the run fails), 2
+on a usage error.`
 
 // compareOptions are the flags of "tfsbridge compare".
 type compareOptions struct {
