@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
@@ -87,6 +89,13 @@ func (e Endpoint) Start(ctx context.Context, log *slog.Logger, maxBody int64) (b
 		o.MaxBodyBytes = maxBody
 		o.MaxInflightBytes = max(o.MaxInflightBytes, 64*maxBody)
 	}
+	// tfsbridge answers 503 for a v2 server it cannot reach, as it must
+	// for clients; here that would be compared as a model's answer. A
+	// server that does not answer at all stops the run at once, as a tf:
+	// endpoint does.
+	if err := probe(ctx, e.URL+"/v2/health/live"); err != nil {
+		return "", nil, fmt.Errorf("endpoint %s: %w", e.Spec, err)
+	}
 	b, err := bridge.New(o)
 	if err != nil {
 		return "", nil, fmt.Errorf("endpoint %s: %w", e.Spec, err)
@@ -105,4 +114,23 @@ func (e Endpoint) Start(ctx context.Context, log *slog.Logger, maxBody int64) (b
 		}
 	}
 	return "http://" + l.Proxy.Addr().String(), stop, nil
+}
+
+// probeTimeout bounds the reachability check of a v2 server.
+const probeTimeout = 10 * time.Second
+
+// probe checks that url answers HTTP at all (any status).
+func probe(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return resp.Body.Close()
 }

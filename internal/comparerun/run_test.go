@@ -245,6 +245,10 @@ func TestEndpointStart(t *testing.T) {
 		t.Fatalf("tf: Start = %q, %v", base, err)
 	}
 	stop()
+	dead, _ := ParseEndpoint("v2:http://127.0.0.1:1")
+	if _, _, err := dead.Start(context.Background(), nil, 0); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("a v2 server that is down: %v", err)
+	}
 	base = startTF(t, nil)
 	reqs := []Request{{Model: "half_plus_two", Verb: "predict", Body: []byte(`{"instances": [1.0, 2.0]}`)}}
 	rep, err := Run(context.Background(), reqs, Options{A: base, B: base}) // zero options take the defaults
