@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 )
@@ -200,7 +201,7 @@ func (c *Comparer) compareOutput(o *Output, oa, ob *flatOut) {
 	case oa.ragged || ob.ragged:
 		o.Problem, o.Verdict = "ragged nesting", Mismatch
 		return
-	case !slicesEqual(o.ShapeA, o.ShapeB):
+	case !slices.Equal(o.ShapeA, o.ShapeB):
 		o.Problem, o.Verdict = "shape "+shapeText(o.ShapeA)+" vs "+shapeText(o.ShapeB), Mismatch
 		return
 	case oa.dt != ob.dt && oa.dt != NoDType && ob.dt != NoDType:
@@ -214,18 +215,6 @@ func (c *Comparer) compareOutput(o *Output, oa, ob *flatOut) {
 	case o.Differ > 0:
 		o.Verdict = Within
 	}
-}
-
-func slicesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // compareValues is the hot loop: element by element, same lengths.
