@@ -256,3 +256,20 @@ func TestEndpointStart(t *testing.T) {
 		t.Fatalf("Run against itself: %+v, %v", rep, err)
 	}
 }
+
+// FP16 outputs (binary on the v2 wire) drift by the perturbation too.
+func TestRunPerturbedFP16(t *testing.T) {
+	base := startTF(t, nil)
+	reqs, err := Generate(context.Background(), testClient, base, GenerateOptions{
+		Models: []string{"FP16OutputModel"}, N: 2, Seed: 1, Batch: 1, MaxElements: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := runAgainst(t, reqs, map[string]float64{"FP16OutputModel": 0.5})
+	for _, out := range []string{"fp16_output", "fp32_output"} {
+		// Inputs in [-1, 1] with three decimals: FP16 keeps 0.5 off within its rounding there.
+		if r := row(t, rep, "FP16OutputModel", out); r.Mismatch != 2 || math.Abs(r.MaxAbs-0.5) > 1e-3 {
+			t.Errorf("%s: %d mismatched, max abs %g", out, r.Mismatch, r.MaxAbs)
+		}
+	}
+}
