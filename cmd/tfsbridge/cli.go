@@ -56,12 +56,14 @@ func newTree(env environment) (*cobra.Command, map[string]subcommand) {
 		"proxy":   newProxyOptions(),
 		"mock":    newMockOptions(),
 		"demo":    newDemoOptions(),
+		"compare": newCompareOptions(),
 	}
 	root.AddCommand(
 		serveCommand("extproc", "Envoy ext_proc gRPC service (the main form)", extprocSummary, subs["extproc"], env),
 		serveCommand("proxy", "Standalone HTTP reverse proxy", proxySummary, subs["proxy"], env),
 		serveCommand("mock", "Built-in v2 mock server with sample models", mockSummary, subs["mock"], env),
 		serveCommand("demo", "Mock + proxy + ext_proc in one process, with curl examples", demoSummary, subs["demo"], env),
+		serveCommand("compare", "Compare two endpoints' answers offline (exit 0 within tolerance, 1 over)", compareSummary, subs["compare"], env),
 		validateMapCommand(),
 		versionCommand(),
 		docsCommand(),

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 )
 
@@ -61,7 +62,7 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mockAddr, err := startMock(ctx, g, o.mockAddr, o.kind, log)
+	mockAddr, err := startMock(ctx, g, o.mockAddr, mockv2.Options{Kind: o.kind, Logger: log})
 	if err != nil {
 		return err
 	}

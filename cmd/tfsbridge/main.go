@@ -6,6 +6,7 @@
 //	tfsbridge mock      built-in v2 mock server with sample models
 //	tfsbridge validate-map FILE   check a model map file
 //	tfsbridge demo      mock + proxy + ext_proc in one process
+//	tfsbridge compare   compare two endpoints' answers offline
 //	tfsbridge version   version and VCS revision (also --version)
 //	tfsbridge completion bash|zsh|fish|powershell
 //

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
+	"maps"
+	"math"
 	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +27,7 @@ type mockOptions struct {
 	log      logOptions
 	httpAddr string
 	kind     string
+	perturb  map[string]float64
 }
 
 func newMockOptions() *mockOptions {
@@ -35,6 +39,7 @@ func (o *mockOptions) bindings() []binding {
 		// Not the proxy's listen address: a variable of its own.
 		addrFlag(&o.httpAddr, "http-addr", "Address the mock v2 server listens on (Triton's HTTP port is 8000).", false, false).commandEnv(),
 		kindFlag(&o.kind),
+		perturbFlag(&o.perturb, "perturb"),
 	}, o.log.bindings()...)
 }
 
@@ -51,7 +56,7 @@ func (o *mockOptions) run(ctx context.Context, _, stderr io.Writer) error {
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	addr, err := startMock(ctx, g, o.httpAddr, o.kind, log)
+	addr, err := startMock(ctx, g, o.httpAddr, mockv2.Options{Kind: o.kind, Logger: log, Perturb: o.perturb})
 	if err != nil {
 		return err
 	}
@@ -60,8 +65,9 @@ func (o *mockOptions) run(ctx context.Context, _, stderr io.Writer) error {
 }
 
 // startMock binds addr and serves the mock v2 server in g until ctx is done.
-func startMock(ctx context.Context, g *errgroup.Group, addr, kind string, log *slog.Logger) (net.Addr, error) {
-	srv, err := mockv2.New(mockv2.Options{Kind: kind, Logger: log})
+func startMock(ctx context.Context, g *errgroup.Group, addr string, opt mockv2.Options) (net.Addr, error) {
+	log := opt.Logger
+	srv, err := mockv2.New(opt)
 	if err != nil {
 		return nil, err
 	}
@@ -71,4 +77,35 @@ func startMock(ctx context.Context, g *errgroup.Group, addr, kind string, log *s
 	}
 	g.Go(func() error { return bridge.ServeHTTP(ctx, bridge.NewHTTPServer(srv, log), lis, 2*time.Second) })
 	return lis.Addr(), nil
+}
+
+// perturbFlag binds --perturb MODEL=DELTA: repeatable, or comma-separated
+// in one value (as its variable holds it). The model must be one the mock
+// serves, the delta a finite number.
+func perturbFlag(p *map[string]float64, name string) binding {
+	return bind(p, name, "model=delta", "Add delta to every floating-point output of a model, as `MODEL=DELTA` (repeatable, or comma-separated: half_plus_two=0.001,simple=2), so that \"tfsbridge compare\" has a drifted model to find.",
+		func(s string) (map[string]float64, error) {
+			out := maps.Clone(*p)
+			if out == nil {
+				out = map[string]float64{}
+			}
+			for item := range strings.SplitSeq(s, ",") {
+				name, delta, ok := strings.Cut(strings.TrimSpace(item), "=")
+				d, err := strconv.ParseFloat(delta, 64)
+				if !ok || err != nil || math.IsNaN(d) || math.IsInf(d, 0) {
+					return nil, fmt.Errorf("want MODEL=DELTA with a finite number, such as half_plus_two=0.001")
+				}
+				if !slices.Contains(mockv2.Models(), name) {
+					return nil, fmt.Errorf("unknown model %q: want one of %s", name, strings.Join(mockv2.Models(), ", "))
+				}
+				out[name] = d
+			}
+			return out, nil
+		}, func(m map[string]float64) string {
+			var parts []string
+			for _, name := range slices.Sorted(maps.Keys(m)) {
+				parts = append(parts, name+"="+strconv.FormatFloat(m[name], 'g', -1, 64))
+			}
+			return strings.Join(parts, ",")
+		})
 }

@@ -32,6 +32,10 @@ type Options struct {
 	// MaxBodyBytes caps a request body, before and after decompression;
 	// zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Perturb adds, per model name, a delta to every floating-point
+	// element the model outputs: a stand-in for a converted model whose
+	// answers drift, for "tfsbridge compare" demos and tests.
+	Perturb map[string]float64
 }
 
 const (
@@ -70,6 +74,7 @@ type Server struct {
 	maxBody int64
 	limits  tensor.Limits
 	models  map[string]*model
+	perturb map[string]float64
 }
 
 // New returns a Server for opt.
@@ -80,6 +85,10 @@ func New(opt Options) (*Server, error) {
 		maxBody: opt.MaxBodyBytes,
 		limits:  tensor.DefaultLimits,
 		models:  sampleModels(),
+		perturb: opt.Perturb,
+	}
+	if err := checkPerturb(s.models, s.perturb); err != nil {
+		return nil, err
 	}
 	switch strings.ToLower(opt.Kind) {
 	case "", "triton":
