@@ -42,7 +42,10 @@ func TestReportScreenshot(t *testing.T) {
 	// deadline only guards against a hang.
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
+	// The network flags keep the browser from reaching out at start: the
+	// page is a local file and needs nothing from anywhere.
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1400,1000", "--screenshot="+shot, "file://"+page)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
