@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // BenchmarkResponseImage measures the response pipeline on an image
@@ -68,7 +68,7 @@ func imageResponse() ([]byte, int, Exchange) {
 	}
 	body, headerLen := respBody([]respOut{{"probabilities", "FP32", []int64{1, h, w, c}, respFP32(vals...)}})
 	ex := Exchange{
-		Format: tfrequest.Row,
+		Format: tfjson.Row,
 		Signature: &tensor.Signature{Model: "image", Batched: true,
 			Outputs: []tensor.Spec{{Name: "probabilities", DataType: tensor.FP32, Shape: []int64{-1, h, w, c}}}},
 	}

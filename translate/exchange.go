@@ -2,6 +2,7 @@ package translate
 
 import (
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 )
 
@@ -9,7 +10,7 @@ import (
 // about its request side. The per-request session keeps it between the two.
 type Exchange struct {
 	// Format is the request format, which decides the response format.
-	Format tfrequest.Format
+	Format tfjson.Format
 	// Unbatched reports that the request's leading batch dimension of 1
 	// was dropped because the model does not batch; the response side puts
 	// it back so row-format output still has one prediction per instance.

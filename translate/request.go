@@ -5,6 +5,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 )
 
@@ -227,7 +228,7 @@ func adaptBatch(req *tfrequest.Request) Exchange {
 // since the response side restores one dimension for every output).
 func unbatch(req *tfrequest.Request) bool {
 	sig := req.Signature
-	if req.Format != tfrequest.Row || sig == nil || sig.Batched || len(req.Inputs) == 0 {
+	if req.Format != tfjson.Row || sig == nil || sig.Batched || len(req.Inputs) == 0 {
 		return false
 	}
 	for i := range req.Inputs {

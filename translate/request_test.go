@@ -13,7 +13,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 type v2Input struct {
@@ -67,18 +67,18 @@ func TestTranslateRequest(t *testing.T) {
 		name      string
 		sig       *tensor.Signature
 		body      string
-		format    tfrequest.Format
+		format    tfjson.Format
 		shapes    [][]int64
 		unbatched bool
 		values    []float32
 	}{
-		{"row batched", batched, `{"instances": [[1, 2], [3, 4]]}`, tfrequest.Row, [][]int64{{2, 2}}, false, []float32{1, 2, 3, 4}},
-		{"row batched single", batched, `{"instances": [[1, 2]]}`, tfrequest.Row, [][]int64{{1, 2}}, false, []float32{1, 2}},
-		{"row unbatched single", flat, `{"instances": [[1, 2]]}`, tfrequest.Row, [][]int64{{2}}, true, []float32{1, 2}},
-		{"row unbatched two instances", flat, `{"instances": [[1, 2], [3, 4]]}`, tfrequest.Row, [][]int64{{2, 2}}, false, []float32{1, 2, 3, 4}},
-		{"row declared rank already includes 1", rank2, `{"instances": [[1, 2]]}`, tfrequest.Row, [][]int64{{1, 2}}, false, []float32{1, 2}},
-		{"row unbatched needs every input", multi, `{"instances": [{"a": [1, 2], "b": [3]}]}`, tfrequest.Row, [][]int64{{1, 2}, {1, 1}}, false, []float32{1, 2, 3}},
-		{"columnar never unbatched", flat, `{"inputs": [[1, 2]]}`, tfrequest.Columnar, [][]int64{{1, 2}}, false, []float32{1, 2}},
+		{"row batched", batched, `{"instances": [[1, 2], [3, 4]]}`, tfjson.Row, [][]int64{{2, 2}}, false, []float32{1, 2, 3, 4}},
+		{"row batched single", batched, `{"instances": [[1, 2]]}`, tfjson.Row, [][]int64{{1, 2}}, false, []float32{1, 2}},
+		{"row unbatched single", flat, `{"instances": [[1, 2]]}`, tfjson.Row, [][]int64{{2}}, true, []float32{1, 2}},
+		{"row unbatched two instances", flat, `{"instances": [[1, 2], [3, 4]]}`, tfjson.Row, [][]int64{{2, 2}}, false, []float32{1, 2, 3, 4}},
+		{"row declared rank already includes 1", rank2, `{"instances": [[1, 2]]}`, tfjson.Row, [][]int64{{1, 2}}, false, []float32{1, 2}},
+		{"row unbatched needs every input", multi, `{"instances": [{"a": [1, 2], "b": [3]}]}`, tfjson.Row, [][]int64{{1, 2}, {1, 1}}, false, []float32{1, 2, 3}},
+		{"columnar never unbatched", flat, `{"inputs": [[1, 2]]}`, tfjson.Columnar, [][]int64{{1, 2}}, false, []float32{1, 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 )
 
@@ -49,7 +49,7 @@ func (c streamCase) whole() ([]byte, error) {
 // binary body, every fixed-size datatype, empty tensors, header errors
 // after a block, bodies cut short or too long, a body of many pieces.
 func streamCases() []streamCase {
-	row, col := Exchange{Format: tfrequest.Row}, Exchange{Format: tfrequest.Columnar}
+	row, col := Exchange{Format: tfjson.Row}, Exchange{Format: tfjson.Columnar}
 	sig := &tensor.Signature{Model: "m", Outputs: []tensor.Spec{{Name: "y", DataType: tensor.FP32, Shape: []int64{-1, 2}}}, Batched: true}
 	var cases []streamCase
 	add := func(name string, outs []respOut, ex Exchange) {
@@ -57,11 +57,11 @@ func streamCases() []streamCase {
 		cases = append(cases, streamCase{name: name, body: body, hl: hl, ex: ex})
 	}
 	bin := []respOut{{"y", "FP32", []int64{2, 2}, respFP32(2.5, 3, 0.1, 1e6)}}
-	add("binary, row", bin, Exchange{Format: tfrequest.Row, Signature: sig})
-	add("binary, columnar", bin, Exchange{Format: tfrequest.Columnar, Signature: sig})
+	add("binary, row", bin, Exchange{Format: tfjson.Row, Signature: sig})
+	add("binary, columnar", bin, Exchange{Format: tfjson.Columnar, Signature: sig})
 	multi := []respOut{{"y", "FP32", []int64{3}, respFP32(1, 2, 3)}, {"label_bytes", "BYTES", nil, respBytes("cat")}}
-	add("unbatched, row", multi, Exchange{Format: tfrequest.Row, Unbatched: true})
-	add("unbatched, columnar", multi, Exchange{Format: tfrequest.Columnar, Unbatched: true})
+	add("unbatched, row", multi, Exchange{Format: tfjson.Row, Unbatched: true})
+	add("unbatched, columnar", multi, Exchange{Format: tfjson.Columnar, Unbatched: true})
 	ragged := []respOut{{"a", "FP32", []int64{2}, respFP32(1, 2)}, {"b", "FP32", []int64{3}, respFP32(1, 2, 3)}}
 	add("row, ragged batch", ragged, row)
 	add("columnar, ragged batch", ragged, col)
@@ -273,7 +273,7 @@ func TestResponseStreamEarly(t *testing.T) {
 	for i := range vals {
 		vals[i] = float32(i) / 7
 	}
-	for _, ex := range []Exchange{{Format: tfrequest.Row}, {Format: tfrequest.Columnar}} {
+	for _, ex := range []Exchange{{Format: tfjson.Row}, {Format: tfjson.Columnar}} {
 		body, hl := respBody([]respOut{{"p", "FP32", []int64{1, 32, 1024}, respFP32(vals...)}})
 		s := NewResponseStream(hl, 0, ex, tensor.Limits{}, func([]byte) error { return nil })
 		if err := s.Write(body[:hl+len(vals)*2]); err != nil {
@@ -288,7 +288,7 @@ func TestResponseStreamEarly(t *testing.T) {
 	}
 
 	body, hl := respBody([]respOut{{"b", "FP33", []int64{1}, respFP32(2)}, {"a", "FP32", []int64{1}, respFP32(1)}})
-	s := NewResponseStream(hl, 0, Exchange{Format: tfrequest.Row}, tensor.Limits{}, func([]byte) error { return nil })
+	s := NewResponseStream(hl, 0, Exchange{Format: tfjson.Row}, tensor.Limits{}, func([]byte) error { return nil })
 	if err := s.Write(body[:hl]); err == nil || apierr.As(err).Code != apierr.BadGateway {
 		t.Errorf("header with an unknown datatype: Write returned %v", err)
 	}
@@ -300,7 +300,7 @@ func TestResponseStreamOutError(t *testing.T) {
 	body, hl := respBody([]respOut{{"y", "FP32", []int64{2}, respFP32(1, 2)}})
 	stop := errors.New("client gone")
 	calls := 0
-	s := NewResponseStream(hl, 0, Exchange{Format: tfrequest.Row}, tensor.Limits{}, func([]byte) error { calls++; return stop })
+	s := NewResponseStream(hl, 0, Exchange{Format: tfjson.Row}, tensor.Limits{}, func([]byte) error { calls++; return stop })
 	err := s.Write(body)
 	if err == nil {
 		err = s.Close()
@@ -320,7 +320,7 @@ func FuzzResponseStream(f *testing.F) {
 	for _, c := range streamCases() {
 		if c.ex.Signature == nil && len(c.body) < 4096 {
 			mode := uint8(0)
-			if c.ex.Format == tfrequest.Columnar {
+			if c.ex.Format == tfjson.Columnar {
 				mode = 1
 			}
 			f.Add(c.body, int32(c.hl), mode, c.ex.Unbatched, uint8(1), uint64(len(c.body)))
@@ -330,10 +330,10 @@ func FuzzResponseStream(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte, hl int32, mode uint8, unbatched bool, examples uint8, seed uint64) {
-		c := streamCase{body: body, hl: int(hl), ex: Exchange{Format: tfrequest.Row, Unbatched: unbatched}}
+		c := streamCase{body: body, hl: int(hl), ex: Exchange{Format: tfjson.Row, Unbatched: unbatched}}
 		switch mode % 4 {
 		case 1:
-			c.ex.Format = tfrequest.Columnar
+			c.ex.Format = tfjson.Columnar
 		case 2:
 			c.m, c.ex = tfexample.Classify, Exchange{Signature: classifier, Examples: int(examples)}
 		case 3:
@@ -378,7 +378,7 @@ func TestResponseStreamConformance(t *testing.T) {
 			if len(bin) > 0 {
 				hl = len(v.JSONText)
 			}
-			for _, f := range []tfrequest.Format{tfrequest.Row, tfrequest.Columnar} {
+			for _, f := range []tfjson.Format{tfjson.Row, tfjson.Columnar} {
 				sc := streamCase{body: append([]byte(v.JSONText), bin...), hl: hl, ex: Exchange{Format: f}}
 				want, wantErr := sc.whole()
 				if wantErr == nil {

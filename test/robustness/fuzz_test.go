@@ -8,7 +8,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // maxSeed keeps fuzz seeds small: the fuzzer mutates them byte by byte.
@@ -61,13 +61,13 @@ func FuzzTranslateRequest(f *testing.F) {
 func FuzzTranslateResponse(f *testing.F) {
 	for _, c := range responseCases() {
 		if len(c.body) <= maxSeed {
-			f.Add(c.body, int32(c.hl), c.format == tfrequest.Columnar)
+			f.Add(c.body, int32(c.hl), c.format == tfjson.Columnar)
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte, hl int32, columnar bool) {
-		format := tfrequest.Row
+		format := tfjson.Row
 		if columnar {
-			format = tfrequest.Columnar
+			format = tfjson.Columnar
 		}
 		ex := translate.Exchange{Format: format, Signature: sigFloat}
 		out, err := translate.TranslateResponse(body, int(hl), ex, fuzzLimits)

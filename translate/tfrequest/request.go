@@ -3,8 +3,8 @@ package tfrequest
 import (
 	"sync"
 
-	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // Resolver looks up the signature a request names ("" when it names none,
@@ -18,7 +18,7 @@ type Request struct {
 	// SignatureName is the request's "signature_name" ("" when absent).
 	SignatureName string
 	// Format is the request format, which decides the response format.
-	Format Format
+	Format tfjson.Format
 	// Inputs are the input tensors in signature input order. Their Data
 	// and Strings may alias the request body and pooled memory owned by
 	// the Request: they stay valid until Release. A streamed body's
@@ -55,13 +55,7 @@ const (
 	keySignature = "signature_name"
 	keyInstances = "instances"
 	keyInputs    = "inputs"
-	keyB64       = "b64"
 )
-
-// formatError is json_tensor.cc's FormatError: "JSON Value: <dump> <msg>".
-func formatError(v jsontext.Value, msg string) error {
-	return formatDumpError(jsontext.AppendDump(nil, v), msg)
-}
 
 // bufPool holds tensor data buffers between requests.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
