@@ -91,12 +91,12 @@ func TestTranslateResponse(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			body := append([]byte(nil), c.body...)
-			got, err := TranslateResponse(body, c.headerLen, c.ex, tensor.Limits{})
+			got, err := predict.Response(body, c.headerLen, c.ex, tensor.Limits{})
 			if err != nil {
-				t.Fatalf("TranslateResponse: %v", err)
+				t.Fatalf("predict.Response: %v", err)
 			}
 			if string(got) != c.want {
-				t.Errorf("TranslateResponse:\n got %q\nwant %q", got, c.want)
+				t.Errorf("predict.Response:\n got %q\nwant %q", got, c.want)
 			}
 			clear(body) // the answer must not alias the v2 body
 			if string(got) != c.want {
@@ -132,7 +132,7 @@ func TestTranslateResponseErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := TranslateResponse(c.body, c.headerLen, c.ex, tensor.Limits{})
+			got, err := predict.Response(c.body, c.headerLen, c.ex, tensor.Limits{})
 			var e *apierr.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error = %v (body %q), want *apierr.Error", err, got)
@@ -146,7 +146,7 @@ func TestTranslateResponseErrors(t *testing.T) {
 		})
 	}
 	// Columnar format has no batch check: the same ragged outputs pass.
-	if _, err := TranslateResponse(ragged, raggedLen, Exchange{Format: tfjson.Columnar}, tensor.Limits{}); err != nil {
+	if _, err := predict.Response(ragged, raggedLen, Exchange{Format: tfjson.Columnar}, tensor.Limits{}); err != nil {
 		t.Errorf("columnar ragged outputs: %v", err)
 	}
 }

@@ -57,6 +57,9 @@ var (
 		Outputs: []tensor.Spec{{Name: "y", DataType: tensor.FP32, Shape: []int64{-1}}}}
 )
 
+// predictPipeline is the predict translation the hostile bodies go through.
+var predictPipeline, _ = translate.For(route.Predict)
+
 func resolverFor(sig *tensor.Signature) tfrequest.Resolver {
 	return func(string) (*tensor.Signature, error) { return sig, nil }
 }
@@ -188,14 +191,14 @@ func TestHostileRequests(t *testing.T) {
 				err error
 			)
 			checkAlloc(t, len(c.body), c.alloc, func() {
-				req, _, err = translate.TranslateRequest([]byte(c.body), resolverFor(c.sig), opt)
+				req, _, err = predictPipeline.Request([]byte(c.body), resolverFor(c.sig), opt)
 			})
 			if c.status != 0 {
 				wantAPIError(t, err, c.status, c.prefix)
 				return
 			}
 			if err != nil {
-				t.Fatalf("TranslateRequest: %v", err)
+				t.Fatalf("predict Request: %v", err)
 			}
 			if len(req.Body) == 0 {
 				t.Fatal("empty v2 body")
@@ -381,14 +384,14 @@ func TestHostileResponses(t *testing.T) {
 				err error
 			)
 			checkAlloc(t, len(c.body), c.alloc, func() {
-				out, err = translate.TranslateResponse(c.body, c.hl, ex, tensor.Limits{})
+				out, err = predictPipeline.Response(c.body, c.hl, ex, tensor.Limits{})
 			})
 			if c.status != 0 {
 				wantAPIError(t, err, c.status, c.prefix)
 				return
 			}
 			if err != nil {
-				t.Fatalf("TranslateResponse: %v", err)
+				t.Fatalf("the predict pipeline's Response: %v", err)
 			}
 			if c.want != "" && string(out) != c.want {
 				t.Errorf("TF body = %.300q, want %.300q", out, c.want)
