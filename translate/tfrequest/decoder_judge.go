@@ -174,11 +174,6 @@ func (d *Decoder) valueErr(i int, err error, item, replace bool) {
 	}
 }
 
-// undecidedValue records a value the stream cannot judge.
-func (d *Decoder) undecidedValue(i int, why string) {
-	d.valueErr(i, undecided(why), false, false)
-}
-
 // --- dumps ---
 
 // dumpStart starts capturing dump k for a value whose container will sit
