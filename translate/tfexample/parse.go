@@ -305,7 +305,7 @@ func (w *writer) value(name []byte, k kind, v jsontext.Value) (kind, error) {
 		want = kindInt64
 	case jsontext.Number:
 		want = kindInt64
-		if v.IsDouble() {
+		if v.Num().IsDouble() {
 			want = kindFloat
 		}
 	}
@@ -329,11 +329,11 @@ func (w *writer) value(name []byte, k kind, v jsontext.Value) (kind, error) {
 	default:
 		switch {
 		case want == kindFloat:
-			w.list = appendFloat(w.list, float32(v.Float64()))
-		case !v.IsInt64():
+			w.list = appendFloat(w.list, float32(v.Num().Float64()))
+		case !v.Num().IsInt64():
 			return k, apierr.InvalidArgumentf("Feature: %s has uint64_t element. Only int64_t is supported.", name)
 		default:
-			w.list = appendVarint(w.list, uint64(v.Int64()))
+			w.list = appendVarint(w.list, uint64(v.Num().Int64()))
 		}
 	}
 	return want, nil
