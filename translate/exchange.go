@@ -91,10 +91,11 @@ type RequestOptions struct {
 	// MaxBytes bounds the serialized tf.Examples of a classify or regress
 	// request (tfexample.Options.MaxBytes); 0 means tfexample's default.
 	MaxBytes int64
-	// ReplayBytes is how long a streamed body (Pipeline.NewRequestStream) may be and
-	// still be kept as text, so that the few bodies a stream cannot decide
-	// (tfrequest.ErrUndecided) are settled by a second look at the whole
-	// text; above it the text is dropped as soon as it passes this size.
+	// ReplayBytes is how long a streamed body (Pipeline.NewRequestStream)
+	// may be and still be kept as text, so that the few bodies a stream
+	// cannot decide (tfrequest.ErrUndecided) are settled by a second look
+	// at the whole text; above it the text is dropped as soon as it passes
+	// this size.
 	// 0 means DefaultReplayBytes; negative keeps nothing.
 	ReplayBytes int64
 }
