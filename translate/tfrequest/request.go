@@ -1,3 +1,8 @@
+// Package tfrequest parses TensorFlow Serving predict request bodies
+// ("instances" row format and "inputs" columnar format) into tensors,
+// faithful to TF Serving's json_tensor.cc: its value rules, its shape and
+// ragged checks, its error texts. One decoder reads whole bodies (Parse)
+// and streamed ones (NewDecoder) alike.
 package tfrequest
 
 import (
