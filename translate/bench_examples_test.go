@@ -7,7 +7,6 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfexample"
 )
 
 // A census-like classify request (256 examples of 12 named float features)
@@ -51,7 +50,7 @@ func BenchmarkExamplesRequest(b *testing.B) {
 		b.SetBytes(int64(len(examples)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := TranslateExamplesRequest(examples, tfexample.Classify, fixedSig(classifier), RequestOptions{Kind: oip.Triton}); err != nil {
+			if _, _, err := classify.Request(examples, fixedSig(classifier), RequestOptions{Kind: oip.Triton}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -60,7 +59,7 @@ func BenchmarkExamplesRequest(b *testing.B) {
 		b.SetBytes(int64(len(rows)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := TranslateRequest(rows, fixedSig(rowSig), RequestOptions{Kind: oip.Triton}); err != nil {
+			if _, _, err := predict.Request(rows, fixedSig(rowSig), RequestOptions{Kind: oip.Triton}); err != nil {
 				b.Fatal(err)
 			}
 		}

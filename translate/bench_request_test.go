@@ -89,14 +89,14 @@ func benchImage(b *testing.B, digits int) {
 	})
 	b.Run("tfsbridge", func(b *testing.B) {
 		opt := RequestOptions{Kind: oip.Triton}
-		req, _, err := TranslateRequest(doc, imageResolve, opt)
+		req, _, err := predict.Request(doc, imageResolve, opt)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.SetBytes(int64(len(doc)))
 		b.ReportAllocs()
 		for b.Loop() {
-			req, _, err := TranslateRequest(doc, imageResolve, opt)
+			req, _, err := predict.Request(doc, imageResolve, opt)
 			if err != nil || len(req.Body) < 224*224*3*4 {
 				b.Fatalf("tfsbridge: %d bytes, %v", len(req.Body), err)
 			}
@@ -124,14 +124,14 @@ func benchImageChunked(b *testing.B, digits, size int) {
 		b.SetBytes(int64(len(doc)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := TranslateRequest(doc, imageResolve, opt); err != nil {
+			if _, _, err := predict.Request(doc, imageResolve, opt); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	buf := make([]byte, size)
 	chunked := func(b *testing.B) {
-		s := NewRequestStream(imageResolve, opt)
+		s := predict.NewRequestStream(imageResolve, opt)
 		for p := 0; p < len(doc); p += size {
 			n := copy(buf, doc[p:])
 			if err := s.Write(buf[:n]); err != nil {
@@ -157,7 +157,7 @@ func benchImageChunked(b *testing.B, digits, size int) {
 		var whole, chunk time.Duration
 		for b.Loop() {
 			t0 := time.Now()
-			if _, _, err := TranslateRequest(doc, imageResolve, opt); err != nil {
+			if _, _, err := predict.Request(doc, imageResolve, opt); err != nil {
 				b.Fatal(err)
 			}
 			t1 := time.Now()

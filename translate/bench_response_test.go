@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // BenchmarkResponseImage measures the response pipeline on an image
@@ -40,7 +40,7 @@ func BenchmarkResponseImage(b *testing.B) {
 	})
 
 	b.Run("tfsbridge", func(b *testing.B) {
-		out, err := TranslateResponse(body, headerLen, ex, tensor.Limits{})
+		out, err := predict.Response(body, headerLen, ex, tensor.Limits{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func BenchmarkResponseImage(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			if _, err := TranslateResponse(body, headerLen, ex, tensor.Limits{}); err != nil {
+			if _, err := predict.Response(body, headerLen, ex, tensor.Limits{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -68,7 +68,7 @@ func imageResponse() ([]byte, int, Exchange) {
 	}
 	body, headerLen := respBody([]respOut{{"probabilities", "FP32", []int64{1, h, w, c}, respFP32(vals...)}})
 	ex := Exchange{
-		Format: tfrequest.Row,
+		Format: tfjson.Row,
 		Signature: &tensor.Signature{Model: "image", Batched: true,
 			Outputs: []tensor.Spec{{Name: "probabilities", DataType: tensor.FP32, Shape: []int64{-1, h, w, c}}}},
 	}
@@ -101,18 +101,18 @@ func imageNested(block []byte) [][][][]float32 {
 func BenchmarkResponseImageChunked16K(b *testing.B) {
 	const size = 16 << 10
 	body, headerLen, ex := imageResponse()
-	out, err := TranslateResponse(body, headerLen, ex, tensor.Limits{})
+	out, err := predict.Response(body, headerLen, ex, tensor.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	whole := func(b *testing.B) {
-		if _, err := TranslateResponse(body, headerLen, ex, tensor.Limits{}); err != nil {
+		if _, err := predict.Response(body, headerLen, ex, tensor.Limits{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	buf := make([]byte, size)
 	chunked := func(b *testing.B) {
-		s := NewResponseStream(headerLen, 0, ex, tensor.Limits{}, func([]byte) error { return nil })
+		s := predict.NewResponseStream(headerLen, ex, tensor.Limits{}, func([]byte) error { return nil })
 		for p := 0; p < len(body); p += size {
 			n := copy(buf, body[p:])
 			if err := s.Write(buf[:n]); err != nil {

@@ -9,15 +9,25 @@
 //   - tensor: the datatype table, tensors held as wire bytes, model signatures;
 //   - apierr: the one user-facing error type and its HTTP status mapping;
 //   - jsontext: a rapidjson-compatible JSON reader and pretty writer;
+//   - tfjson: the json_tensor.cc rules the TF parsers and writers share
+//     (request format, ParseJson's texts, FormatError, b64 values);
 //   - tfrequest: TF Serving predict request parsing (instances / inputs);
 //   - tfexample: TF Serving classify/regress request parsing into serialized
 //     tf.Examples, and which v2 models can answer those verbs;
 //   - tfresponse: TF Serving predict, classify, regress, error, status and
 //     metadata bodies;
 //   - route: the TF Serving URL grammar and the v2 paths built from it;
-//   - v2: v2 request encoding (binary extension or JSON) and response decoding.
+//   - oip: v2 request encoding (binary extension or JSON) and response decoding.
 //
-// This package itself holds the pipelines the proxy runs per request (TF
-// request → v2 body, v2 response → TF body; for predict, and for classify
-// and regress) and their benchmarks.
+// tfrequest, tfexample and tfresponse import none of one another: what
+// they share lives below them (tfjson, jsontext, tensor, apierr).
+//
+// This package itself holds one Pipeline per inference verb (predict,
+// classify, regress), chosen once from the route's verb (For), each with
+// its request side (TF body → v2 body, whole or streamed), and its
+// response side (v2 response → TF body, whole or streamed): pipeline.go
+// ties them together; predict.go, examples.go, request_stream.go,
+// response_stream.go and decode.go hold the steps, none calling back
+// into another's file. Status and metadata are GET reads with no body to
+// translate: tfresponse writes their answers.
 package translate

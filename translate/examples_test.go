@@ -30,7 +30,7 @@ func TestTranslateExamplesRequest(t *testing.T) {
 	}
 	for _, kind := range []oip.ServerKind{oip.Triton, oip.MLServer} {
 		t.Run(kind.String(), func(t *testing.T) {
-			req, ex, err := TranslateExamplesRequest([]byte(body), tfexample.Classify, fixedSig(classifier), RequestOptions{Kind: kind})
+			req, ex, err := classify.Request([]byte(body), fixedSig(classifier), RequestOptions{Kind: kind})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,21 +62,21 @@ func TestTranslateExamplesRequestErrors(t *testing.T) {
 	cases := []struct {
 		name    string
 		body    string
-		m       tfexample.Method
+		m       Pipeline
 		resolve func(string) (*tensor.Signature, error)
 		status  int
 		msg     string
 	}{
-		{"parse errors come before the model", `{"examples": []}`, tfexample.Classify, resolveErr, 400, "JSON Value: {\n    \"examples\": []\n} 'examples' value is an empty array"},
-		{"unknown model", `{"examples": [{}]}`, tfexample.Classify, resolveErr, 404, notFound.Msg},
-		{"regress on a classifier", `{"examples": [{}]}`, tfexample.Regress, fixedSig(classifier), 400,
+		{"parse errors come before the model", `{"examples": []}`, classify, resolveErr, 400, "JSON Value: {\n    \"examples\": []\n} 'examples' value is an empty array"},
+		{"unknown model", `{"examples": [{}]}`, classify, resolveErr, 404, notFound.Msg},
+		{"regress on a classifier", `{"examples": [{}]}`, regress, fixedSig(classifier), 400,
 			"Expected regression signature method_name to be tensorflow/serving/regress. Was: tensorflow/serving/classify"},
-		{"non-UTF-8 examples on KServe", `{"examples": [{"x": 1.0}]}`, tfexample.Regress, fixedSig(regressor), 400,
+		{"non-UTF-8 examples on KServe", `{"examples": [{"x": 1.0}]}`, regress, fixedSig(regressor), 400,
 			"input 'inputs' holds a string that is not valid UTF-8; the KServe server decodes BYTES tensors as UTF-8 text and cannot accept it"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := TranslateExamplesRequest([]byte(c.body), c.m, c.resolve, RequestOptions{Kind: oip.KServe})
+			_, _, err := c.m.Request([]byte(c.body), c.resolve, RequestOptions{Kind: oip.KServe})
 			e := apierr.As(err)
 			if err == nil || e.HTTPStatus() != c.status || e.Msg != c.msg {
 				t.Fatalf("error %v, want %d %q", err, c.status, c.msg)
@@ -89,37 +89,37 @@ func TestTranslateExamplesResponse(t *testing.T) {
 	scoresOnly := &tensor.Signature{Inputs: []tensor.Spec{examplesIn}, Outputs: []tensor.Spec{{Name: "scores", DataType: tensor.FP32}}}
 	cases := []struct {
 		name    string
-		m       tfexample.Method
+		m       Pipeline
 		sig     *tensor.Signature
 		outputs []respOut
 		want    string
 		status  int
 	}{
-		{"classify", tfexample.Classify, classifier, []respOut{
+		{"classify", classify, classifier, []respOut{
 			{"classes", "BYTES", []int64{1, 2}, respBytes("no", "yes")},
 			{"scores", "FP32", []int64{1, 2}, respFP32(0.25, 0.75)},
 			{"extra", "INT64", []int64{1}, make([]byte, 8)},
 		}, "{\n    \"results\": [[[\"no\", 0.25], [\"yes\", 0.75]]\n    ]\n}", 200},
-		{"classify, scores only", tfexample.Classify, scoresOnly, []respOut{
+		{"classify, scores only", classify, scoresOnly, []respOut{
 			{"scores", "FP32", []int64{1, 2}, respFP32(0.25, 0.75)},
 		}, "{\n    \"results\": [[[\"\", 0.25], [\"\", 0.75]]\n    ]\n}", 200},
-		{"classify, a declared output missing", tfexample.Classify, classifier, []respOut{
+		{"classify, a declared output missing", classify, classifier, []respOut{
 			{"scores", "FP32", []int64{1, 2}, respFP32(0.25, 0.75)},
 		}, "Expected 2 output tensor(s).  Got: 1", 400},
-		{"classify, wrong batch", tfexample.Classify, scoresOnly, []respOut{
+		{"classify, wrong batch", classify, scoresOnly, []respOut{
 			{"scores", "FP32", []int64{2, 1}, respFP32(0.25, 0.75)},
 		}, "Expected scores output batch size of 1. Got: 2", 400},
-		{"regress [N,1]", tfexample.Regress, regressor, []respOut{
+		{"regress [N,1]", regress, regressor, []respOut{
 			{"outputs", "FP32", []int64{1, 1}, respFP32(4.5)},
 		}, "{\n    \"results\": [4.5]\n}", 200},
-		{"regress, outputs missing", tfexample.Regress, regressor, []respOut{
+		{"regress, outputs missing", regress, regressor, []respOut{
 			{"y", "FP32", []int64{1}, respFP32(4.5)},
 		}, "Expected output_tensors and output_tensor_names to have the same size.", 400},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			body, hl := respBody(c.outputs)
-			got, err := TranslateExamplesResponse(body, hl, c.m, Exchange{Signature: c.sig, Examples: 1}, tensor.Limits{})
+			got, err := c.m.Response(body, hl, Exchange{Signature: c.sig, Examples: 1}, tensor.Limits{})
 			if c.status != 200 {
 				e := apierr.As(err)
 				if err == nil || e.HTTPStatus() != c.status || e.Msg != c.want {
@@ -157,7 +157,7 @@ func TestTranslateExamplesRequestRenamed(t *testing.T) {
 		{&sig, "serialized_examples"},
 		{classifier, "inputs"},
 	} {
-		req, _, err := TranslateExamplesRequest([]byte(`{"examples": [{"x": 1.0}]}`), tfexample.Classify, fixedSig(c.sig), RequestOptions{Kind: oip.Triton})
+		req, _, err := classify.Request([]byte(`{"examples": [{"x": 1.0}]}`), fixedSig(c.sig), RequestOptions{Kind: oip.Triton})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,15 +1,18 @@
 package translate
 
 import (
+	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 )
 
-// Exchange is what the response side of one predict call needs to know
-// about its request side. The per-request session keeps it between the two.
+// Exchange is what the response side of one exchange needs to know about
+// its request side. The per-request session keeps it between the two.
 type Exchange struct {
 	// Format is the request format, which decides the response format.
-	Format tfrequest.Format
+	Format tfjson.Format
 	// Unbatched reports that the request's leading batch dimension of 1
 	// was dropped because the model does not batch; the response side puts
 	// it back so row-format output still has one prediction per instance.
@@ -22,7 +25,7 @@ type Exchange struct {
 }
 
 // V2Request is a translated request body ready to send upstream: Body in
-// one piece (TranslateRequest), or Parts in order (RequestStream, whose
+// one piece (Pipeline.Request), or Parts in order (RequestStream, whose
 // binary-extension bodies alias the streamed tensors instead of copying
 // them). Chunks and Len read either; Release hands back the memory Parts
 // alias once the body has been sent.
@@ -76,3 +79,46 @@ func (r *V2Request) Release() {
 	r.Parts = nil
 	r.Body = nil
 }
+
+// RequestOptions configure a pipeline's request side.
+type RequestOptions struct {
+	// Kind is the v2 server the body is for (binary extension or JSON).
+	Kind oip.ServerKind
+	// ID is the v2 request "id"; empty sends none.
+	ID string
+	// Limits bound what the TF body may make the parser build.
+	Limits tensor.Limits
+	// MaxBytes bounds the serialized tf.Examples of a classify or regress
+	// request (tfexample.Options.MaxBytes); 0 means tfexample's default.
+	MaxBytes int64
+	// ReplayBytes is how long a streamed body (Pipeline.NewRequestStream)
+	// may be and still be kept as text, so that the few bodies a stream
+	// cannot decide (tfrequest.ErrUndecided) are settled by a second look
+	// at the whole text; above it the text is dropped as soon as it passes
+	// this size.
+	// 0 means DefaultReplayBytes; negative keeps nothing.
+	ReplayBytes int64
+}
+
+// DefaultReplayBytes is RequestOptions.ReplayBytes when it is 0: small
+// bodies, where almost all client mistakes happen, keep the exact path.
+const DefaultReplayBytes = 1 << 20
+
+// replayBytes returns the effective ReplayBytes.
+func (o RequestOptions) replayBytes() int64 {
+	switch {
+	case o.ReplayBytes == 0:
+		return DefaultReplayBytes
+	case o.ReplayBytes < 0:
+		return 0
+	}
+	return o.ReplayBytes
+}
+
+// answerFunc is a pipeline's response side after decoding: TF Serving's
+// checks of what inference returned, and the Body that writes the answer.
+// The outputs' data may still be arriving (ResponseStream).
+type answerFunc func(outputs []tensor.Tensor, ex Exchange, lim tensor.Limits) (*tfresponse.Body, error)
+
+// requestFunc is a pipeline's request side over a whole body.
+type requestFunc func(tfBody []byte, resolve tfrequest.Resolver, opt RequestOptions) (V2Request, Exchange, error)

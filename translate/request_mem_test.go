@@ -125,7 +125,7 @@ func TestRequestStreamMemory(t *testing.T) {
 	stop := heapPeak()
 
 	sig := &tensor.Signature{Batched: true, Inputs: []tensor.Spec{{Name: "img", DataType: tensor.FP32, Shape: []int64{-1, 224, 224, 3}}}}
-	s := NewRequestStream(func(string) (*tensor.Signature, error) { return sig, nil }, RequestOptions{Kind: oip.Triton})
+	s := predict.NewRequestStream(func(string) (*tensor.Signature, error) { return sig, nil }, RequestOptions{Kind: oip.Triton})
 	var jsonBytes int
 	err := imageStream(images, 64<<10, func(c []byte) error {
 		jsonBytes += len(c)
@@ -173,7 +173,7 @@ func TestRequestStreamB64Memory(t *testing.T) {
 	stop := heapPeak()
 
 	sig := &tensor.Signature{Batched: true, Inputs: []tensor.Spec{{Name: "img", DataType: tensor.Bytes, Shape: []int64{-1}}}}
-	s := NewRequestStream(func(string) (*tensor.Signature, error) { return sig, nil }, RequestOptions{Kind: oip.Triton, ReplayBytes: 64 << 10})
+	s := predict.NewRequestStream(func(string) (*tensor.Signature, error) { return sig, nil }, RequestOptions{Kind: oip.Triton, ReplayBytes: 64 << 10})
 	chunk := make([]byte, 64<<10)
 	for i := range chunk {
 		chunk[i] = "QUJD"[i%4]

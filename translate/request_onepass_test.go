@@ -11,7 +11,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 )
 
-// TestOnePassBodies: TranslateRequest (the body as one chunk) and
+// TestOnePassBodies: predict.Request (the body as one chunk) and
 // RequestStream (the body in small chunks) send the very bytes
 // tfrequest.Parse's tensors encode to, for every server kind, batch
 // adaptation included.
@@ -43,11 +43,11 @@ func TestOnePassBodies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, gotEx, err := TranslateRequest([]byte(c.body), resolve, opt)
+			got, gotEx, err := predict.Request([]byte(c.body), resolve, opt)
 			if err != nil || !bytes.Equal(got.Body, want.Body) || got.HeaderLength != want.HeaderLength || gotEx != wantEx {
-				t.Errorf("%v %s: TranslateRequest differs (%v)\n got %q\nwant %q", kind, c.body, err, got.Body, want.Body)
+				t.Errorf("%v %s: predict.Request differs (%v)\n got %q\nwant %q", kind, c.body, err, got.Body, want.Body)
 			}
-			s := NewRequestStream(resolve, opt)
+			s := predict.NewRequestStream(resolve, opt)
 			for i := 0; i < len(c.body); i += 3 {
 				if err := s.Write([]byte(c.body[i:min(i+3, len(c.body))])); err != nil {
 					t.Fatalf("%s: Write: %v", c.body, err)
@@ -62,7 +62,7 @@ func TestOnePassBodies(t *testing.T) {
 	}
 	// A body a stream cannot decide (tfrequest.ErrUndecided) is answered
 	// from the kept text while it is at most ReplayBytes long, exactly as
-	// TranslateRequest answers it; beyond that, with the 400.
+	// predict.Request answers it; beyond that, with the 400.
 	late := []byte(`{"instances": [[1, 2]], "signature_name": "other"}`)
 	other := &tensor.Signature{Inputs: []tensor.Spec{{Name: "y", DataType: tensor.Int32}}}
 	resolve := func(name string) (*tensor.Signature, error) {
@@ -71,12 +71,12 @@ func TestOnePassBodies(t *testing.T) {
 		}
 		return single, nil
 	}
-	want, wantEx, err := TranslateRequest(late, resolve, RequestOptions{})
+	want, wantEx, err := predict.Request(late, resolve, RequestOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, replay := range []int64{0, int64(len(late)), 1 << 30} {
-		s := NewRequestStream(resolve, RequestOptions{ReplayBytes: replay})
+		s := predict.NewRequestStream(resolve, RequestOptions{ReplayBytes: replay})
 		for i := range late {
 			if err := s.Write(late[i : i+1]); err != nil {
 				t.Fatalf("ReplayBytes %d: Write: %v", replay, err)
@@ -88,7 +88,7 @@ func TestOnePassBodies(t *testing.T) {
 		}
 		got.Release()
 	}
-	s := NewRequestStream(resolve, RequestOptions{ReplayBytes: int64(len(late)) - 1})
+	s := predict.NewRequestStream(resolve, RequestOptions{ReplayBytes: int64(len(late)) - 1})
 	if err := s.Write(late); err != nil {
 		t.Fatal(err)
 	}

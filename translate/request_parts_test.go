@@ -27,7 +27,7 @@ func jsonList(n int, v func(i int) string) string {
 }
 
 // TestRequestStreamParts: a streamed body's Parts concatenate to the very
-// bytes TranslateRequest sends for it, for every dtype, both formats,
+// bytes predict.Request sends for it, for every dtype, both formats,
 // unbatched inputs and tensors spanning many data blocks, whatever the
 // chunking; what one refuses (BF16 off Triton) the other refuses alike.
 func TestRequestStreamParts(t *testing.T) {
@@ -101,7 +101,7 @@ func TestRequestStreamParts(t *testing.T) {
 		resolve := func(string) (*tensor.Signature, error) { return c.sig, nil }
 		for _, kind := range []oip.ServerKind{oip.Triton, oip.KServe, oip.MLServer} {
 			opt := RequestOptions{Kind: kind, ID: "p"}
-			want, wantEx, wantErr := TranslateRequest([]byte(c.body), resolve, opt)
+			want, wantEx, wantErr := predict.Request([]byte(c.body), resolve, opt)
 			for _, size := range []int{7, 4093, 64 << 10} {
 				if size == 7 && len(c.body) > 4096 {
 					continue
@@ -109,7 +109,7 @@ func TestRequestStreamParts(t *testing.T) {
 				got, gotEx, err := streamRequest(resolve, opt, []byte(c.body), size)
 				if wantErr != nil {
 					if err == nil || err.Error() != wantErr.Error() {
-						t.Errorf("%s, %v: stream error %v, TranslateRequest's %v", c.name, kind, err, wantErr)
+						t.Errorf("%s, %v: stream error %v, predict.Request's %v", c.name, kind, err, wantErr)
 					}
 					continue
 				}
@@ -145,7 +145,7 @@ func TestRequestStreamParts(t *testing.T) {
 // streamRequest writes body to a RequestStream in chunks of size bytes,
 // each copied into one reused buffer as a proxy receives them.
 func streamRequest(resolve tfrequest.Resolver, opt RequestOptions, body []byte, size int) (V2Request, Exchange, error) {
-	s := NewRequestStream(resolve, opt)
+	s := predict.NewRequestStream(resolve, opt)
 	buf := make([]byte, size)
 	for p := 0; p < len(body); p += size {
 		n := copy(buf, body[p:])

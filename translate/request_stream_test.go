@@ -23,7 +23,7 @@ var streamOpt = RequestOptions{Kind: oip.Triton, ID: "s1", ReplayBytes: 1, Limit
 // and closes it; a Write error ends it early (Close must agree).
 func streamAt(t *testing.T, body []byte, resolve func(string) (*tensor.Signature, error), opt RequestOptions, cuts []int) (V2Request, Exchange, error) {
 	t.Helper()
-	s := NewRequestStream(resolve, opt)
+	s := predict.NewRequestStream(resolve, opt)
 	prev := 0
 	for _, c := range append(cuts, len(body)) {
 		chunk := bytes.Clone(body[prev:c])
@@ -41,14 +41,14 @@ func streamAt(t *testing.T, body []byte, resolve func(string) (*tensor.Signature
 	return s.Close()
 }
 
-// sameTranslation asserts that the streamed answer is TranslateRequest's
+// sameTranslation asserts that the streamed answer is predict.Request's
 // over the whole body — the v2 body and exchange, or the status and text —
 // unless the body is one tfrequest.Undecidable lists and the answer is its
 // 400. It reports whether the answer was undecided.
 func sameTranslation(t *testing.T, body []byte, sig *tensor.Signature, opt RequestOptions, cuts []int) bool {
 	t.Helper()
 	resolve := func(string) (*tensor.Signature, error) { return sig, nil }
-	want, wantEx, wantErr := TranslateRequest(body, resolve, opt)
+	want, wantEx, wantErr := predict.Request(body, resolve, opt)
 	got, gotEx, err := streamAt(t, body, resolve, opt, cuts)
 	if errors.Is(err, tfrequest.ErrUndecided) {
 		if !oracle.Undecidable(body, sig, opt.Limits) {
@@ -129,7 +129,7 @@ var streamBodies = []string{
 
 // TestRequestStreamAnswersAsWhole: every body of the table, against every
 // signature, in chunks of 1, 2, 3, 7, 64 bytes and whole, with no text
-// kept, gets exactly TranslateRequest's answer.
+// kept, gets exactly predict.Request's answer.
 func TestRequestStreamAnswersAsWhole(t *testing.T) {
 	bodies := streamBodies
 	for _, b := range conformance.RequestBodies(t, "tfserving_cases.json") {
@@ -147,7 +147,7 @@ func TestRequestStreamAnswersAsWhole(t *testing.T) {
 }
 
 // FuzzRequestStream cuts random bodies at random points: with no text
-// kept, RequestStream answers exactly as TranslateRequest over the whole
+// kept, RequestStream answers exactly as predict.Request over the whole
 // body (v2 body bytes, or status and text), but for the bodies
 // tfrequest.Undecidable lists, which get a 400.
 func FuzzRequestStream(f *testing.F) {

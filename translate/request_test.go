@@ -13,7 +13,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 type v2Input struct {
@@ -67,22 +67,22 @@ func TestTranslateRequest(t *testing.T) {
 		name      string
 		sig       *tensor.Signature
 		body      string
-		format    tfrequest.Format
+		format    tfjson.Format
 		shapes    [][]int64
 		unbatched bool
 		values    []float32
 	}{
-		{"row batched", batched, `{"instances": [[1, 2], [3, 4]]}`, tfrequest.Row, [][]int64{{2, 2}}, false, []float32{1, 2, 3, 4}},
-		{"row batched single", batched, `{"instances": [[1, 2]]}`, tfrequest.Row, [][]int64{{1, 2}}, false, []float32{1, 2}},
-		{"row unbatched single", flat, `{"instances": [[1, 2]]}`, tfrequest.Row, [][]int64{{2}}, true, []float32{1, 2}},
-		{"row unbatched two instances", flat, `{"instances": [[1, 2], [3, 4]]}`, tfrequest.Row, [][]int64{{2, 2}}, false, []float32{1, 2, 3, 4}},
-		{"row declared rank already includes 1", rank2, `{"instances": [[1, 2]]}`, tfrequest.Row, [][]int64{{1, 2}}, false, []float32{1, 2}},
-		{"row unbatched needs every input", multi, `{"instances": [{"a": [1, 2], "b": [3]}]}`, tfrequest.Row, [][]int64{{1, 2}, {1, 1}}, false, []float32{1, 2, 3}},
-		{"columnar never unbatched", flat, `{"inputs": [[1, 2]]}`, tfrequest.Columnar, [][]int64{{1, 2}}, false, []float32{1, 2}},
+		{"row batched", batched, `{"instances": [[1, 2], [3, 4]]}`, tfjson.Row, [][]int64{{2, 2}}, false, []float32{1, 2, 3, 4}},
+		{"row batched single", batched, `{"instances": [[1, 2]]}`, tfjson.Row, [][]int64{{1, 2}}, false, []float32{1, 2}},
+		{"row unbatched single", flat, `{"instances": [[1, 2]]}`, tfjson.Row, [][]int64{{2}}, true, []float32{1, 2}},
+		{"row unbatched two instances", flat, `{"instances": [[1, 2], [3, 4]]}`, tfjson.Row, [][]int64{{2, 2}}, false, []float32{1, 2, 3, 4}},
+		{"row declared rank already includes 1", rank2, `{"instances": [[1, 2]]}`, tfjson.Row, [][]int64{{1, 2}}, false, []float32{1, 2}},
+		{"row unbatched needs every input", multi, `{"instances": [{"a": [1, 2], "b": [3]}]}`, tfjson.Row, [][]int64{{1, 2}, {1, 1}}, false, []float32{1, 2, 3}},
+		{"columnar never unbatched", flat, `{"inputs": [[1, 2]]}`, tfjson.Columnar, [][]int64{{1, 2}}, false, []float32{1, 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, ex, err := TranslateRequest([]byte(tt.body), func(string) (*tensor.Signature, error) { return tt.sig, nil },
+			req, ex, err := predict.Request([]byte(tt.body), func(string) (*tensor.Signature, error) { return tt.sig, nil },
 				RequestOptions{Kind: oip.Triton, ID: "r1"})
 			if err != nil {
 				t.Fatal(err)
@@ -114,7 +114,7 @@ func TestTranslateRequest(t *testing.T) {
 
 func TestTranslateRequestJSON(t *testing.T) {
 	sig := &tensor.Signature{Model: "m", Inputs: []tensor.Spec{{Name: "x", DataType: tensor.Int64, Shape: []int64{2}}}}
-	req, ex, err := TranslateRequest([]byte(`{"instances": [[9007199254740993, -2]]}`),
+	req, ex, err := predict.Request([]byte(`{"instances": [[9007199254740993, -2]]}`),
 		func(string) (*tensor.Signature, error) { return sig, nil }, RequestOptions{Kind: oip.MLServer})
 	if err != nil {
 		t.Fatal(err)
@@ -138,18 +138,18 @@ func TestTranslateRequestErrors(t *testing.T) {
 	sig := &tensor.Signature{Model: "m", Inputs: []tensor.Spec{{Name: "x", DataType: tensor.BF16}}}
 	resolve := func(string) (*tensor.Signature, error) { return sig, nil }
 	// A TF parse error comes back as TF's message.
-	_, _, err := TranslateRequest([]byte(`{"instances": []}`), resolve, RequestOptions{})
+	_, _, err := predict.Request([]byte(`{"instances": []}`), resolve, RequestOptions{})
 	if e := apierr.As(err); e.Code != apierr.InvalidArgument || e.Msg != "JSON Value: {\n    \"instances\": []\n} No values in 'instances' array" {
 		t.Errorf("parse error: %v", err)
 	}
 	// The resolver's error is returned as is.
 	nf := apierr.New(apierr.NotFound, "Servable not found for request: Latest(m)")
-	_, _, err = TranslateRequest([]byte(`{"instances": [1]}`), func(string) (*tensor.Signature, error) { return nil, nf }, RequestOptions{})
+	_, _, err = predict.Request([]byte(`{"instances": [1]}`), func(string) (*tensor.Signature, error) { return nil, nf }, RequestOptions{})
 	if !errors.Is(err, nf) {
 		t.Errorf("resolver error: %v", err)
 	}
 	// An encoder refusal (BF16 on MLServer) is a 400 too.
-	_, _, err = TranslateRequest([]byte(`{"inputs": [1.5]}`), resolve, RequestOptions{Kind: oip.MLServer})
+	_, _, err = predict.Request([]byte(`{"inputs": [1.5]}`), resolve, RequestOptions{Kind: oip.MLServer})
 	if e := apierr.As(err); e.HTTPStatus() != 400 {
 		t.Errorf("encoder error: %v", err)
 	}

@@ -4,14 +4,12 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfexample"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 )
 
 // ResponseStream translates one v2 response body fed in chunks, writing
 // the TF Serving body as the v2 bytes arrive: the same bytes, and the same
-// errors, as TranslateResponse (or TranslateExamplesResponse) on the whole
-// body.
+// errors, as its Pipeline's Response on the whole body.
 //
 // A binary body (headerLength > 0) goes through three stages. The JSON
 // header is collected and decoded (oip.DecodeResponseHeader), and every
@@ -40,7 +38,7 @@ import (
 // Write or Close; the caller must then abort the response.
 type ResponseStream struct {
 	headerLength int
-	method       tfexample.Method
+	answer       answerFunc
 	ex           Exchange
 	lim          tensor.Limits
 	out          func([]byte) error
@@ -75,14 +73,10 @@ const (
 	stClosed
 )
 
-// NewResponseStream returns a stream translating one v2 response body.
-// headerLength is the parsed inference-header-content-length, -1 for a
-// JSON-only body; method is 0 for predict, else tfexample.Classify or
-// tfexample.Regress; out receives the TF JSON in order, in pieces of at
-// most 64 KiB (the slice may be reused after out returns; an out error
-// stops the stream and is returned).
-func NewResponseStream(headerLength int, method tfexample.Method, ex Exchange, lim tensor.Limits, out func([]byte) error) *ResponseStream {
-	s := &ResponseStream{headerLength: headerLength, method: method, ex: ex, lim: lim, out: out}
+// newResponseStream returns a stream translating one v2 response body
+// with the pipeline's answer (Pipeline.NewResponseStream).
+func newResponseStream(headerLength int, answer answerFunc, ex Exchange, lim tensor.Limits, out func([]byte) error) *ResponseStream {
+	s := &ResponseStream{headerLength: headerLength, answer: answer, ex: ex, lim: lim, out: out}
 	if headerLength <= 0 {
 		s.state = stHold // JSON only, or a length DecodeResponse rejects
 	} else {
@@ -204,7 +198,7 @@ func (s *ResponseStream) check() error {
 	if s.pending > 0 {
 		return nil
 	}
-	body, err := checkedBody(s.outputs, s.method, s.ex, s.lim)
+	body, err := s.answer(s.outputs, s.ex, s.lim)
 	if err != nil {
 		s.holdAll()
 		return nil
@@ -313,7 +307,7 @@ func (s *ResponseStream) translateHeld() error {
 	if err != nil {
 		return err
 	}
-	body, err := checkedBody(outputs, s.method, s.ex, s.lim)
+	body, err := s.answer(outputs, s.ex, s.lim)
 	if err != nil {
 		return err
 	}

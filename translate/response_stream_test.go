@@ -15,8 +15,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/test/conformance"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfexample"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 )
 
@@ -27,7 +26,7 @@ type streamCase struct {
 	name   string
 	body   []byte
 	hl     int
-	m      tfexample.Method
+	m      Pipeline
 	ex     Exchange
 	lim    tensor.Limits
 	late   bool
@@ -36,10 +35,15 @@ type streamCase struct {
 
 // whole translates c the way the non-streaming path does.
 func (c streamCase) whole() ([]byte, error) {
-	if c.m == 0 {
-		return TranslateResponse(c.body, c.hl, c.ex, c.lim)
+	return c.pipe().Response(c.body, c.hl, c.ex, c.lim)
+}
+
+// pipe is the case's pipeline: predict unless m is set.
+func (c streamCase) pipe() Pipeline {
+	if c.m.verb == 0 {
+		return predict
 	}
-	return TranslateExamplesResponse(c.body, c.hl, c.m, c.ex, c.lim)
+	return c.m
 }
 
 // streamCases are the bodies of TestTranslateResponse,
@@ -49,7 +53,7 @@ func (c streamCase) whole() ([]byte, error) {
 // binary body, every fixed-size datatype, empty tensors, header errors
 // after a block, bodies cut short or too long, a body of many pieces.
 func streamCases() []streamCase {
-	row, col := Exchange{Format: tfrequest.Row}, Exchange{Format: tfrequest.Columnar}
+	row, col := Exchange{Format: tfjson.Row}, Exchange{Format: tfjson.Columnar}
 	sig := &tensor.Signature{Model: "m", Outputs: []tensor.Spec{{Name: "y", DataType: tensor.FP32, Shape: []int64{-1, 2}}}, Batched: true}
 	var cases []streamCase
 	add := func(name string, outs []respOut, ex Exchange) {
@@ -57,11 +61,11 @@ func streamCases() []streamCase {
 		cases = append(cases, streamCase{name: name, body: body, hl: hl, ex: ex})
 	}
 	bin := []respOut{{"y", "FP32", []int64{2, 2}, respFP32(2.5, 3, 0.1, 1e6)}}
-	add("binary, row", bin, Exchange{Format: tfrequest.Row, Signature: sig})
-	add("binary, columnar", bin, Exchange{Format: tfrequest.Columnar, Signature: sig})
+	add("binary, row", bin, Exchange{Format: tfjson.Row, Signature: sig})
+	add("binary, columnar", bin, Exchange{Format: tfjson.Columnar, Signature: sig})
 	multi := []respOut{{"y", "FP32", []int64{3}, respFP32(1, 2, 3)}, {"label_bytes", "BYTES", nil, respBytes("cat")}}
-	add("unbatched, row", multi, Exchange{Format: tfrequest.Row, Unbatched: true})
-	add("unbatched, columnar", multi, Exchange{Format: tfrequest.Columnar, Unbatched: true})
+	add("unbatched, row", multi, Exchange{Format: tfjson.Row, Unbatched: true})
+	add("unbatched, columnar", multi, Exchange{Format: tfjson.Columnar, Unbatched: true})
 	ragged := []respOut{{"a", "FP32", []int64{2}, respFP32(1, 2)}, {"b", "FP32", []int64{3}, respFP32(1, 2, 3)}}
 	add("row, ragged batch", ragged, row)
 	add("columnar, ragged batch", ragged, col)
@@ -137,24 +141,24 @@ func streamCases() []streamCase {
 	scoresOnly := &tensor.Signature{Inputs: []tensor.Spec{examplesIn}, Outputs: []tensor.Spec{{Name: "scores", DataType: tensor.FP32}}}
 	for _, e := range []struct {
 		name string
-		m    tfexample.Method
+		m    Pipeline
 		sig  *tensor.Signature
 		outs []respOut
 		n    int
 	}{
-		{"classify", tfexample.Classify, classifier, []respOut{
+		{"classify", classify, classifier, []respOut{
 			{"classes", "BYTES", []int64{1, 2}, respBytes("no", "yes")},
 			{"scores", "FP32", []int64{1, 2}, respFP32(0.25, 0.75)},
 			{"extra", "INT64", []int64{1}, make([]byte, 8)}}, 1},
-		{"classify, scores first", tfexample.Classify, classifier, []respOut{
+		{"classify, scores first", classify, classifier, []respOut{
 			{"scores", "FP32", []int64{3, 2}, respFP32(0.25, 0.75, 0.5, 0.5, 1, 0)},
 			{"classes", "BYTES", []int64{3, 2}, respBytes("a", "b", "c", "d", "e", "f")}}, 3},
-		{"classify, scores only", tfexample.Classify, scoresOnly, []respOut{{"scores", "FP32", []int64{1, 2}, respFP32(0.25, 0.75)}}, 1},
-		{"classify, a declared output missing", tfexample.Classify, classifier, []respOut{{"scores", "FP32", []int64{1, 2}, respFP32(0.25, 0.75)}}, 1},
-		{"classify, wrong batch", tfexample.Classify, scoresOnly, []respOut{{"scores", "FP32", []int64{2, 1}, respFP32(0.25, 0.75)}}, 1},
-		{"regress [N,1]", tfexample.Regress, regressor, []respOut{{"outputs", "FP32", []int64{1, 1}, respFP32(4.5)}}, 1},
-		{"regress [N]", tfexample.Regress, regressor, []respOut{{"outputs", "FP32", []int64{3}, respFP32(4.5, -1, 1e-9)}}, 3},
-		{"regress, outputs missing", tfexample.Regress, regressor, []respOut{{"y", "FP32", []int64{1}, respFP32(4.5)}}, 1},
+		{"classify, scores only", classify, scoresOnly, []respOut{{"scores", "FP32", []int64{1, 2}, respFP32(0.25, 0.75)}}, 1},
+		{"classify, a declared output missing", classify, classifier, []respOut{{"scores", "FP32", []int64{1, 2}, respFP32(0.25, 0.75)}}, 1},
+		{"classify, wrong batch", classify, scoresOnly, []respOut{{"scores", "FP32", []int64{2, 1}, respFP32(0.25, 0.75)}}, 1},
+		{"regress [N,1]", regress, regressor, []respOut{{"outputs", "FP32", []int64{1, 1}, respFP32(4.5)}}, 1},
+		{"regress [N]", regress, regressor, []respOut{{"outputs", "FP32", []int64{3}, respFP32(4.5, -1, 1e-9)}}, 3},
+		{"regress, outputs missing", regress, regressor, []respOut{{"y", "FP32", []int64{1}, respFP32(4.5)}}, 1},
 	} {
 		body, hl := respBody(e.outs)
 		cases = append(cases, streamCase{name: e.name, body: body, hl: hl, m: e.m, ex: Exchange{Signature: e.sig, Examples: e.n}})
@@ -177,7 +181,7 @@ func le64(vs ...int64) []byte {
 func runStream(t testing.TB, c streamCase, cuts []int) ([]byte, error, int, *ResponseStream) {
 	var got []byte
 	pieces, short := 0, 0
-	s := NewResponseStream(c.hl, c.m, c.ex, c.lim, func(p []byte) error {
+	s := c.pipe().NewResponseStream(c.hl, c.ex, c.lim, func(p []byte) error {
 		// Every piece is full but the last.
 		if len(p) == 0 || len(p) > tfresponse.PieceSize || short > 0 {
 			t.Fatalf("piece of %d bytes after %d short ones", len(p), short)
@@ -273,9 +277,9 @@ func TestResponseStreamEarly(t *testing.T) {
 	for i := range vals {
 		vals[i] = float32(i) / 7
 	}
-	for _, ex := range []Exchange{{Format: tfrequest.Row}, {Format: tfrequest.Columnar}} {
+	for _, ex := range []Exchange{{Format: tfjson.Row}, {Format: tfjson.Columnar}} {
 		body, hl := respBody([]respOut{{"p", "FP32", []int64{1, 32, 1024}, respFP32(vals...)}})
-		s := NewResponseStream(hl, 0, ex, tensor.Limits{}, func([]byte) error { return nil })
+		s := predict.NewResponseStream(hl, ex, tensor.Limits{}, func([]byte) error { return nil })
 		if err := s.Write(body[:hl+len(vals)*2]); err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +292,7 @@ func TestResponseStreamEarly(t *testing.T) {
 	}
 
 	body, hl := respBody([]respOut{{"b", "FP33", []int64{1}, respFP32(2)}, {"a", "FP32", []int64{1}, respFP32(1)}})
-	s := NewResponseStream(hl, 0, Exchange{Format: tfrequest.Row}, tensor.Limits{}, func([]byte) error { return nil })
+	s := predict.NewResponseStream(hl, Exchange{Format: tfjson.Row}, tensor.Limits{}, func([]byte) error { return nil })
 	if err := s.Write(body[:hl]); err == nil || apierr.As(err).Code != apierr.BadGateway {
 		t.Errorf("header with an unknown datatype: Write returned %v", err)
 	}
@@ -300,7 +304,7 @@ func TestResponseStreamOutError(t *testing.T) {
 	body, hl := respBody([]respOut{{"y", "FP32", []int64{2}, respFP32(1, 2)}})
 	stop := errors.New("client gone")
 	calls := 0
-	s := NewResponseStream(hl, 0, Exchange{Format: tfrequest.Row}, tensor.Limits{}, func([]byte) error { calls++; return stop })
+	s := predict.NewResponseStream(hl, Exchange{Format: tfjson.Row}, tensor.Limits{}, func([]byte) error { calls++; return stop })
 	err := s.Write(body)
 	if err == nil {
 		err = s.Close()
@@ -320,24 +324,24 @@ func FuzzResponseStream(f *testing.F) {
 	for _, c := range streamCases() {
 		if c.ex.Signature == nil && len(c.body) < 4096 {
 			mode := uint8(0)
-			if c.ex.Format == tfrequest.Columnar {
+			if c.ex.Format == tfjson.Columnar {
 				mode = 1
 			}
 			f.Add(c.body, int32(c.hl), mode, c.ex.Unbatched, uint8(1), uint64(len(c.body)))
 		}
-		if c.m != 0 {
-			f.Add(c.body, int32(c.hl), uint8(c.m)+1, false, uint8(c.ex.Examples), uint64(len(c.body)))
+		if c.m.verb != 0 {
+			f.Add(c.body, int32(c.hl), uint8(c.m.verb), false, uint8(c.ex.Examples), uint64(len(c.body)))
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte, hl int32, mode uint8, unbatched bool, examples uint8, seed uint64) {
-		c := streamCase{body: body, hl: int(hl), ex: Exchange{Format: tfrequest.Row, Unbatched: unbatched}}
+		c := streamCase{body: body, hl: int(hl), ex: Exchange{Format: tfjson.Row, Unbatched: unbatched}}
 		switch mode % 4 {
 		case 1:
-			c.ex.Format = tfrequest.Columnar
+			c.ex.Format = tfjson.Columnar
 		case 2:
-			c.m, c.ex = tfexample.Classify, Exchange{Signature: classifier, Examples: int(examples)}
+			c.m, c.ex = classify, Exchange{Signature: classifier, Examples: int(examples)}
 		case 3:
-			c.m, c.ex = tfexample.Regress, Exchange{Signature: regressor, Examples: int(examples)}
+			c.m, c.ex = regress, Exchange{Signature: regressor, Examples: int(examples)}
 		}
 		want, wantErr := c.whole()
 		r := rand.New(rand.NewPCG(seed, 0))
@@ -378,7 +382,7 @@ func TestResponseStreamConformance(t *testing.T) {
 			if len(bin) > 0 {
 				hl = len(v.JSONText)
 			}
-			for _, f := range []tfrequest.Format{tfrequest.Row, tfrequest.Columnar} {
+			for _, f := range []tfjson.Format{tfjson.Row, tfjson.Columnar} {
 				sc := streamCase{body: append([]byte(v.JSONText), bin...), hl: hl, ex: Exchange{Format: f}}
 				want, wantErr := sc.whole()
 				if wantErr == nil {
@@ -408,7 +412,7 @@ func TestResponseStreamMemory(t *testing.T) {
 	data := len(body) - hl
 	run := func() int64 {
 		var n int64
-		s := NewResponseStream(hl, 0, ex, tensor.Limits{}, func(p []byte) error { n += int64(len(p)); return nil })
+		s := predict.NewResponseStream(hl, ex, tensor.Limits{}, func(p []byte) error { n += int64(len(p)); return nil })
 		for p := 0; p < len(body); p += 16 << 10 {
 			if err := s.Write(body[p:min(p+16<<10, len(body))]); err != nil {
 				t.Fatal(err)

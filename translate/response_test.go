@@ -9,7 +9,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // respBody builds a v2 binary-extension response body: the JSON header
@@ -75,28 +75,28 @@ func TestTranslateResponse(t *testing.T) {
 		ex        Exchange
 		want      string
 	}{
-		{"binary, row", binBody, binLen, Exchange{Format: tfrequest.Row, Signature: sig},
+		{"binary, row", binBody, binLen, Exchange{Format: tfjson.Row, Signature: sig},
 			"{\n    \"predictions\": [[2.5, 3.0], [0.1, 1e+06]\n    ]\n}"},
-		{"binary, columnar", binBody, binLen, Exchange{Format: tfrequest.Columnar, Signature: sig},
+		{"binary, columnar", binBody, binLen, Exchange{Format: tfjson.Columnar, Signature: sig},
 			"{\n    \"outputs\": [\n        [\n            2.5,\n            3.0\n        ],\n        [\n            0.1,\n            1e+06\n        ]\n    ]\n}"},
 		{"JSON only", []byte(`{"outputs":[{"name":"y","datatype":"INT64","shape":[2],"data":[9007199254740993,-1]}]}`), -1,
-			Exchange{Format: tfrequest.Row}, "{\n    \"predictions\": [9007199254740993, -1\n    ]\n}"},
-		{"unbatched: one instance gets its batch dimension back", multiBody, multiLen, Exchange{Format: tfrequest.Row, Unbatched: true},
+			Exchange{Format: tfjson.Row}, "{\n    \"predictions\": [9007199254740993, -1\n    ]\n}"},
+		{"unbatched: one instance gets its batch dimension back", multiBody, multiLen, Exchange{Format: tfjson.Row, Unbatched: true},
 			"{\n    \"predictions\": [\n        {\n            \"label_bytes\": {\n                \"b64\": \"Y2F0\"\n            },\n" +
 				"            \"y\": [1.0, 2.0, 3.0]\n        }\n    ]\n}"},
-		{"unbatched, columnar", multiBody, multiLen, Exchange{Format: tfrequest.Columnar, Unbatched: true},
+		{"unbatched, columnar", multiBody, multiLen, Exchange{Format: tfjson.Columnar, Unbatched: true},
 			"{\n    \"outputs\": {\n        \"label_bytes\": [\n            {\n                \"b64\": \"Y2F0\"\n            }\n        ],\n" +
 				"        \"y\": [\n            [\n                1.0,\n                2.0,\n                3.0\n            ]\n        ]\n    }\n}"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			body := append([]byte(nil), c.body...)
-			got, err := TranslateResponse(body, c.headerLen, c.ex, tensor.Limits{})
+			got, err := predict.Response(body, c.headerLen, c.ex, tensor.Limits{})
 			if err != nil {
-				t.Fatalf("TranslateResponse: %v", err)
+				t.Fatalf("predict.Response: %v", err)
 			}
 			if string(got) != c.want {
-				t.Errorf("TranslateResponse:\n got %q\nwant %q", got, c.want)
+				t.Errorf("predict.Response:\n got %q\nwant %q", got, c.want)
 			}
 			clear(body) // the answer must not alias the v2 body
 			if string(got) != c.want {
@@ -121,18 +121,18 @@ func TestTranslateResponseErrors(t *testing.T) {
 		code      apierr.Code
 		msg       string // exact when set
 	}{
-		{"truncated binary block", good[:len(good)-1], goodLen, Exchange{Format: tfrequest.Row}, apierr.BadGateway, ""},
-		{"not JSON", []byte("<html>"), -1, Exchange{Format: tfrequest.Row}, apierr.BadGateway, ""},
-		{"row format, outputs of different batch sizes", ragged, raggedLen, Exchange{Format: tfrequest.Row},
+		{"truncated binary block", good[:len(good)-1], goodLen, Exchange{Format: tfjson.Row}, apierr.BadGateway, ""},
+		{"not JSON", []byte("<html>"), -1, Exchange{Format: tfjson.Row}, apierr.BadGateway, ""},
+		{"row format, outputs of different batch sizes", ragged, raggedLen, Exchange{Format: tfjson.Row},
 			apierr.InvalidArgument, "Tensor name: b has inconsistent batch size: 3 expecting: 2"},
-		{"row format, scalar output", scalar, scalarLen, Exchange{Format: tfrequest.Row},
+		{"row format, scalar output", scalar, scalarLen, Exchange{Format: tfjson.Row},
 			apierr.InvalidArgument, "Tensor name: s has no shape information "},
-		{"no outputs", []byte(`{"outputs":[]}`), -1, Exchange{Format: tfrequest.Row},
+		{"no outputs", []byte(`{"outputs":[]}`), -1, Exchange{Format: tfjson.Row},
 			apierr.InvalidArgument, "Cannot convert empty tensor map to JSON"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := TranslateResponse(c.body, c.headerLen, c.ex, tensor.Limits{})
+			got, err := predict.Response(c.body, c.headerLen, c.ex, tensor.Limits{})
 			var e *apierr.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error = %v (body %q), want *apierr.Error", err, got)
@@ -146,7 +146,7 @@ func TestTranslateResponseErrors(t *testing.T) {
 		})
 	}
 	// Columnar format has no batch check: the same ragged outputs pass.
-	if _, err := TranslateResponse(ragged, raggedLen, Exchange{Format: tfrequest.Columnar}, tensor.Limits{}); err != nil {
+	if _, err := predict.Response(ragged, raggedLen, Exchange{Format: tfjson.Columnar}, tensor.Limits{}); err != nil {
 		t.Errorf("columnar ragged outputs: %v", err)
 	}
 }

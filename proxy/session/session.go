@@ -57,7 +57,6 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfexample"
 )
 
 // DefaultMaxBodyBytes is the body limit when Config.MaxBodyBytes is 0.
@@ -332,16 +331,11 @@ func (s *Session) unknownSignature(name string) error {
 	return apierr.InvalidArgumentf("Serving signature name: \"%s\" not found in signature def", name)
 }
 
-// examplesMethod is the tfexample.Method of a classify or regress
-// exchange, 0 for predict.
-func (s *Session) examplesMethod() tfexample.Method {
-	switch s.route.Verb {
-	case route.Classify:
-		return tfexample.Classify
-	case route.Regress:
-		return tfexample.Regress
-	}
-	return 0
+// pipeline is the translation of the exchange's inference verb
+// (translate.For: predict, classify or regress).
+func (s *Session) pipeline() translate.Pipeline {
+	p, _ := translate.For(s.route.Verb)
+	return p
 }
 
 // RequestBody handles the whole (buffered) request body.
@@ -369,12 +363,8 @@ func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
 	var req translate.V2Request
 	var ex translate.Exchange
 	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
-	if m := s.examplesMethod(); m != 0 {
-		opt.MaxBytes = s.maxBody()
-		req, ex, err = translate.TranslateExamplesRequest(body, m, s.resolve, opt)
-	} else {
-		req, ex, err = translate.TranslateRequest(body, s.resolve, opt)
-	}
+	opt.MaxBytes = s.maxBody() // classify and regress: the serialized examples
+	req, ex, err = s.pipeline().Request(body, s.resolve, opt)
 	span.End()
 	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
 	if err != nil {
@@ -494,11 +484,7 @@ func (s *Session) ResponseBody(ctx context.Context, body []byte) Action {
 	t0 := time.Now()
 	var out []byte
 	_, span := tracing.Start(ctx, tracing.SpanTranslateResponse)
-	if m := s.examplesMethod(); m != 0 {
-		out, err = translate.TranslateExamplesResponse(body, headerLength, m, s.exchange, s.cfg.Limits)
-	} else {
-		out, err = translate.TranslateResponse(body, headerLength, s.exchange, s.cfg.Limits)
-	}
+	out, err = s.pipeline().Response(body, headerLength, s.exchange, s.cfg.Limits)
 	span.End()
 	s.cfg.Metrics.Translation(observe.DirResponse, time.Since(t0))
 	if err != nil {

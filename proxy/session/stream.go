@@ -118,9 +118,9 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	rs := &s.rstream
 	if !rs.started {
 		rs.started = true
-		if s.examplesMethod() == 0 && s.reqEncoding == "" {
+		if s.pipeline().Streams() && s.reqEncoding == "" {
 			opt := translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits, ReplayBytes: replayBytes}
-			rs.dec = translate.NewRequestStream(s.resolve, opt)
+			rs.dec = s.pipeline().NewRequestStream(s.resolve, opt)
 		}
 	}
 	rs.n += int64(len(chunk))
@@ -375,7 +375,7 @@ func (s *Session) startResponseStream(ctx context.Context, out Sink) error {
 	}
 	rs.headerLength = hl
 	rs.out = &pieceWriter{sink: out, headers: s.streamedResponseHeaders()}
-	rs.resp = translate.NewResponseStream(hl, s.examplesMethod(), s.exchange, s.cfg.Limits, rs.out.write)
+	rs.resp = s.pipeline().NewResponseStream(hl, s.exchange, s.cfg.Limits, rs.out.write)
 	// The span covers the whole streamed answer, upstream waits included.
 	_, rs.span = tracing.Start(ctx, tracing.SpanTranslateResponse)
 	return nil

@@ -5,8 +5,8 @@
 // The package holds only tests, in three layers:
 //
 //   - pure_test.go: hostile bodies, paths and tensors fed to the pure
-//     translators (tfrequest.Parse, translate.TranslateRequest and
-//     TranslateResponse, v2.DecodeResponse, v2.ParseModelMetadata and
+//     translators (tfrequest.Parse, the predict pipeline's Request and
+//     Response, v2.DecodeResponse, v2.ParseModelMetadata and
 //     ApplyTritonConfig, route.Parse, tfresponse.Predict). Each case
 //     states the error it must get and a bound on the bytes it may
 //     allocate, as a multiple of its input size plus a constant, measured

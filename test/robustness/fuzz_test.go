@@ -8,7 +8,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // maxSeed keeps fuzz seeds small: the fuzzer mutates them byte by byte.
@@ -18,7 +18,7 @@ const maxSeed = 4096
 var fuzzLimits = tensor.Limits{MaxDepth: 24, MaxElements: 1 << 14}
 
 // FuzzTranslateRequest: whatever the body, signature and server kind,
-// TranslateRequest answers a 4xx *apierr.Error or a v2 body whose size is
+// the predict pipeline's Request answers a 4xx *apierr.Error or a v2 body whose size is
 // bounded by the TF body's (a value costs 2 body bytes and at most 8
 // binary bytes or 16 JSON bytes, plus a header per input).
 func FuzzTranslateRequest(f *testing.F) {
@@ -34,7 +34,7 @@ func FuzzTranslateRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, sel uint8) {
 		sig := sigs[int(sel)%len(sigs)]
 		kind := kinds[int(sel/4)%len(kinds)]
-		req, _, err := translate.TranslateRequest(body, resolverFor(sig), translate.RequestOptions{Kind: kind, Limits: fuzzLimits})
+		req, _, err := predictPipeline.Request(body, resolverFor(sig), translate.RequestOptions{Kind: kind, Limits: fuzzLimits})
 		if err != nil {
 			var e *apierr.Error
 			if !errors.As(err, &e) {
@@ -54,23 +54,23 @@ func FuzzTranslateRequest(f *testing.F) {
 	})
 }
 
-// FuzzTranslateResponse: whatever the v2 answer, TranslateResponse gives a
+// FuzzTranslateResponse: whatever the v2 answer, the predict pipeline's Response gives a
 // 400, 500 or 502 *apierr.Error or a TF body within the writer's budget
 // (128× the tensors' bytes plus 1 MiB; tensors decoded from JSON take at
 // most 4× the body).
 func FuzzTranslateResponse(f *testing.F) {
 	for _, c := range responseCases() {
 		if len(c.body) <= maxSeed {
-			f.Add(c.body, int32(c.hl), c.format == tfrequest.Columnar)
+			f.Add(c.body, int32(c.hl), c.format == tfjson.Columnar)
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte, hl int32, columnar bool) {
-		format := tfrequest.Row
+		format := tfjson.Row
 		if columnar {
-			format = tfrequest.Columnar
+			format = tfjson.Columnar
 		}
 		ex := translate.Exchange{Format: format, Signature: sigFloat}
-		out, err := translate.TranslateResponse(body, int(hl), ex, fuzzLimits)
+		out, err := predictPipeline.Response(body, int(hl), ex, fuzzLimits)
 		if err != nil {
 			var e *apierr.Error
 			if !errors.As(err, &e) {

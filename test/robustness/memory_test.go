@@ -15,7 +15,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 )
 
@@ -58,7 +58,7 @@ func amplificationCases() []amplificationCase {
 	zeros := fill(`{"instances": [`, "0,", `]}`, memorySize)
 	request := func(kind oip.ServerKind) func([]byte) error {
 		return func(b []byte) error {
-			_, _, err := translate.TranslateRequest(b, resolverFor(sigFloat), translate.RequestOptions{Kind: kind})
+			_, _, err := predictPipeline.Request(b, resolverFor(sigFloat), translate.RequestOptions{Kind: kind})
 			return err
 		}
 	}
@@ -66,7 +66,7 @@ func amplificationCases() []amplificationCase {
 		return func(b []byte) error {
 			// The output cap the session sets with a body limit of memorySize.
 			lim := tensor.Limits{MaxOutputBytes: session.OutputExpansion * memorySize}
-			_, err := translate.TranslateResponse(b, hl, translate.Exchange{Format: tfrequest.Columnar, Signature: sig}, lim)
+			_, err := predictPipeline.Response(b, hl, translate.Exchange{Format: tfjson.Columnar, Signature: sig}, lim)
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 )
@@ -55,6 +56,9 @@ var (
 			{Name: "b", DataType: tensor.Bytes, Shape: []int64{-1}}},
 		Outputs: []tensor.Spec{{Name: "y", DataType: tensor.FP32, Shape: []int64{-1}}}}
 )
+
+// predictPipeline is the predict translation the hostile bodies go through.
+var predictPipeline, _ = translate.For(route.Predict)
 
 func resolverFor(sig *tensor.Signature) tfrequest.Resolver {
 	return func(string) (*tensor.Signature, error) { return sig, nil }
@@ -187,14 +191,14 @@ func TestHostileRequests(t *testing.T) {
 				err error
 			)
 			checkAlloc(t, len(c.body), c.alloc, func() {
-				req, _, err = translate.TranslateRequest([]byte(c.body), resolverFor(c.sig), opt)
+				req, _, err = predictPipeline.Request([]byte(c.body), resolverFor(c.sig), opt)
 			})
 			if c.status != 0 {
 				wantAPIError(t, err, c.status, c.prefix)
 				return
 			}
 			if err != nil {
-				t.Fatalf("TranslateRequest: %v", err)
+				t.Fatalf("predict Request: %v", err)
 			}
 			if len(req.Body) == 0 {
 				t.Fatal("empty v2 body")
@@ -251,7 +255,7 @@ type responseCase struct {
 	name   string
 	body   []byte
 	hl     int // Inference-Header-Content-Length, -1 for none
-	format tfrequest.Format
+	format tfjson.Format
 	sig    *tensor.Signature
 	status int // 0: translated; else the error's status
 	prefix string
@@ -266,7 +270,7 @@ func binaryBody(h string, bin []byte) ([]byte, int) {
 }
 
 func responseCases() []responseCase {
-	row, col := tfrequest.Row, tfrequest.Columnar
+	row, col := tfjson.Row, tfjson.Columnar
 	bad := "invalid response from inference server: "
 	out := func(fields string) string { return `{"outputs":[{"name":"y",` + fields + `}]}` }
 	ones := strings.TrimSuffix(strings.Repeat("1,", 10_000), ",")
@@ -380,14 +384,14 @@ func TestHostileResponses(t *testing.T) {
 				err error
 			)
 			checkAlloc(t, len(c.body), c.alloc, func() {
-				out, err = translate.TranslateResponse(c.body, c.hl, ex, tensor.Limits{})
+				out, err = predictPipeline.Response(c.body, c.hl, ex, tensor.Limits{})
 			})
 			if c.status != 0 {
 				wantAPIError(t, err, c.status, c.prefix)
 				return
 			}
 			if err != nil {
-				t.Fatalf("TranslateResponse: %v", err)
+				t.Fatalf("the predict pipeline's Response: %v", err)
 			}
 			if c.want != "" && string(out) != c.want {
 				t.Errorf("TF body = %.300q, want %.300q", out, c.want)
@@ -575,19 +579,19 @@ func TestHostileTensors(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		format  tfrequest.Format
+		format  tfjson.Format
 		outputs []tensor.Tensor
 		status  int
 		prefix  string
 	}{
-		{"data shorter than the shape", tfrequest.Row, []tensor.Tensor{f32([]int64{1 << 40}, 1)}, 500, "Failed to write JSON value for tensor: y"},
-		{"negative dimension", tfrequest.Row, []tensor.Tensor{f32([]int64{-1}, 0)}, 500, "Failed to write JSON value for tensor: y"},
-		{"overflowing shape", tfrequest.Columnar, []tensor.Tensor{f32([]int64{1 << 62, 1 << 62}, 0)}, 500, "Failed to write JSON value for tensor: y"},
-		{"strings fewer than the shape", tfrequest.Row, []tensor.Tensor{{Name: "s", DataType: tensor.Bytes, Shape: []int64{1 << 30}}}, 500, "Failed to write JSON value for tensor: s"},
-		{"[6e7, 0]", tfrequest.Row, []tensor.Tensor{f32([]int64{60_000_000, 0}, 0)}, 502, "invalid response from inference server: its outputs would expand"},
-		{"[8000, 8000, 0]", tfrequest.Columnar, []tensor.Tensor{f32([]int64{8000, 8000, 0}, 0)}, 502, "invalid response from inference server: its outputs would expand"},
-		{"invalid datatype", tfrequest.Row, []tensor.Tensor{{Name: "y", DataType: tensor.DataType(200), Shape: []int64{1}, Data: []byte{1}}}, 400, "Failed to write JSON value for tensor type: invalid"},
-		{"no outputs", tfrequest.Row, nil, 400, "Cannot convert empty tensor map to JSON"},
+		{"data shorter than the shape", tfjson.Row, []tensor.Tensor{f32([]int64{1 << 40}, 1)}, 500, "Failed to write JSON value for tensor: y"},
+		{"negative dimension", tfjson.Row, []tensor.Tensor{f32([]int64{-1}, 0)}, 500, "Failed to write JSON value for tensor: y"},
+		{"overflowing shape", tfjson.Columnar, []tensor.Tensor{f32([]int64{1 << 62, 1 << 62}, 0)}, 500, "Failed to write JSON value for tensor: y"},
+		{"strings fewer than the shape", tfjson.Row, []tensor.Tensor{{Name: "s", DataType: tensor.Bytes, Shape: []int64{1 << 30}}}, 500, "Failed to write JSON value for tensor: s"},
+		{"[6e7, 0]", tfjson.Row, []tensor.Tensor{f32([]int64{60_000_000, 0}, 0)}, 502, "invalid response from inference server: its outputs would expand"},
+		{"[8000, 8000, 0]", tfjson.Columnar, []tensor.Tensor{f32([]int64{8000, 8000, 0}, 0)}, 502, "invalid response from inference server: its outputs would expand"},
+		{"invalid datatype", tfjson.Row, []tensor.Tensor{{Name: "y", DataType: tensor.DataType(200), Shape: []int64{1}, Data: []byte{1}}}, 400, "Failed to write JSON value for tensor type: invalid"},
+		{"no outputs", tfjson.Row, nil, 400, "Cannot convert empty tensor map to JSON"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

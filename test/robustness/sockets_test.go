@@ -251,13 +251,13 @@ func expectedVerdict(t *testing.T, s *stack, b mockBomb) *apierr.Error {
 		t.Fatal(err)
 	}
 	resolve := func(string) (*tensor.Signature, error) { return s.backend.Signature(context.Background(), r) }
-	_, _, err = translate.TranslateRequest(b.body, resolve, translate.RequestOptions{Kind: kind, Limits: s.cfg.limits})
+	_, _, err = predictPipeline.Request(b.body, resolve, translate.RequestOptions{Kind: kind, Limits: s.cfg.limits})
 	if err == nil {
 		return nil
 	}
 	var e *apierr.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("%s: TranslateRequest error %v is not an *apierr.Error", b.name, err)
+		t.Fatalf("%s: the predict pipeline's Request error %v is not an *apierr.Error", b.name, err)
 	}
 	return e
 }

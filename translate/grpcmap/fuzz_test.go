@@ -23,7 +23,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
 	"github.com/tfsbridge/tfsbridge/translate/tfgrpc"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // The differential fuzz targets: the gRPC pipeline and the REST one
@@ -328,7 +328,7 @@ func FuzzPredictRequestGRPCvsREST(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v2, _, err := translate.TranslateRequest([]byte(rest.String()), func(string) (*tensor.Signature, error) { return sig, nil }, translate.RequestOptions{Kind: oip.Triton})
+		v2, _, err := predict.Request([]byte(rest.String()), func(string) (*tensor.Signature, error) { return sig, nil }, translate.RequestOptions{Kind: oip.Triton})
 		if err != nil {
 			t.Fatalf("REST %s: %v", rest.String(), err)
 		}
@@ -456,7 +456,7 @@ func FuzzPredictResponseGRPCvsREST(f *testing.F) {
 		}
 		ex := &Exchange{Method: Predict, Route: route.Route{Model: "m"}, SignatureName: DefaultSignature, Target: Target{Signature: sig}}
 		restBody, hl := restV2Body(t, outputs)
-		restTF, err := translate.TranslateResponse(restBody, hl, translate.Exchange{Format: tfrequest.Columnar, Signature: sig}, tensor.Limits{})
+		restTF, err := predict.Response(restBody, hl, translate.Exchange{Format: tfjson.Columnar, Signature: sig}, tensor.Limits{})
 		if err != nil {
 			t.Fatalf("REST: %v", err)
 		}
@@ -579,3 +579,6 @@ func FuzzPipelinesArbitraryBytes(f *testing.F) {
 		}
 	})
 }
+
+// predict is REST's predict pipeline, the other side of the differentials.
+var predict, _ = translate.For(route.Predict)

@@ -39,9 +39,6 @@ func appendDump(dst []byte, v Value, limit int) []byte {
 	return s.Bytes()
 }
 
-// Dump returns AppendDump(nil, v) as a string.
-func Dump(v Value) string { return string(AppendDump(nil, v)) }
-
 // dumpValue feeds v's tokens to s and reports whether the walk may
 // continue (false once the dump stopped).
 func dumpValue(s *DumpStream, v Value) bool {

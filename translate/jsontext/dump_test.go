@@ -162,3 +162,6 @@ func TestGrisuExamples(t *testing.T) {
 		}
 	}
 }
+
+// Dump returns AppendDump(nil, v) as a string.
+func Dump(v Value) string { return string(AppendDump(nil, v)) }

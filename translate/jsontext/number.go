@@ -313,9 +313,6 @@ func fastPath(significand float64, exp int) float64 {
 	}
 }
 
-// float64 returns a number node's value as rapidjson's GetDouble does.
-func (n *node) float64() float64 { return Num{n.flags, n.bits}.Float64() }
-
 // Num is one parsed number token as rapidjson holds it: the range
 // flags of the token and its payload. It lets a parser that builds no
 // tape (the one-pass request decoder) convert numbers bit for bit as
@@ -356,6 +353,10 @@ func (n Num) IsInt64() bool { return n.flags&flagInt64 != 0 }
 
 // IsUint64 reports an integer in uint64 range (rapidjson IsUint64).
 func (n Num) IsUint64() bool { return n.flags&flagUint64 != 0 }
+
+// IsDouble reports a number that is not an integer token (rapidjson
+// IsDouble): a decimal, an exponent, NaN/Inf, an integer beyond uint64.
+func (n Num) IsDouble() bool { return n.flags&flagDouble != 0 }
 
 // Int64 returns an IsInt64 number exactly (0 for others).
 func (n Num) Int64() int64 {

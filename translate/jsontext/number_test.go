@@ -68,10 +68,10 @@ func TestFloat32OfSevenDigits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := node{kind: Number, flags: flags, bits: bits}
+		n := Num{flags, bits}
 		want, _ := strconv.ParseFloat(s, 64)
-		if float32(n.float64()) != float32(want) {
-			t.Fatalf("%s: %v, want %v", s, float32(n.float64()), float32(want))
+		if float32(n.Float64()) != float32(want) {
+			t.Fatalf("%s: %v, want %v", s, float32(n.Float64()), float32(want))
 		}
 	}
 }

@@ -258,57 +258,6 @@ func (v Value) Str() []byte {
 	return v.d.data[n.off+1 : n.end-1]
 }
 
-// IsNumber, IsInt, … classify a number as rapidjson does (docs/tfserving-rest.md §3): an
-// integer token (no '.', 'e' or 'E') that fits int64 or uint64 is an
-// integer with the flags of every range it fits; anything else — decimals,
-// exponents, NaN/Inf, integers beyond uint64 — is a double.
-
-// IsNumber reports whether v is a number.
+// IsNumber reports whether v is a number; Num classifies and converts
+// it as rapidjson does (docs/tfserving-rest.md §3).
 func (v Value) IsNumber() bool { return v.d.nodes[v.i].kind == Number }
-
-// IsInt reports an integer in int32 range (rapidjson IsInt).
-func (v Value) IsInt() bool { return v.numFlag(flagInt) }
-
-// IsUint reports an integer in uint32 range (rapidjson IsUint).
-func (v Value) IsUint() bool { return v.numFlag(flagUint) }
-
-// IsInt64 reports an integer in int64 range (rapidjson IsInt64).
-func (v Value) IsInt64() bool { return v.numFlag(flagInt64) }
-
-// IsUint64 reports an integer in uint64 range (rapidjson IsUint64).
-func (v Value) IsUint64() bool { return v.numFlag(flagUint64) }
-
-// IsDouble reports a number that is not an integer token (rapidjson IsDouble).
-func (v Value) IsDouble() bool { return v.numFlag(flagDouble) }
-
-func (v Value) numFlag(f uint8) bool {
-	n := &v.d.nodes[v.i]
-	return n.kind == Number && n.flags&f != 0
-}
-
-// Int64 returns an IsInt64 number exactly (0 for others).
-func (v Value) Int64() int64 {
-	if !v.IsInt64() {
-		return 0
-	}
-	return int64(v.d.nodes[v.i].bits)
-}
-
-// Uint64 returns an IsUint64 number exactly (0 for others).
-func (v Value) Uint64() uint64 {
-	if !v.IsUint64() {
-		return 0
-	}
-	return v.d.nodes[v.i].bits
-}
-
-// Float64 returns a number as rapidjson's GetDouble does: the double
-// parsed by rapidjson 1.1.0's normal-precision path for doubles, the
-// integer converted for integers (0 for non-numbers).
-func (v Value) Float64() float64 {
-	n := &v.d.nodes[v.i]
-	if n.kind != Number {
-		return 0
-	}
-	return n.float64()
-}

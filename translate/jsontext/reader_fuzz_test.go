@@ -84,7 +84,7 @@ func walk(t *testing.T, v Value, depth int) {
 			t.Fatalf("quotedLen %d for %q", n, q)
 		}
 	case Number:
-		_ = v.Float64()
+		_ = v.Num().Float64()
 	}
 	checkDump(t, v)
 }

@@ -197,20 +197,20 @@ func TestNumberClassification(t *testing.T) {
 			t.Errorf("%s: kind %v flags %05b, want Number %05b", tt.in, v.Kind(), n.flags&^flagNeg, tt.flags)
 			continue
 		}
-		if v.IsInt64() && v.Int64() != tt.i64 {
-			t.Errorf("%s: Int64 %d, want %d", tt.in, v.Int64(), tt.i64)
+		if v.Num().IsInt64() && v.Num().Int64() != tt.i64 {
+			t.Errorf("%s: Int64 %d, want %d", tt.in, v.Num().Int64(), tt.i64)
 		}
-		if v.IsUint64() && v.Uint64() != tt.u64 {
-			t.Errorf("%s: Uint64 %d, want %d", tt.in, v.Uint64(), tt.u64)
+		if v.Num().IsUint64() && v.Num().Uint64() != tt.u64 {
+			t.Errorf("%s: Uint64 %d, want %d", tt.in, v.Num().Uint64(), tt.u64)
 		}
-		if got := v.Float64(); math.Float64bits(got) != math.Float64bits(tt.f) {
+		if got := v.Num().Float64(); math.Float64bits(got) != math.Float64bits(tt.f) {
 			t.Errorf("%s: Float64 %v (%#x), want %v (%#x)", tt.in, got, math.Float64bits(got), tt.f, math.Float64bits(tt.f))
 		}
 	}
 	for _, s := range []string{"NaN", "-NaN"} {
 		v := mustParse(t, s).Root()
-		if !v.IsDouble() || math.Float64bits(v.Float64()) != 0x7FF8000000000000 {
-			t.Errorf("%s: %#x, want C's quiet NaN", s, math.Float64bits(v.Float64()))
+		if !v.Num().IsDouble() || math.Float64bits(v.Num().Float64()) != 0x7FF8000000000000 {
+			t.Errorf("%s: %#x, want C's quiet NaN", s, math.Float64bits(v.Num().Float64()))
 		}
 	}
 }

@@ -106,12 +106,6 @@ func (t *Tokenizer) Err() error { return t.err }
 // Done reports that the root value is complete.
 func (t *Tokenizer) Done() bool { return t.st == tzDone }
 
-// Depth returns the number of open containers.
-func (t *Tokenizer) Depth() int { return len(t.objs) }
-
-// InList reports that the innermost open container is a list.
-func (t *Tokenizer) InList() bool { return len(t.objs) > 0 && !t.objs[len(t.objs)-1] }
-
 // ValueNext reports that a list's value is expected (after '[' or ',').
 func (t *Tokenizer) ValueNext() bool { return t.st == tzValue || t.st == tzFirst }
 

@@ -56,9 +56,6 @@ func (w *Writer) Discard(n int) {
 // SetSingleLine switches rapidjson's kFormatSingleLineArray on or off.
 func (w *Writer) SetSingleLine(on bool) { w.singleLine = on }
 
-// Depth returns the number of open containers.
-func (w *Writer) Depth() int { return len(w.stack) }
-
 func (w *Writer) indent(depth int) {
 	// One copy from a run of spaces: a pretty-printed tensor writes an
 	// indent before every value, so a byte-at-a-time loop showed up.

@@ -218,10 +218,10 @@ func (d *decoder) shape(t *tensor.Tensor, o jsontext.Value) (int64, error) {
 	}
 	t.Shape = make([]int64, v.Len())
 	for j, dim := range v.Elems() {
-		if !dim.IsInt64() || dim.Int64() < 0 {
+		if !dim.Num().IsInt64() || dim.Num().Int64() < 0 {
 			return 0, badResponse(nil, "output '%s' has an invalid dimension %s", clip(t.Name, 64), clip(string(dim.Raw()), 32))
 		}
-		t.Shape[j] = dim.Int64()
+		t.Shape[j] = dim.Num().Int64()
 	}
 	n, err := tensor.NumElements(t.Shape)
 	if err != nil || n > d.lim.MaxElements-d.total {
@@ -242,10 +242,10 @@ func outputParameters(t *tensor.Tensor, o jsontext.Value) (size uint64, hasSize,
 		return 0, false, false, badResponse(nil, "output '%s' has parameters that are not an object", clip(t.Name, 64))
 	}
 	if v, ok := p.Member("binary_data_size"); ok && v.Kind() != jsontext.Null {
-		if !v.IsUint64() {
+		if !v.Num().IsUint64() {
 			return 0, false, false, badResponse(nil, "output '%s' has an invalid binary_data_size %s", clip(t.Name, 64), clip(string(v.Raw()), 32))
 		}
-		size, hasSize = v.Uint64(), true
+		size, hasSize = v.Num().Uint64(), true
 	}
 	if v, ok := p.Member("content_type"); ok && v.Kind() == jsontext.String {
 		base64Data = string(v.Str()) == "base64"

@@ -93,9 +93,9 @@ func putNumber(t *tensor.Tensor, i int, v jsontext.Value) error {
 	switch t.DataType {
 	case tensor.Bool:
 		switch {
-		case v.Kind() == jsontext.True, v.IsUint64() && v.Uint64() == 1:
+		case v.Kind() == jsontext.True, v.Num().IsUint64() && v.Num().Uint64() == 1:
 			d[i] = 1
-		case v.Kind() == jsontext.False, v.IsUint64() && v.Uint64() == 0:
+		case v.Kind() == jsontext.False, v.Num().IsUint64() && v.Num().Uint64() == 0:
 			d[i] = 0
 		default:
 			return badValue(t, v)
@@ -161,8 +161,8 @@ func putUint(d []byte, i, bits int, u uint64) {
 // leafInt returns an integer leaf exactly; an integral double in int64
 // range is accepted too.
 func leafInt(v jsontext.Value) (int64, bool) {
-	if v.IsInt64() {
-		return v.Int64(), true
+	if v.Num().IsInt64() {
+		return v.Num().Int64(), true
 	}
 	if f, ok := integralDouble(v); ok && f >= -(1<<63) && f < 1<<63 {
 		return int64(f), true
@@ -172,8 +172,8 @@ func leafInt(v jsontext.Value) (int64, bool) {
 
 // leafUint is leafInt for unsigned values.
 func leafUint(v jsontext.Value) (uint64, bool) {
-	if v.IsUint64() {
-		return v.Uint64(), true
+	if v.Num().IsUint64() {
+		return v.Num().Uint64(), true
 	}
 	if f, ok := integralDouble(v); ok && f >= 0 && f < 1<<64 {
 		return uint64(f), true
@@ -182,7 +182,7 @@ func leafUint(v jsontext.Value) (uint64, bool) {
 }
 
 func integralDouble(v jsontext.Value) (float64, bool) {
-	if !v.IsNumber() || v.IsInt64() || v.IsUint64() {
+	if !v.IsNumber() || v.Num().IsInt64() || v.Num().IsUint64() {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(v.Raw()), 64)
@@ -199,10 +199,10 @@ func leafFloat(v jsontext.Value, bits int) (float64, bool) {
 	switch {
 	case v.Kind() == jsontext.Null:
 		return math.NaN(), true
-	case v.IsInt64():
-		return roundTo(float64(v.Int64()), v, bits), true
-	case v.IsUint64():
-		return roundTo(float64(v.Uint64()), v, bits), true
+	case v.Num().IsInt64():
+		return roundTo(float64(v.Num().Int64()), v, bits), true
+	case v.Num().IsUint64():
+		return roundTo(float64(v.Num().Uint64()), v, bits), true
 	case v.IsNumber():
 		f, err := strconv.ParseFloat(string(v.Raw()), bits)
 		if err != nil && !isRangeErr(err) {

@@ -293,10 +293,10 @@ func (s *side) addLeaf(o *flatOut, v jsontext.Value) {
 	l := leaf{dt: Mixed}
 	switch v.Kind() {
 	case jsontext.Number:
-		if v.IsInt64() {
-			l.dt, l.i, l.f = Int, v.Int64(), float64(v.Int64())
+		if n := v.Num(); n.IsInt64() {
+			l.dt, l.i, l.f = Int, n.Int64(), float64(n.Int64())
 		} else {
-			l.dt, l.f = Float, v.Float64()
+			l.dt, l.f = Float, n.Float64()
 		}
 	case jsontext.True, jsontext.False:
 		l.dt = Bool

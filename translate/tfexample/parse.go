@@ -20,7 +20,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // The request keys TF Serving reads (json_tensor.cc).
@@ -71,19 +71,19 @@ func Parse(body []byte, opt Options) (*Request, error) {
 	if opt.MaxBytes <= 0 {
 		opt.MaxBytes = DefaultMaxBytes
 	}
-	doc, err := tfrequest.ParseJSON(body, opt.Limits)
+	doc, err := tfjson.ParseJSON(body, opt.Limits)
 	if err != nil {
 		return nil, err
 	}
 	defer doc.Release()
 	root := doc.Root()
 	if root.Kind() != jsontext.Object {
-		return nil, tfrequest.FormatError(root, "Is not object")
+		return nil, tfjson.FormatError(root, "Is not object")
 	}
 	r := &Request{}
 	if v, ok := root.Member(keySignature); ok {
 		if v.Kind() != jsontext.String {
-			return nil, tfrequest.FormatError(root, "not formatted correctly. 'signature_name' key must be a string value.")
+			return nil, tfjson.FormatError(root, "not formatted correctly. 'signature_name' key must be a string value.")
 		}
 		r.SignatureName = string(v.Str())
 	}
@@ -100,11 +100,11 @@ func Parse(body []byte, opt Options) (*Request, error) {
 	examples, ok := root.Member(keyExamples)
 	switch {
 	case !ok:
-		return nil, tfrequest.FormatError(root, "When method is classify, key 'examples' is expected and was not found")
+		return nil, tfjson.FormatError(root, "When method is classify, key 'examples' is expected and was not found")
 	case examples.Kind() != jsontext.Array:
-		return nil, tfrequest.FormatError(root, "Expecting 'examples' value to be an list/array")
+		return nil, tfjson.FormatError(root, "Expecting 'examples' value to be an list/array")
 	case examples.Len() == 0:
-		return nil, tfrequest.FormatError(root, "'examples' value is an empty array")
+		return nil, tfjson.FormatError(root, "'examples' value is an empty array")
 	}
 	n := int64(examples.Len())
 	// The context is repeated in every example: charge it up front, so
@@ -295,7 +295,7 @@ func (w *writer) value(name []byte, k kind, v jsontext.Value) (kind, error) {
 	case jsontext.Null, jsontext.Array:
 		return k, unexpectedType(name, v)
 	case jsontext.Object:
-		if !tfrequest.IsBase64Object(v) {
+		if !tfjson.IsBase64Object(v) {
 			return k, unexpectedType(name, v)
 		}
 		want = kindBytes
@@ -305,7 +305,7 @@ func (w *writer) value(name []byte, k kind, v jsontext.Value) (kind, error) {
 		want = kindInt64
 	case jsontext.Number:
 		want = kindInt64
-		if v.IsDouble() {
+		if v.Num().IsDouble() {
 			want = kindFloat
 		}
 	}
@@ -316,7 +316,7 @@ func (w *writer) value(name []byte, k kind, v jsontext.Value) (kind, error) {
 	case jsontext.Object:
 		s, _ := v.Member("b64")
 		var ok bool
-		if w.b64, ok = tfrequest.AppendBase64(w.b64[:0], s.Str()); !ok {
+		if w.b64, ok = tfjson.AppendBase64(w.b64[:0], s.Str()); !ok {
 			return k, apierr.InvalidArgumentf("Unable to base64 decode")
 		}
 		w.list = appendBytes(w.list, fieldListValue, w.b64)
@@ -329,11 +329,11 @@ func (w *writer) value(name []byte, k kind, v jsontext.Value) (kind, error) {
 	default:
 		switch {
 		case want == kindFloat:
-			w.list = appendFloat(w.list, float32(v.Float64()))
-		case !v.IsInt64():
+			w.list = appendFloat(w.list, float32(v.Num().Float64()))
+		case !v.Num().IsInt64():
 			return k, apierr.InvalidArgumentf("Feature: %s has uint64_t element. Only int64_t is supported.", name)
 		default:
-			w.list = appendVarint(w.list, uint64(v.Int64()))
+			w.list = appendVarint(w.list, uint64(v.Num().Int64()))
 		}
 	}
 	return want, nil

@@ -43,7 +43,7 @@ const (
 // method_name to be tensorflow/serving/classify. Was: …" (400); so is a
 // model whose "inputs" is not BYTES, which could not take serialized
 // examples. Output datatypes and shapes are checked on the tensors the
-// model returns (tfresponse.Classify and Regress), as TF Serving does.
+// model returns (tfresponse.NewClassify and NewRegress), as TF Serving does.
 func CheckSignature(sig *tensor.Signature, m Method) error {
 	want, verb := methodClassify, "classification"
 	if m == Regress {

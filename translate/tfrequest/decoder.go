@@ -6,6 +6,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // The decoder turns a predict body into its Request without building a
@@ -172,7 +173,7 @@ func newDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
 	lim = lim.OrDefault()
 	d := &Decoder{resolve: resolve, lim: lim, req: &Request{},
 		exactState: exactState{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}}
-	d.tz.Reset(jsonLimits(lim))
+	d.tz.Reset(tfjson.Limits(lim))
 	return d
 }
 
@@ -255,7 +256,7 @@ func (d *Decoder) beginItem(i int) {
 // the recording of the tensor's shape (columnar).
 func (d *Decoder) endItem(i int) bool {
 	in := &d.ins[i]
-	if d.req.Format == Columnar || !in.seen {
+	if d.req.Format == tfjson.Columnar || !in.seen {
 		in.seen = true
 		in.size = in.curCount
 		in.shape = append(in.shape[:0], in.cur...)
@@ -350,7 +351,7 @@ func (d *Decoder) finish() error {
 			continue
 		}
 		want := in.size
-		if d.req.Format == Row {
+		if d.req.Format == tfjson.Row {
 			want *= d.batch
 		}
 		got := int64(len(in.strs))

@@ -7,6 +7,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // The decoder answers every body itself, errors included, reading it once
@@ -137,7 +138,7 @@ func (d *Decoder) skipping() bool {
 
 // wrapItem wraps an error met inside an instance's value as TF does.
 func (d *Decoder) wrapItem(err error) error {
-	if d.req.Format != Row {
+	if d.req.Format != tfjson.Row {
 		return err
 	}
 	return wrapElement(int(d.elem), d.ekey, err)
@@ -151,7 +152,7 @@ func (d *Decoder) valueErr(i int, err error, item, replace bool) {
 	if item {
 		err = d.wrapItem(err)
 	}
-	if d.named && d.req.Format == Columnar {
+	if d.named && d.req.Format == tfjson.Columnar {
 		if d.colErrs == nil {
 			d.colErrs = make([]error, len(d.ins))
 		}
@@ -165,17 +166,12 @@ func (d *Decoder) valueErr(i int, err error, item, replace bool) {
 	// next input, so only the rest of this one's value is skipped (none
 	// when the value was a scalar).
 	scope := d.itemDepth
-	if d.req.Format == Row {
+	if d.req.Format == tfjson.Row {
 		scope = d.instDepth
 	}
 	if d.skipTo < 0 && len(d.stack) > scope {
 		d.skipTo = scope
 	}
-}
-
-// undecidedValue records a value the stream cannot judge.
-func (d *Decoder) undecidedValue(i int, why string) {
-	d.valueErr(i, undecided(why), false, false)
 }
 
 // --- dumps ---
@@ -277,7 +273,7 @@ func tokenDump(k jsontext.Kind, n jsontext.Num, str []byte) []byte {
 func b64Dump(str []byte) []byte {
 	var s jsontext.DumpStream
 	s.Reset(nil)
-	_ = s.Open(true) && s.String([]byte(keyB64)) && s.String(str) && s.Close(true)
+	_ = s.Open(true) && s.String([]byte(tfjson.KeyB64)) && s.String(str) && s.Close(true)
 	return s.Bytes()
 }
 
@@ -287,7 +283,7 @@ func b64Dump(str []byte) []byte {
 func (d *Decoder) Close() (*Request, error) {
 	if d.off == 0 {
 		d.abort()
-		return nil, errEmptyBody()
+		return nil, tfjson.ErrEmptyBody()
 	}
 	for tok, ok := d.tz.End(); ok && !d.failed; tok, ok = d.tz.End() {
 		d.token(tok, -1, 0) // a number or literal the body ends in
@@ -329,7 +325,7 @@ func (d *Decoder) Close() (*Request, error) {
 
 // rootErr judges the root facts in TF's order.
 func (d *Decoder) rootErr() error {
-	root := func(msg string) error { return formatDumpError(d.dumpBytes(dumpRoot), msg) }
+	root := func(msg string) error { return tfjson.FormatDumpError(d.dumpBytes(dumpRoot), msg) }
 	if d.rootKind != jsontext.Object {
 		return root(msgNotObject)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // slot is what the next value is for.
@@ -97,7 +98,7 @@ func (d *Decoder) tokErr() {
 	case nil:
 		return
 	case *jsontext.SyntaxError:
-		d.final = syntaxError(err)
+		d.final = tfjson.SyntaxError(err)
 	default:
 		d.final = undecided("a number token longer than 4096 bytes")
 	}
@@ -325,9 +326,9 @@ func (d *Decoder) key(k []byte) {
 				f.next = slotSignature
 			}
 		case keyInstances, keyInputs:
-			format := Row
+			format := tfjson.Row
 			if string(k) == keyInputs {
-				format = Columnar
+				format = tfjson.Columnar
 			}
 			switch d.req.Format {
 			case format:
@@ -338,7 +339,7 @@ func (d *Decoder) key(k []byte) {
 					return // judged at Close
 				}
 				f.next = slotInstances
-				if format == Columnar {
+				if format == tfjson.Columnar {
 					f.next = slotInputs
 				}
 			default:
@@ -346,7 +347,7 @@ func (d *Decoder) key(k []byte) {
 			}
 		}
 	case roleFirstInst:
-		if string(k) == keyB64 && (d.lookup(k) < 0 || !d.whole || d.b64Ahead()) {
+		if string(k) == tfjson.KeyB64 && (d.lookup(k) < 0 || !d.whole || d.b64Ahead()) {
 			// {"b64": …} first: plain values of the first input (TF feeds
 			// the first input even when there are several).
 			d.mode = instPlain
@@ -364,7 +365,7 @@ func (d *Decoder) key(k []byte) {
 		d.instanceKey(f, k)
 	case roleInputs:
 		switch {
-		case f.n != 1 || string(k) != keyB64 || d.whole && d.lookup(k) >= 0 && !d.b64Ahead():
+		case f.n != 1 || string(k) != tfjson.KeyB64 || d.whole && d.lookup(k) >= 0 && !d.b64Ahead():
 		case d.lookup(k) >= 0 && !d.whole:
 			f.role = roleSkip
 			if d.ferr == nil {
@@ -382,7 +383,7 @@ func (d *Decoder) key(k []byte) {
 			f.next, f.nextInput = slotItem, int32(i)
 		}
 	case roleB64:
-		if f.n == 1 && string(k) == keyB64 {
+		if f.n == 1 && string(k) == tfjson.KeyB64 {
 			f.next, f.nextInput = slotB64, f.input
 			return
 		}
@@ -403,7 +404,7 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 		d.keyBuf = append(d.keyBuf[:0], name...)
 		d.ekey = d.keyBuf
 	}
-	if f.n == 1 && string(k) == keyB64 && !(d.whole && d.lookup(k) >= 0 && !d.b64Ahead()) {
+	if f.n == 1 && string(k) == tfjson.KeyB64 && !(d.whole && d.lookup(k) >= 0 && !d.b64Ahead()) {
 		// A b64 value where objects are expected, or an input named b64.
 		if d.lookup(k) >= 0 && !d.whole {
 			d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
@@ -455,7 +456,7 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 		s := &d.dumps[dumpLeaf].s
 		s.Open(true)
 		if !atKey || f.n > 1 {
-			s.String([]byte(keyB64))
+			s.String([]byte(tfjson.KeyB64))
 			if f.flags&b64Str != 0 {
 				s.String(d.b64)
 			}
@@ -600,17 +601,17 @@ func (d *Decoder) closeB64(f *opFrame) bool {
 			d.b64Value(0, true)
 		case f.ctx == b64Elem:
 			d.valueErr(0, errExpectValue(d.elem), false, false)
-		case d.lookup([]byte(keyB64)) >= 0:
+		case d.lookup([]byte(tfjson.KeyB64)) >= 0:
 			d.valueErr(0, undecided(`first instance starting with "b64" while an input has that name`), false, false)
 		default:
-			d.ekey = []byte(keyB64)
+			d.ekey = []byte(tfjson.KeyB64)
 			d.valueErr(0, errNoNamedInput(d.ekey), true, false)
 		}
 	case b64Inst:
 		if isB64 {
 			d.valueErr(0, errExpectObject(d.elem), false, false)
 		} else {
-			d.ekey = []byte(keyB64)
+			d.ekey = []byte(tfjson.KeyB64)
 			d.valueErr(0, errNoNamedInput(d.ekey), true, false)
 		}
 	case b64Inputs:
@@ -639,7 +640,7 @@ func (d *Decoder) b64Value(i int, root bool) {
 		d.valueErr(i, errType(b64Dump(d.b64), jsontext.Object, in.spec.DataType), true, false)
 		return
 	}
-	out, ok := base64Unescape(make([]byte, 0, len(d.b64)/4*3+3), d.b64)
+	out, ok := tfjson.AppendBase64(make([]byte, 0, len(d.b64)/4*3+3), d.b64)
 	if !ok {
 		d.valueErr(i, errB64Decode(), true, false)
 		return
@@ -664,7 +665,7 @@ func (d *Decoder) endItemCheck(i int) {
 // with several inputs are undecided in document order: TF counts them in
 // signature order.
 func (d *Decoder) limitErr(i int) {
-	if d.named && d.req.Format == Columnar && len(d.ins) > 1 && !d.replaying {
+	if d.named && d.req.Format == tfjson.Columnar && len(d.ins) > 1 && !d.replaying {
 		d.colTrip = true // replayInputs settles it for a whole body
 		d.valueErr(i, undecided("named inputs exceed the element limit together"), false, false)
 		return

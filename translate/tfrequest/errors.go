@@ -1,8 +1,6 @@
 package tfrequest
 
 import (
-	"strings"
-
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -11,24 +9,6 @@ import (
 // TF Serving's request errors (json_tensor.cc), built from their parts so
 // that the tape oracle (tests), which has the values at hand, and the
 // decoder, which has only bounded dumps captured as it read, say the same.
-
-// syntaxError is ParseJson's text for a document rapidjson rejects.
-func syntaxError(e error) error {
-	return apierr.Wrap(apierr.InvalidArgument, e, "JSON Parse error: "+e.Error())
-}
-
-// errEmptyBody is ParseJson's text for an empty body.
-func errEmptyBody() error { return apierr.InvalidArgumentf("JSON Parse error: The document is empty") }
-
-// formatDumpError is FormatError: "JSON Value: <dump> <msg>".
-func formatDumpError(dump []byte, msg string) error {
-	var b strings.Builder
-	b.WriteString("JSON Value: ")
-	b.Write(dump)
-	b.WriteByte(' ')
-	b.WriteString(msg)
-	return apierr.New(apierr.InvalidArgument, b.String())
-}
 
 // The root checks of FillPredictRequestFromJson (FormatError messages).
 const (

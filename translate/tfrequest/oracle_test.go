@@ -6,6 +6,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // The tape parser: TF Serving's FillPredictRequestFromJson written as its
@@ -18,7 +19,7 @@ import (
 // released (its strings may back the Request): the collector takes it.
 func tapeParse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 	lim = lim.OrDefault()
-	doc, err := ParseJSON(body, lim)
+	doc, err := tfjson.ParseJSON(body, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -33,11 +34,11 @@ func tapeParse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, erro
 func (r *Request) parse(doc *jsontext.Document, resolve Resolver, lim tensor.Limits) error {
 	root := doc.Root()
 	if root.Kind() != jsontext.Object {
-		return formatError(root, msgNotObject)
+		return tfjson.FormatError(root, msgNotObject)
 	}
 	if v, ok := root.Member(keySignature); ok {
 		if v.Kind() != jsontext.String {
-			return formatError(root, msgSignatureType)
+			return tfjson.FormatError(root, msgSignatureType)
 		}
 		r.SignatureName = string(v.Str())
 	}
@@ -56,18 +57,18 @@ func (r *Request) parse(doc *jsontext.Document, resolve Resolver, lim tensor.Lim
 	p.init()
 	switch {
 	case hasInstances && hasInputs:
-		return formatError(root, msgBothKeys)
+		return tfjson.FormatError(root, msgBothKeys)
 	case hasInstances:
 		if instances.Kind() != jsontext.Array {
-			return formatError(root, msgInstancesType)
+			return tfjson.FormatError(root, msgInstancesType)
 		}
 		if instances.Len() == 0 {
-			return formatError(root, msgInstancesEmpty)
+			return tfjson.FormatError(root, msgInstancesEmpty)
 		}
-		r.Format = Row
+		r.Format = tfjson.Row
 		err = p.rows(instances)
 	case hasInputs:
-		r.Format = Columnar
+		r.Format = tfjson.Columnar
 		err = p.columns(inputs)
 	default:
 		return errMissingKey()
@@ -129,7 +130,7 @@ func rowKey(k jsontext.Value) []byte {
 
 // isElementObject tells a named-inputs instance object from a value.
 func isElementObject(v jsontext.Value) bool {
-	return v.Kind() == jsontext.Object && !isB64Object(v)
+	return v.Kind() == jsontext.Object && !tfjson.IsBase64Object(v)
 }
 
 // rows fills the tensors from a non-empty "instances" array.
@@ -240,7 +241,7 @@ func (p *filler) ensureBuf(in *input) {
 
 // columns fills the tensors from the "inputs" value.
 func (p *filler) columns(v jsontext.Value) error {
-	if v.Kind() != jsontext.Object || isB64Object(v) {
+	if v.Kind() != jsontext.Object || tfjson.IsBase64Object(v) {
 		if len(p.ins) > 1 {
 			return errInputsPlain()
 		}
@@ -333,12 +334,12 @@ func (p *filler) add(in *input, v jsontext.Value) error {
 			in.strs = append(in.strs, v.Str())
 		case v.Kind() != jsontext.Object:
 			return typeError(v, dt)
-		case !isB64Object(v):
+		case !tfjson.IsBase64Object(v):
 			return errB64Format(jsontext.AppendDump(nil, v))
 		default:
-			b, _ := v.Member(keyB64)
+			b, _ := v.Member(tfjson.KeyB64)
 			s := b.Str()
-			out, ok := base64Unescape(make([]byte, 0, len(s)/4*3+3), s)
+			out, ok := tfjson.AppendBase64(make([]byte, 0, len(s)/4*3+3), s)
 			if !ok {
 				return errB64Decode()
 			}

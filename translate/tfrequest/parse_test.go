@@ -12,6 +12,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // sigOf builds a signature from "name:DTYPE" pairs, in order.
@@ -76,16 +77,16 @@ func TestParse(t *testing.T) {
 		{name: "neither key", sig: one, body: `{"instance": [1]}`, err: "Missing 'inputs' or 'instances' key"},
 		{name: "instances not array", sig: one, body: `{"instances": 1}`, err: "JSON Value: {\n    \"instances\": 1\n} Expecting 'instances' to be an list/array"},
 		{name: "instances empty", sig: one, body: `{"instances": []}`, err: "JSON Value: {\n    \"instances\": []\n} No values in 'instances' array"},
-		{name: "trailing junk ignored", sig: one, body: `{"instances": [1]} junk`, format: Row, want: "x:FP32[1]=1"},
+		{name: "trailing junk ignored", sig: one, body: `{"instances": [1]} junk`, format: tfjson.Row, want: "x:FP32[1]=1"},
 		{name: "keys case-sensitive", sig: one, body: `{"Instances": [1]}`, err: "Missing 'inputs' or 'instances' key"},
 
 		// Row format.
-		{name: "row scalars", sig: one, body: `{"instances": [1, 2.5, -3]}`, format: Row, want: "x:FP32[3]=1,2.5,-3"},
-		{name: "row zero-size", sig: one, body: `{"instances": [[]]}`, format: Row, want: "x:FP32[1 0]="},
-		{name: "row named single", sig: one, body: `{"instances": [{"x": [1, 2]}, {"x": [3, 4]}]}`, format: Row, want: "x:FP32[2 2]=1,2,3,4"},
-		{name: "row multi", sig: sigOf("a:INT32", "b:BYTES"), body: `{"instances": [{"b": "p", "a": 1}, {"a": 2, "b": "q"}]}`, format: Row,
+		{name: "row scalars", sig: one, body: `{"instances": [1, 2.5, -3]}`, format: tfjson.Row, want: "x:FP32[3]=1,2.5,-3"},
+		{name: "row zero-size", sig: one, body: `{"instances": [[]]}`, format: tfjson.Row, want: "x:FP32[1 0]="},
+		{name: "row named single", sig: one, body: `{"instances": [{"x": [1, 2]}, {"x": [3, 4]}]}`, format: tfjson.Row, want: "x:FP32[2 2]=1,2,3,4"},
+		{name: "row multi", sig: sigOf("a:INT32", "b:BYTES"), body: `{"instances": [{"b": "p", "a": 1}, {"a": 2, "b": "q"}]}`, format: tfjson.Row,
 			want: `a:INT32[2]=1,2 b:BYTES[2]="p","q"`},
-		{name: "row duplicate key keeps first values", sig: one, body: `{"instances": [{"x": 1, "x": 2}, {"x": 3}]}`, format: Row, want: "x:FP32[2]=1,2"},
+		{name: "row duplicate key keeps first values", sig: one, body: `{"instances": [{"x": 1, "x": 2}, {"x": 3}]}`, format: tfjson.Row, want: "x:FP32[2]=1,2"},
 		{name: "row plain list multi", sig: sigOf("a:INT32", "b:INT32"), body: `{"instances": [[1]]}`,
 			err: "instances is a plain list, but expecting list of objects as multiple input tensors required as per tensorinfo_map"},
 		{name: "row b64 first slips past multi check", sig: sigOf("a:BYTES", "b:INT32"), body: `{"instances": [{"b64": "aGk="}, "x"]}`,
@@ -107,16 +108,16 @@ func TestParse(t *testing.T) {
 			err: "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: Encountered list at unexpected size: 1 at level: 1 expected size: 2"},
 
 		// Columnar format.
-		{name: "col scalar", sig: one, body: `{"inputs": 7}`, format: Columnar, want: "x:FP32[]=7"},
-		{name: "col empty list", sig: one, body: `{"inputs": []}`, format: Columnar, want: "x:FP32[0]="},
-		{name: "col named ignores extras", sig: sigOf("a:INT64", "b:BOOL"), body: `{"inputs": {"z": "junk", "b": [true, false], "a": [[1], [2]]}}`, format: Columnar,
+		{name: "col scalar", sig: one, body: `{"inputs": 7}`, format: tfjson.Columnar, want: "x:FP32[]=7"},
+		{name: "col empty list", sig: one, body: `{"inputs": []}`, format: tfjson.Columnar, want: "x:FP32[0]="},
+		{name: "col named ignores extras", sig: sigOf("a:INT64", "b:BOOL"), body: `{"inputs": {"z": "junk", "b": [true, false], "a": [[1], [2]]}}`, format: tfjson.Columnar,
 			want: "a:INT64[2 1]=1,2 b:BOOL[2]=1,0"},
-		{name: "col named single", sig: one, body: `{"inputs": {"x": [1]}}`, format: Columnar, want: "x:FP32[1]=1"},
-		{name: "col named first duplicate wins", sig: one, body: `{"inputs": {"x": [1], "x": [2, 3]}}`, format: Columnar, want: "x:FP32[1]=1"},
+		{name: "col named single", sig: one, body: `{"inputs": {"x": [1]}}`, format: tfjson.Columnar, want: "x:FP32[1]=1"},
+		{name: "col named first duplicate wins", sig: one, body: `{"inputs": {"x": [1], "x": [2, 3]}}`, format: tfjson.Columnar, want: "x:FP32[1]=1"},
 		{name: "col plain multi", sig: sigOf("a:INT32", "b:INT32"), body: `{"inputs": [1]}`,
 			err: "inputs is a plain value/list, but expecting an object as multiple input tensors required as per tensorinfo_map"},
 		{name: "col missing named", sig: sigOf("a:INT32", "b:INT32"), body: `{"inputs": {"a": 1}}`, err: "Missing named input: b in 'inputs' object."},
-		{name: "col b64 scalar", sig: sigOf("s:BYTES"), body: `{"inputs": {"b64": "aGVsbG8"}}`, format: Columnar, want: `s:BYTES[]="hello"`},
+		{name: "col b64 scalar", sig: sigOf("s:BYTES"), body: `{"inputs": {"b64": "aGVsbG8"}}`, format: tfjson.Columnar, want: `s:BYTES[]="hello"`},
 		{name: "col level off by one", sig: one, body: `{"inputs": [[1, 2], 3]}`,
 			err: "JSON Value: 3 found at incorrect level: 2 in the JSON DOM. Expected at level: 2"},
 		{name: "col list too deep", sig: one, body: `{"inputs": [1, [2]]}`, err: "Encountered list at unexpected level: 1 expected < 1"},
@@ -127,40 +128,40 @@ func TestParse(t *testing.T) {
 		{name: "col b64 invalid", sig: sigOf("s:BYTES"), body: `{"inputs": [{"b64": "a-b_"}]}`, err: "Unable to base64 decode"},
 
 		// Value conversion (docs/tfserving-rest.md §4.5) and the FP16/BF16/UINT16 departure.
-		{name: "float specials", sig: one, body: `{"inputs": [NaN, -Infinity, 1e39, -2.22507e-308]}`, format: Columnar, want: "x:FP32[4]=NaN,-Inf,+Inf,-0"},
-		{name: "float from big int", sig: one, body: `{"inputs": [1435774380, 18446744073709551615]}`, format: Columnar, want: "x:FP32[2]=1.435774336e+09,1.8446744073709552e+19"},
-		{name: "double normal precision", sig: sigOf("d:FP64"), body: `{"inputs": [1234.5678901234567]}`, format: Columnar,
+		{name: "float specials", sig: one, body: `{"inputs": [NaN, -Infinity, 1e39, -2.22507e-308]}`, format: tfjson.Columnar, want: "x:FP32[4]=NaN,-Inf,+Inf,-0"},
+		{name: "float from big int", sig: one, body: `{"inputs": [1435774380, 18446744073709551615]}`, format: tfjson.Columnar, want: "x:FP32[2]=1.435774336e+09,1.8446744073709552e+19"},
+		{name: "double normal precision", sig: sigOf("d:FP64"), body: `{"inputs": [1234.5678901234567]}`, format: tfjson.Columnar,
 			want: fmt.Sprintf("d:FP64[1]=%v", math.Float64frombits(0x40934a4584fd0fe0))},
 		{name: "float rejects string", sig: one, body: `{"inputs": ["1"]}`, err: `JSON Value: "1" Type: String is not of expected type: float`},
 		{name: "float rejects bool", sig: one, body: `{"inputs": true}`, err: `JSON Value: true Type: True is not of expected type: float`},
-		{name: "int32 range", sig: sigOf("i:INT32"), body: `{"inputs": [-2147483648, 2147483647]}`, format: Columnar, want: "i:INT32[2]=-2147483648,2147483647"},
+		{name: "int32 range", sig: sigOf("i:INT32"), body: `{"inputs": [-2147483648, 2147483647]}`, format: tfjson.Columnar, want: "i:INT32[2]=-2147483648,2147483647"},
 		{name: "int32 overflow", sig: sigOf("i:INT32"), body: `{"inputs": [2147483648]}`, err: "JSON Value: 2147483648 Type: Number is not of expected type: int32"},
 		{name: "int32 rejects 1e2", sig: sigOf("i:INT32"), body: `{"inputs": [1e2]}`, err: "JSON Value: 100.0 Type: Number is not of expected type: int32"},
 		{name: "int32 rejects NaN (empty dump)", sig: sigOf("i:INT32"), body: `{"inputs": [NaN]}`, err: "JSON Value:  Type: Number is not of expected type: int32"},
-		{name: "int8 wraps", sig: sigOf("i:INT8"), body: `{"inputs": [200, -129, 127]}`, format: Columnar, want: "i:INT8[3]=-56,127,127"},
-		{name: "int16 wraps", sig: sigOf("i:INT16"), body: `{"inputs": [40000]}`, format: Columnar, want: "i:INT16[1]=-25536"},
+		{name: "int8 wraps", sig: sigOf("i:INT8"), body: `{"inputs": [200, -129, 127]}`, format: tfjson.Columnar, want: "i:INT8[3]=-56,127,127"},
+		{name: "int16 wraps", sig: sigOf("i:INT16"), body: `{"inputs": [40000]}`, format: tfjson.Columnar, want: "i:INT16[1]=-25536"},
 		{name: "int16 checks int32", sig: sigOf("i:INT16"), body: `{"inputs": [3000000000]}`, err: "JSON Value: 3000000000 Type: Number is not of expected type: int16"},
-		{name: "uint8 wraps", sig: sigOf("u:UINT8"), body: `{"inputs": [300, -1]}`, format: Columnar, want: "u:UINT8[2]=44,255"},
-		{name: "int64 limits", sig: sigOf("i:INT64"), body: `{"inputs": [-9223372036854775808, 9223372036854775807, -0]}`, format: Columnar,
+		{name: "uint8 wraps", sig: sigOf("u:UINT8"), body: `{"inputs": [300, -1]}`, format: tfjson.Columnar, want: "u:UINT8[2]=44,255"},
+		{name: "int64 limits", sig: sigOf("i:INT64"), body: `{"inputs": [-9223372036854775808, 9223372036854775807, -0]}`, format: tfjson.Columnar,
 			want: "i:INT64[3]=-9223372036854775808,9223372036854775807,0"},
 		{name: "int64 overflow", sig: sigOf("i:INT64"), body: `{"inputs": [9223372036854775808]}`, err: "JSON Value: 9223372036854775808 Type: Number is not of expected type: int64"},
-		{name: "uint32", sig: sigOf("u:UINT32"), body: `{"inputs": [4294967295]}`, format: Columnar, want: "u:UINT32[1]=4294967295"},
+		{name: "uint32", sig: sigOf("u:UINT32"), body: `{"inputs": [4294967295]}`, format: tfjson.Columnar, want: "u:UINT32[1]=4294967295"},
 		{name: "uint32 negative", sig: sigOf("u:UINT32"), body: `{"inputs": [-1]}`, err: "JSON Value: -1 Type: Number is not of expected type: uint32"},
 		{name: "uint32 overflow", sig: sigOf("u:UINT32"), body: `{"inputs": [4294967296]}`, err: "JSON Value: 4294967296 Type: Number is not of expected type: uint32"},
-		{name: "uint64 max", sig: sigOf("u:UINT64"), body: `{"inputs": [18446744073709551615]}`, format: Columnar, want: "u:UINT64[1]=18446744073709551615"},
+		{name: "uint64 max", sig: sigOf("u:UINT64"), body: `{"inputs": [18446744073709551615]}`, format: tfjson.Columnar, want: "u:UINT64[1]=18446744073709551615"},
 		{name: "uint64 beyond", sig: sigOf("u:UINT64"), body: `{"inputs": [18446744073709551616]}`,
 			err: "JSON Value: 18446744073709553000.0 Type: Number is not of expected type: uint64"},
-		{name: "bool", sig: sigOf("b:BOOL"), body: `{"inputs": [true, false]}`, format: Columnar, want: "b:BOOL[2]=1,0"},
+		{name: "bool", sig: sigOf("b:BOOL"), body: `{"inputs": [true, false]}`, format: tfjson.Columnar, want: "b:BOOL[2]=1,0"},
 		{name: "bool rejects 0", sig: sigOf("b:BOOL"), body: `{"inputs": [0]}`, err: "JSON Value: 0 Type: Number is not of expected type: bool"},
 		{name: "bool rejects null", sig: sigOf("b:BOOL"), body: `{"inputs": [null]}`, err: "JSON Value: null Type: Null is not of expected type: bool"},
-		{name: "string raw bytes", sig: sigOf("s:BYTES"), body: "{\"inputs\": [\"\xff\\u0000\", \"\\ud83d\\ude00\"]}", format: Columnar, want: `s:BYTES[2]="\xff\x00","😀"`},
+		{name: "string raw bytes", sig: sigOf("s:BYTES"), body: "{\"inputs\": [\"\xff\\u0000\", \"\\ud83d\\ude00\"]}", format: tfjson.Columnar, want: `s:BYTES[2]="\xff\x00","😀"`},
 		{name: "string rejects number", sig: sigOf("s:BYTES"), body: `{"inputs": [1]}`, err: "JSON Value: 1 Type: Number is not of expected type: string"},
 		{name: "string rejects list object", sig: sigOf("s:BYTES"), body: `{"inputs": [{"b64": "aGk=", "x": 1}]}`,
 			err: "JSON Value: {\n    \"b64\": \"aGk=\",\n    \"x\": 1\n} not formatted correctly for base64 data"},
-		{name: "fp16 from numbers", sig: sigOf("h:FP16"), body: `{"inputs": [1, -2.5, 65520, 1e-8]}`, format: Columnar, want: "h:FP16[4]=0x3c00,0xc100,0x7c00,0x0000"},
+		{name: "fp16 from numbers", sig: sigOf("h:FP16"), body: `{"inputs": [1, -2.5, 65520, 1e-8]}`, format: tfjson.Columnar, want: "h:FP16[4]=0x3c00,0xc100,0x7c00,0x0000"},
 		{name: "fp16 rejects string", sig: sigOf("h:FP16"), body: `{"inputs": ["a"]}`, err: `JSON Value: "a" Type: String is not of expected type: half`},
-		{name: "bf16 truncates", sig: sigOf("h:BF16"), body: `{"inputs": [1.5, 1.00999]}`, format: Columnar, want: "h:BF16[2]=0x3fc0,0x3f81"},
-		{name: "uint16 narrows", sig: sigOf("u:UINT16"), body: `{"inputs": [70000, 65535]}`, format: Columnar, want: "u:UINT16[2]=0x1170,0xffff"},
+		{name: "bf16 truncates", sig: sigOf("h:BF16"), body: `{"inputs": [1.5, 1.00999]}`, format: tfjson.Columnar, want: "h:BF16[2]=0x3fc0,0x3f81"},
+		{name: "uint16 narrows", sig: sigOf("u:UINT16"), body: `{"inputs": [70000, 65535]}`, format: tfjson.Columnar, want: "u:UINT16[2]=0x1170,0xffff"},
 		{name: "uint16 rejects negative", sig: sigOf("u:UINT16"), body: `{"inputs": [-1]}`, err: "JSON Value: -1 Type: Number is not of expected type: uint16"},
 		{name: "uint16 rejects decimal", sig: sigOf("u:UINT16"), body: `{"inputs": [1.0]}`, err: "JSON Value: 1.0 Type: Number is not of expected type: uint16"},
 	}
@@ -172,7 +173,7 @@ type parseCase = struct {
 	name   string
 	sig    *tensor.Signature
 	body   string
-	format Format
+	format tfjson.Format
 	want   string // rendered tensors
 	err    string // exact message
 	code   apierr.Code
@@ -253,8 +254,8 @@ func TestRowKeysAreCStrings(t *testing.T) {
 	one := sigOf("x:FP32")
 	two := sigOf("a:FP32", "b:FP32")
 	runParse(t, []parseCase{
-		{name: "NUL key feeds its prefix", sig: one, body: `{"instances": [{"x\u0000junk": 1.0}]}`, format: Row, want: "x:FP32[1]=1"},
-		{name: "NUL right after the name", sig: two, body: `{"instances": [{"b\u0000": 2, "a": 1}]}`, format: Row, want: "a:FP32[1]=1 b:FP32[1]=2"},
+		{name: "NUL key feeds its prefix", sig: one, body: `{"instances": [{"x\u0000junk": 1.0}]}`, format: tfjson.Row, want: "x:FP32[1]=1"},
+		{name: "NUL right after the name", sig: two, body: `{"instances": [{"b\u0000": 2, "a": 1}]}`, format: tfjson.Row, want: "a:FP32[1]=1 b:FP32[1]=2"},
 		{name: "texts name the cut key", sig: one, body: `{"instances": [{"x\u0000junk": "s"}]}`,
 			err: "Failed to process element: 0 key: x of 'instances' list. Error: INVALID_ARGUMENT: JSON Value: \"s\" Type: String is not of expected type: float"},
 		{name: "unknown cut key", sig: two, body: `{"instances": [{"a": 1, "c\u0000a": 2}]}`,
@@ -262,7 +263,7 @@ func TestRowKeysAreCStrings(t *testing.T) {
 		{name: "empty cut key", sig: one, body: `{"instances": [{"\u0000x": 1}]}`,
 			err: "Failed to process element: 0 key:  of 'instances' list. Error: INVALID_ARGUMENT: JSON object: does not have named input: "},
 		{name: "collapsed keys add both values", sig: one, body: `{"instances": [{"x\u0000a": 1, "x\u0000b": 2}, {"x": 3, "x\u0000": 4}]}`,
-			format: Row, want: "x:FP32[2]=1,2"},
+			format: tfjson.Row, want: "x:FP32[2]=1,2"},
 		{name: "collapsed keys must match in size", sig: one, body: `{"instances": [{"x\u0000a": [1, 2], "x\u0000b": [3]}]}`,
 			err: "Failed to process element: 0 key: x of 'instances' list. Error: INVALID_ARGUMENT: Expecting tensor size: 2 but got: 1"},
 		{name: "collapsed keys leave an input out", sig: two, body: `{"instances": [{"a": 1, "a\u0000b": 2}]}`,
@@ -270,7 +271,7 @@ func TestRowKeysAreCStrings(t *testing.T) {
 		{name: "b64 with a NUL is a named-input object", sig: sigOf("s:BYTES"), body: `{"instances": [{"b64\u0000": "aGk="}]}`,
 			err: "Failed to process element: 0 key: b64 of 'instances' list. Error: INVALID_ARGUMENT: JSON object: does not have named input: b64"},
 		{name: "columnar NUL key is another name", sig: one, body: `{"inputs": {"x\u0000junk": [1]}}`, err: "Missing named input: x in 'inputs' object."},
-		{name: "columnar NUL key ignored", sig: one, body: `{"inputs": {"x\u0000": [9], "x": [1]}}`, format: Columnar, want: "x:FP32[1]=1"},
+		{name: "columnar NUL key ignored", sig: one, body: `{"inputs": {"x\u0000": [9], "x": [1]}}`, format: tfjson.Columnar, want: "x:FP32[1]=1"},
 		{name: "columnar b64 with a NUL is no b64 object", sig: sigOf("s:BYTES"), body: `{"inputs": {"b64\u0000": "aGk="}}`,
 			err: "Missing named input: s in 'inputs' object."},
 	})
@@ -282,7 +283,7 @@ func TestRowKeysAreCStrings(t *testing.T) {
 func TestInputsSize(t *testing.T) {
 	b64 := `{"instances": [{"b64": "aGk="}, "x"]}`
 	runParse(t, []parseCase{
-		{name: "b64 rows, one input", sig: sigOf("s:BYTES"), body: b64, format: Row, want: `s:BYTES[2]="hi","x"`},
+		{name: "b64 rows, one input", sig: sigOf("s:BYTES"), body: b64, format: tfjson.Row, want: `s:BYTES[2]="hi","x"`},
 		{name: "b64 rows, two inputs", sig: sigOf("a_bytes:BYTES", "x:FP32"), body: b64,
 			err: "input size does not match signature: 1!=2 len({a_bytes}) != len({a_bytes,x}). Sent extra: {}. Missing but required: {x}."},
 		{name: "b64 rows, three inputs, names sorted", sig: sigOf("s:BYTES", "b:INT32", "a:FP32"), body: b64,
@@ -295,7 +296,7 @@ func TestInputsSize(t *testing.T) {
 			err: "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: Unable to base64 decode"},
 		{name: "parse errors come first: first input not a string", sig: sigOf("x:FP32", "a:BYTES"), body: `{"instances": [{"b64": "aGk="}]}`,
 			err: "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: JSON Value: {\n    \"b64\": \"aGk=\"\n} Type: Object is not of expected type: float"},
-		{name: "columnar extras pass the count", sig: sigOf("a:INT32", "b:INT32"), body: `{"inputs": {"c": 3, "b": 2, "a": 1}}`, format: Columnar,
+		{name: "columnar extras pass the count", sig: sigOf("a:INT32", "b:INT32"), body: `{"inputs": {"c": 3, "b": 2, "a": 1}}`, format: tfjson.Columnar,
 			want: "a:INT32[]=1 b:INT32[]=2"},
 		{name: "columnar b64 object, two inputs", sig: sigOf("a:BYTES", "b:BYTES"), body: `{"inputs": {"b64": "aGk="}}`,
 			err: "inputs is a plain value/list, but expecting an object as multiple input tensors required as per tensorinfo_map"},
@@ -416,41 +417,6 @@ func TestRelease(t *testing.T) {
 		req.Release()
 		if req.Inputs != nil {
 			t.Fatal("Inputs kept after Release")
-		}
-	}
-}
-
-func TestBase64(t *testing.T) {
-	tests := []struct {
-		in   string
-		want string
-		ok   bool
-	}{
-		{"", "", true},
-		{"aGVsbG8=", "hello", true},
-		{"aGVsbG8", "hello", true},
-		{"aGVsbG8.", "hello", true},
-		{"aGVs bG8\n=", "hello", true},
-		{" a G V s b G 8 = ", "hello", true},
-		{"aGVsbA==", "hell", true},
-		{"aGVsbA", "hell", true},
-		{"aGVsbA=", "", false},
-		{"aGVsbA===", "", false},
-		{"aGVsbA=.", "hell", true},
-		{"aGVsbG9=", "hello", true}, // unused low bits are not checked
-		{"aGVsbG8==", "", false},
-		{"aGVsb", "", false},
-		{"YWJj", "abc", true},
-		{"YWJj=", "", false},
-		{"a-b_", "", false},
-		{"aGk=aGk=", "", false},
-		{"aGk\x00", "", false},
-		{"+/+/", "\xfb\xff\xbf", true},
-	}
-	for _, tt := range tests {
-		got, ok := base64Unescape(nil, []byte(tt.in))
-		if ok != tt.ok || (ok && string(got) != tt.want) {
-			t.Errorf("%q: %q %v, want %q %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 }

@@ -1,10 +1,15 @@
+// Package tfrequest parses TensorFlow Serving predict request bodies
+// ("instances" row format and "inputs" columnar format) into tensors,
+// faithful to TF Serving's json_tensor.cc: its value rules, its shape and
+// ragged checks, its error texts. One decoder reads whole bodies (Parse)
+// and streamed ones (NewDecoder) alike.
 package tfrequest
 
 import (
 	"sync"
 
-	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // Resolver looks up the signature a request names ("" when it names none,
@@ -18,7 +23,7 @@ type Request struct {
 	// SignatureName is the request's "signature_name" ("" when absent).
 	SignatureName string
 	// Format is the request format, which decides the response format.
-	Format Format
+	Format tfjson.Format
 	// Inputs are the input tensors in signature input order. Their Data
 	// and Strings may alias the request body and pooled memory owned by
 	// the Request: they stay valid until Release. A streamed body's
@@ -55,13 +60,7 @@ const (
 	keySignature = "signature_name"
 	keyInstances = "instances"
 	keyInputs    = "inputs"
-	keyB64       = "b64"
 )
-
-// formatError is json_tensor.cc's FormatError: "JSON Value: <dump> <msg>".
-func formatError(v jsontext.Value, msg string) error {
-	return formatDumpError(jsontext.AppendDump(nil, v), msg)
-}
 
 // bufPool holds tensor data buffers between requests.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}

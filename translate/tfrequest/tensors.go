@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
-	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // input accumulates one signature input's tensor.
@@ -21,16 +21,6 @@ type input struct {
 	size   int64   // values per item (row) or in the tensor (columnar)
 	shape  []int64 // item shape (row) or tensor shape (columnar)
 	inObj  bool    // named in the current instance object
-}
-
-// isB64Object is json_tensor.cc's IsValBase64Object: an object with
-// exactly one member, "b64", whose value is a string.
-func isB64Object(v jsontext.Value) bool {
-	if v.Kind() != jsontext.Object || v.Len() != 1 {
-		return false
-	}
-	b, ok := v.Member(keyB64)
-	return ok && b.Kind() == jsontext.String
 }
 
 // wrapElement is the row-format wrapping of an inner status:
@@ -93,7 +83,7 @@ func buildTensors(r *Request, n int, at func(int) *input, batch int64, ensureBuf
 		}
 		start := len(r.shape)
 		n := in.size
-		if r.Format == Row {
+		if r.Format == tfjson.Row {
 			r.shape = append(r.shape, batch)
 			n *= batch
 		}

@@ -12,7 +12,7 @@ import (
 const PieceSize = 64 << 10
 
 // Body is one response body (predict, classify or regress) whose checks
-// have passed, ready to be written: whole (Predict, Classify, Regress) or
+// have passed, ready to be written: whole (AppendTo) or
 // in pieces as its outputs' data arrives (Stream). Everything TF Serving
 // checks before it writes was checked by the constructor (NewPredict,
 // NewClassify, NewRegress), so writing cannot fail.

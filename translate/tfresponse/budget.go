@@ -5,7 +5,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // The output budget. A predict body is normally a few times the size of
@@ -39,7 +39,7 @@ const (
 // server's outputs, so an answer that cannot be written within bounded
 // memory is the inference server's fault: 502, as for any answer that
 // cannot be translated. It returns the bound, which sizes Predict's buffer.
-func checkBudget(outputs []tensor.Tensor, format tfrequest.Format, batch, maxBytes int64) (int64, error) {
+func checkBudget(outputs []tensor.Tensor, format tfjson.Format, batch, maxBytes int64) (int64, error) {
 	bound, footprint := sizeBound(outputs, format, batch)
 	budget := satAdd(satMul(maxExpansion, footprint), minBudget)
 	if maxBytes > 0 && maxBytes < budget {
@@ -62,7 +62,7 @@ func checkBudget(outputs []tensor.Tensor, format tfrequest.Format, batch, maxByt
 // indentation of its depth, which is below rank + 4 in both layouts;
 // inside the rows of row format, arrays are single-line (", " only) and
 // only objects break lines. Keys sit at depth 3 at most.
-func sizeBound(outputs []tensor.Tensor, format tfrequest.Format, batch int64) (bound, footprint int64) {
+func sizeBound(outputs []tensor.Tensor, format tfjson.Format, batch int64) (bound, footprint int64) {
 	maxRank := 0
 	for i := range outputs {
 		maxRank = max(maxRank, len(outputs[i].Shape))
@@ -76,14 +76,14 @@ func sizeBound(outputs []tensor.Tensor, format tfrequest.Format, batch int64) (b
 		key := escapedLen(t.Name) + 2 + (2 + 4*3) // prefix, quoted name, ": "
 		if multi {
 			keys := int64(1)
-			if format == tfrequest.Row && batch > 0 {
+			if format == tfjson.Row && batch > 0 {
 				keys = batch // the name is printed in every row's object
 			}
 			bound = satAdd(bound, satMul(keys, key))
 		}
 		bound = satAdd(bound, tensorBound(t, format, line, &footprint))
 	}
-	if multi && format == tfrequest.Row && batch > 0 {
+	if multi && format == tfjson.Row && batch > 0 {
 		bound = satAdd(bound, satMul(batch, 2+2*(2+4*2))) // each row's braces at depth 2
 	}
 	return bound, footprint
@@ -91,9 +91,9 @@ func sizeBound(outputs []tensor.Tensor, format tfrequest.Format, batch int64) (b
 
 // tensorBound bounds the text of t's values and brackets, adding its
 // strings to footprint. line bounds a line break with indentation.
-func tensorBound(t *tensor.Tensor, format tfrequest.Format, line int64, footprint *int64) int64 {
+func tensorBound(t *tensor.Tensor, format tfjson.Format, line int64, footprint *int64) int64 {
 	sep := line // what may precede a value or bracket
-	if format == tfrequest.Row {
+	if format == tfjson.Row {
 		sep = 2 // ", " or ": " in single-line rows
 	}
 	// Arrays: one per element of every prefix of the shape (the whole

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // Regression: a 75-byte v2 answer declaring shape [60000000, 0] made
@@ -16,7 +16,7 @@ import (
 // format and high ranks amplified the same way. Predict now refuses such
 // outputs with a 502 before writing anything.
 func TestPredictBudgetRefusesExpansionBombs(t *testing.T) {
-	row, col := tfrequest.Row, tfrequest.Columnar
+	row, col := tfjson.Row, tfjson.Columnar
 	long := strings.Repeat("n", 1000)
 	rank2000 := append(make([]int64, 0, 2001), 64)
 	for range 2000 {
@@ -24,7 +24,7 @@ func TestPredictBudgetRefusesExpansionBombs(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		format  tfrequest.Format
+		format  tfjson.Format
 		outputs []tensor.Tensor
 	}{
 		{"empty arrays, row", row, []tensor.Tensor{f32("y", []int64{60_000_000, 0})}},
@@ -59,14 +59,14 @@ func TestPredictBudgetRefusesExpansionBombs(t *testing.T) {
 func TestPredictBudgetAllowsRealLayouts(t *testing.T) {
 	cases := []struct {
 		name    string
-		format  tfrequest.Format
+		format  tfjson.Format
 		outputs []tensor.Tensor
 	}{
-		{"columnar BOOL rank 8", tfrequest.Columnar, []tensor.Tensor{
+		{"columnar BOOL rank 8", tfjson.Columnar, []tensor.Tensor{
 			fixed("m", tensor.Bool, []int64{4, 4, 4, 4, 4, 4, 4, 16}, make([]uint64, 1<<18)...)}},
-		{"row batch 1000 without detections", tfrequest.Row, []tensor.Tensor{
+		{"row batch 1000 without detections", tfjson.Row, []tensor.Tensor{
 			f32("boxes", []int64{1000, 0, 4}), f32("scores", []int64{1000, 0})}},
-		{"row multi-output, 64-byte names", tfrequest.Row, []tensor.Tensor{
+		{"row multi-output, 64-byte names", tfjson.Row, []tensor.Tensor{
 			fixed(strings.Repeat("a", 64), tensor.Uint8, []int64{1 << 16}, make([]uint64, 1<<16)...),
 			fixed(strings.Repeat("b", 64), tensor.Uint8, []int64{1 << 16}, make([]uint64, 1<<16)...)}},
 	}
@@ -86,23 +86,23 @@ func TestSizeBoundIsAnUpperBound(t *testing.T) {
 	types := []tensor.DataType{tensor.Bool, tensor.Uint8, tensor.Int8, tensor.Int16, tensor.Uint16, tensor.Int32,
 		tensor.Uint32, tensor.Int64, tensor.Uint64, tensor.FP16, tensor.BF16, tensor.FP32, tensor.FP64, tensor.Bytes}
 	for iter := range 2000 {
-		format := tfrequest.Row
+		format := tfjson.Row
 		if iter%2 == 1 {
-			format = tfrequest.Columnar
+			format = tfjson.Columnar
 		}
 		nOut := 1 + rng.IntN(3)
 		batch := int64(1 + rng.IntN(3))
 		outputs := make([]tensor.Tensor, nOut)
 		for i := range outputs {
 			rank := rng.IntN(5)
-			if format == tfrequest.Row {
+			if format == tfjson.Row {
 				rank++
 			}
 			shape := make([]int64, rank)
 			n := int64(1)
 			for j := range shape {
 				shape[j] = int64(rng.IntN(4))
-				if j == 0 && format == tfrequest.Row {
+				if j == 0 && format == tfjson.Row {
 					shape[j] = batch
 				}
 				n *= shape[j]
@@ -134,7 +134,7 @@ func TestSizeBoundIsAnUpperBound(t *testing.T) {
 			t.Fatalf("case %d: Predict: %v", iter, err)
 		}
 		batchArg := int64(-1)
-		if format == tfrequest.Row {
+		if format == tfjson.Row {
 			batchArg = batch
 		}
 		if bound, _ := sizeBound(outputs, format, batchArg); int64(len(out)) > bound {
@@ -147,7 +147,7 @@ func TestSizeBoundIsAnUpperBound(t *testing.T) {
 // the expansion budget, and hands a large body over without a copy.
 func TestPredictWithin(t *testing.T) {
 	out := []tensor.Tensor{fixed("y", tensor.Uint8, []int64{1 << 18}, make([]uint64, 1<<18)...)} // bound ≈ 6 B/element
-	bound, _ := sizeBound(out, tfrequest.Columnar, -1)
+	bound, _ := sizeBound(out, tfjson.Columnar, -1)
 	for _, c := range []struct {
 		max int64
 		ok  bool
@@ -157,7 +157,7 @@ func TestPredictWithin(t *testing.T) {
 		{bound - 1, false}, // one byte short
 		{1 << 10, false},
 	} {
-		got, err := PredictWithin(nil, out, tfrequest.Columnar, c.max)
+		got, err := PredictWithin(nil, out, tfjson.Columnar, c.max)
 		var e *apierr.Error
 		switch {
 		case c.ok && err != nil:
@@ -168,12 +168,12 @@ func TestPredictWithin(t *testing.T) {
 			t.Errorf("max %d: error %v, want a BAD_GATEWAY expansion error", c.max, err)
 		}
 	}
-	want, _ := Predict([]byte{}, out, tfrequest.Columnar) // copied into dst
-	got, _ := Predict(nil, out, tfrequest.Columnar)       // possibly handed over
+	want, _ := Predict([]byte{}, out, tfjson.Columnar) // copied into dst
+	got, _ := Predict(nil, out, tfjson.Columnar)       // possibly handed over
 	if string(got) != string(want) {
 		t.Error("a handed-over body differs from a copied one")
 	}
-	again, _ := Predict(nil, out, tfrequest.Columnar)
+	again, _ := Predict(nil, out, tfjson.Columnar)
 	if len(got) > 0 && len(again) > 0 && &got[0] == &again[0] {
 		t.Error("two calls returned the same buffer")
 	}

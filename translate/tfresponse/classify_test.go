@@ -100,3 +100,35 @@ func TestClassifyRegress(t *testing.T) {
 		})
 	}
 }
+
+// Classify appends the classify body NewClassify writes for classes and
+// scores (either may be nil: the signature lacks it) to dst, or returns
+// dst unchanged with its error.
+func Classify(dst []byte, classes, scores *tensor.Tensor, numExamples int) ([]byte, error) {
+	var outputs []tensor.Tensor
+	ci, si := -1, -1
+	if classes != nil {
+		ci, outputs = 0, append(outputs, *classes)
+	}
+	if scores != nil {
+		si, outputs = len(outputs), append(outputs, *scores)
+	}
+	return appendBody(dst)(NewClassify(outputs, ci, si, numExamples))
+}
+
+// Regress appends the regress body NewRegress writes for outputs to dst.
+func Regress(dst []byte, outputs *tensor.Tensor, numExamples int) ([]byte, error) {
+	return appendBody(dst)(NewRegress([]tensor.Tensor{*outputs}, 0, numExamples))
+}
+
+// appendBody returns a function appending a checked body to dst, or
+// passing on its constructor's error.
+func appendBody(dst []byte) func(*Body, error) ([]byte, error) {
+	return func(b *Body, err error) ([]byte, error) {
+		if err != nil {
+			return dst, err
+		}
+		defer b.Release()
+		return b.AppendTo(dst), nil
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/test/conformance"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // skipped are the response vectors this package does not implement, by id.
@@ -115,7 +115,7 @@ func TestConformanceResponses(t *testing.T) {
 
 func checkPredictVector(t *testing.T, in vectorInput, exp vectorExpected) {
 	t.Helper()
-	format := map[string]tfrequest.Format{"row": tfrequest.Row, "columnar": tfrequest.Columnar}[in.RequestFormat]
+	format := map[string]tfjson.Format{"row": tfjson.Row, "columnar": tfjson.Columnar}[in.RequestFormat]
 	if format == 0 {
 		t.Fatalf("unknown request_format %q", in.RequestFormat)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // FuzzPredict feeds Predict arbitrary tensors (any datatype byte, shapes
@@ -39,9 +39,9 @@ func FuzzPredict(f *testing.F) {
 			}
 		}
 		t2 := tensor.Tensor{Name: name + "_2", DataType: tensor.Int8, Shape: shape, Data: rest}
-		format := tfrequest.Row
+		format := tfjson.Row
 		if columnar {
-			format = tfrequest.Columnar
+			format = tfjson.Columnar
 		}
 		for _, outs := range [][]tensor.Tensor{{t1}, {t1, t2}} {
 			out, err := Predict(nil, outs, format)

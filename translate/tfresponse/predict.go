@@ -9,7 +9,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // bytesSuffix marks a DT_STRING output written as {"b64": ...}
@@ -42,8 +42,8 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{w: jsontext.NewWri
 
 // Predict appends TF Serving's predict response body for outputs to dst
 // (json_tensor.cc MakeJsonFromTensors, docs/tfserving-rest.md §5): {"predictions": [...]}
-// with one element per batch row for tfrequest.Row, {"outputs": ...} with
-// whole tensors for tfrequest.Columnar. A single output is written without
+// with one element per batch row for tfjson.Row, {"outputs": ...} with
+// whole tensors for tfjson.Columnar. A single output is written without
 // its name; several are objects keyed by name in sorted order (TF's order
 // is protobuf map order, random per process; sorted is the deterministic
 // faithful choice).
@@ -64,14 +64,14 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{w: jsontext.NewWri
 // BadGateway error, checked before anything is written, so that no v2
 // answer can make Predict allocate without bound. On error dst is
 // returned unchanged.
-func Predict(dst []byte, outputs []tensor.Tensor, format tfrequest.Format) ([]byte, error) {
+func Predict(dst []byte, outputs []tensor.Tensor, format tfjson.Format) ([]byte, error) {
 	return PredictWithin(dst, outputs, format, 0)
 }
 
 // PredictWithin is Predict with the body's size bound also capped at
 // maxBytes (when positive): over it, a BadGateway error before anything
 // is written.
-func PredictWithin(dst []byte, outputs []tensor.Tensor, format tfrequest.Format, maxBytes int64) ([]byte, error) {
+func PredictWithin(dst []byte, outputs []tensor.Tensor, format tfjson.Format, maxBytes int64) ([]byte, error) {
 	b, err := NewPredict(outputs, format, maxBytes)
 	if err != nil {
 		return dst, err
@@ -85,11 +85,11 @@ func PredictWithin(dst []byte, outputs []tensor.Tensor, format tfrequest.Format,
 // as the outputs' data arrives (Body.Stream): {"predictions"} row by row
 // and, within each row, output by output in name order; {"outputs"} output
 // by output. Errors are PredictWithin's.
-func NewPredict(outputs []tensor.Tensor, format tfrequest.Format, maxBytes int64) (*Body, error) {
+func NewPredict(outputs []tensor.Tensor, format tfjson.Format, maxBytes int64) (*Body, error) {
 	if len(outputs) == 0 {
 		return nil, apierr.InvalidArgumentf("Cannot convert empty tensor map to JSON")
 	}
-	if format != tfrequest.Row && format != tfrequest.Columnar {
+	if format != tfjson.Row && format != tfjson.Columnar {
 		return nil, apierr.InvalidArgumentf("Invalid request format")
 	}
 	sc := scratchPool.Get().(*scratch)
@@ -101,13 +101,13 @@ func NewPredict(outputs []tensor.Tensor, format tfrequest.Format, maxBytes int64
 	return b, nil
 }
 
-func (sc *scratch) newPredict(outputs []tensor.Tensor, format tfrequest.Format, maxBytes int64) (*Body, error) {
+func (sc *scratch) newPredict(outputs []tensor.Tensor, format tfjson.Format, maxBytes int64) (*Body, error) {
 	order, err := sc.sortedOutputs(outputs)
 	if err != nil {
 		return nil, err
 	}
 	batch := int64(-1)
-	if format == tfrequest.Row {
+	if format == tfjson.Row {
 		// MakeRowFormatJsonFromTensors checks every output before writing.
 		for _, i := range order {
 			t := &outputs[i]
@@ -132,7 +132,7 @@ func (sc *scratch) newPredict(outputs []tensor.Tensor, format tfrequest.Format, 
 		return nil, err
 	}
 	walk := &sc.predict
-	*walk = predictWalk{order: order, row: format == tfrequest.Row, batch: batch, multi: len(outputs) > 1, cur: cursor{nest: walk.cur.nest}}
+	*walk = predictWalk{order: order, row: format == tfjson.Row, batch: batch, multi: len(outputs) > 1, cur: cursor{nest: walk.cur.nest}}
 	walk.cur.nest.Reset()
 	return newBody(sc, outputs, walk, bound), nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // fixed builds a fixed-size tensor from little-endian element bits.
@@ -42,10 +42,10 @@ func strs(name string, shape []int64, vs ...string) tensor.Tensor {
 func neg(v int64) uint64 { return uint64(v) }
 
 func TestPredict(t *testing.T) {
-	row, col := tfrequest.Row, tfrequest.Columnar
+	row, col := tfjson.Row, tfjson.Columnar
 	cases := []struct {
 		name    string
-		format  tfrequest.Format
+		format  tfjson.Format
 		outputs []tensor.Tensor
 		want    string
 	}{
@@ -116,11 +116,11 @@ func TestPredict(t *testing.T) {
 }
 
 func TestPredictErrors(t *testing.T) {
-	row, col := tfrequest.Row, tfrequest.Columnar
+	row, col := tfjson.Row, tfjson.Columnar
 	invalid := tensor.Tensor{Name: "c", Shape: []int64{2}} // a datatype Predict cannot write
 	cases := []struct {
 		name    string
-		format  tfrequest.Format
+		format  tfjson.Format
 		outputs []tensor.Tensor
 		code    apierr.Code
 		msg     string
@@ -168,7 +168,7 @@ func TestPredictErrors(t *testing.T) {
 // the caller's slice order and tensors stay as they were.
 func TestPredictDoesNotModifyOutputs(t *testing.T) {
 	outs := []tensor.Tensor{f32("b", []int64{1}, 1), f32("a", []int64{1}, 2)}
-	if _, err := Predict(nil, outs, tfrequest.Row); err != nil {
+	if _, err := Predict(nil, outs, tfjson.Row); err != nil {
 		t.Fatal(err)
 	}
 	if outs[0].Name != "b" || outs[1].Name != "a" || len(outs[0].Shape) != 1 {
@@ -183,7 +183,7 @@ func TestPredictLargeRow(t *testing.T) {
 	for i := range vals {
 		vals[i] = float32(i)/7 - 100
 	}
-	first, err := Predict(nil, []tensor.Tensor{f32("y", []int64{1, 1000, 3}, vals...)}, tfrequest.Row)
+	first, err := Predict(nil, []tensor.Tensor{f32("y", []int64{1, 1000, 3}, vals...)}, tfjson.Row)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestPredictLargeRow(t *testing.T) {
 	if snapshot != want {
 		t.Fatalf("large row output differs (len %d vs %d)", len(snapshot), len(want))
 	}
-	if _, err := Predict(nil, []tensor.Tensor{f32("z", []int64{1}, 9)}, tfrequest.Row); err != nil {
+	if _, err := Predict(nil, []tensor.Tensor{f32("z", []int64{1}, 9)}, tfjson.Row); err != nil {
 		t.Fatal(err)
 	}
 	if string(first) != snapshot {

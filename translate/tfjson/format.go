@@ -1,8 +1,4 @@
-// Package tfrequest parses TensorFlow Serving predict request bodies
-// ("instances" row format and "inputs" columnar format) into tensors,
-// faithful to TF Serving's json_tensor.cc: its value rules, its shape and
-// ragged checks, its error texts.
-package tfrequest
+package tfjson
 
 // Format is the TF Serving request format, which decides the response
 // format: row ("instances" in, "predictions" out) or columnar ("inputs" in,

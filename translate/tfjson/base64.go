@@ -1,12 +1,13 @@
-package tfrequest
+package tfjson
 
-// base64Unescape decodes s as abseil's absl::Base64Unescape does (docs/tfserving-rest.md
-// §4.6), appending to dst. Written by hand because encoding/base64 is
+// AppendBase64 decodes s as abseil's absl::Base64Unescape does
+// (docs/tfserving-rest.md §4.6), appending to dst; ok is false where TF
+// Serving says "Unable to base64 decode". Written by hand because encoding/base64 is
 // stricter: abseil skips ASCII whitespace anywhere, accepts no padding or
 // exactly the right amount, takes '.' as a pad character too, and does not
 // check the unused low bits of the last quantum. The standard alphabet
 // only: '-' and '_' are errors.
-func base64Unescape(dst, s []byte) ([]byte, bool) {
+func AppendBase64(dst, s []byte) (out []byte, ok bool) {
 	var acc uint32
 	state := 0 // data characters in the current 4-character quantum
 	i := 0
