@@ -179,8 +179,8 @@ func (s *ResponseStream) startBinary() error {
 	s.data = make([][]byte, len(s.blocks))
 	for i, b := range s.blocks {
 		t := &s.outputs[b.Output]
-		switch {
-		case t.DataType == tensor.Bytes:
+		switch t.DataType {
+		case tensor.Bytes:
 			s.data[i] = make([]byte, 0, min(b.Size, tfresponse.PieceSize))
 			s.pending++
 		default: // the size matches the shape, bounded by lim.MaxElements

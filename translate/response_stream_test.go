@@ -178,7 +178,7 @@ func le64(vs ...int64) []byte {
 // offsets), through one reused buffer scribbled over after each Write (the
 // stream must not keep a chunk). It returns the TF bytes, the error, and
 // the pieces out received.
-func runStream(t testing.TB, c streamCase, cuts []int) ([]byte, error, int, *ResponseStream) {
+func runStream(t testing.TB, c streamCase, cuts []int) ([]byte, int, *ResponseStream, error) {
 	var got []byte
 	pieces, short := 0, 0
 	s := c.pipe().NewResponseStream(c.hl, c.ex, c.lim, func(p []byte) error {
@@ -212,7 +212,7 @@ func runStream(t testing.TB, c streamCase, cuts []int) ([]byte, error, int, *Res
 	if s.Emitted() != int64(len(got)) {
 		t.Errorf("Emitted() = %d, out received %d bytes", s.Emitted(), len(got))
 	}
-	return got, err, pieces, s
+	return got, pieces, s, err
 }
 
 // sameResult reports how the stream's result differs from the whole-body
@@ -251,7 +251,7 @@ func TestResponseStream(t *testing.T) {
 		want, wantErr := c.whole()
 		for _, size := range []int{1, 2, 7, 64, 4096, len(c.body) + 1} {
 			t.Run(fmt.Sprintf("%s/%d", c.name, size), func(t *testing.T) {
-				got, err, pieces, s := runStream(t, c, evenCuts(len(c.body), size))
+				got, pieces, s, err := runStream(t, c, evenCuts(len(c.body), size))
 				if diff := sameResult(want, wantErr, got, err); diff != "" {
 					t.Fatal(diff)
 				}
@@ -353,7 +353,7 @@ func FuzzResponseStream(f *testing.F) {
 			}
 			cuts = append(cuts, p)
 		}
-		got, err, _, _ := runStream(t, c, cuts)
+		got, _, _, err := runStream(t, c, cuts)
 		if diff := sameResult(want, wantErr, got, err); diff != "" {
 			t.Fatalf("cuts %v: %s", cuts, diff)
 		}
@@ -389,7 +389,7 @@ func TestResponseStreamConformance(t *testing.T) {
 					ok++
 				}
 				for _, size := range []int{1, 7, 4096} {
-					got, err, _, _ := runStream(t, sc, evenCuts(len(sc.body), size))
+					got, _, _, err := runStream(t, sc, evenCuts(len(sc.body), size))
 					if diff := sameResult(want, wantErr, got, err); diff != "" {
 						t.Errorf("%s, format %v, chunks of %d: %s", c.ID, f, size, diff)
 					}

@@ -2,6 +2,7 @@ package comparerun
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ func checkWellFormed(t *testing.T, page []byte) {
 		tok := z.Token()
 		switch tt {
 		case html.ErrorToken:
-			if z.Err() != io.EOF {
+			if !errors.Is(z.Err(), io.EOF) {
 				t.Fatal(z.Err())
 			}
 			if len(open) != 0 {

@@ -179,7 +179,7 @@ func (rep *Report) Passed() bool { return rep.Mismatches == 0 }
 // errors (see tfcompare.Histogram.Quantile), never above the maximum.
 func (row *Row) P99Abs() float64 { return min(row.Abs.Quantile(0.99), row.MaxAbs) }
 
-// P99Rel: see P99Abs.
+// P99Rel is P99Abs for the relative error.
 func (row *Row) P99Rel() float64 { return min(row.Rel.Quantile(0.99), row.MaxRel) }
 
 // Numeric reports whether the row has numeric errors to show.

@@ -36,17 +36,17 @@ var versionNumber = regexp.MustCompile(`^[0-9]{1,18}$`)
 
 // ParseRequests reads a JSONL file of {"model", "verb", "body"} lines
 // (and an optional "version" or "label")
-// (blank lines skipped), refusing more than max of them. An error names
+// (blank lines skipped), refusing more than limit of them. An error names
 // the line.
-func ParseRequests(data []byte, max int) ([]Request, error) {
+func ParseRequests(data []byte, limit int) ([]Request, error) {
 	var out []Request
 	for n, line := range bytes.Split(data, []byte("\n")) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
-		if len(out) == max {
-			return nil, fmt.Errorf("line %d: more than %d requests", n+1, max)
+		if len(out) == limit {
+			return nil, fmt.Errorf("line %d: more than %d requests", n+1, limit)
 		}
 		var r Request
 		dec := json.NewDecoder(bytes.NewReader(line))

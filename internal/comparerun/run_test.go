@@ -9,13 +9,6 @@ import (
 	"testing"
 )
 
-func must(b []byte, err error) []byte {
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 func TestParseEndpoint(t *testing.T) {
 	for _, tc := range []struct {
 		in      string

@@ -2,6 +2,7 @@ package jsontext
 
 import (
 	"bytes"
+	"errors"
 	"math"
 )
 
@@ -62,7 +63,8 @@ func (d *Document) parse(data []byte, lim Limits) error {
 		}
 		break
 	}
-	if err, ok := t.Err().(*SyntaxError); ok {
+	var err *SyntaxError
+	if errors.As(t.Err(), &err) {
 		return err
 	}
 	return nil // a whole text cuts no token (ErrTokenTooLong)

@@ -331,7 +331,7 @@ func TestReserveIsAnUpperBound(t *testing.T) {
 			if cap(d.nodes) != reserved {
 				t.Errorf("tape regrown to %d nodes (%d used), reserve gave room for %d", cap(d.nodes), len(d.nodes), reserved)
 			}
-			if max := len(doc)/2 + 1; reserved > max {
+			if limit := len(doc)/2 + 1; reserved > limit {
 				t.Errorf("reserved %d nodes for %d bytes, more than one per two bytes", reserved, len(doc))
 			}
 		})

@@ -190,7 +190,7 @@ func TestCompare(t *testing.T) {
 					got := want{name: o.Name, verdict: o.Verdict, shapeA: o.ShapeA, shapeB: o.ShapeB, dtA: o.DTypeA, dtB: o.DTypeB,
 						problem: o.Problem, elements: o.Elements, differ: o.Differ, over: o.Over, maxAbs: o.MaxAbs, maxRel: o.MaxRel,
 						nonFinite: o.NonFinite, firstNF: o.FirstNonFinite, top1Total: o.Top1Total, top1Agree: o.Top1Agree, top1Err: o.Top1ScoreErr}
-					if !close(got.maxAbs, w.maxAbs) || !close(got.maxRel, w.maxRel) || !close(got.top1Err, w.top1Err) {
+					if !near(got.maxAbs, w.maxAbs) || !near(got.maxRel, w.maxRel) || !near(got.top1Err, w.top1Err) {
 						t.Errorf("output %d errors abs %g rel %g top1 %g, want %g %g %g", i, got.maxAbs, got.maxRel, got.top1Err, w.maxAbs, w.maxRel, w.top1Err)
 					}
 					got.maxAbs, got.maxRel, got.top1Err = w.maxAbs, w.maxRel, w.top1Err
@@ -203,7 +203,7 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-func close(a, b float64) bool {
+func near(a, b float64) bool {
 	return a == b || math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b))
 }
 

@@ -85,8 +85,8 @@ func errUnimplemented(dump []byte, dt tensor.DataType) error {
 	return apierr.Errorf(apierr.Unimplemented, "Conversion of JSON Value: %s to type: %s", dump, dt.TFShortName())
 }
 
-func errTooManyElements(max int64) error {
-	return apierr.InvalidArgumentf("Request holds more than %d tensor elements, the limit of this server", max)
+func errTooManyElements(limit int64) error {
+	return apierr.InvalidArgumentf("Request holds more than %d tensor elements, the limit of this server", limit)
 }
 
 func errB64Format(dump []byte) error {

@@ -366,7 +366,7 @@ func TestCheckOrder(t *testing.T) {
 		if called != tt.resolved {
 			t.Errorf("%q: resolver called %v, want %v", tt.body, called, tt.resolved)
 		}
-		if tt.resolved && err != error(notFound) {
+		if tt.resolved && err != error(notFound) { //nolint:errorlint // the resolver's error itself, not wrapped
 			t.Errorf("%q: err %v, want the resolver's error as is", tt.body, err)
 		}
 		if !tt.resolved && (err == nil || errors.Is(err, notFound)) {

@@ -43,7 +43,7 @@ func streamCuts(body []byte, resolve Resolver, lim tensor.Limits, cuts []int) (*
 		}
 		if err != nil {
 			// Write's error is final: Close must say the same.
-			if _, cerr := d.Close(); cerr != err {
+			if _, cerr := d.Close(); cerr != err { //nolint:errorlint // the same error value, not a wrapped one
 				return nil, errors.Join(err, cerr)
 			}
 			return nil, err

@@ -3,6 +3,7 @@ package tfresponse
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -132,8 +133,8 @@ func checkPredictVector(t *testing.T, in vectorInput, exp vectorExpected) {
 func checkBody(t *testing.T, got []byte, err error, exp vectorExpected) {
 	t.Helper()
 	if exp.Error != nil {
-		e, ok := err.(*apierr.Error)
-		if !ok {
+		var e *apierr.Error
+		if !errors.As(err, &e) {
 			t.Fatalf("Predict error = %v (%T), want *apierr.Error %q", err, err, exp.Error.Message)
 		}
 		if e.Msg != exp.Error.Message || e.Code.String() != exp.Error.Code || e.HTTPStatus() != exp.Error.HTTPStatus {

@@ -1,6 +1,7 @@
 package tfresponse
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -46,7 +47,7 @@ func FuzzPredict(f *testing.F) {
 		for _, outs := range [][]tensor.Tensor{{t1}, {t1, t2}} {
 			out, err := Predict(nil, outs, format)
 			if err != nil {
-				if _, ok := err.(*apierr.Error); !ok {
+				if e := (*apierr.Error)(nil); !errors.As(err, &e) {
 					t.Fatalf("error %v is %T, not *apierr.Error", err, err)
 				}
 				if out != nil {
