@@ -25,7 +25,7 @@ func (s *Session) Recover(adapter string, v any) Action {
 	}
 	log := s.Logger()
 	log.Error("panic while handling an exchange; answered 500", "adapter", adapter,
-		"route", s.route.String(), "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
+		"route", s.rt.tf.String(), "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
 	s.cfg.Metrics.Panic(adapter)
 	s.state = stDone
 	if !s.finished {
@@ -45,7 +45,7 @@ func (s *Session) finishSafely(status int) {
 			s.Logger().Error("panic while counting a failed exchange", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		}
 	}()
-	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.route.Model, s.confirmed), status)
+	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.rt.tf.Model, s.confirmed), status)
 }
 
 // repanic re-raises, on the exchange's goroutine, a panic that a helper
