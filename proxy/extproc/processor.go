@@ -205,8 +205,7 @@ func bodyAction(ctx context.Context, sess *session.Session, body *extprocv3.Http
 		return sess.Fail(apierr.New(apierr.Internal,
 			"tfsbridge needs the ext_proc body mode BUFFERED or FULL_DUPLEX_STREAMED: received a partial body (STREAMED or BUFFERED_PARTIAL?)"))
 	}
-	c := sess.Collector()
-	return c.Action(event(ctx, body.GetBody(), true, c))
+	return event(ctx, body.GetBody(), true, session.Whole)
 }
 
 // headersReply answers a headers message.

@@ -28,13 +28,13 @@ import (
 // order — the held headers' changes once, then the body in pieces of at
 // most MaxPiece bytes. ext_proc FULL_DUPLEX_STREAMED and the reverse
 // proxy pass chunks as they arrive; ext_proc BUFFERED passes its whole
-// body as one chunk with end set, into a Collector, which makes the
-// output one Action again. The TF request text is never held whole: a predict body is
+// body as one chunk with end set, to the Sink Whole, and gets the output
+// back as one Action. The TF request text is never held whole: a predict body is
 // parsed chunk by chunk straight into the v2 tensors
 // (translate.RequestStream), so an exchange holds about its tensors,
 // not its JSON (docs/architecture.md, "Streaming").
 //
-// Bodies that arrive whole (a Collector's), and those that cannot be
+// Bodies that arrive whole (to Whole), and those that cannot be
 // parsed as they come — gzip-encoded ones and the tf.Examples of classify
 // and regress (small by nature) — are gathered within the body limit and
 // translated whole at their end (translateRequest, translateResponse).
@@ -70,53 +70,17 @@ type Sink interface {
 // on, and nothing more can be sent.
 var errSink = errors.New("session: the streamed output failed")
 
-// Collector is the Sink of an adapter that delivers a body whole and
-// answers with one message (ext_proc BUFFERED): pass the body as one
-// chunk with end set, then Action turns the event's verdict and what the
-// Collector gathered into the one Action to answer with. A whole body is
-// translated whole. Session.Collector returns the exchange's own, so a
-// buffered body costs no allocation for it.
-type Collector struct {
-	a    Action
-	body []byte
-	done bool
-}
+// Whole is the Sink of an adapter that delivers each body whole and
+// answers it with one message (ext_proc BUFFERED): pass the body as one
+// chunk with end set. A Whole body is translated whole, and a Continue
+// verdict carries the result itself: the header changes and, with
+// ReplaceBody, the body. Nothing is ever written to Whole.
+var Whole Sink = whole{}
 
-// Headers implements Sink.
-func (c *Collector) Headers(a Action) error {
-	c.a, c.done = a, true
-	return nil
-}
+type whole struct{}
 
-// Body implements Sink: the pieces are joined (one piece is kept as is).
-func (c *Collector) Body(p []byte, _ bool) error {
-	if c.body == nil {
-		c.body = p
-	} else {
-		c.body = append(c.body[:len(c.body):len(c.body)], p...)
-	}
-	return nil
-}
-
-// Action is the answer to a body event whose output went to c and whose
-// verdict was a: Continue with the gathered headers and body when the
-// body was translated; a itself otherwise (Respond, or PassThrough for a
-// body that is not the session's to change).
-func (c *Collector) Action(a Action) Action {
-	if a.Verdict != Continue || !c.done {
-		return a
-	}
-	out := c.a
-	out.Body, out.ReplaceBody = c.body, true
-	return out
-}
-
-// Collector returns the exchange's Collector, emptied, for its next body
-// event.
-func (s *Session) Collector() *Collector {
-	s.collect = Collector{}
-	return &s.collect
-}
+func (whole) Headers(Action) error    { return errSink }
+func (whole) Body([]byte, bool) error { return errSink }
 
 // requestStream is the state of a request body.
 type requestStream struct {
@@ -182,10 +146,10 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	rq := &s.req
 	if !rq.started {
 		rq.started = true
-		if _, whole := out.(*Collector); whole && end {
+		if out == Whole && end {
 			return s.translateRequest(ctx, chunk, out)
 		}
-		if s.reqEncoding == "" {
+		if s.reqEncoding == "" && out != Whole {
 			opt := s.requestOptions()
 			opt.ReplayBytes = replayBytes
 			rq.dec = s.body.requestStream(s.resolver(ctx), opt)
@@ -313,19 +277,18 @@ func hasBytesInput(sig *tensor.Signature) bool {
 	return false
 }
 
-// emit hands a translated body, given in parts, to out with the headers
-// action a: a Collector keeps them as they are, any other Sink gets them
-// through streamOut.
+// emit hands a translated body, given in parts, with the headers action
+// a to out: for Whole, a itself carries the body; any other Sink gets
+// both through streamOut.
 func (s *Session) emit(out Sink, a Action, parts [][]byte) Action {
-	if c, ok := out.(*Collector); ok {
-		a.Body, a.ReplaceBody = nil, false
-		c.Headers(a)
-		for _, p := range parts {
-			c.Body(p, false)
-		}
-		return Action{Verdict: Continue}
+	if out != Whole {
+		return s.streamOut(out, a, parts)
 	}
-	return s.streamOut(out, a, parts)
+	a.Body, a.ReplaceBody = parts[0], true
+	for _, p := range parts[1:] {
+		a.Body = append(a.Body[:len(a.Body):len(a.Body)], p...)
+	}
+	return a
 }
 
 // streamOut hands a translated body, given in parts, to out: the headers
@@ -404,11 +367,13 @@ func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out
 	rp := &s.resp
 	if !rp.started {
 		rp.started = true
-		if _, whole := out.(*Collector); whole && end {
+		if out == Whole && end {
 			return s.translateResponse(ctx, chunk, out)
 		}
-		if err := s.startResponseStream(ctx, out); err != nil {
-			return s.fail(err)
+		if out != Whole {
+			if err := s.startResponseStream(ctx, out); err != nil {
+				return s.fail(err)
+			}
 		}
 	}
 	rp.n += int64(len(chunk))

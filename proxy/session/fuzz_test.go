@@ -118,7 +118,7 @@ func BenchmarkPredictExchange(b *testing.B) {
 }
 
 // FuzzSessionStream drives one exchange twice, whole (each body one chunk
-// into the Collector, as ext_proc BUFFERED) and streamed in chunks of the fuzzed sizes (RequestChunk,
+// to Whole, as ext_proc BUFFERED) and streamed in chunks of the fuzzed sizes (RequestChunk,
 // ResponseChunk): the answers must be the same — the same status and
 // error body, or the same v2 request bytes and the same TF answer bytes —
 // except where a streamed answer legitimately resets (it failed after its

@@ -148,11 +148,11 @@ type Session struct {
 	// body is the pipeline of a verb with bodies (predict, classify,
 	// regress), nil otherwise.
 	body bodyPipeline
-	// inferPath is the v2 infer path set at request-headers time, made
-	// from inferWire: the body event rebuilds it only when the wire route
-	// changed.
+	// inferPath is the v2 infer path set at request-headers time; the
+	// body event rebuilds it only when a signature_name rerouted the
+	// exchange (resolveMapped).
 	inferPath string
-	inferWire route.Route
+	rerouted  bool
 
 	// inference (predict, classify, regress)
 	sig         *tensor.Signature
@@ -172,9 +172,8 @@ type Session struct {
 	// adapter once the answer has left.
 	res *admission.Reservation
 	// The bodies' state (body.go).
-	req     requestStream
-	resp    responseStream
-	collect Collector // see Collector
+	req  requestStream
+	resp responseStream
 }
 
 var discard = slog.New(slog.DiscardHandler)
@@ -312,14 +311,12 @@ func (s *Session) awaitBody(ctx context.Context, p bodyPipeline, h HeaderGetter,
 		}
 	}
 	s.state = stRequestBody
-	s.inferWire = s.rt.wire
-	s.inferPath = s.inferWire.V2InferPath()
+	s.inferPath = s.rt.wire.V2InferPath()
 	rewrite := Header{hdrPath, s.inferPath}
 	if endOfStream {
 		// No body will ever come: translate the empty one now (TF says
 		// "JSON Parse error: The document is empty").
-		c := s.Collector()
-		a := c.Action(s.RequestChunk(ctx, nil, true, c))
+		a := s.RequestChunk(ctx, nil, true, Whole)
 		if a.Verdict == Continue {
 			a.Set = append(a.Set, rewrite)
 		}
@@ -370,7 +367,7 @@ func (s *Session) resolveMapped(ctx context.Context, name string) (*tensor.Signa
 		return nil, err
 	}
 	s.confirmed = true
-	s.rt = rt
+	s.rt, s.rerouted = rt, true
 	return sig, nil
 }
 
@@ -403,8 +400,8 @@ func (s *Session) requestAction(req translate.V2Request) Action {
 	if s.reqEncoding != "" {
 		a.Remove = append(a.Remove, hdrContentEnc)
 	}
-	if w := s.rt.wire; w != s.inferWire {
-		if p := w.V2InferPath(); p != s.inferPath {
+	if s.rerouted {
+		if p := s.rt.wire.V2InferPath(); p != s.inferPath {
 			// The request's signature_name reached another v2 model.
 			a.Set = append(a.Set, Header{hdrPath, p})
 		}
@@ -444,8 +441,7 @@ func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGette
 		return s.fail(s.tooLarge("Response"))
 	}
 	if endOfStream {
-		c := s.Collector()
-		a := c.Action(s.ResponseChunk(ctx, nil, true, c))
+		a := s.ResponseChunk(ctx, nil, true, Whole)
 		if a.Verdict == Continue && a.ReplaceBody {
 			// Only a Respond can attach a body to a body-less response
 			// portably; the status is the upstream's 200.

@@ -894,14 +894,12 @@ func TestResponseStreamsLarge(t *testing.T) {
 }
 
 // bufferedRequest passes a whole request body as ext_proc BUFFERED does:
-// one chunk with end set, into a Collector.
+// one chunk with end set, to Whole.
 func (s *Session) bufferedRequest(ctx context.Context, body []byte) Action {
-	c := s.Collector()
-	return c.Action(s.RequestChunk(ctx, body, true, c))
+	return s.RequestChunk(ctx, body, true, Whole)
 }
 
 // bufferedResponse is bufferedRequest for the response body.
 func (s *Session) bufferedResponse(ctx context.Context, body []byte) Action {
-	c := s.Collector()
-	return c.Action(s.ResponseChunk(ctx, body, true, c))
+	return s.ResponseChunk(ctx, body, true, Whole)
 }
