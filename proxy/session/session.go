@@ -501,10 +501,6 @@ func (s *Session) MaxBodyBytes() int64 { return s.maxBody() }
 // trip); a non-*apierr.Error becomes a 500.
 func (s *Session) Fail(err error) Action { return s.fail(err) }
 
-// errAbandoned is how complete hears of an exchange that was routed as
-// ours but never answered (Envoy or the client went away): status 499.
-var errAbandoned = apierr.New(apierr.Cancelled, "abandoned")
-
 // Close ends the exchange and returns its memory reservation. An exchange
 // that was routed as ours but never answered (Envoy or the client went
 // away, or its streamed answer broke midway) is completed with status 499.
@@ -513,7 +509,8 @@ func (s *Session) Close() {
 	s.req.close()
 	s.ReleaseAdmission()
 	if s.state != stIdle && s.state != stPassThrough {
-		s.complete(apierr.Cancelled.HTTPStatus(), errAbandoned)
+		// Nobody was answered: no error to report, the status says why.
+		s.complete(statusAbandoned, nil)
 	}
 	s.state = stDone
 }
@@ -524,6 +521,10 @@ func (s *Session) fail(err error) Action {
 	s.complete(e.HTTPStatus(), e)
 	return errorResponse(e)
 }
+
+// statusAbandoned is the status an exchange nobody answered is counted
+// with (nginx's 499, "client closed request").
+var statusAbandoned = apierr.Cancelled.HTTPStatus()
 
 // complete ends the exchange with the status of its answer, once: the
 // exchange is done, counted, traced and logged. e is the error answered
@@ -554,9 +555,9 @@ func (s *Session) complete(status int, e *apierr.Error) {
 func (s *Session) logDone(status int, e *apierr.Error) {
 	level, msg := slog.LevelDebug, "tf request done"
 	switch {
-	case e == nil:
-	case e == errAbandoned:
+	case e == nil && status == statusAbandoned:
 		msg = "exchange abandoned"
+	case e == nil:
 	case status >= 500:
 		level, msg = slog.LevelWarn, "tf request failed"
 	default:
@@ -571,7 +572,7 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 		// Where the exchange went: which v2 server, under which name.
 		attrs = append(attrs, "server", s.ServerName(), "v2_model", s.rt.wire.Model)
 	}
-	if e != nil && e != errAbandoned {
+	if e != nil {
 		attrs = append(attrs, "error", e.Error())
 	}
 	s.Logger().Log(context.Background(), level, msg, attrs...)
