@@ -528,17 +528,26 @@ var statusAbandoned = apierr.Cancelled.HTTPStatus()
 
 // complete ends the exchange with the status of its answer, once: the
 // exchange is done, counted, traced and logged. e is the error answered
-// (nil for a success): an exchange answered with an error needs no more
-// memory, so what it held goes back to the others now, not when the
-// adapter ends it; a success still holds its answer until the adapter has
-// sent it (ReleaseAdmission) or Close.
+// (nil for a success, or for an exchange nobody was answered): an
+// exchange answered with an error needs no more memory, so what it held
+// goes back to the others now, not when the adapter ends it; a success
+// still holds its answer until the adapter has sent it
+// (ReleaseAdmission) or Close.
 func (s *Session) complete(status int, e *apierr.Error) {
+	if s.settle(status, e) {
+		s.logDone(status, e)
+	}
+}
+
+// settle is complete without the log line (Recover writes its own): it
+// reports whether the exchange was not settled before.
+func (s *Session) settle(status int, e *apierr.Error) bool {
 	s.state = stDone
 	if e != nil {
 		s.ReleaseAdmission()
 	}
 	if s.finished {
-		return
+		return false
 	}
 	s.finished = true
 	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.rt.tf.Model, s.confirmed), status)
@@ -546,7 +555,7 @@ func (s *Session) complete(status int, e *apierr.Error) {
 	if s.span != nil {
 		tracing.Answered(s.span, s.verb, s.rt.tf.Model, status)
 	}
-	s.logDone(status, e)
+	return true
 }
 
 // logDone writes the exchange's line: debug for a success or an exchange
