@@ -216,38 +216,44 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 		if d.heldReq != nil {
 			wounded = d.wounded
 		}
-		select {
-		case m = <-msgs:
-		case <-cut:
-			cut = nil
-			if inflight.IsCut(d.cut) && (d.heldReq != nil || d.heldResp != nil) {
-				// The shutdown's time ran out while Envoy awaits our
-				// headers reply (a body still streaming): the client
-				// gets TF's 503 rather than Envoy's bare 500.
-				d.heldReq, d.heldResp = nil, nil
-				return d.send(immediate(withRequestID(d.sess.Fail(apierr.New(apierr.Unavailable, inflight.MsgShutdown)), d.sess, false)))
+		// Wait for the next message: a timer or signal that needs no
+		// action must not run the last message through handle again.
+	wait:
+		for {
+			select {
+			case m = <-msgs:
+				break wait
+			case <-cut:
+				cut = nil
+				if inflight.IsCut(d.cut) && (d.heldReq != nil || d.heldResp != nil) {
+					// The shutdown's time ran out while Envoy awaits our
+					// headers reply (a body still streaming): the client
+					// gets TF's 503 rather than Envoy's bare 500.
+					d.heldReq, d.heldResp = nil, nil
+					return d.send(immediate(withRequestID(d.sess.Fail(apierr.New(apierr.Unavailable, inflight.MsgShutdown)), d.sess, false)))
+				}
+			case <-late:
+				late = nil
+				if d.heldReq != nil && d.sess.AwaitingBody() {
+					d.heldReq = nil
+					return d.send(immediate(withRequestID(d.sess.Fail(apierr.InvalidArgumentf("Timed out reading the request body")), d.sess, false)))
+				}
+			case <-wounded:
+				// An older exchange needs what this body holds, and the
+				// client is taking its time: give way now (TF's 503).
+				d.wounded, wounded = nil, nil // closed: it must not fire again
+				if d.heldReq != nil && d.sess.AwaitingBody() {
+					d.heldReq = nil
+					return d.send(immediate(withRequestID(d.sess.GiveWay(), d.sess, false)))
+				}
+			case <-silent:
+				// Envoy sends the answer's next chunk only as its client
+				// reads: a client that stopped reading would hold this
+				// exchange, and its budget, for as long as it likes.
+				d.p.metrics.WriteTimeout()
+				d.sess.ReleaseAdmission()
+				return errWriteTimeout
 			}
-		case <-late:
-			late = nil
-			if d.heldReq != nil && d.sess.AwaitingBody() {
-				d.heldReq = nil
-				return d.send(immediate(withRequestID(d.sess.Fail(apierr.InvalidArgumentf("Timed out reading the request body")), d.sess, false)))
-			}
-		case <-wounded:
-			// An older exchange needs what this body holds, and the
-			// client is taking its time: give way now (TF's 503).
-			d.wounded = nil // closed: it must not fire again
-			if d.heldReq != nil && d.sess.AwaitingBody() {
-				d.heldReq = nil
-				return d.send(immediate(withRequestID(d.sess.GiveWay(), d.sess, false)))
-			}
-		case <-silent:
-			// Envoy sends the answer's next chunk only as its client
-			// reads: a client that stopped reading would hold this
-			// exchange, and its budget, for as long as it likes.
-			d.p.metrics.WriteTimeout()
-			d.sess.ReleaseAdmission()
-			return errWriteTimeout
 		}
 	}
 }

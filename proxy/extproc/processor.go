@@ -171,7 +171,7 @@ func (p *Processor) handle(st *streamTrace, sess *session.Session,
 		return headersReply(withRequestID(a, sess, false), true)
 
 	case *extprocv3.ProcessingRequest_RequestBody:
-		return bodyReply(withRequestID(bodyAction(ctx, sess, m.RequestBody, sess.RequestBody), sess, false), true)
+		return bodyReply(withRequestID(bodyAction(ctx, sess, m.RequestBody, sess.RequestChunk), sess, false), true)
 
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		h := headersOf(m.ResponseHeaders)
@@ -180,7 +180,7 @@ func (p *Processor) handle(st *streamTrace, sess *session.Session,
 		return headersReply(withRequestID(a, sess, true), false)
 
 	case *extprocv3.ProcessingRequest_ResponseBody:
-		return bodyReply(withRequestID(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseBody), sess, false), false)
+		return bodyReply(withRequestID(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseChunk), sess, false), false)
 
 	case *extprocv3.ProcessingRequest_RequestTrailers:
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
@@ -193,17 +193,19 @@ func (p *Processor) handle(st *streamTrace, sess *session.Session,
 	return nil
 }
 
-// bodyAction runs a body event. Only whole bodies can be translated: a
-// chunk without end_of_stream means the filter is not in BUFFERED mode
-// (STREAMED, or BUFFERED_PARTIAL over the buffer limit). Forwarding an
-// untranslated TF body to a v2 server is worse than a clear error.
+// bodyAction runs a BUFFERED body event: the whole body as one chunk with
+// end set, its output gathered into one reply. Only whole bodies can be
+// translated here: a chunk without end_of_stream means the filter is not
+// in BUFFERED mode (STREAMED, or BUFFERED_PARTIAL over the buffer limit).
+// Forwarding an untranslated TF body to a v2 server is worse than a clear
+// error.
 func bodyAction(ctx context.Context, sess *session.Session, body *extprocv3.HttpBody,
-	event func(context.Context, []byte) session.Action) session.Action {
+	event func(context.Context, []byte, bool, session.Sink) session.Action) session.Action {
 	if !body.GetEndOfStream() && sess.AwaitingBody() {
 		return sess.Fail(apierr.New(apierr.Internal,
 			"tfsbridge needs the ext_proc body mode BUFFERED or FULL_DUPLEX_STREAMED: received a partial body (STREAMED or BUFFERED_PARTIAL?)"))
 	}
-	return event(ctx, body.GetBody())
+	return event(ctx, body.GetBody(), true, session.Whole)
 }
 
 // headersReply answers a headers message.

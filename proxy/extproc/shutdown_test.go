@@ -78,3 +78,33 @@ func TestShutdownCut(t *testing.T) {
 		})
 	}
 }
+
+// TestCutWithoutHeldReply: a cut that finds no headers reply withheld (the
+// request already at the v2 server) needs no action, and must not run the
+// stream's last message (the request body) through the session again: the
+// next reply is the one to the next message.
+func TestCutWithoutHeldReply(t *testing.T) {
+	h := start(t)
+	s := h.stream(t)
+	first := requestHeaders(false, ":method", "POST", ":path", "/v1/models/half_plus_two:predict", "content-type", "application/json")
+	if err := s.Send(withConfig(first, fullDuplex)); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"instances": [1.0]}`)
+	sendChunks(t, s, body, len(body), true)
+	if resp, err := s.Recv(); err != nil || resp.GetRequestHeaders() == nil {
+		t.Fatalf("first reply %v, %v", resp, err)
+	}
+	_ = streamedBody(t, s, true)
+	if n := h.srv.proc.Inflight().Cut(); n != 1 {
+		t.Fatalf("cut %d streams, want 1", n)
+	}
+	// A body-less answer is replied to at once (here TF's 502: no v2
+	// body to translate).
+	if err := s.Send(responseHeaders(true, ":status", "200", "inference-header-content-length", "10")); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := s.Recv(); err == nil && resp.GetRequestBody() != nil {
+		t.Errorf("reply %v, want none to the request body again", resp)
+	}
+}

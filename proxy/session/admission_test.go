@@ -44,7 +44,7 @@ func TestAdmission(t *testing.T) {
 			}
 			ctx := context.Background()
 			s.ResponseHeaders(ctx, 200, hdr{}, false)
-			a := s.ResponseBody(ctx, []byte(c.answer))
+			a := s.bufferedResponse(ctx, []byte(c.answer))
 			switch {
 			case c.status != 0:
 				checkRespond(t, a, c.status, tfError(fmt.Sprintf("tfsbridge is over its in-flight memory budget (--max-inflight-bytes); "+
@@ -78,7 +78,7 @@ func TestAdmission(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{}, false)
-	a := s.RequestBody(ctx, []byte(request))
+	a := s.bufferedRequest(ctx, []byte(request))
 	if a.Verdict != Respond || a.Status != 503 || !strings.Contains(string(a.Body), "tfsbridge is over its in-flight memory budget") {
 		t.Errorf("request over the budget: %v %d %s", a.Verdict, a.Status, a.Body)
 	}
@@ -191,8 +191,8 @@ func TestStreamAbandoned(t *testing.T) {
 		t.Fatal("nothing reserved for the body so far")
 	}
 	s.Close()
-	if got := e.cfg.Admission.InUse(); got != 0 || s.rstream.dec != nil {
-		t.Errorf("after Close: %d reserved, decoder %v", got, s.rstream.dec)
+	if got := e.cfg.Admission.InUse(); got != 0 || s.req.dec != nil {
+		t.Errorf("after Close: %d reserved, decoder %v", got, s.req.dec)
 	}
 	if got := e.metrics.Value("tfsbridge_requests_total", "code", "499"); got != 1 {
 		t.Errorf("abandoned exchanges counted: %v, want 1 (499)", got)

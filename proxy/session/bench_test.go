@@ -33,11 +33,11 @@ func BenchmarkSmallExchange(b *testing.B) {
 		if a := s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", reqHdr, false); a.Verdict != Continue {
 			b.Fatalf("request headers: %v %s", a.Verdict, a.Body)
 		}
-		if a := s.RequestBody(ctx, req); a.Verdict != Continue {
+		if a := s.bufferedRequest(ctx, req); a.Verdict != Continue {
 			b.Fatalf("request: %v %s", a.Verdict, a.Body)
 		}
 		s.ResponseHeaders(ctx, 200, respHdr, false)
-		a := s.ResponseBody(ctx, resp)
+		a := s.bufferedResponse(ctx, resp)
 		if a.Verdict != Continue || string(a.Body) != "{\n    \"predictions\": [2.5, 3.0, 4.5\n    ]\n}" {
 			b.Fatalf("response: %v %q", a.Verdict, a.Body)
 		}

@@ -58,7 +58,7 @@ func TestExamplesExchange(t *testing.T) {
 			defer s.Close()
 			ctx := context.Background()
 			s.RequestHeaders(ctx, "POST", tt.path, hdr{"x-request-id": "e1"}, false)
-			a := s.RequestBody(ctx, []byte(tt.body))
+			a := s.bufferedRequest(ctx, []byte(tt.body))
 			if tt.status != 0 {
 				checkRespond(t, a, tt.status, tfError(tt.msg))
 				return
@@ -75,7 +75,7 @@ func TestExamplesExchange(t *testing.T) {
 			resp := `{"outputs":[{"name":"classes","datatype":"BYTES","shape":[1,2],"data":["<=50K",">50K"]},` +
 				`{"name":"scores","datatype":"FP32","shape":[1,2],"data":[0.75,0.25]}]}`
 			s.ResponseHeaders(ctx, 200, hdr{"content-type": "application/json"}, false)
-			a = s.ResponseBody(ctx, []byte(resp))
+			a = s.bufferedResponse(ctx, []byte(resp))
 			want := "{\n    \"results\": [[[\"<=50K\", 0.75], [\">50K\", 0.25]]\n    ]\n}"
 			if a.Verdict != Continue || string(a.Body) != want {
 				t.Errorf("response: %v %d\n got %q\nwant %q", a.Verdict, a.Status, a.Body, want)

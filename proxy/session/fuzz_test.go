@@ -69,13 +69,13 @@ func FuzzSession(f *testing.F) {
 		if !check(s.RequestHeaders(ctx, method, path, hdr{}, false)) {
 			return
 		}
-		if !check(s.RequestBody(ctx, body)) {
+		if !check(s.bufferedRequest(ctx, body)) {
 			return
 		}
 		if !check(s.ResponseHeaders(ctx, status, hdr{"inference-header-content-length": ihcl}, false)) {
 			return
 		}
-		check(s.ResponseBody(ctx, respBody))
+		check(s.bufferedResponse(ctx, respBody))
 	})
 }
 
@@ -106,19 +106,19 @@ func BenchmarkPredictExchange(b *testing.B) {
 	for b.Loop() {
 		s := New(cfg)
 		s.RequestHeaders(ctx, "POST", "/v1/models/m:predict", hdr{}, false)
-		if a := s.RequestBody(ctx, req); a.Verdict != Continue {
+		if a := s.bufferedRequest(ctx, req); a.Verdict != Continue {
 			b.Fatalf("request: %v %s", a.Verdict, a.Body)
 		}
 		s.ResponseHeaders(ctx, 200, h, false)
-		if a := s.ResponseBody(ctx, resp); a.Verdict != Continue {
+		if a := s.bufferedResponse(ctx, resp); a.Verdict != Continue {
 			b.Fatalf("response: %v %s", a.Verdict, a.Body)
 		}
 		s.Close()
 	}
 }
 
-// FuzzSessionStream drives one exchange twice, whole (RequestBody,
-// ResponseBody) and streamed in chunks of the fuzzed sizes (RequestChunk,
+// FuzzSessionStream drives one exchange twice, whole (each body one chunk
+// to Whole, as ext_proc BUFFERED) and streamed in chunks of the fuzzed sizes (RequestChunk,
 // ResponseChunk): the answers must be the same — the same status and
 // error body, or the same v2 request bytes and the same TF answer bytes —
 // except where a streamed answer legitimately resets (it failed after its
@@ -145,7 +145,7 @@ func FuzzSessionStream(f *testing.F) {
 		whole := New(cfg)
 		defer whole.Close()
 		whole.RequestHeaders(ctx, "POST", "/v1/models/m:predict", h, false)
-		wa := whole.RequestBody(ctx, body)
+		wa := whole.bufferedRequest(ctx, body)
 
 		streamed := New(cfg)
 		defer streamed.Close()
@@ -155,7 +155,7 @@ func FuzzSessionStream(f *testing.F) {
 			return
 		}
 		whole.ResponseHeaders(ctx, status, rh, false)
-		wa = whole.ResponseBody(ctx, respBody)
+		wa = whole.bufferedResponse(ctx, respBody)
 		streamed.ResponseHeaders(ctx, status, rh, false)
 		sa = streamBody(t, streamed.ResponseChunk, respBody, respChunk)
 		if sa.Verdict == Reset {

@@ -149,7 +149,7 @@ func TestModelMapSignatures(t *testing.T) {
 			if a.Verdict != Continue {
 				t.Fatalf("headers: %v %s", a.Verdict, a.Body)
 			}
-			a = s.RequestBody(context.Background(), []byte(tc.body))
+			a = s.bufferedRequest(context.Background(), []byte(tc.body))
 			if tc.status != 0 {
 				if a.Verdict != Respond || a.Status != tc.status || !strings.Contains(string(a.Body), tc.want) {
 					t.Errorf("got %v %d %s, want %d with %q", a.Verdict, a.Status, a.Body, tc.status, tc.want)

@@ -42,9 +42,9 @@ const (
 // metadata (its version list) and readiness. Labels are ignored, as TF's
 // status implementation ignores them.
 func (s *Session) status(ctx context.Context) Action {
-	r := s.route
+	r := s.rt.tf
 	r.Label = ""
-	sig, err := s.signature(ctx, r)
+	sig, err := s.rt.signature(ctx, r)
 	if err != nil {
 		return s.fail(s.statusNotFound(err))
 	}
@@ -71,9 +71,7 @@ func (s *Session) status(ctx context.Context) Action {
 			out[i].State = stateAvailable
 		}
 	}
-	s.state = stDone
-	s.finish(http.StatusOK)
-	s.logDone(http.StatusOK, nil)
+	s.complete(http.StatusOK, nil)
 	return jsonResponse(http.StatusOK, tfresponse.Status(nil, out), "tfsbridge_status")
 }
 
@@ -83,9 +81,9 @@ func (s *Session) status(ctx context.Context) Action {
 // versioned request); otherwise each version is asked, a few at a time.
 func (s *Session) readiness(ctx context.Context, r route.Route, versions []string) ([]bool, error) {
 	ready := make([]bool, len(versions))
-	kind, kindErr := s.cfg.Backend.Kind(ctx)
+	kind, kindErr := s.rt.kind(ctx)
 	if r.HasVersion || len(versions) == 1 || (kindErr == nil && kind == oip.KServe) {
-		ok, err := s.cfg.Backend.ModelReady(ctx, r)
+		ok, err := s.rt.modelReady(ctx, r)
 		if err != nil {
 			return nil, err
 		}
@@ -103,14 +101,14 @@ func (s *Session) readiness(ctx context.Context, r route.Route, versions []strin
 			vr.Version, vr.HasVersion = n, true
 		}
 		goSafely(g, func() error {
-			ok, err := s.cfg.Backend.ModelReady(gctx, vr)
+			ok, err := s.rt.modelReady(gctx, vr)
 			ready[i] = ok
 			return err
 		})
 	}
 	if checked < len(versions) {
 		goSafely(g, func() error {
-			ok, err := s.cfg.Backend.ModelReady(gctx, r)
+			ok, err := s.rt.modelReady(gctx, r)
 			for i := checked; i < len(versions); i++ {
 				ready[i] = ok
 			}
@@ -131,23 +129,23 @@ func (s *Session) statusNotFound(err error) error {
 	if e.Code != apierr.NotFound {
 		return e
 	}
-	if s.route.HasVersion {
-		return apierr.Wrap(apierr.NotFound, e, "Could not find version "+strconv.FormatInt(s.route.Version, 10)+" of model "+s.route.Model)
+	if s.rt.tf.HasVersion {
+		return apierr.Wrap(apierr.NotFound, e, "Could not find version "+strconv.FormatInt(s.rt.tf.Version, 10)+" of model "+s.rt.tf.Model)
 	}
-	return apierr.Wrap(apierr.NotFound, e, "Could not find any versions of model "+s.route.Model)
+	return apierr.Wrap(apierr.NotFound, e, "Could not find any versions of model "+s.rt.tf.Model)
 }
 
 // metadata answers GET …/metadata with TF's signature_def layout built
 // from the v2 signature. A label is unknown to v2, as in predict.
 func (s *Session) metadata(ctx context.Context) Action {
-	r := s.route
-	if s.m.model != nil && r.Label == "" {
+	r := s.rt.tf
+	if s.rt.model != nil && r.Label == "" {
 		return s.mappedMetadata(ctx)
 	}
 	if r.Label != "" {
 		return s.fail(apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label))
 	}
-	sig, err := s.signature(ctx, r)
+	sig, err := s.rt.signature(ctx, r)
 	if err != nil {
 		return s.fail(err)
 	}
@@ -159,10 +157,35 @@ func (s *Session) metadata(ctx context.Context) Action {
 		// TF resolves "latest" to the highest version and prints it.
 		version = vs[0]
 	}
-	s.state = stDone
-	s.finish(http.StatusOK)
-	s.logDone(http.StatusOK, nil)
+	s.complete(http.StatusOK, nil)
 	return jsonResponse(http.StatusOK, tfresponse.Metadata(nil, sig, version), "tfsbridge_metadata")
+}
+
+// mappedMetadata answers GET …/metadata for a mapped model: one
+// signature_def per mapped signature, in TF names.
+func (s *Session) mappedMetadata(ctx context.Context) Action {
+	names := s.rt.model.SignatureNames()
+	defs := make([]tfresponse.SignatureDef, 0, len(names))
+	var versions []string
+	for i, name := range names {
+		sig, _, err := s.rt.mappedSignature(ctx, name)
+		if err != nil {
+			return s.fail(err)
+		}
+		if i == 0 {
+			s.confirmed = true
+			versions = sig.Versions
+		}
+		defs = append(defs, tfresponse.SignatureDef{Name: name, Signature: sig})
+	}
+	version := ""
+	if s.rt.tf.HasVersion {
+		version = strconv.FormatInt(s.rt.tf.Version, 10)
+	} else if vs := sortVersionsDesc(versions); len(vs) > 0 {
+		version = vs[0]
+	}
+	s.complete(http.StatusOK, nil)
+	return jsonResponse(http.StatusOK, tfresponse.MetadataDefs(nil, s.rt.tf.Model, version, defs), "tfsbridge_metadata")
 }
 
 // sortVersionsDesc returns a sorted copy: numeric versions (Triton's) in

@@ -25,27 +25,25 @@ func (s *Session) Recover(adapter string, v any) Action {
 	}
 	log := s.Logger()
 	log.Error("panic while handling an exchange; answered 500", "adapter", adapter,
-		"route", s.route.String(), "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
+		"route", s.rt.tf.String(), "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
 	s.cfg.Metrics.Panic(adapter)
-	s.state = stDone
-	if !s.finished {
-		s.finishSafely(apierr.Internal.HTTPStatus())
-	}
-	return errorResponse(apierr.Errorf(apierr.Internal,
-		"Internal error in tfsbridge while handling this request (request id %s)", s.requestID))
+	e := apierr.Errorf(apierr.Internal,
+		"Internal error in tfsbridge while handling this request (request id %s)", s.requestID)
+	s.settleSafely(e)
+	return errorResponse(e)
 }
 
-// finishSafely is finish for an exchange that already panicked once: if
-// counting it panics too (the metrics were the culprit), the count is
-// lost but the answer is not.
-func (s *Session) finishSafely(status int) {
-	s.finished = true
+// settleSafely settles an exchange that already panicked once: if that
+// panics too (the metrics were the culprit), the count is lost but the
+// answer is not.
+func (s *Session) settleSafely(e *apierr.Error) {
 	defer func() {
 		if v := recover(); v != nil {
+			s.finished, s.state = true, stDone
 			s.Logger().Error("panic while counting a failed exchange", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		}
 	}()
-	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.route.Model, s.confirmed), status)
+	s.settle(e.HTTPStatus(), e)
 }
 
 // repanic re-raises, on the exchange's goroutine, a panic that a helper

@@ -13,15 +13,17 @@
 //     "Servable not found", so the error surfaces from the resolver during
 //     body translation), rewrite :path to the v2 infer path, Continue.
 //     :classify/:regress → the same. GET status/metadata → answered at once.
-//   - request body: TF JSON → v2 body (binary extension or JSON), with
+//   - request body (chunks with an end flag; a buffered body is one
+//     chunk): TF JSON → v2 body (binary extension or JSON), with
 //     content-type, inference-header-content-length and the exact
 //     content-length; gzip request bodies are gunzipped as TF does. Each
-//     verb has its translator: predict's tensors, or the serialized
-//     tf.Examples of classify and regress.
+//     verb is a pipeline (pipeline.go), chosen once at the request
+//     headers: predict's tensors, or the serialized tf.Examples of
+//     classify and regress.
 //   - response headers: remember status, IHCL, content-type/-encoding.
 //     Envoy's own replies (localreply.go) become the reverse proxy's TF
 //     errors.
-//   - response body: v2 → TF JSON on 2xx; v2 error body → TF error body
+//   - response body (likewise): v2 → TF JSON on 2xx; v2 error body → TF error body
 //     with the mapped status otherwise.
 //
 // GET status and metadata are answered with Respond at request-headers
@@ -43,13 +45,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/tracing"
 	"github.com/tfsbridge/tfsbridge/translate"
@@ -120,7 +123,7 @@ const (
 	stRequestBody               // inference: waiting for the request body
 	stUpstream                  // request sent on; waiting for response headers
 	stResponseBody              // waiting for the response body
-	stDone                      // answered
+	stDone                      // answered (complete) or broken (reset)
 )
 
 // Session is the state of one HTTP exchange. It is not safe for
@@ -135,15 +138,21 @@ type Session struct {
 
 	requestID string
 	verb      string
-	route     route.Route
+	// rt is where the exchange goes (target.go), set at the request
+	// headers and replaced, never changed, when a signature_name reaches
+	// another v2 model.
+	rt        target
 	confirmed bool // the backend knows the model (metric label)
-	finished  bool
-	m         mapped     // the model map's part
-	inferPath string     // the v2 infer path set at request-headers time
-	span      trace.Span // the exchange's, from the RequestHeaders context
-	// inferRoute is the wire route inferPath was made from: the body
-	// event rebuilds the path only when the route changed.
-	inferRoute route.Route
+	finished  bool // complete ran
+	span      trace.Span
+	// body is the pipeline of a verb with bodies (predict, classify,
+	// regress), nil otherwise.
+	body bodyPipeline
+	// inferPath is the v2 infer path set at request-headers time; the
+	// body event rebuilds it only when a signature_name rerouted the
+	// exchange (resolveMapped).
+	inferPath string
+	rerouted  bool
 
 	// inference (predict, classify, regress)
 	sig         *tensor.Signature
@@ -152,17 +161,19 @@ type Session struct {
 	reqEncoding string
 	exchange    translate.Exchange
 
-	// upstream response
+	// upstream response headers
 	respStatus   int
 	respIHCL     string
 	respType     string
 	respEncoding string
 
 	// res is the exchange's share of cfg.Admission, opened on first use
-	// (nil without a budget).
+	// (nil without a budget) and released by complete, Close or the
+	// adapter once the answer has left.
 	res *admission.Reservation
-	// rstream is a streamed body's state (stream.go).
-	rstream reqStream
+	// The bodies' state (body.go).
+	req  requestStream
+	resp responseStream
 }
 
 var discard = slog.New(slog.DiscardHandler)
@@ -209,9 +220,18 @@ func (s *Session) logs(level slog.Level) bool {
 	return s.cfg.Logger != nil && s.cfg.Logger.Enabled(context.Background(), level)
 }
 
+// UpstreamURL returns the root URL of the v2 server this exchange goes
+// to, nil for the default server. The reverse proxy sends it there.
+func (s *Session) UpstreamURL() *url.URL { return s.rt.url }
+
+// ServerName returns the name of the v2 server the exchange goes to: its
+// model-map server, or observe.DefaultServer.
+func (s *Session) ServerName() string { return s.rt.serverName() }
+
 // RequestHeaders handles the request headers. method and path are the
 // request line (Envoy's :method and :path, path including "?query");
-// endOfStream reports a request without a body.
+// endOfStream reports a request without a body. It resolves the route
+// and picks the verb's pipeline, once.
 func (s *Session) RequestHeaders(ctx context.Context, method, path string, h HeaderGetter, endOfStream bool) Action {
 	if s.state != stIdle {
 		return Action{Verdict: Continue}
@@ -242,19 +262,16 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 		s.verb = "invalid"
 		return s.fail(err)
 	}
-	s.route, s.verb = r, r.Verb.String()
-	if err := s.applyMap(h); err != nil {
+	s.verb = r.Verb.String()
+	s.rt, err = resolveTarget(s.cfg, r, h)
+	if err != nil {
 		return s.fail(err)
 	}
-	switch r.Verb {
-	case route.Predict, route.Classify, route.Regress:
-		return s.inferHeaders(ctx, h, endOfStream)
-	case route.Status:
-		return s.status(ctx)
-	case route.Metadata:
-		return s.metadata(ctx)
+	p := pipelineFor(r.Verb)
+	if p == nil {
+		return s.fail(apierr.Errorf(apierr.Internal, "unhandled route %s", r))
 	}
-	return s.fail(apierr.Errorf(apierr.Internal, "unhandled route %s", r))
+	return p.start(ctx, s, h, endOfStream)
 }
 
 // preflight answers an OPTIONS request under /v1/ as TF Serving's HTTP
@@ -266,114 +283,98 @@ func (s *Session) preflight(h HeaderGetter) Action {
 	if strings.Contains(origin, "http://") || strings.Contains(origin, "https://") {
 		status = http.StatusOK
 	}
-	s.finish(status)
+	s.complete(status, nil)
 	return Action{Verdict: Respond, Status: status, Reason: "tfsbridge_preflight"}
 }
 
-func (s *Session) inferHeaders(ctx context.Context, h HeaderGetter, endOfStream bool) Action {
-	r := s.route
+// awaitBody is the request-headers step of a verb with bodies (p): it
+// fetches the model's signature now but keeps its error for the body's
+// translation, and rewrites :path to the v2 infer path.
+func (s *Session) awaitBody(ctx context.Context, p bodyPipeline, h HeaderGetter, endOfStream bool) Action {
+	s.body = p
+	r := s.rt.tf
 	if s.declaredOver(h) {
 		// Refused before a byte of the body is read: behind Envoy it is
 		// never buffered, and no model lookup is spent on it.
 		return s.fail(s.tooLarge("Request"))
 	}
 	s.reqEncoding = h.Get(hdrContentEnc)
-	s.rstream.declared = declaredLength(h)
+	s.req.declared = declaredLength(h)
 	if r.Label != "" {
 		// v2 has no version labels, so every label is unknown to us.
 		s.sigErr = apierr.InvalidArgumentf("Unrecognized servable version label: %s", r.Label)
 	} else {
-		s.sig, s.sigErr = s.signature(ctx, r)
+		s.sig, s.sigErr = s.rt.signature(ctx, r)
 		if s.sigErr == nil {
 			s.confirmed = true
-			s.kind, s.sigErr = s.cfg.Backend.Kind(ctx)
+			s.kind, s.sigErr = s.rt.kind(ctx)
 		}
 	}
 	s.state = stRequestBody
-	s.inferRoute = s.wireRoute()
-	s.inferPath = s.inferRoute.V2InferPath()
+	s.inferPath = s.rt.wire.V2InferPath()
 	rewrite := Header{hdrPath, s.inferPath}
 	if endOfStream {
 		// No body will ever come: translate the empty one now (TF says
 		// "JSON Parse error: The document is empty").
-		a := s.RequestBody(ctx, nil)
+		a := s.RequestChunk(ctx, nil, true, Whole)
 		if a.Verdict == Continue {
 			a.Set = append(a.Set, rewrite)
 		}
-		return s.routed(a)
+		return s.rt.routed(a)
 	}
-	return s.routed(Action{Verdict: Continue, Set: []Header{rewrite}})
+	return s.rt.routed(Action{Verdict: Continue, Set: []Header{rewrite}})
 }
 
-// resolve is the tfrequest.Resolver of an inference exchange: it reports
+// resolver is the tfrequest.Resolver of an inference body: it reports
 // the signature lookup's outcome only when the request parser asks, after
-// the JSON syntax checks, which is TF Serving's order.
-func (s *Session) resolve(signatureName string) (*tensor.Signature, error) {
-	if s.m.model != nil && s.route.Label == "" {
-		return s.resolveMapped(signatureName)
+// the JSON syntax checks, which is TF Serving's order. ctx is the body's,
+// for the lookups a mapped model's other signatures need.
+func (s *Session) resolver(ctx context.Context) func(string) (*tensor.Signature, error) {
+	return func(signatureName string) (*tensor.Signature, error) {
+		if s.rt.model != nil && s.rt.tf.Label == "" {
+			return s.resolveMapped(ctx, signatureName)
+		}
+		if s.sigErr != nil {
+			return nil, s.sigErr
+		}
+		if signatureName != "" && signatureName != "serving_default" {
+			// v2 models have exactly one signature; TF's default is its name.
+			return nil, s.body.unknownSignature(signatureName)
+		}
+		return s.sig, nil
 	}
-	if s.sigErr != nil {
-		return nil, s.sigErr
-	}
-	if signatureName != "" && signatureName != "serving_default" {
-		// v2 models have exactly one signature; TF's default is its name.
-		return nil, s.unknownSignature(signatureName)
-	}
-	return s.sig, nil
 }
 
-// unknownSignature is TF Serving's error for a signature_name the model
-// does not have: predict and the example verbs word it differently.
-func (s *Session) unknownSignature(name string) error {
-	if s.route.Verb != route.Predict {
-		return apierr.InvalidArgumentf("No signature was found with the name: %s", name)
+// resolveMapped is the resolver for a mapped model: serving_default was
+// fetched at request-headers time; another mapped signature is fetched
+// now, from its own v2 model, and the exchange's target becomes the one
+// that reaches it.
+func (s *Session) resolveMapped(ctx context.Context, name string) (*tensor.Signature, error) {
+	ms, ok := s.rt.model.Signature(name)
+	switch {
+	case !ok && s.sigErr != nil:
+		return nil, s.sigErr // TF finds the servable before the signature
+	case !ok:
+		return nil, s.body.unknownSignature(name)
+	case ms == s.rt.model.Default:
+		return s.sig, s.sigErr
 	}
-	return apierr.InvalidArgumentf("Serving signature name: \"%s\" not found in signature def", name)
-}
-
-// pipeline is the translation of the exchange's inference verb
-// (translate.For: predict, classify or regress).
-func (s *Session) pipeline() translate.Pipeline {
-	p, _ := translate.For(s.route.Verb)
-	return p
-}
-
-// RequestBody handles the whole (buffered) request body.
-func (s *Session) RequestBody(ctx context.Context, body []byte) Action {
-	s.m.ctx = ctx // for resolveMapped, which runs inside the translation
-	if s.state != stRequestBody {
-		return Action{Verdict: Continue}
-	}
-	s.cfg.Metrics.BodySize(observe.StageTFRequest, len(body))
-	if err := s.checkSize("Request", int64(len(body))); err != nil {
-		return s.fail(err)
-	}
-	if err := s.reserveUpTo(ctx, int64(len(body))*admission.RequestFactor); err != nil {
-		return s.fail(err)
-	}
-	body, err := decodeRequestBody(s.reqEncoding, body, s.maxBody())
+	sig, rt, err := s.rt.mappedSignature(ctx, name)
 	if err != nil {
-		return s.fail(s.tooLarge("Decompressed request"))
+		return nil, err
 	}
-	if err := s.reserveUpTo(ctx, int64(len(body))*admission.RequestFactor); err != nil {
-		return s.fail(err)
+	if s.kind, err = rt.kind(ctx); err != nil {
+		return nil, err
 	}
-	t0 := time.Now()
-	opt := translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits}
-	var req translate.V2Request
-	var ex translate.Exchange
-	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
-	opt.MaxBytes = s.maxBody() // classify and regress: the serialized examples
-	req, ex, err = s.pipeline().Request(body, s.resolve, opt)
-	span.End()
-	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
-	if err != nil {
-		return s.fail(err)
-	}
-	s.exchange = ex
-	a := s.requestAction(req)
-	a.Body, a.ReplaceBody = req.Body, true
-	return a
+	s.confirmed = true
+	s.rt, s.rerouted = rt, true
+	return sig, nil
+}
+
+// requestOptions are the translators' options for this exchange's
+// request.
+func (s *Session) requestOptions() translate.RequestOptions {
+	return translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits, MaxBytes: s.maxBody()}
 }
 
 // requestAction is the Continue action that sends a translated request
@@ -399,16 +400,16 @@ func (s *Session) requestAction(req translate.V2Request) Action {
 	if s.reqEncoding != "" {
 		a.Remove = append(a.Remove, hdrContentEnc)
 	}
-	if w := s.wireRoute(); w != s.inferRoute {
-		if p := w.V2InferPath(); p != s.inferPath {
+	if s.rerouted {
+		if p := s.rt.wire.V2InferPath(); p != s.inferPath {
 			// The request's signature_name reached another v2 model.
 			a.Set = append(a.Set, Header{hdrPath, p})
 		}
 	}
 	// The model map's routing again, for the reverse proxy, which applies
 	// the body action's headers to the upstream request.
-	a.Set = append(a.Set, s.m.set...)
-	a.Remove = append(a.Remove, s.m.remove...)
+	a.Set = append(a.Set, s.rt.set...)
+	a.Remove = append(a.Remove, s.rt.remove...)
 	s.state = stUpstream
 	return a
 }
@@ -440,7 +441,7 @@ func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGette
 		return s.fail(s.tooLarge("Response"))
 	}
 	if endOfStream {
-		a := s.ResponseBody(ctx, nil)
+		a := s.ResponseChunk(ctx, nil, true, Whole)
 		if a.Verdict == Continue && a.ReplaceBody {
 			// Only a Respond can attach a body to a body-less response
 			// portably; the status is the upstream's 200.
@@ -449,71 +450,6 @@ func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGette
 		return a
 	}
 	return Action{Verdict: Continue}
-}
-
-// ResponseBody handles the whole (buffered) upstream response body.
-func (s *Session) ResponseBody(ctx context.Context, body []byte) Action {
-	if s.state != stResponseBody {
-		return Action{Verdict: Continue}
-	}
-	s.cfg.Metrics.BodySize(observe.StageV2Response, len(body))
-	if err := s.checkSize("Response", int64(len(body))); err != nil {
-		return s.fail(err)
-	}
-	body, err := decodeResponseBody(s.respEncoding, body, s.maxBody())
-	if errors.Is(err, errTooLarge) {
-		return s.fail(s.tooLarge("Decompressed response"))
-	}
-	if err != nil {
-		return s.fail(apierr.Wrap(apierr.BadGateway, err, "Invalid response from the v2 inference server: "+err.Error()))
-	}
-	if s.respStatus < 200 || s.respStatus > 299 {
-		return s.fail(s.upstreamError(body))
-	}
-	// Only a successful answer is translated, and amplified: a v2 error
-	// body just yields its message.
-	if err := s.grow(ctx, int64(len(body))*admission.ResponseFactor); err != nil {
-		return s.fail(err)
-	}
-	headerLength := -1
-	if s.respIHCL != "" {
-		if headerLength, err = oip.ParseHeaderLength(s.respIHCL, len(body)); err != nil {
-			return s.fail(asBadGateway(err))
-		}
-	}
-	t0 := time.Now()
-	var out []byte
-	_, span := tracing.Start(ctx, tracing.SpanTranslateResponse)
-	out, err = s.pipeline().Response(body, headerLength, s.exchange, s.cfg.Limits)
-	span.End()
-	s.cfg.Metrics.Translation(observe.DirResponse, time.Since(t0))
-	if err != nil {
-		return s.fail(err)
-	}
-	// The answer stays in memory until the client has read it: new
-	// requests must see it even when it outgrew the reservation.
-	s.holdAtLeast(int64(len(out)))
-	s.cfg.Metrics.BodySize(observe.StageTFResponse, len(out))
-	s.finish(http.StatusOK)
-	s.logDone(http.StatusOK, nil)
-	if s.respStatus != http.StatusOK {
-		// TF Serving answers 200; changing :status needs a Respond.
-		return jsonResponse(http.StatusOK, out, "tfsbridge_ok")
-	}
-	a := Action{
-		Verdict: Continue,
-		Set: []Header{
-			{hdrContentType, contentTypeJSON},
-			{hdrContentLength, strconv.Itoa(len(out))},
-		},
-		Remove:      []string{hdrIHCL},
-		Body:        out,
-		ReplaceBody: true,
-	}
-	if s.respEncoding != "" {
-		a.Remove = append(a.Remove, hdrContentEnc)
-	}
-	return a
 }
 
 // upstreamError turns a non-2xx v2 answer into the TF error: the v2
@@ -532,7 +468,7 @@ func (s *Session) upstreamError(body []byte) *apierr.Error {
 	}
 	msg := oip.DecodeError(s.respStatus, s.respType, body)
 	if s.respStatus == http.StatusNotFound {
-		return apierr.Wrap(apierr.NotFound, errors.New(msg), "Servable not found for request: "+s.route.Servable())
+		return apierr.Wrap(apierr.NotFound, errors.New(msg), "Servable not found for request: "+s.rt.tf.Servable())
 	}
 	return apierr.New(apierr.FromHTTPStatus(s.respStatus), msg)
 }
@@ -567,54 +503,69 @@ func (s *Session) Fail(err error) Action { return s.fail(err) }
 
 // Close ends the exchange and returns its memory reservation. An exchange
 // that was routed as ours but never answered (Envoy or the client went
-// away) is counted with status 499.
+// away, or its streamed answer broke midway) is completed with status 499.
 func (s *Session) Close() {
-	s.rstream.endSpan()
-	s.rstream.v2.Release()
-	if s.rstream.dec != nil {
-		// A streamed body that never ended (a failure, a client gone).
-		s.rstream.dec.Abort()
-		s.rstream.dec = nil
-	}
+	s.resp.endSpan()
+	s.req.close()
 	s.ReleaseAdmission()
-	if s.state != stIdle && s.state != stPassThrough && !s.finished {
-		s.finish(apierr.Cancelled.HTTPStatus())
-		if s.logs(slog.LevelDebug) {
-			s.Logger().Debug("exchange abandoned", "route", s.route.String(), "server", s.ServerName(),
-				"v2_model", s.wireRoute().Model, observe.DurationMS("elapsed", time.Since(s.start)))
-		}
+	if s.state != stIdle && s.state != stPassThrough {
+		// Nobody was answered: no error to report, the status says why.
+		s.complete(statusAbandoned, nil)
 	}
 	s.state = stDone
 }
 
+// fail answers the exchange with err as a TF error.
 func (s *Session) fail(err error) Action {
-	// An exchange answered with an error needs no more memory: what it
-	// held goes back to the others now, not when the adapter ends it.
-	s.ReleaseAdmission()
 	e := apierr.As(err)
-	status := e.HTTPStatus()
-	s.state = stDone
-	s.finish(status)
-	s.logDone(status, e)
+	s.complete(e.HTTPStatus(), e)
 	return errorResponse(e)
 }
 
-// finish counts the exchange once.
-func (s *Session) finish(status int) {
-	if s.finished {
-		return
-	}
-	s.finished = true
-	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.route.Model, s.confirmed), status)
-	s.cfg.Metrics.RequestDuration(s.verb, status, time.Since(s.start))
-	if s.span != nil {
-		tracing.Answered(s.span, s.verb, s.route.Model, status)
+// statusAbandoned is the status an exchange nobody answered is counted
+// with (nginx's 499, "client closed request").
+var statusAbandoned = apierr.Cancelled.HTTPStatus()
+
+// complete ends the exchange with the status of its answer, once: the
+// exchange is done, counted, traced and logged. e is the error answered
+// (nil for a success, or for an exchange nobody was answered): an
+// exchange answered with an error needs no more memory, so what it held
+// goes back to the others now, not when the adapter ends it; a success
+// still holds its answer until the adapter has sent it
+// (ReleaseAdmission) or Close.
+func (s *Session) complete(status int, e *apierr.Error) {
+	if s.settle(status, e) {
+		s.logDone(status, e)
 	}
 }
 
+// settle is complete without the log line (Recover writes its own): it
+// reports whether the exchange was not settled before.
+func (s *Session) settle(status int, e *apierr.Error) bool {
+	s.state = stDone
+	if e != nil {
+		s.ReleaseAdmission()
+	}
+	if s.finished {
+		return false
+	}
+	s.finished = true
+	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.rt.tf.Model, s.confirmed), status)
+	s.cfg.Metrics.RequestDuration(s.verb, status, time.Since(s.start))
+	if s.span != nil {
+		tracing.Answered(s.span, s.verb, s.rt.tf.Model, status)
+	}
+	return true
+}
+
+// logDone writes the exchange's line: debug for a success or an exchange
+// nobody waits for any more, info for a client's error, warn for ours or
+// the server's.
 func (s *Session) logDone(status int, e *apierr.Error) {
 	level, msg := slog.LevelDebug, "tf request done"
 	switch {
+	case e == nil && status == statusAbandoned:
+		msg = "exchange abandoned"
 	case e == nil:
 	case status >= 500:
 		level, msg = slog.LevelWarn, "tf request failed"
@@ -625,10 +576,10 @@ func (s *Session) logDone(status int, e *apierr.Error) {
 	if !s.logs(level) {
 		return
 	}
-	attrs := []any{"route", s.route.String(), "status", status, observe.DurationMS("elapsed", time.Since(s.start))}
-	if s.route.Model != "" {
+	attrs := []any{"route", s.rt.tf.String(), "status", status, observe.DurationMS("elapsed", time.Since(s.start))}
+	if s.rt.tf.Model != "" {
 		// Where the exchange went: which v2 server, under which name.
-		attrs = append(attrs, "server", s.ServerName(), "v2_model", s.wireRoute().Model)
+		attrs = append(attrs, "server", s.ServerName(), "v2_model", s.rt.wire.Model)
 	}
 	if e != nil {
 		attrs = append(attrs, "error", e.Error())

@@ -275,7 +275,7 @@ func TestRequestBody(t *testing.T) {
 				}
 				var a Action
 				if chunk == 0 {
-					a = s.RequestBody(ctx, tt.body)
+					a = s.bufferedRequest(ctx, tt.body)
 				} else {
 					a = streamRequest(t, s, tt.body, chunk)
 				}
@@ -284,7 +284,7 @@ func TestRequestBody(t *testing.T) {
 					whole := New(e.cfg)
 					defer whole.Close()
 					whole.RequestHeaders(ctx, "POST", tt.path, h, false)
-					if w := whole.RequestBody(ctx, tt.body); !bytes.Equal(w.Body, a.Body) || !slices.Equal(w.Set, a.Set) {
+					if w := whole.bufferedRequest(ctx, tt.body); !bytes.Equal(w.Body, a.Body) || !slices.Equal(w.Set, a.Set) {
 						t.Errorf("streamed %v %q\nwhole %v %q", a.Set, a.Body, w.Set, w.Body)
 					}
 				}
@@ -418,7 +418,7 @@ func predictSession(t *testing.T, e *env, body string) *Session {
 	t.Cleanup(s.Close)
 	ctx := context.Background()
 	s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{}, false)
-	if a := s.RequestBody(ctx, []byte(body)); a.Verdict != Continue {
+	if a := s.bufferedRequest(ctx, []byte(body)); a.Verdict != Continue {
 		t.Fatalf("request body: %v %d %s", a.Verdict, a.Status, a.Body)
 	}
 	return s
@@ -508,7 +508,7 @@ func TestResponse(t *testing.T) {
 						t.Fatalf("response headers: %+v, want a bare continue", a)
 					}
 					if chunk == 0 {
-						a = s.ResponseBody(ctx, tt.body)
+						a = s.bufferedResponse(ctx, tt.body)
 					} else {
 						a = streamBody(t, s.ResponseChunk, tt.body, chunk)
 					}
@@ -561,7 +561,7 @@ func TestColumnarResponse(t *testing.T) {
 	s := predictSession(t, e, `{"inputs": [1.0, 2.0]}`)
 	ctx := context.Background()
 	s.ResponseHeaders(ctx, 200, hdr{}, false)
-	a := s.ResponseBody(ctx, []byte(`{"model_name":"half_plus_two","outputs":[{"name":"y","datatype":"FP32","shape":[2],"data":[2.5,3.0]}]}`))
+	a := s.bufferedResponse(ctx, []byte(`{"model_name":"half_plus_two","outputs":[{"name":"y","datatype":"FP32","shape":[2],"data":[2.5,3.0]}]}`))
 	want := "{\n    \"outputs\": [\n        2.5,\n        3.0\n    ]\n}"
 	if a.Verdict != Continue || string(a.Body) != want {
 		t.Errorf("columnar response = %v %q, want %q", a.Verdict, a.Body, want)
@@ -578,8 +578,14 @@ func TestStreamOrderAndPassThrough(t *testing.T) {
 	if a := s.ResponseHeaders(ctx, 413, hdr{}, false); a.Verdict != PassThrough {
 		t.Errorf("response headers first: %v, want pass-through", a.Verdict)
 	}
-	if a := s.ResponseBody(ctx, []byte("Payload Too Large")); a.Verdict != Continue || a.ReplaceBody || len(a.Set) != 0 {
-		t.Errorf("its body: %+v, want an empty continue", a)
+	// A body the session does not translate is answered PassThrough
+	// (forward it unchanged), whole or streamed alike.
+	if a := s.bufferedResponse(ctx, []byte("Payload Too Large")); a.Verdict != PassThrough || a.ReplaceBody || len(a.Set) != 0 {
+		t.Errorf("its body: %+v, want pass-through", a)
+	}
+	var rec recordSink
+	if a := s.ResponseChunk(ctx, []byte("Payload"), false, &rec); a.Verdict != PassThrough || len(rec.headers) != 0 {
+		t.Errorf("its body streamed: %+v, want pass-through", a)
 	}
 	s.Close()
 
@@ -587,9 +593,9 @@ func TestStreamOrderAndPassThrough(t *testing.T) {
 	s = New(e.cfg)
 	s.RequestHeaders(ctx, "POST", "/v2/models/half_plus_two/infer", hdr{}, false)
 	for _, a := range []Action{
-		s.RequestBody(ctx, []byte("{}")),
+		s.bufferedRequest(ctx, []byte("{}")),
 		s.ResponseHeaders(ctx, 200, hdr{}, false),
-		s.ResponseBody(ctx, []byte("{}")),
+		s.bufferedResponse(ctx, []byte("{}")),
 	} {
 		if a.ReplaceBody || len(a.Set)+len(a.Remove) != 0 || a.Verdict == Respond {
 			t.Errorf("pass-through event changed something: %+v", a)
@@ -769,7 +775,7 @@ func TestBackendDown(t *testing.T) {
 		s := New(cfg)
 		a := s.RequestHeaders(ctx, tc.method, tc.path, hdr{}, false)
 		if a.Verdict == Continue {
-			a = s.RequestBody(ctx, []byte(`{"instances": [1]}`))
+			a = s.bufferedRequest(ctx, []byte(`{"instances": [1]}`))
 		}
 		if a.Verdict != Respond || a.Status != http.StatusServiceUnavailable {
 			t.Errorf("%s %s with the backend down: %v %d %s, want 503", tc.method, tc.path, a.Verdict, a.Status, a.Body)
@@ -785,7 +791,7 @@ func TestMetrics(t *testing.T) {
 		s := New(e.cfg)
 		a := s.RequestHeaders(ctx, method, path, hdr{}, body == "")
 		if a.Verdict == Continue && body != "" {
-			s.RequestBody(ctx, []byte(body))
+			s.bufferedRequest(ctx, []byte(body))
 		}
 		s.Close()
 	}
@@ -846,7 +852,7 @@ func TestResponseStreamsLarge(t *testing.T) {
 	e := newEnv(t, "triton")
 	whole := predictSession(t, e, `{"instances": [1.0, 2.0, 5.0]}`)
 	whole.ResponseHeaders(ctx, 200, h, false)
-	want := whole.ResponseBody(ctx, body)
+	want := whole.bufferedResponse(ctx, body)
 	if want.Verdict != Continue || len(want.Body) < 2*MaxPiece {
 		t.Fatalf("whole: %v, %d bytes; want a multi-piece answer", want.Verdict, len(want.Body))
 	}
@@ -885,4 +891,15 @@ func TestResponseStreamsLarge(t *testing.T) {
 			t.Errorf("end after a cut: %v %d %s, want reset", a.Verdict, a.Status, a.Body)
 		}
 	})
+}
+
+// bufferedRequest passes a whole request body as ext_proc BUFFERED does:
+// one chunk with end set, to Whole.
+func (s *Session) bufferedRequest(ctx context.Context, body []byte) Action {
+	return s.RequestChunk(ctx, body, true, Whole)
+}
+
+// bufferedResponse is bufferedRequest for the response body.
+func (s *Session) bufferedResponse(ctx context.Context, body []byte) Action {
+	return s.ResponseChunk(ctx, body, true, Whole)
 }

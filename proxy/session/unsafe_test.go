@@ -42,7 +42,7 @@ func TestUnsafeModelNames(t *testing.T) {
 		s := New(cfg)
 		a := s.RequestHeaders(ctx, tc.method, tc.path, hdr{}, false)
 		if tc.method == "POST" {
-			a = s.RequestBody(ctx, []byte(tc.body))
+			a = s.bufferedRequest(ctx, []byte(tc.body))
 		}
 		checkRespond(t, a, 404, tfError(tc.msg))
 		s.Close()

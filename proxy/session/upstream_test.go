@@ -32,7 +32,7 @@ func TestUpstreamFailureCounted(t *testing.T) {
 			s := predictSession(t, e, `{"instances": [1.0]}`)
 			ctx := context.Background()
 			s.ResponseHeaders(ctx, tc.status, hdr{}, false)
-			if a := s.ResponseBody(ctx, []byte(tc.body)); a.Verdict != Respond || a.Status != tc.status {
+			if a := s.bufferedResponse(ctx, []byte(tc.body)); a.Verdict != Respond || a.Status != tc.status {
 				t.Errorf("answer %v %d %s", a.Verdict, a.Status, a.Body)
 			}
 			for _, r := range observe.UpstreamReasons {

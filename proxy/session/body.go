@@ -23,19 +23,21 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
-// Streamed bodies (ext_proc FULL_DUPLEX_STREAMED, the reverse proxy):
-// chunks go to RequestChunk / ResponseChunk as they arrive, and the
-// session hands its output to a Sink in protocol order — the held
-// headers' changes once, then the body in pieces of at most MaxPiece
-// bytes. The TF request text is never held whole: a predict body is
+// Bodies come in one way: chunks with an end flag, to RequestChunk and
+// ResponseChunk, and the session hands its output to a Sink in protocol
+// order — the held headers' changes once, then the body in pieces of at
+// most MaxPiece bytes. ext_proc FULL_DUPLEX_STREAMED and the reverse
+// proxy pass chunks as they arrive; ext_proc BUFFERED passes its whole
+// body as one chunk with end set, to the Sink Whole, and gets the output
+// back as one Action. The TF request text is never held whole: a predict body is
 // parsed chunk by chunk straight into the v2 tensors
 // (translate.RequestStream), so an exchange holds about its tensors,
 // not its JSON (docs/architecture.md, "Streaming").
 //
-// Bodies that cannot be parsed as they come — gzip-encoded ones and the
-// tf.Examples of classify and regress (small by nature) — are gathered
-// within the body limit and translated whole at their end, as in
-// buffered mode, and then streamed out the same way.
+// Bodies that arrive whole (to Whole), and those that cannot be
+// parsed as they come — gzip-encoded ones and the tf.Examples of classify
+// and regress (small by nature) — are gathered within the body limit and
+// translated whole at their end (translateRequest, translateResponse).
 
 // replayBytes is how much of a streamed predict body's text is kept for a
 // second look (translate.RequestOptions.ReplayBytes). The decoder answers
@@ -68,111 +70,137 @@ type Sink interface {
 // on, and nothing more can be sent.
 var errSink = errors.New("session: the streamed output failed")
 
-// reqStream is the state of a streamed request body.
-type reqStream struct {
+// Whole is the Sink of an adapter that delivers each body whole and
+// answers it with one message (ext_proc BUFFERED): pass the body as one
+// chunk with end set. A Whole body is translated whole, and a Continue
+// verdict carries the result itself: the header changes and, with
+// ReplaceBody, the body. Nothing is ever written to Whole.
+var Whole Sink = whole{}
+
+type whole struct{}
+
+func (whole) Headers(Action) error    { return errSink }
+func (whole) Body([]byte, bool) error { return errSink }
+
+// requestStream is the state of a request body.
+type requestStream struct {
 	started  bool
 	declared int64 // the request's content-length, -1 if none
 	// checkedDeclared: the declared length was held against the budget.
 	checkedDeclared bool
 	quotes          int64                    // '"' bytes so far, in a body that may hold strings
 	n               int64                    // body bytes so far
-	dec             *translate.RequestStream // predict, identity encoding
+	dec             *translate.RequestStream // parsed as it comes (predict, identity encoding)
 	text            []byte                   // the gathered body otherwise
 	v2              translate.V2Request      // the translated body, released at Close
+}
 
-	// The response: the streamed translation (nil when gathered), its
-	// inference-header-content-length, its output and time spent.
-	respStarted  bool
-	resp         *translate.ResponseStream
+// close releases what the request body holds (at Close).
+func (rq *requestStream) close() {
+	rq.v2.Release()
+	if rq.dec != nil {
+		// A streamed body that never ended (a failure, a client gone).
+		rq.dec.Abort()
+		rq.dec = nil
+	}
+}
+
+// responseStream is the state of a response body: the streamed
+// translation (nil when gathered), its inference-header-content-length,
+// its output and time spent.
+type responseStream struct {
+	started      bool
+	n            int64  // body bytes so far
+	text         []byte // the gathered body, when not translated as it comes
+	tr           *translate.ResponseStream
 	headerLength int
 	out          *pieceWriter
 	translating  time.Duration
 	span         trace.Span
-	// respReserved is the part of the session's reservation that is the
+	// reserved is the part of the session's reservation that is the
 	// response's (the request's stays held until the exchange ends).
-	respReserved int64
+	reserved int64
 }
 
 // endSpan ends the streamed answer's span, once.
-func (rs *reqStream) endSpan() {
-	if rs.span != nil {
-		rs.span.End()
-		rs.span = nil
+func (rp *responseStream) endSpan() {
+	if rp.span != nil {
+		rp.span.End()
+		rp.span = nil
 	}
 }
 
-// RequestChunk handles the next piece of a streamed request body; end
-// marks the last one (a trailers message ends a body too: pass nil with
-// end). The verdicts:
+// RequestChunk handles the next piece of the request body; end marks the
+// last one (a trailers message ends a body too: pass nil with end). A
+// whole body is one chunk with end set. The verdicts:
 //   - Pending: nothing to send yet; feed the next chunk.
 //   - Respond: answer the client with the action now (nothing was sent).
-//   - Continue: the translated request went to out, headers and body,
-//     or (for an exchange that is not being translated) the adapter must
-//     forward the chunk itself unchanged.
+//   - Continue: the translated request went to out, headers and body.
+//   - PassThrough: the exchange's body is not being translated; the
+//     adapter forwards the chunk itself unchanged.
 //   - Reset: out failed midway; end the exchange without an answer.
 func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out Sink) Action {
-	s.m.ctx = ctx // for resolveMapped, which runs inside the translation
 	if s.state != stRequestBody {
 		return Action{Verdict: PassThrough}
 	}
-	rs := &s.rstream
-	if !rs.started {
-		rs.started = true
-		if s.pipeline().Streams() && s.reqEncoding == "" {
-			opt := translate.RequestOptions{Kind: s.kind, ID: s.requestID, Limits: s.cfg.Limits, ReplayBytes: replayBytes}
-			rs.dec = s.pipeline().NewRequestStream(s.resolve, opt)
+	rq := &s.req
+	if !rq.started {
+		rq.started = true
+		if out == Whole && end {
+			return s.translateRequest(ctx, chunk, out)
+		}
+		if s.reqEncoding == "" && out != Whole {
+			opt := s.requestOptions()
+			opt.ReplayBytes = replayBytes
+			rq.dec = s.body.requestStream(s.resolver(ctx), opt)
 		}
 	}
-	rs.n += int64(len(chunk))
-	if err := s.checkSize("Request", rs.n); err != nil {
+	rq.n += int64(len(chunk))
+	if err := s.checkSize("Request", rq.n); err != nil {
 		return s.fail(err)
 	}
 	// The memory a body holds is reserved as its bytes arrive, never for
 	// bytes only announced: a client that declares 64 MiB and sends 15
 	// bytes holds what 15 bytes cost. A declared length the budget could
 	// never take is refused at once, without reserving anything.
-	if !rs.checkedDeclared {
-		rs.checkedDeclared = true
-		if rs.declared > 0 && rs.declared <= s.maxBody() {
-			if err := s.cfg.Admission.Fits(rs.declared * s.streamFactor()); err != nil {
+	if !rq.checkedDeclared {
+		rq.checkedDeclared = true
+		if rq.declared > 0 && rq.declared <= s.maxBody() {
+			if err := s.cfg.Admission.Fits(rq.declared * s.streamFactor()); err != nil {
 				return s.fail(busy(err))
 			}
 		}
 	}
-	need := rs.n * s.streamFactor()
+	need := rq.n * s.streamFactor()
 	if s.strings() {
-		rs.quotes += int64(bytes.Count(chunk, quote))
-		need += rs.quotes * admission.QuoteCost
+		rq.quotes += int64(bytes.Count(chunk, quote))
+		need += rq.quotes * admission.QuoteCost
 	}
 	if err := s.reserveUpTo(ctx, need); err != nil {
 		return s.fail(err)
 	}
-	if rs.dec != nil {
+	if rq.dec != nil {
 		if len(chunk) > 0 {
 			// An error is final and Close returns it again; the rest
 			// of the body is still read (and bounded) like any other.
-			_ = rs.dec.Write(chunk)
+			_ = rq.dec.Write(chunk)
 		}
 	} else {
-		rs.text = append(rs.text, chunk...)
+		rq.text = append(rq.text, chunk...)
 	}
 	if !end {
 		return Action{Verdict: Pending}
 	}
-	s.cfg.Metrics.BodySize(observe.StageTFRequest, int(rs.n))
-	if rs.dec == nil {
-		text := rs.text
-		rs.text = nil
-		a := s.RequestBody(ctx, text) // grows the reservation as needed
-		if a.Verdict != Continue {
-			return a
-		}
-		return s.streamOut(out, a, [][]byte{a.Body})
+	if rq.dec == nil {
+		text := rq.text
+		rq.text = nil
+		return s.translateRequest(ctx, text, out) // grows the reservation as needed
 	}
+	s.cfg.Metrics.BodySize(observe.StageTFRequest, int(rq.n))
 	t0 := time.Now()
 	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
-	req, ex, err := rs.dec.Close()
-	rs.dec = nil
+	req, ex, err := rq.dec.Close()
+	rq.dec = nil
 	span.End()
 	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
 	if err != nil {
@@ -180,12 +208,40 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	}
 	// The body's parts alias the decoder's blocks until the exchange
 	// ends (the proxy's upstream request reads them where they are).
-	rs.v2 = req
+	rq.v2 = req
 	// The tensors may come out larger than reserved (integers: "1,"
 	// becomes 8 bytes of INT64): count what is really held.
 	s.holdAtLeast(int64(req.Len()))
 	s.exchange = ex
-	return s.streamOut(out, s.requestAction(req), req.Chunks())
+	return s.emit(out, s.requestAction(req), req.Chunks())
+}
+
+// translateRequest translates a whole request body and hands it to out.
+func (s *Session) translateRequest(ctx context.Context, body []byte, out Sink) Action {
+	s.cfg.Metrics.BodySize(observe.StageTFRequest, len(body))
+	if err := s.checkSize("Request", int64(len(body))); err != nil {
+		return s.fail(err)
+	}
+	if err := s.reserveUpTo(ctx, int64(len(body))*admission.RequestFactor); err != nil {
+		return s.fail(err)
+	}
+	body, err := decodeRequestBody(s.reqEncoding, body, s.maxBody())
+	if err != nil {
+		return s.fail(s.tooLarge("Decompressed request"))
+	}
+	if err := s.reserveUpTo(ctx, int64(len(body))*admission.RequestFactor); err != nil {
+		return s.fail(err)
+	}
+	t0 := time.Now()
+	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
+	req, ex, err := s.body.request(body, s.resolver(ctx), s.requestOptions())
+	span.End()
+	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
+	if err != nil {
+		return s.fail(err)
+	}
+	s.exchange = ex
+	return s.emit(out, s.requestAction(req), [][]byte{req.Body})
 }
 
 // streamFactor is what a streamed request body holds per byte:
@@ -193,7 +249,7 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 // when it is gathered and translated whole.
 func (s *Session) streamFactor() int64 {
 	switch {
-	case s.rstream.dec == nil:
+	case s.req.dec == nil:
 		return admission.RequestFactor
 	case s.strings():
 		return admission.StringStreamFactor
@@ -208,7 +264,7 @@ var quote = []byte{'"'}
 // has a BYTES input, or is not known before the body names it (a mapped
 // model's other signature).
 func (s *Session) strings() bool {
-	return s.rstream.dec != nil && (s.sig == nil || s.m.model != nil || hasBytesInput(s.sig))
+	return s.req.dec != nil && (s.sig == nil || s.rt.model != nil || hasBytesInput(s.sig))
 }
 
 // hasBytesInput reports a signature with a BYTES input.
@@ -219,6 +275,20 @@ func hasBytesInput(sig *tensor.Signature) bool {
 		}
 	}
 	return false
+}
+
+// emit hands a translated body, given in parts, with the headers action
+// a to out: for Whole, a itself carries the body; any other Sink gets
+// both through streamOut.
+func (s *Session) emit(out Sink, a Action, parts [][]byte) Action {
+	if out != Whole {
+		return s.streamOut(out, a, parts)
+	}
+	a.Body, a.ReplaceBody = parts[0], true
+	for _, p := range parts[1:] {
+		a.Body = append(a.Body[:len(a.Body):len(a.Body)], p...)
+	}
+	return a
 }
 
 // streamOut hands a translated body, given in parts, to out: the headers
@@ -273,73 +343,74 @@ func (s *Session) streamOut(out Sink, a Action, parts [][]byte) Action {
 	return Action{Verdict: Continue}
 }
 
-// reset ends an exchange whose output broke midway.
+// reset ends an exchange whose output broke midway: nobody is answered,
+// and Close completes it as abandoned.
 func (s *Session) reset(err error) Action {
 	s.state = stDone
 	if s.logs(slog.LevelDebug) {
-		s.Logger().Debug("streamed output failed", "route", s.route.String(), "error", err)
+		s.Logger().Debug("streamed output failed", "route", s.rt.tf.String(), "error", err)
 	}
 	return Action{Verdict: Reset}
 }
 
-// ResponseChunk handles the next piece of a streamed upstream response
-// body, with RequestChunk's verdicts. A successful binary v2 answer is
+// ResponseChunk handles the next piece of the upstream response body,
+// with RequestChunk's verdicts. A successful binary v2 answer is
 // translated as it arrives (translate.ResponseStream) and its TF body
 // handed to out as soon as its bytes are known; anything else — an error
-// answer, a compressed one, a 2xx other than 200 — is gathered within the
-// body limit and answered whole at its end.
+// answer, a compressed one, a 2xx other than 200, a body that arrives
+// whole — is gathered within the body limit and answered whole at its
+// end.
 func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out Sink) Action {
 	if s.state != stResponseBody {
 		return Action{Verdict: PassThrough}
 	}
-	rs := &s.rstream
-	if !rs.respStarted {
-		rs.respStarted = true
-		rs.n = 0
-		if err := s.startResponseStream(ctx, out); err != nil {
-			return s.fail(err)
+	rp := &s.resp
+	if !rp.started {
+		rp.started = true
+		if out == Whole && end {
+			return s.translateResponse(ctx, chunk, out)
+		}
+		if out != Whole {
+			if err := s.startResponseStream(ctx, out); err != nil {
+				return s.fail(err)
+			}
 		}
 	}
-	rs.n += int64(len(chunk))
-	if err := s.checkSize("Response", rs.n); err != nil {
+	rp.n += int64(len(chunk))
+	if err := s.checkSize("Response", rp.n); err != nil {
 		return s.fail(err)
 	}
-	if rs.resp == nil {
-		rs.text = append(rs.text, chunk...)
+	if rp.tr == nil {
+		rp.text = append(rp.text, chunk...)
 		if !end {
 			return Action{Verdict: Pending}
 		}
-		text := rs.text
-		rs.text = nil
-		a := s.ResponseBody(ctx, text)
-		if a.Verdict != Continue || !a.ReplaceBody {
-			return a
-		}
-		s.state = stDone
-		return s.streamOut(out, a, [][]byte{a.Body})
+		text := rp.text
+		rp.text = nil
+		return s.translateResponse(ctx, text, out)
 	}
-	if err := s.admitResponse(ctx, rs.n); err != nil {
+	if err := s.admitResponse(ctx, rp.n); err != nil {
 		return s.fail(err)
 	}
 	t0 := time.Now()
-	err := rs.resp.Write(chunk)
+	err := rp.tr.Write(chunk)
 	if err == nil && end {
-		if rs.n < int64(rs.headerLength) {
-			// Exactly the buffered path's complaint.
-			_, err = oip.ParseHeaderLength(s.respIHCL, int(rs.n))
+		if rp.n < int64(rp.headerLength) {
+			// Exactly the whole path's complaint.
+			_, err = oip.ParseHeaderLength(s.respIHCL, int(rp.n))
 		} else {
-			err = rs.resp.Close()
+			err = rp.tr.Close()
 		}
 	}
-	rs.translating += time.Since(t0)
-	if err == nil && rs.out.err != nil {
-		err = rs.out.err
+	rp.translating += time.Since(t0)
+	if err == nil && rp.out.err != nil {
+		err = rp.out.err
 	}
 	if err != nil || end {
-		rs.endSpan()
+		rp.endSpan()
 	}
 	switch {
-	case err != nil && rs.out.started:
+	case err != nil && rp.out.started:
 		// Part of the answer is out: it can only be cut.
 		s.logDone(http.StatusBadGateway, apierr.As(err))
 		return s.reset(err)
@@ -348,23 +419,80 @@ func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out
 	case !end:
 		return Action{Verdict: Pending}
 	}
-	if err := rs.out.finish(); err != nil {
+	if err := rp.out.finish(); err != nil {
 		return s.reset(err)
 	}
-	s.cfg.Metrics.Translation(observe.DirResponse, rs.translating)
-	s.cfg.Metrics.BodySize(observe.StageV2Response, int(rs.n))
-	s.cfg.Metrics.BodySize(observe.StageTFResponse, int(rs.resp.Emitted()))
-	s.state = stDone
-	s.finish(http.StatusOK)
-	s.logDone(http.StatusOK, nil)
+	s.cfg.Metrics.Translation(observe.DirResponse, rp.translating)
+	s.cfg.Metrics.BodySize(observe.StageV2Response, int(rp.n))
+	s.cfg.Metrics.BodySize(observe.StageTFResponse, int(rp.tr.Emitted()))
+	s.complete(http.StatusOK, nil)
 	return Action{Verdict: Continue}
+}
+
+// translateResponse answers a whole upstream response body: a successful
+// one translated to out, an error one as the TF error.
+func (s *Session) translateResponse(ctx context.Context, body []byte, out Sink) Action {
+	s.cfg.Metrics.BodySize(observe.StageV2Response, len(body))
+	if err := s.checkSize("Response", int64(len(body))); err != nil {
+		return s.fail(err)
+	}
+	body, err := decodeResponseBody(s.respEncoding, body, s.maxBody())
+	if errors.Is(err, errTooLarge) {
+		return s.fail(s.tooLarge("Decompressed response"))
+	}
+	if err != nil {
+		return s.fail(apierr.Wrap(apierr.BadGateway, err, "Invalid response from the v2 inference server: "+err.Error()))
+	}
+	if s.respStatus < 200 || s.respStatus > 299 {
+		return s.fail(s.upstreamError(body))
+	}
+	// Only a successful answer is translated, and amplified: a v2 error
+	// body just yields its message.
+	if err := s.grow(ctx, int64(len(body))*admission.ResponseFactor); err != nil {
+		return s.fail(err)
+	}
+	headerLength := -1
+	if s.respIHCL != "" {
+		if headerLength, err = oip.ParseHeaderLength(s.respIHCL, len(body)); err != nil {
+			return s.fail(asBadGateway(err))
+		}
+	}
+	t0 := time.Now()
+	_, span := tracing.Start(ctx, tracing.SpanTranslateResponse)
+	tf, err := s.body.response(body, headerLength, s.exchange, s.cfg.Limits)
+	span.End()
+	s.cfg.Metrics.Translation(observe.DirResponse, time.Since(t0))
+	if err != nil {
+		return s.fail(err)
+	}
+	// The answer stays in memory until the client has read it: new
+	// requests must see it even when it outgrew the reservation.
+	s.holdAtLeast(int64(len(tf)))
+	s.cfg.Metrics.BodySize(observe.StageTFResponse, len(tf))
+	s.complete(http.StatusOK, nil)
+	if s.respStatus != http.StatusOK {
+		// TF Serving answers 200; changing :status needs a Respond.
+		return jsonResponse(http.StatusOK, tf, "tfsbridge_ok")
+	}
+	a := Action{
+		Verdict: Continue,
+		Set: []Header{
+			{hdrContentType, contentTypeJSON},
+			{hdrContentLength, strconv.Itoa(len(tf))},
+		},
+		Remove: []string{hdrIHCL},
+	}
+	if s.respEncoding != "" {
+		a.Remove = append(a.Remove, hdrContentEnc)
+	}
+	return s.emit(out, a, [][]byte{tf})
 }
 
 // startResponseStream decides, at the first chunk of a response, whether
 // it is translated as it streams: a 200 with a binary body in identity
 // encoding (the common answer) is; the rest is gathered.
 func (s *Session) startResponseStream(ctx context.Context, out Sink) error {
-	rs := &s.rstream
+	rp := &s.resp
 	enc := strings.ToLower(strings.TrimSpace(s.respEncoding))
 	if s.respStatus != http.StatusOK || s.respIHCL == "" || (enc != "" && enc != "identity") {
 		return nil
@@ -373,11 +501,11 @@ func (s *Session) startResponseStream(ctx context.Context, out Sink) error {
 	if err != nil {
 		return err
 	}
-	rs.headerLength = hl
-	rs.out = &pieceWriter{sink: out, headers: s.streamedResponseHeaders()}
-	rs.resp = s.pipeline().NewResponseStream(hl, s.exchange, s.cfg.Limits, rs.out.write)
+	rp.headerLength = hl
+	rp.out = &pieceWriter{sink: out, headers: s.streamedResponseHeaders()}
+	rp.tr = s.body.responseStream(hl, s.exchange, s.cfg.Limits, rp.out.write)
 	// The span covers the whole streamed answer, upstream waits included.
-	_, rs.span = tracing.Start(ctx, tracing.SpanTranslateResponse)
+	_, rp.span = tracing.Start(ctx, tracing.SpanTranslateResponse)
 	return nil
 }
 
@@ -385,15 +513,15 @@ func (s *Session) startResponseStream(ctx context.Context, out Sink) error {
 // tensor data (StreamFactor per byte), never the TF body, which leaves in
 // pieces.
 func (s *Session) admitResponse(ctx context.Context, n int64) error {
-	rs := &s.rstream
+	rp := &s.resp
 	need := n * admission.StreamFactor
-	if need <= rs.respReserved {
+	if need <= rp.reserved {
 		return nil
 	}
-	if err := s.grow(ctx, need-rs.respReserved); err != nil {
+	if err := s.grow(ctx, need-rp.reserved); err != nil {
 		return err
 	}
-	rs.respReserved = need
+	rp.reserved = need
 	return nil
 }
 
