@@ -165,7 +165,7 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w := &answerWriter{ResponseWriter: rw, rc: http.NewResponseController(rw), metrics: p.cfg.Session.Metrics}
 	defer func() {
 		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
+			if v == http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http itself does
 				panic(v) // ReverseProxy's way to cut a failed copy
 			}
 			a := sess.Recover("http", v)
