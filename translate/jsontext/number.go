@@ -395,7 +395,155 @@ func (n Num) Float64() float64 {
 // drops the branches that grammar cannot reach. ok is false for every
 // other token, and for one that reaches the end of data (it may go on in a
 // later chunk); the caller then uses ParseNumber, which decides it.
+//
+// The usual token of a tensor, an integer part of a few digits and a
+// fraction without exponent, with room to read ahead, is read without a
+// loop (decimalWords); the rest takes parseDecimalBytes, the same
+// arithmetic digit by digit.
 func ParseDecimal(data []byte, p int) (f float64, end int, ok bool) {
+	if p+decimalLookahead <= len(data) {
+		if f, end, ok = decimalWords(data, p); ok {
+			return f, end, true
+		}
+	}
+	return parseDecimalBytes(data, p)
+}
+
+// decimalLookahead is how far past a token's start decimalWords may read:
+// a sign, 15 integer digits and the point (17), two words of fraction
+// digits (16) and the byte after them.
+const decimalLookahead = 34
+
+// decimalWords is ParseDecimal for a token -?int.frac with an integer part
+// of at most 15 digits, data holding decimalLookahead bytes from p. ok is
+// false for any other token (exponents, integers, "01", long mixed
+// tokens), which parseDecimalBytes then reads from the start.
+//
+// Why whole runs give rapidjson's values: every digit goes into the 64-bit
+// significand m while m <= 2^53-1 before it. With ni significant integer
+// digits (none for "0") and L fraction digits, m stays below 10^15 up to
+// the 16th digit, so when ni+L <= 16 every digit is taken: m is the digits
+// as one integer and the exponent -L, and the one scaling is
+// float64(m) / 10^L. Only an integer part of "0" goes on past 16 fraction
+// digits here (a double's repr is 16 or 17 of them): the first 16 are
+// taken as one integer, with sig, rapidjson's count of significant digits,
+// 16 less the leading zeros, and the rest goes through fracDigits and
+// fracTail exactly as parseNumber does.
+func decimalWords(data []byte, p int) (f float64, end int, ok bool) {
+	neg := data[p] == '-'
+	if neg {
+		p++
+	}
+	var m uint64
+	ni := 0 // significant integer digits in m
+	if data[p] == '0' {
+		p++
+	} else {
+		start := p
+		for isDigit(data[p]) {
+			m = m*10 + uint64(data[p]-'0')
+			p++
+			if p-start > 15 {
+				return 0, 0, false
+			}
+		}
+		ni = p - start
+		if ni == 0 {
+			return 0, 0, false
+		}
+	}
+	if data[p] != '.' {
+		return 0, 0, false // an integer, an exponent or not this grammar
+	}
+	p++
+	x1 := binary.LittleEndian.Uint64(data[p:])
+	k1 := digitRun(x1)
+	if k1 == 0 {
+		return 0, 0, false // "Miss fraction part"
+	}
+	v1 := digitsValue(x1, k1)
+	if k1 < 8 {
+		if ni+k1 > 16 {
+			return 0, 0, false
+		}
+		p += k1
+		if data[p]|0x20 == 'e' {
+			return 0, 0, false
+		}
+		f = float64(m*pow10u[k1]+v1) / pow10[k1]
+		if neg {
+			f = -f
+		}
+		return f, p, true
+	}
+	x2 := binary.LittleEndian.Uint64(data[p+8:])
+	k2 := digitRun(x2)
+	L := 8 + k2
+	if ni+L > 16 || (k2 == 8 && isDigit(data[p+16])) {
+		if ni != 0 {
+			return 0, 0, false
+		}
+		return longFraction(data, p, neg, v1, x1, x2)
+	}
+	p += L
+	if data[p]|0x20 == 'e' {
+		return 0, 0, false
+	}
+	f = float64((m*100_000_000+v1)*pow10u[k2]+digitsValue(x2, k2)) / pow10[L]
+	if neg {
+		f = -f
+	}
+	return f, p, true
+}
+
+// longFraction finishes decimalWords for "0." followed by more than 16
+// fraction digits at data[p:], the first eight being x1 (value v1) and
+// the next eight x2.
+func longFraction(data []byte, p int, neg bool, v1, x1, x2 uint64) (f float64, end int, ok bool) {
+	m := v1*100_000_000 + digitsValue(x2, 8)
+	sig := 0
+	if m != 0 {
+		lz := bits.TrailingZeros64(x1&0x0F0F0F0F0F0F0F0F) >> 3 // leading zero digits, the first digit in the low byte
+		if lz == 8 {
+			lz += bits.TrailingZeros64(x2&0x0F0F0F0F0F0F0F0F) >> 3
+		}
+		sig = 16 - lz
+	}
+	m, p, sig, expFrac := fracDigits(data, p+16, m, sig, -16)
+	d, p, _, expFrac := fracTail(data, p, float64(m), sig, expFrac)
+	if p >= len(data) || data[p]|0x20 == 'e' {
+		return 0, 0, false
+	}
+	f = normalPrecision(d, expFrac)
+	if neg {
+		f = -f
+	}
+	return f, p, true
+}
+
+// digitRun returns how many of the eight bytes of x (the first in the low
+// byte) are digits before the first that is not. A digit byte is
+// 0x30…0x39: its high nibble is 3, and adding 6 keeps it 3. A carry out
+// of a non-digit byte only reaches later bytes.
+func digitRun(x uint64) int {
+	t := x&0xF0F0F0F0F0F0F0F0 | (x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0>>4
+	return bits.TrailingZeros64(t^0x3333333333333333) >> 3
+}
+
+// digitsValue returns the value of the first k (0…8) digits of x, the
+// first in the low byte (0 for k = 0: Go's shift by 64 clears).
+func digitsValue(x uint64, k int) uint64 {
+	x &= 0x0F0F0F0F0F0F0F0F  // digit values
+	x <<= 8 * (8 - k)        // keep the run, zero digits in front (all for k = 0)
+	x = x * (1 + 10<<8) >> 8 // pairs of digits
+	x = (x & 0x00FF00FF00FF00FF) * (1 + 100<<16) >> 16
+	return (x & 0x0000FFFF0000FFFF) * (1 + 10000<<32) >> 32
+}
+
+// parseDecimalBytes is ParseDecimal digit by digit (runs of eight in the
+// fraction where fracDigits can), for the tokens decimalWords leaves and
+// near the end of data.
+func parseDecimalBytes(data []byte, p int) (f float64, end int, ok bool) {
 	n := len(data)
 	neg := p < n && data[p] == '-'
 	if neg {

@@ -161,3 +161,75 @@ func FuzzParseDecimal(f *testing.F) {
 		}
 	})
 }
+
+// decimalWordsAgrees checks decimalWords on data (padded to its
+// look-ahead) against parseDecimalBytes, the digit-by-digit path it
+// replaces, and ParseNumber, rapidjson's arithmetic in full: wherever it
+// answers, all three give the same end and the same bits, and it answers
+// for the tokens of a tensor ("0.d…", "d.d…" without exponent).
+func decimalWordsAgrees(t *testing.T, data []byte) {
+	t.Helper()
+	pad := append(append([]byte(nil), data...), ",                                  "...)
+	f, end, ok := decimalWords(pad, 0)
+	if !ok {
+		return
+	}
+	g, gEnd, gOK := parseDecimalBytes(pad, 0)
+	n, nEnd, nOK := ParseNumber(pad, 0)
+	if !gOK || !nOK || end != gEnd || end != nEnd ||
+		math.Float64bits(f) != math.Float64bits(g) || math.Float64bits(f) != math.Float64bits(n.Float64()) {
+		t.Fatalf("%q: decimalWords %v (end %d), parseDecimalBytes %v (end %d, ok %v), ParseNumber %v (end %d, ok %v)",
+			data, f, end, g, gEnd, gOK, n.Float64(), nEnd, nOK)
+	}
+}
+
+// TestDecimalWords: the word-at-a-time path against the digit-by-digit
+// one over the digit counts where it changes method (8, 16, 17 fraction
+// digits, 15 integer digits, leading zeros), and it does answer there.
+func TestDecimalWords(t *testing.T) {
+	for _, tok := range []string{"0.5", "0.1234567", "0.12345678", "0.123456789", "0.1234567890123456",
+		"0.12345678901234567", "0.123456789012345678901", "0.0000000000000000123", "0.00000000000000001",
+		"0.0000000000000000", "0.00000000000000000000000000000000001", "-0.30000000000000004",
+		"123456789012345.6", "12345678.12345678", "12345678.123456789", "9007199254740993.5", "1.5e3", "1.", "01.5",
+		"0.9999999999999999999999", "-0.0", "7.25"} {
+		decimalWordsAgrees(t, []byte(tok))
+	}
+	for _, tok := range []string{"0.1234567", "0.8444218515250481", "0.08444218515250481", "-12.5", "0.12345678901234567"} {
+		if _, _, ok := decimalWords([]byte(tok+strings.Repeat(" ", decimalLookahead)), 0); !ok {
+			t.Errorf("%q: not answered", tok)
+		}
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 300000 {
+		var tok string
+		switch r.IntN(3) {
+		case 0: // what clients send: float64 or float32 values in shortest or %g form
+			v := r.Float64() * math.Pow10(r.IntN(8)-4)
+			tok = strconv.FormatFloat(v, 'g', []int{-1, 7, 9, 17}[r.IntN(4)], 64)
+		case 1:
+			tok = strconv.FormatFloat(float64(r.Float32()), 'f', -1, 32)
+		default: // digit strings around the limits
+			b := []byte(strconv.FormatUint(1+r.Uint64N(1e15), 10))
+			b = b[:1+r.IntN(len(b))]
+			b = append(b, '.')
+			b = append(b, strings.Repeat("0", r.IntN(3)*r.IntN(20))...)
+			for range 1 + r.IntN(24) {
+				b = append(b, byte('0'+r.IntN(10)))
+			}
+			tok = string(b)
+		}
+		if r.IntN(2) == 0 {
+			tok = "-" + tok
+		}
+		decimalWordsAgrees(t, []byte(tok))
+	}
+}
+
+// FuzzDecimalWords: the word-at-a-time path against the digit-by-digit one
+// and ParseNumber on any input.
+func FuzzDecimalWords(f *testing.F) {
+	for _, s := range []string{"0.1234567", "0.8444218515250481", "0.08444218515250481", "12.5e-3", "123456789012345.6", "0.0000000000000000001"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(decimalWordsAgrees)
+}
