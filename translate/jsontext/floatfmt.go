@@ -237,13 +237,15 @@ func float32Digits(b uint32) (d uint64, exp int, margin uint64, ok bool) {
 		if s >= 64 {
 			return 0, 0, 0, false
 		}
+		// s is 1…63 here, and 64-s too: the &63 masks tell the compiler,
+		// which then emits bare shifts rather than guarded ones.
 		hi, lo := bits.Mul64(m, pow5[k])
-		v = hi<<(64-s) | lo>>s
-		r := lo & (1<<s - 1)
+		v = hi<<((64-s)&63) | lo>>(s&63)
+		r := lo & (1<<(s&63) - 1)
 		// Round half to even: r + 2^(s-1) - 1 + (v&1) reaches 2^s exactly
 		// when r > 2^(s-1), or r == 2^(s-1) and v is odd.
-		up = (r + (1<<(s-1) - 1) + v&1) >> s
-		ulp2 = pow5[k] >> (s + 1)
+		up = (r + (1<<((s-1)&63) - 1) + v&1) >> (s & 63)
+		ulp2 = pow5[k] >> (s + 1) // s+1 may be 64: then 0
 	}
 	if v < 100_000_000 || v >= 1_000_000_000 { // exp is exact: never
 		return 0, 0, 0, false

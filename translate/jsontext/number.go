@@ -409,6 +409,43 @@ func ParseDecimal(data []byte, p int) (f float64, end int, ok bool) {
 	return parseDecimalBytes(data, p)
 }
 
+// AppendDecimals is ParseDecimal over the values of a list, for the
+// hottest loop of a request: it reads up to limit numbers "v, v, v" (a
+// comma, then at most one space, between them) from data[p:] and appends
+// each to dst as a little-endian float32 (or float64 when wide), which
+// needs that much room in dst: it does not grow it. It returns the offset
+// just after the last number it took and how many it took (end is p for
+// none). It stops before anything else, a token ParseDecimal would leave
+// included, so that the caller goes on at the last number's separator.
+func AppendDecimals(dst, data []byte, p int, wide bool, limit int) (out []byte, end, took int) {
+	end = p
+	for took < limit && p+decimalLookahead <= len(data) {
+		f, e, ok := decimalWords(data, p)
+		if !ok {
+			break
+		}
+		l := len(dst)
+		if wide {
+			dst = dst[:l+8]
+			binary.LittleEndian.PutUint64(dst[l:], math.Float64bits(f))
+		} else {
+			dst = dst[:l+4]
+			binary.LittleEndian.PutUint32(dst[l:], math.Float32bits(float32(f)))
+		}
+		took++
+		end = e
+		// decimalWords leaves e < len(data).
+		if data[e] != ',' {
+			break
+		}
+		p = e + 1
+		if p < len(data) && data[p] == ' ' {
+			p++
+		}
+	}
+	return dst, end, took
+}
+
 // decimalLookahead is how far past a token's start decimalWords may read:
 // a sign, 15 integer digits and the point (17), two words of fraction
 // digits (16) and the byte after them.

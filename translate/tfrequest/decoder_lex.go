@@ -922,36 +922,14 @@ func (d *Decoder) leafValue(buf []byte, p int, data []byte, in *opInput, dt tens
 	return end, data, true
 }
 
-// floatRun is leafRun's inner loop for FP32 and FP64 (wide) inputs: it
-// converts up to limit numbers "v, v, v" that ParseDecimal takes, while
-// data has room, and returns the offset after the last one it took with
-// how many it took. It stops at anything else, before a value it cannot
-// take, so the caller resumes at that value's separator.
+// floatRun is leafRun's inner loop for FP32 and FP64 (wide) inputs:
+// jsontext.AppendDecimals over the room data has (at most limit values).
 func floatRun(buf []byte, p int, data []byte, wide bool, limit int64) (end int, out []byte, took int64) {
-	end = p
 	size := 4
 	if wide {
 		size = 8
 	}
-	for took < limit && cap(data)-len(data) >= size {
-		v, e, ok := jsontext.ParseDecimal(buf, p)
-		if !ok {
-			break
-		}
-		l := len(data)
-		data = data[:l+size]
-		if wide {
-			binary.LittleEndian.PutUint64(data[l:], math.Float64bits(v))
-		} else {
-			binary.LittleEndian.PutUint32(data[l:], math.Float32bits(float32(v)))
-		}
-		took++
-		end = e
-		// ParseDecimal leaves e < len(buf).
-		if buf[e] != ',' || e+2 >= len(buf) || buf[e+1] != ' ' {
-			break
-		}
-		p = e + 2
-	}
-	return end, data, took
+	room := min(limit, int64((cap(data)-len(data))/size))
+	data, end, n := jsontext.AppendDecimals(data, buf, p, wide, int(room))
+	return end, data, int64(n)
 }
