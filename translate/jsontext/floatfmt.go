@@ -53,22 +53,101 @@ import (
 // does not parse back to the same float32; ".0" appended when the text has
 // neither '.' nor an exponent.
 func AppendFloat32(dst []byte, f float32) []byte {
-	b := math.Float32bits(f)
+	var le [4]byte
+	binary.LittleEndian.PutUint32(le[:], math.Float32bits(f))
+	return appendFloat32s(dst, le[:])
+}
+
+// appendFloat32s appends each little-endian float32 of le as
+// AppendFloat32 does, ", " between them: the inner loop of every FP32
+// response. The usual value (a normal float32 of a tensor that step 2
+// settles, in fixed form) is written in the loop itself, with whole-word
+// stores into room grown for the whole run, its separator stored
+// unconditionally after it and counted only when a value follows; the
+// trailing zeros to drop are counted in the digits' word rather than read
+// back from memory. Only the rest calls out (appendFloat32Other).
+func appendFloat32s(dst, le []byte) []byte {
+	// The window one value is written into: "-0.000" + 9 digits, ", ".
+	const most = 17
+	n := len(dst)
+	for len(le) >= 4 {
+		if cap(dst)-n < most {
+			dst = slices.Grow(dst[:n], len(le)/4*most)
+		}
+		dst = dst[:cap(dst)]
+		b := binary.LittleEndian.Uint32(le)
+		le = le[4:]
+		more := 0
+		if len(le) >= 4 {
+			more = 2
+		}
+		var d, margin uint64
+		var exp int
+		ok := false
+		if e := b >> 23 & 0xFF; e != 0 && e != 0xFF {
+			d, exp, margin, ok = float32Digits(b)
+		}
+		if t := d % 1000; !ok || t < margin || t > 1000-margin || exp < -4 || exp >= 9 {
+			dst = appendFloat32Other(dst[:n], b, d, exp, margin, ok)
+			if more != 0 {
+				dst = append(dst, ',', ' ')
+			}
+			n = len(dst)
+			continue
+		}
+		// Step 2 holds: D's nine digits in fixed form ("0.000ddd" or
+		// "ddd.ddd"), where nearly every value of a real tensor falls.
+		w := dst[n : n+most]
+		i := int(b >> 31) // the sign
+		w[0] = '-'
+		lead := byte('0' + d/100_000_000)
+		raw := eightDigitsRaw(uint32(d % 100_000_000))
+		tz := bits.LeadingZeros64(raw) >> 3 // zero digits ending the last eight (the lead is not zero)
+		digits := raw | 0x3030_3030_3030_3030
+		if exp < 0 { // "0." and -exp-1 zeros, then the digits
+			binary.LittleEndian.PutUint64(w[i:], 0x3030_3030_3030_2e30) // "0.000000"
+			i += 1 - exp
+			w[i] = lead
+			binary.LittleEndian.PutUint64(w[i+1:], digits)
+			i += 9 - tz
+		} else {
+			// "ddd.ddd": exp+1 integer digits, 8-exp fraction digits, of
+			// which the trailing zeros are dropped, keeping at least ".0".
+			w[i] = lead
+			binary.LittleEndian.PutUint64(w[i+1:], digits)
+			point := i + exp + 1
+			copy(w[point+1:i+10], w[point:i+9])
+			w[point] = '.'
+			if tz < 8-exp {
+				i += 10 - tz
+			} else {
+				w[point+1] = '0'
+				i = point + 2
+			}
+		}
+		w[i], w[i+1] = ',', ' '
+		n += i + more
+	}
+	return dst[:n]
+}
+
+// appendFloat32Other is appendFloat32s for the float32 with bits b that
+// its loop does not write: non-finite, zero, subnormal, outside
+// float32Digits' range (ok false), close to a six-digit decimal (step 3),
+// or in exponent form. d, exp and margin are float32Digits' answer.
+func appendFloat32Other(dst []byte, b uint32, d uint64, exp int, margin uint64, ok bool) []byte {
+	f := float64(math.Float32frombits(b))
 	switch b >> 23 & 0xFF {
 	case 0xFF:
-		return appendNonFinite(dst, float64(f))
+		return appendNonFinite(dst, f)
 	case 0:
-		return appendLiteral(dst, float64(f), 32, 9)
+		return appendLiteral(dst, f, 32, 9)
 	}
-	d, exp, margin, ok := float32Digits(b)
 	if !ok {
-		d, exp = strconvDigits(float64(f), 32, 9)
+		d, exp = strconvDigits(f, 32, 9)
 		margin = 61
 	}
-	if t := d % 1000; t >= margin && t <= 1000-margin { // step 2
-		return appendNine(dst, b>>31 != 0, d, exp)
-	}
-	return appendChoice(dst, float64(f), b>>31 != 0, d, exp, 32, 9, 1000, margin)
+	return appendChoice(dst, f, b>>31 != 0, d, exp, 32, 9, 1000, margin)
 }
 
 // AppendFloat64 appends d as TF Serving prints a DT_DOUBLE: as
@@ -365,48 +444,6 @@ func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int, expForm bool) []
 		}
 	}
 	return dst[:n+i]
-}
-
-// appendNine is appendDecimal(dst, neg, d, 9, exp, false): nine digits,
-// every float32's %.9g. The fixed forms ("0.000ddd", "ddd.ddd"), where
-// nearly every value of a real tensor falls, are written with whole-word
-// stores, and the trailing zeros to drop are counted in the digits' word
-// rather than read back from memory.
-func appendNine(dst []byte, neg bool, d uint64, exp int) []byte {
-	if exp < -4 || exp >= 9 {
-		return appendDecimal(dst, neg, d, 9, exp, false)
-	}
-	n := len(dst)
-	dst = slices.Grow(dst, 24) // longest: "-0.000" + 9 digits
-	b := dst[n : n+24]
-	i := 0
-	if neg {
-		b[0] = '-'
-		i = 1
-	}
-	lead := byte('0' + d/100_000_000)
-	raw := eightDigitsRaw(uint32(d % 100_000_000))
-	tz := bits.LeadingZeros64(raw) >> 3 // zero digits ending the last eight (the lead is not zero)
-	digits := raw | 0x3030_3030_3030_3030
-	if exp < 0 { // "0." and -exp-1 zeros, then the digits
-		binary.LittleEndian.PutUint64(b[i:], 0x3030_3030_3030_2e30) // "0.000000"
-		i += 1 - exp
-		b[i] = lead
-		binary.LittleEndian.PutUint64(b[i+1:], digits)
-		return dst[:n+i+9-tz]
-	}
-	// "ddd.ddd": exp+1 integer digits, 8-exp fraction digits, of which
-	// the trailing zeros are dropped, keeping at least ".0".
-	b[i] = lead
-	binary.LittleEndian.PutUint64(b[i+1:], digits)
-	point := i + exp + 1
-	copy(b[point+1:i+10], b[point:i+9])
-	b[point] = '.'
-	if frac := 8 - exp; tz < frac {
-		return dst[:n+i+10-tz]
-	}
-	b[point+1] = '0'
-	return dst[:n+point+2]
 }
 
 // putDigits writes d into b as exactly len(b) decimal digits. Nine digits,

@@ -1,6 +1,7 @@
 package jsontext
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -232,4 +233,88 @@ func FuzzDecimalWords(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(decimalWordsAgrees)
+}
+
+// appendDecimalsAgrees checks AppendDecimals on a list text against
+// ParseNumber value by value: every value it takes has ParseNumber's bits
+// (as float32 and as float64), it stops just after the last one it took,
+// and what follows that one is its separator (or the list's end).
+func appendDecimalsAgrees(t *testing.T, data []byte, limit int) {
+	t.Helper()
+	for _, wide := range []bool{false, true} {
+		size := 4
+		if wide {
+			size = 8
+		}
+		dst := make([]byte, 0, limit*size)
+		out, end, took := AppendDecimals(dst, data, 0, wide, limit)
+		if took > limit || len(out) != took*size {
+			t.Fatalf("%q: took %d (limit %d), wrote %d bytes", data, took, limit, len(out))
+		}
+		p := 0
+		for i := range took {
+			n, e, ok := ParseNumber(data, p)
+			if !ok {
+				t.Fatalf("%q: value %d at %d taken, ParseNumber refuses it", data, i, p)
+			}
+			want, got := n.Float64(), out[i*size:]
+			if wide && binary.LittleEndian.Uint64(got) != math.Float64bits(want) ||
+				!wide && binary.LittleEndian.Uint32(got) != math.Float32bits(float32(want)) {
+				t.Fatalf("%q: value %d at %d differs from ParseNumber's %v", data, i, p, want)
+			}
+			if i == took-1 {
+				if e != end {
+					t.Fatalf("%q: end %d, ParseNumber's %d", data, end, e)
+				}
+				break
+			}
+			if data[e] != ',' {
+				t.Fatalf("%q: went on after value %d without a comma", data, i)
+			}
+			p = e + 1
+			if data[p] == ' ' {
+				p++
+			}
+		}
+		if took == 0 && end != 0 {
+			t.Fatalf("%q: took none, end %d", data, end)
+		}
+	}
+}
+
+// TestAppendDecimals: lists as clients write them (", " and ","), cut at
+// every kind of stop: a limit, another token, the end of the data.
+func TestAppendDecimals(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 3000 {
+		var b []byte
+		k := 1 + r.IntN(12)
+		for i := range k {
+			if i > 0 {
+				b = append(b, []string{", ", ",", ", ", " , ", ",  "}[r.IntN(5)]...)
+			}
+			v := r.Float64() * math.Pow10(r.IntN(6)-3)
+			if r.IntN(2) == 0 {
+				v = -v
+			}
+			b = strconv.AppendFloat(b, v, 'g', []int{-1, 7, 9, 17, 3}[r.IntN(5)], 64)
+		}
+		b = append(b, []string{"]", "], [", "]]}", ""}[r.IntN(4)]...)
+		appendDecimalsAgrees(t, b, 1+r.IntN(k+2))
+		appendDecimalsAgrees(t, append(b, strings.Repeat(" ", decimalLookahead)...), 1+r.IntN(k+2))
+	}
+	// The usual image row is taken whole.
+	row := []byte("0.1234567, 0.8444218515250481, 0.08444218515250481], [0.5" + strings.Repeat(" ", decimalLookahead))
+	if _, end, took := AppendDecimals(make([]byte, 0, 64), row, 0, false, 8); took != 3 || row[end] != ']' {
+		t.Errorf("image row: took %d, stopped at %q", took, row[end:end+1])
+	}
+}
+
+// FuzzAppendDecimals: AppendDecimals against ParseNumber on any input.
+func FuzzAppendDecimals(f *testing.F) {
+	f.Add([]byte("0.1234567, 0.8444218515250481,0.08444218515250481], [0.5"), uint8(5))
+	f.Add([]byte("-12.5e-3, 1, 0.5 ,2"), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, limit uint8) {
+		appendDecimalsAgrees(t, append(data, strings.Repeat(" ", decimalLookahead)...), int(limit))
+	})
 }

@@ -222,9 +222,9 @@ func (w *Writer) Float32s(le []byte) {
 	if w.singleLine {
 		// Row format's rows: a fixed two-byte separator, appended without
 		// building a separator or copying one of variable length.
-		for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
+		if n > 1 {
 			buf = append(buf, ',', ' ')
-			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
+			buf = appendFloat32s(buf, le[4:4*n])
 		}
 	} else {
 		if depth*indentUnit >= len(spaces) {
@@ -410,11 +410,7 @@ func (w *Writer) SingleLineFloat32sPart(nest *Nest, shape []int64, le []byte) {
 			buf = append(buf, ',', ' ')
 		}
 		r := min(room, int64(len(le)/4))
-		buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
-		for q := int64(1); q < r; q++ {
-			buf = append(buf, ',', ' ')
-			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le[4*q:])))
-		}
+		buf = appendFloat32s(buf, le[:4*r])
 		le = le[4*r:]
 		nest.Advance(r)
 	}
