@@ -398,7 +398,7 @@ func (n Num) Float64() float64 {
 //
 // The usual token of a tensor, an integer part of a few digits and a
 // fraction without exponent, with room to read ahead, is read without a
-// loop (decimalWords); the rest takes parseDecimalBytes, the same
+// loop (AppendDecimals, through decimalWords); the rest takes parseDecimalBytes, the same
 // arithmetic digit by digit.
 func ParseDecimal(data []byte, p int) (f float64, end int, ok bool) {
 	if p+decimalLookahead <= len(data) {
@@ -417,12 +417,89 @@ func ParseDecimal(data []byte, p int) (f float64, end int, ok bool) {
 // just after the last number it took and how many it took (end is p for
 // none). It stops before anything else, a token ParseDecimal would leave
 // included, so that the caller goes on at the last number's separator.
+//
+// It takes the token of a tensor, -?int.frac with an integer part of at
+// most 15 digits and room to read decimalLookahead bytes ahead, without a
+// loop over its digits, and leaves the rest (exponents, integers, "01",
+// long mixed tokens, the end of data) to the digit-by-digit path. Why
+// whole runs give rapidjson's values: every digit goes into the 64-bit
+// significand m while m <= 2^53-1 before it. With ni significant integer
+// digits (none for "0") and L fraction digits, m stays below 10^15 up to
+// the 16th digit, so when ni+L <= 16 every digit is taken: m is the digits
+// as one integer and the exponent -L, and the one scaling is
+// float64(m) / 10^L. Only an integer part of "0" goes on past 16 fraction
+// digits here (a double's repr is 16 or 17 of them), in longFraction.
+//
+// The token is read in the loop itself, not in a function per value: the
+// call and the registers saved around it were a tenth of a request's time.
 func AppendDecimals(dst, data []byte, p int, wide bool, limit int) (out []byte, end, took int) {
 	end = p
+values:
 	for took < limit && p+decimalLookahead <= len(data) {
-		f, e, ok := decimalWords(data, p)
-		if !ok {
+		q := p
+		neg := data[q] == '-'
+		if neg {
+			q++
+		}
+		var m uint64
+		ni := 0 // significant integer digits in m
+		if data[q] == '0' {
+			q++
+		} else {
+			start := q
+			for isDigit(data[q]) {
+				m = m*10 + uint64(data[q]-'0')
+				q++
+				if q-start > 15 {
+					break values
+				}
+			}
+			ni = q - start
+			if ni == 0 {
+				break
+			}
+		}
+		if data[q] != '.' {
+			break // an integer, an exponent or not this grammar
+		}
+		q++
+		x1 := binary.LittleEndian.Uint64(data[q:])
+		k1 := digitRun(x1)
+		if k1 == 0 {
+			break // "Miss fraction part"
+		}
+		v1 := digitsValue(x1, k1)
+		var f float64
+		if k1 < 8 {
+			if ni+k1 > 16 {
+				break
+			}
+			q += k1
+			// m < 2^63: the signed conversion is the same value, without
+			// the unsigned one's branch.
+			f = float64(int64(m*pow10u[k1]+v1)) / pow10[k1]
+		} else {
+			x2 := binary.LittleEndian.Uint64(data[q+8:])
+			k2 := digitRun(x2)
+			L := 8 + k2
+			if ni+L <= 16 && (k2 < 8 || !isDigit(data[q+16])) {
+				f = float64(int64((m*100_000_000+v1)*pow10u[k2]+digitsValue(x2, k2))) / pow10[L]
+				q += L
+			} else {
+				ok := false
+				if ni != 0 {
+					break
+				}
+				if f, q, ok = longFraction(data, q, v1, x1, x2); !ok {
+					break
+				}
+			}
+		}
+		if data[q]|0x20 == 'e' {
 			break
+		}
+		if neg {
+			f = -f
 		}
 		l := len(dst)
 		if wide {
@@ -433,12 +510,12 @@ func AppendDecimals(dst, data []byte, p int, wide bool, limit int) (out []byte, 
 			binary.LittleEndian.PutUint32(dst[l:], math.Float32bits(float32(f)))
 		}
 		took++
-		end = e
-		// decimalWords leaves e < len(data).
-		if data[e] != ',' {
+		end = q
+		// q < len(data): the look-ahead, or longFraction's check.
+		if data[q] != ',' {
 			break
 		}
-		p = e + 1
+		p = q + 1
 		if p < len(data) && data[p] == ' ' {
 			p++
 		}
@@ -446,97 +523,28 @@ func AppendDecimals(dst, data []byte, p int, wide bool, limit int) (out []byte, 
 	return dst, end, took
 }
 
-// decimalLookahead is how far past a token's start decimalWords may read:
-// a sign, 15 integer digits and the point (17), two words of fraction
-// digits (16) and the byte after them.
+// decimalLookahead is how far past a token's start AppendDecimals may
+// read: a sign, 15 integer digits and the point (17), two words of
+// fraction digits (16) and the byte after them.
 const decimalLookahead = 34
 
-// decimalWords is ParseDecimal for a token -?int.frac with an integer part
-// of at most 15 digits, data holding decimalLookahead bytes from p. ok is
-// false for any other token (exponents, integers, "01", long mixed
-// tokens), which parseDecimalBytes then reads from the start.
-//
-// Why whole runs give rapidjson's values: every digit goes into the 64-bit
-// significand m while m <= 2^53-1 before it. With ni significant integer
-// digits (none for "0") and L fraction digits, m stays below 10^15 up to
-// the 16th digit, so when ni+L <= 16 every digit is taken: m is the digits
-// as one integer and the exponent -L, and the one scaling is
-// float64(m) / 10^L. Only an integer part of "0" goes on past 16 fraction
-// digits here (a double's repr is 16 or 17 of them): the first 16 are
-// taken as one integer, with sig, rapidjson's count of significant digits,
-// 16 less the leading zeros, and the rest goes through fracDigits and
-// fracTail exactly as parseNumber does.
+// decimalWords is ParseDecimal for the tokens AppendDecimals takes (one
+// value, as a float64); ok is false for the others.
 func decimalWords(data []byte, p int) (f float64, end int, ok bool) {
-	neg := data[p] == '-'
-	if neg {
-		p++
+	var b [8]byte
+	if _, end, took := AppendDecimals(b[:0], data, p, true, 1); took == 1 {
+		return math.Float64frombits(binary.LittleEndian.Uint64(b[:])), end, true
 	}
-	var m uint64
-	ni := 0 // significant integer digits in m
-	if data[p] == '0' {
-		p++
-	} else {
-		start := p
-		for isDigit(data[p]) {
-			m = m*10 + uint64(data[p]-'0')
-			p++
-			if p-start > 15 {
-				return 0, 0, false
-			}
-		}
-		ni = p - start
-		if ni == 0 {
-			return 0, 0, false
-		}
-	}
-	if data[p] != '.' {
-		return 0, 0, false // an integer, an exponent or not this grammar
-	}
-	p++
-	x1 := binary.LittleEndian.Uint64(data[p:])
-	k1 := digitRun(x1)
-	if k1 == 0 {
-		return 0, 0, false // "Miss fraction part"
-	}
-	v1 := digitsValue(x1, k1)
-	if k1 < 8 {
-		if ni+k1 > 16 {
-			return 0, 0, false
-		}
-		p += k1
-		if data[p]|0x20 == 'e' {
-			return 0, 0, false
-		}
-		f = float64(m*pow10u[k1]+v1) / pow10[k1]
-		if neg {
-			f = -f
-		}
-		return f, p, true
-	}
-	x2 := binary.LittleEndian.Uint64(data[p+8:])
-	k2 := digitRun(x2)
-	L := 8 + k2
-	if ni+L > 16 || (k2 == 8 && isDigit(data[p+16])) {
-		if ni != 0 {
-			return 0, 0, false
-		}
-		return longFraction(data, p, neg, v1, x1, x2)
-	}
-	p += L
-	if data[p]|0x20 == 'e' {
-		return 0, 0, false
-	}
-	f = float64((m*100_000_000+v1)*pow10u[k2]+digitsValue(x2, k2)) / pow10[L]
-	if neg {
-		f = -f
-	}
-	return f, p, true
+	return 0, 0, false
 }
 
-// longFraction finishes decimalWords for "0." followed by more than 16
-// fraction digits at data[p:], the first eight being x1 (value v1) and
-// the next eight x2.
-func longFraction(data []byte, p int, neg bool, v1, x1, x2 uint64) (f float64, end int, ok bool) {
+// longFraction finishes AppendDecimals' token "0." followed by more than
+// 16 fraction digits at data[p:], the first eight being x1 (value v1) and
+// the next eight x2, and returns its magnitude. The first 16 digits are
+// one integer, with sig, rapidjson's count of significant digits, 16 less
+// the leading zeros; the rest go through fracDigits and fracTail exactly
+// as parseNumber does.
+func longFraction(data []byte, p int, v1, x1, x2 uint64) (f float64, end int, ok bool) {
 	m := v1*100_000_000 + digitsValue(x2, 8)
 	sig := 0
 	if m != 0 {
@@ -551,11 +559,7 @@ func longFraction(data []byte, p int, neg bool, v1, x1, x2 uint64) (f float64, e
 	if p >= len(data) || data[p]|0x20 == 'e' {
 		return 0, 0, false
 	}
-	f = normalPrecision(d, expFrac)
-	if neg {
-		f = -f
-	}
-	return f, p, true
+	return normalPrecision(d, expFrac), p, true
 }
 
 // digitRun returns how many of the eight bytes of x (the first in the low
