@@ -55,20 +55,23 @@ import (
 func AppendFloat32(dst []byte, f float32) []byte {
 	var le [4]byte
 	binary.LittleEndian.PutUint32(le[:], math.Float32bits(f))
-	return appendFloat32s(dst, le[:])
+	return appendFloat32s(dst, le[:], 0, 0)
 }
 
 // appendFloat32s appends each little-endian float32 of le as
-// AppendFloat32 does, ", " between them: the inner loop of every FP32
-// response. The usual value (a normal float32 of a tensor that step 2
-// settles, in fixed form) is written in the loop itself, with whole-word
-// stores into room grown for the whole run, its separator stored
-// unconditionally after it and counted only when a value follows; the
-// trailing zeros to drop are counted in the digits' word rather than read
-// back from memory. Only the rest calls out (appendFloat32Other).
-func appendFloat32s(dst, le []byte) []byte {
-	// The window one value is written into: "-0.000" + 9 digits, ", ".
-	const most = 17
+// AppendFloat32 does, ", " between them, or, with row > 0, as the
+// innermost lists of a single-line nested value: "], [" after every row-th
+// value, counting from col values already in the current list. It is the
+// inner loop of every FP32 response. The usual value (a normal float32 of
+// a tensor that step 2 settles, in fixed form) is written in the loop
+// itself, with whole-word stores into room grown for the whole run, its
+// separator stored unconditionally after it and counted only when a value
+// follows; the trailing zeros to drop are counted in the digits' word
+// rather than read back from memory. Only the rest calls out
+// (appendFloat32Other).
+func appendFloat32s(dst, le []byte, row, col int) []byte {
+	// The window one value is written into: "-0.000" + 9 digits, "], [".
+	const most = 19
 	n := len(dst)
 	for len(le) >= 4 {
 		if cap(dst)-n < most {
@@ -77,9 +80,17 @@ func appendFloat32s(dst, le []byte) []byte {
 		dst = dst[:cap(dst)]
 		b := binary.LittleEndian.Uint32(le)
 		le = le[4:]
-		more := 0
-		if len(le) >= 4 {
+		// The separator after this value, as a little-endian word, and
+		// its length if a value follows.
+		sep, more := uint32(' '<<8|','), 0
+		if col++; col == row {
+			sep, col = '['<<24|' '<<16|','<<8|']', 0
 			more = 2
+		}
+		if len(le) >= 4 {
+			more += 2
+		} else {
+			more = 0
 		}
 		var d, margin uint64
 		var exp int
@@ -89,9 +100,7 @@ func appendFloat32s(dst, le []byte) []byte {
 		}
 		if t := d % 1000; !ok || t < margin || t > 1000-margin || exp < -4 || exp >= 9 {
 			dst = appendFloat32Other(dst[:n], b, d, exp, margin, ok)
-			if more != 0 {
-				dst = append(dst, ',', ' ')
-			}
+			dst = binary.LittleEndian.AppendUint32(dst, sep)[:len(dst)+more]
 			n = len(dst)
 			continue
 		}
@@ -125,7 +134,7 @@ func appendFloat32s(dst, le []byte) []byte {
 				i = point + 2
 			}
 		}
-		w[i], w[i+1] = ',', ' '
+		binary.LittleEndian.PutUint32(w[i:], sep)
 		n += i + more
 	}
 	return dst[:n]

@@ -224,7 +224,7 @@ func (w *Writer) Float32s(le []byte) {
 		// building a separator or copying one of variable length.
 		if n > 1 {
 			buf = append(buf, ',', ' ')
-			buf = appendFloat32s(buf, le[4:4*n])
+			buf = appendFloat32s(buf, le[4:4*n], 0, 0)
 		}
 	} else {
 		if depth*indentUnit >= len(spaces) {
@@ -410,9 +410,24 @@ func (w *Writer) SingleLineFloat32sPart(nest *Nest, shape []int64, le []byte) {
 			buf = append(buf, ',', ' ')
 		}
 		r := min(room, int64(len(le)/4))
-		buf = appendFloat32s(buf, le[:4*r])
-		le = le[4*r:]
+		// The whole innermost lists that follow in the same parent list
+		// go in the same call, which writes their "], [" itself.
+		var rows, inner int64
+		if r == room && rank >= 2 {
+			inner = shape[rank-1]
+			rows = min(shape[rank-2]-1-nest.idx[rank-2], (int64(len(le)/4)-r)/inner)
+		}
+		col := 0 // values of the current innermost list already written
+		if inner > 0 {
+			col = int(inner - room)
+		}
+		buf = appendFloat32s(buf, le[:4*(r+rows*inner)], int(inner), col)
+		le = le[4*(r+rows*inner):]
 		nest.Advance(r)
+		if rows > 0 {
+			nest.idx[rank-2] += rows // each list complete, as Next expects
+			nest.written += rows * inner
+		}
 	}
 	if nest.written == nest.n {
 		buf = appendRepeat(buf, ']', rank)
