@@ -73,30 +73,42 @@ func appendFloat32s(dst, le []byte, row, col int) []byte {
 	// The window one value is written into: "-0.000" + 9 digits, "], [".
 	const most = 19
 	n := len(dst)
-	for len(le) >= 4 {
+	last := len(le)&^3 - 4 // offset of the last value
+	for j := 0; j <= last; j += 4 {
 		if cap(dst)-n < most {
-			dst = slices.Grow(dst[:n], len(le)/4*most)
+			dst = slices.Grow(dst[:n], (last-j)/4*most+most)
 		}
 		dst = dst[:cap(dst)]
-		b := binary.LittleEndian.Uint32(le)
-		le = le[4:]
+		b := binary.LittleEndian.Uint32(le[j:])
 		// The separator after this value, as a little-endian word, and
 		// its length if a value follows.
-		sep, more := uint32(' '<<8|','), 0
+		sep, more := uint32(' '<<8|','), 2
 		if col++; col == row {
-			sep, col = '['<<24|' '<<16|','<<8|']', 0
-			more = 2
+			sep, col, more = '['<<24|' '<<16|','<<8|']', 0, 4
 		}
-		if len(le) >= 4 {
-			more += 2
-		} else {
+		if j == last {
 			more = 0
 		}
 		var d, margin uint64
 		var exp int
 		ok := false
 		if e := b >> 23 & 0xFF; e != 0 && e != 0xFF {
-			d, exp, margin, ok = float32Digits(b)
+			// float32Digits' common case written out (V = m*5^k / 2^s,
+			// s in 1…63, no decade carried): a call per value, with the
+			// loop's registers saved around it, cost a tenth of a
+			// response. appendFloat32Other calls float32Digits for the
+			// rest; the oracle tests compare every output byte.
+			m := uint64(b&0x7FFFFF | 0x800000)
+			q := int(e) - 150
+			exp = log10Pow2(q+23) + int(bitIf(m >= uint64(decadeStart[e])))
+			k := 8 - exp
+			if s := uint(-(q + k)); uint(k) < uint(len(pow5)) && s-1 < 63 {
+				hi, lo := bits.Mul64(m, pow5[k])
+				v := hi<<((64-s)&63) | lo>>(s&63)
+				d = v + (lo&(1<<(s&63)-1)+(1<<((s-1)&63)-1)+v&1)>>(s&63)
+				margin = pow5[k]>>(s+1) + 2
+				ok = v >= 100_000_000 && d < 1_000_000_000
+			}
 		}
 		if t := d % 1000; !ok || t < margin || t > 1000-margin || exp < -4 || exp >= 9 {
 			dst = appendFloat32Other(dst[:n], b, d, exp, margin, ok)
@@ -141,9 +153,10 @@ func appendFloat32s(dst, le []byte, row, col int) []byte {
 }
 
 // appendFloat32Other is appendFloat32s for the float32 with bits b that
-// its loop does not write: non-finite, zero, subnormal, outside
-// float32Digits' range (ok false), close to a six-digit decimal (step 3),
-// or in exponent form. d, exp and margin are float32Digits' answer.
+// its loop does not write: non-finite, zero, subnormal, beyond the loop's
+// digits (ok false: float32Digits, else strconv), close to a six-digit
+// decimal (step 3), or in exponent form. d, exp and margin are the loop's
+// digits when ok.
 func appendFloat32Other(dst []byte, b uint32, d uint64, exp int, margin uint64, ok bool) []byte {
 	f := float64(math.Float32frombits(b))
 	switch b >> 23 & 0xFF {
@@ -153,8 +166,10 @@ func appendFloat32Other(dst []byte, b uint32, d uint64, exp int, margin uint64, 
 		return appendLiteral(dst, f, 32, 9)
 	}
 	if !ok {
-		d, exp = strconvDigits(f, 32, 9)
-		margin = 61
+		if d, exp, margin, ok = float32Digits(b); !ok {
+			d, exp = strconvDigits(f, 32, 9)
+			margin = 61
+		}
 	}
 	return appendChoice(dst, f, b>>31 != 0, d, exp, 32, 9, 1000, margin)
 }
