@@ -53,22 +53,125 @@ import (
 // does not parse back to the same float32; ".0" appended when the text has
 // neither '.' nor an exponent.
 func AppendFloat32(dst []byte, f float32) []byte {
-	b := math.Float32bits(f)
+	var le [4]byte
+	binary.LittleEndian.PutUint32(le[:], math.Float32bits(f))
+	return appendFloat32s(dst, le[:], 0, 0)
+}
+
+// appendFloat32s appends each little-endian float32 of le as
+// AppendFloat32 does, ", " between them, or, with row > 0, as the
+// innermost lists of a single-line nested value: "], [" after every row-th
+// value, counting from col values already in the current list. It is the
+// inner loop of every FP32 response. The usual value (a normal float32 of
+// a tensor that step 2 settles, in fixed form) is written in the loop
+// itself, with whole-word stores into room grown for the whole run, its
+// separator stored unconditionally after it and counted only when a value
+// follows; the trailing zeros to drop are counted in the digits' word
+// rather than read back from memory. Only the rest calls out
+// (appendFloat32Other).
+func appendFloat32s(dst, le []byte, row, col int) []byte {
+	// The window one value is written into: "-0.000" + 9 digits, "], [".
+	const most = 19
+	n := len(dst)
+	last := len(le)&^3 - 4 // offset of the last value
+	for j := 0; j <= last; j += 4 {
+		if cap(dst)-n < most {
+			dst = slices.Grow(dst[:n], (last-j)/4*most+most)
+		}
+		dst = dst[:cap(dst)]
+		b := binary.LittleEndian.Uint32(le[j:])
+		// The separator after this value, as a little-endian word, and
+		// its length if a value follows.
+		sep, more := uint32(' '<<8|','), 2
+		if col++; col == row {
+			sep, col, more = '['<<24|' '<<16|','<<8|']', 0, 4
+		}
+		if j == last {
+			more = 0
+		}
+		var d, margin uint64
+		var exp int
+		ok := false
+		if e := b >> 23 & 0xFF; e != 0 && e != 0xFF {
+			// float32Digits' common case written out (V = m*5^k / 2^s,
+			// s in 1…63, no decade carried): a call per value, with the
+			// loop's registers saved around it, cost a tenth of a
+			// response. appendFloat32Other calls float32Digits for the
+			// rest; the oracle tests compare every output byte.
+			m := uint64(b&0x7FFFFF | 0x800000)
+			q := int(e) - 150
+			exp = log10Pow2(q+23) + int(bitIf(m >= uint64(decadeStart[e])))
+			k := 8 - exp
+			if s := uint(-(q + k)); uint(k) < uint(len(pow5)) && s-1 < 63 {
+				hi, lo := bits.Mul64(m, pow5[k])
+				v := hi<<((64-s)&63) | lo>>(s&63)
+				d = v + (lo&(1<<(s&63)-1)+(1<<((s-1)&63)-1)+v&1)>>(s&63)
+				margin = pow5[k]>>(s+1) + 2
+				ok = v >= 100_000_000 && d < 1_000_000_000
+			}
+		}
+		if t := d % 1000; !ok || t < margin || t > 1000-margin || exp < -4 || exp >= 9 {
+			dst = appendFloat32Other(dst[:n], b, d, exp, margin, ok)
+			dst = binary.LittleEndian.AppendUint32(dst, sep)[:len(dst)+more]
+			n = len(dst)
+			continue
+		}
+		// Step 2 holds: D's nine digits in fixed form ("0.000ddd" or
+		// "ddd.ddd"), where nearly every value of a real tensor falls.
+		w := dst[n : n+most]
+		i := int(b >> 31) // the sign
+		w[0] = '-'
+		lead := byte('0' + d/100_000_000)
+		raw := eightDigitsRaw(uint32(d % 100_000_000))
+		tz := bits.LeadingZeros64(raw) >> 3 // zero digits ending the last eight (the lead is not zero)
+		digits := raw | 0x3030_3030_3030_3030
+		if exp < 0 { // "0." and -exp-1 zeros, then the digits
+			binary.LittleEndian.PutUint64(w[i:], 0x3030_3030_3030_2e30) // "0.000000"
+			i += 1 - exp
+			w[i] = lead
+			binary.LittleEndian.PutUint64(w[i+1:], digits)
+			i += 9 - tz
+		} else {
+			// "ddd.ddd": exp+1 integer digits, 8-exp fraction digits, of
+			// which the trailing zeros are dropped, keeping at least ".0".
+			w[i] = lead
+			binary.LittleEndian.PutUint64(w[i+1:], digits)
+			point := i + exp + 1
+			copy(w[point+1:i+10], w[point:i+9])
+			w[point] = '.'
+			if tz < 8-exp {
+				i += 10 - tz
+			} else {
+				w[point+1] = '0'
+				i = point + 2
+			}
+		}
+		binary.LittleEndian.PutUint32(w[i:], sep)
+		n += i + more
+	}
+	return dst[:n]
+}
+
+// appendFloat32Other is appendFloat32s for the float32 with bits b that
+// its loop does not write: non-finite, zero, subnormal, beyond the loop's
+// digits (ok false: float32Digits, else strconv), close to a six-digit
+// decimal (step 3), or in exponent form. d, exp and margin are the loop's
+// digits when ok.
+func appendFloat32Other(dst []byte, b uint32, d uint64, exp int, margin uint64, ok bool) []byte {
+	f := float64(math.Float32frombits(b))
 	switch b >> 23 & 0xFF {
 	case 0xFF:
-		return appendNonFinite(dst, float64(f))
+		return appendNonFinite(dst, f)
 	case 0:
-		return appendLiteral(dst, float64(f), 32, 9)
+		return appendLiteral(dst, f, 32, 9)
 	}
-	d, exp, margin, ok := float32Digits(b)
 	if !ok {
-		d, exp = strconvDigits(float64(f), 32, 9)
-		margin = 61
+		if d, exp, margin, ok = float32Digits(b); !ok {
+			d, exp = strconvDigits(f, 32, 9)
+			margin = 61
+		}
 	}
-	if t := d % 1000; t >= margin && t <= 1000-margin { // step 2
-		return appendNine(dst, b>>31 != 0, d, exp)
-	}
-	return appendChoice(dst, float64(f), b>>31 != 0, d, exp, 32, 9, 1000, margin)
+	return appendChoice(dst, f, b>>31 != 0, d, exp, 32, 9, 1000, margin)
 }
 
 // AppendFloat64 appends d as TF Serving prints a DT_DOUBLE: as
@@ -237,13 +340,15 @@ func float32Digits(b uint32) (d uint64, exp int, margin uint64, ok bool) {
 		if s >= 64 {
 			return 0, 0, 0, false
 		}
+		// s is 1…63 here, and 64-s too: the &63 masks tell the compiler,
+		// which then emits bare shifts rather than guarded ones.
 		hi, lo := bits.Mul64(m, pow5[k])
-		v = hi<<(64-s) | lo>>s
-		r := lo & (1<<s - 1)
+		v = hi<<((64-s)&63) | lo>>(s&63)
+		r := lo & (1<<(s&63) - 1)
 		// Round half to even: r + 2^(s-1) - 1 + (v&1) reaches 2^s exactly
 		// when r > 2^(s-1), or r == 2^(s-1) and v is odd.
-		up = (r + (1<<(s-1) - 1) + v&1) >> s
-		ulp2 = pow5[k] >> (s + 1)
+		up = (r + (1<<((s-1)&63) - 1) + v&1) >> (s & 63)
+		ulp2 = pow5[k] >> (s + 1) // s+1 may be 64: then 0
 	}
 	if v < 100_000_000 || v >= 1_000_000_000 { // exp is exact: never
 		return 0, 0, 0, false
@@ -363,48 +468,6 @@ func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int, expForm bool) []
 		}
 	}
 	return dst[:n+i]
-}
-
-// appendNine is appendDecimal(dst, neg, d, 9, exp, false): nine digits,
-// every float32's %.9g. The fixed forms ("0.000ddd", "ddd.ddd"), where
-// nearly every value of a real tensor falls, are written with whole-word
-// stores, and the trailing zeros to drop are counted in the digits' word
-// rather than read back from memory.
-func appendNine(dst []byte, neg bool, d uint64, exp int) []byte {
-	if exp < -4 || exp >= 9 {
-		return appendDecimal(dst, neg, d, 9, exp, false)
-	}
-	n := len(dst)
-	dst = slices.Grow(dst, 24) // longest: "-0.000" + 9 digits
-	b := dst[n : n+24]
-	i := 0
-	if neg {
-		b[0] = '-'
-		i = 1
-	}
-	lead := byte('0' + d/100_000_000)
-	raw := eightDigitsRaw(uint32(d % 100_000_000))
-	tz := bits.LeadingZeros64(raw) >> 3 // zero digits ending the last eight (the lead is not zero)
-	digits := raw | 0x3030_3030_3030_3030
-	if exp < 0 { // "0." and -exp-1 zeros, then the digits
-		binary.LittleEndian.PutUint64(b[i:], 0x3030_3030_3030_2e30) // "0.000000"
-		i += 1 - exp
-		b[i] = lead
-		binary.LittleEndian.PutUint64(b[i+1:], digits)
-		return dst[:n+i+9-tz]
-	}
-	// "ddd.ddd": exp+1 integer digits, 8-exp fraction digits, of which
-	// the trailing zeros are dropped, keeping at least ".0".
-	b[i] = lead
-	binary.LittleEndian.PutUint64(b[i+1:], digits)
-	point := i + exp + 1
-	copy(b[point+1:i+10], b[point:i+9])
-	b[point] = '.'
-	if frac := 8 - exp; tz < frac {
-		return dst[:n+i+10-tz]
-	}
-	b[point+1] = '0'
-	return dst[:n+point+2]
 }
 
 // putDigits writes d into b as exactly len(b) decimal digits. Nine digits,

@@ -396,7 +396,196 @@ func (n Num) Float64() float64 {
 // drops the branches that grammar cannot reach. ok is false for every
 // other token, and for one that reaches the end of data (it may go on in a
 // later chunk); the caller then uses ParseNumber, which decides it.
+//
+// The usual token of a tensor, an integer part of a few digits and a
+// fraction without exponent, with room to read ahead, is read without a
+// loop (AppendDecimals, through decimalWords); the rest takes parseDecimalBytes, the same
+// arithmetic digit by digit.
 func ParseDecimal(data []byte, p int) (f float64, end int, ok bool) {
+	if p+decimalLookahead <= len(data) {
+		if f, end, ok = decimalWords(data, p); ok {
+			return f, end, true
+		}
+	}
+	return parseDecimalBytes(data, p)
+}
+
+// AppendDecimals is ParseDecimal over the values of a list, for the
+// hottest loop of a request: it reads up to limit numbers "v, v, v" (a
+// comma, then at most one space, between them) from data[p:] and appends
+// each to dst as a little-endian float32 (or float64 when wide), which
+// needs that much room in dst: it does not grow it. It returns the offset
+// just after the last number it took and how many it took (end is p for
+// none). It stops before anything else, a token ParseDecimal would leave
+// included, so that the caller goes on at the last number's separator.
+//
+// It takes the token of a tensor, -?int.frac with an integer part of at
+// most 15 digits and room to read decimalLookahead bytes ahead, without a
+// loop over its digits, and leaves the rest (exponents, integers, "01",
+// long mixed tokens, the end of data) to the digit-by-digit path. Why
+// whole runs give rapidjson's values: every digit goes into the 64-bit
+// significand m while m <= 2^53-1 before it. With ni significant integer
+// digits (none for "0") and L fraction digits, m stays below 10^15 up to
+// the 16th digit, so when ni+L <= 16 every digit is taken: m is the digits
+// as one integer and the exponent -L, and the one scaling is
+// float64(m) / 10^L. Only an integer part of "0" goes on past 16 fraction
+// digits here (a double's repr is 16 or 17 of them), in longFraction.
+//
+// The token is read in the loop itself, not in a function per value: the
+// call and the registers saved around it were a tenth of a request's time.
+func AppendDecimals(dst, data []byte, p int, wide bool, limit int) (out []byte, end, took int) {
+	end = p
+values:
+	for took < limit && p+decimalLookahead <= len(data) {
+		q := p
+		neg := data[q] == '-'
+		if neg {
+			q++
+		}
+		var m uint64
+		ni := 0 // significant integer digits in m
+		if data[q] == '0' {
+			q++
+		} else {
+			start := q
+			for isDigit(data[q]) {
+				m = m*10 + uint64(data[q]-'0')
+				q++
+				if q-start > 15 {
+					break values
+				}
+			}
+			ni = q - start
+			if ni == 0 {
+				break
+			}
+		}
+		if data[q] != '.' {
+			break // an integer, an exponent or not this grammar
+		}
+		q++
+		x1 := binary.LittleEndian.Uint64(data[q:])
+		k1 := digitRun(x1)
+		if k1 == 0 {
+			break // "Miss fraction part"
+		}
+		v1 := digitsValue(x1, k1)
+		var f float64
+		if k1 < 8 {
+			if ni+k1 > 16 {
+				break
+			}
+			q += k1
+			// m < 2^63: the signed conversion is the same value, without
+			// the unsigned one's branch.
+			f = float64(int64(m*pow10u[k1]+v1)) / pow10[k1]
+		} else {
+			x2 := binary.LittleEndian.Uint64(data[q+8:])
+			k2 := digitRun(x2)
+			L := 8 + k2
+			if ni+L <= 16 && (k2 < 8 || !isDigit(data[q+16])) {
+				f = float64(int64((m*100_000_000+v1)*pow10u[k2]+digitsValue(x2, k2))) / pow10[L]
+				q += L
+			} else {
+				ok := false
+				if ni != 0 {
+					break
+				}
+				if f, q, ok = longFraction(data, q, v1, x1, x2); !ok {
+					break
+				}
+			}
+		}
+		if data[q]|0x20 == 'e' {
+			break
+		}
+		if neg {
+			f = -f
+		}
+		l := len(dst)
+		if wide {
+			dst = dst[:l+8]
+			binary.LittleEndian.PutUint64(dst[l:], math.Float64bits(f))
+		} else {
+			dst = dst[:l+4]
+			binary.LittleEndian.PutUint32(dst[l:], math.Float32bits(float32(f)))
+		}
+		took++
+		end = q
+		// q < len(data): the look-ahead, or longFraction's check.
+		if data[q] != ',' {
+			break
+		}
+		p = q + 1
+		if p < len(data) && data[p] == ' ' {
+			p++
+		}
+	}
+	return dst, end, took
+}
+
+// decimalLookahead is how far past a token's start AppendDecimals may
+// read: a sign, 15 integer digits and the point (17), two words of
+// fraction digits (16) and the byte after them.
+const decimalLookahead = 34
+
+// decimalWords is ParseDecimal for the tokens AppendDecimals takes (one
+// value, as a float64); ok is false for the others.
+func decimalWords(data []byte, p int) (f float64, end int, ok bool) {
+	var b [8]byte
+	if _, end, took := AppendDecimals(b[:0], data, p, true, 1); took == 1 {
+		return math.Float64frombits(binary.LittleEndian.Uint64(b[:])), end, true
+	}
+	return 0, 0, false
+}
+
+// longFraction finishes AppendDecimals' token "0." followed by more than
+// 16 fraction digits at data[p:], the first eight being x1 (value v1) and
+// the next eight x2, and returns its magnitude. The first 16 digits are
+// one integer, with sig, rapidjson's count of significant digits, 16 less
+// the leading zeros; the rest go through fracDigits and fracTail exactly
+// as parseNumber does.
+func longFraction(data []byte, p int, v1, x1, x2 uint64) (f float64, end int, ok bool) {
+	m := v1*100_000_000 + digitsValue(x2, 8)
+	sig := 0
+	if m != 0 {
+		lz := bits.TrailingZeros64(x1&0x0F0F0F0F0F0F0F0F) >> 3 // leading zero digits, the first digit in the low byte
+		if lz == 8 {
+			lz += bits.TrailingZeros64(x2&0x0F0F0F0F0F0F0F0F) >> 3
+		}
+		sig = 16 - lz
+	}
+	m, p, sig, expFrac := fracDigits(data, p+16, m, sig, -16)
+	d, p, _, expFrac := fracTail(data, p, float64(m), sig, expFrac)
+	if p >= len(data) || data[p]|0x20 == 'e' {
+		return 0, 0, false
+	}
+	return normalPrecision(d, expFrac), p, true
+}
+
+// digitRun returns how many of the eight bytes of x (the first in the low
+// byte) are digits before the first that is not. A digit byte is
+// 0x30…0x39: its high nibble is 3, and adding 6 keeps it 3. A carry out
+// of a non-digit byte only reaches later bytes.
+func digitRun(x uint64) int {
+	t := x&0xF0F0F0F0F0F0F0F0 | (x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0>>4
+	return bits.TrailingZeros64(t^0x3333333333333333) >> 3
+}
+
+// digitsValue returns the value of the first k (0…8) digits of x, the
+// first in the low byte (0 for k = 0: Go's shift by 64 clears).
+func digitsValue(x uint64, k int) uint64 {
+	x &= 0x0F0F0F0F0F0F0F0F  // digit values
+	x <<= 8 * (8 - k)        // keep the run, zero digits in front (all for k = 0)
+	x = x * (1 + 10<<8) >> 8 // pairs of digits
+	x = (x & 0x00FF00FF00FF00FF) * (1 + 100<<16) >> 16
+	return (x & 0x0000FFFF0000FFFF) * (1 + 10000<<32) >> 32
+}
+
+// parseDecimalBytes is ParseDecimal digit by digit (runs of eight in the
+// fraction where fracDigits can), for the tokens decimalWords leaves and
+// near the end of data.
+func parseDecimalBytes(data []byte, p int) (f float64, end int, ok bool) {
 	n := len(data)
 	neg := p < n && data[p] == '-'
 	if neg {

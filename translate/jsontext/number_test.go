@@ -1,6 +1,7 @@
 package jsontext
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -159,5 +160,161 @@ func FuzzParseDecimal(f *testing.F) {
 		if !wantOK || end != wantEnd || end >= len(data) || math.Float64bits(v) != math.Float64bits(n.Float64()) {
 			t.Fatalf("%q: ParseDecimal %v (end %d), ParseNumber %v (end %d, ok %v)", data, v, end, n.Float64(), wantEnd, wantOK)
 		}
+	})
+}
+
+// decimalWordsAgrees checks decimalWords on data (padded to its
+// look-ahead) against parseDecimalBytes, the digit-by-digit path it
+// replaces, and ParseNumber, rapidjson's arithmetic in full: wherever it
+// answers, all three give the same end and the same bits, and it answers
+// for the tokens of a tensor ("0.d…", "d.d…" without exponent).
+func decimalWordsAgrees(t *testing.T, data []byte) {
+	t.Helper()
+	pad := append(append([]byte(nil), data...), ",                                  "...)
+	f, end, ok := decimalWords(pad, 0)
+	if !ok {
+		return
+	}
+	g, gEnd, gOK := parseDecimalBytes(pad, 0)
+	n, nEnd, nOK := ParseNumber(pad, 0)
+	if !gOK || !nOK || end != gEnd || end != nEnd ||
+		math.Float64bits(f) != math.Float64bits(g) || math.Float64bits(f) != math.Float64bits(n.Float64()) {
+		t.Fatalf("%q: decimalWords %v (end %d), parseDecimalBytes %v (end %d, ok %v), ParseNumber %v (end %d, ok %v)",
+			data, f, end, g, gEnd, gOK, n.Float64(), nEnd, nOK)
+	}
+}
+
+// TestDecimalWords: the word-at-a-time path against the digit-by-digit
+// one over the digit counts where it changes method (8, 16, 17 fraction
+// digits, 15 integer digits, leading zeros), and it does answer there.
+func TestDecimalWords(t *testing.T) {
+	for _, tok := range []string{"0.5", "0.1234567", "0.12345678", "0.123456789", "0.1234567890123456",
+		"0.12345678901234567", "0.123456789012345678901", "0.0000000000000000123", "0.00000000000000001",
+		"0.0000000000000000", "0.00000000000000000000000000000000001", "-0.30000000000000004",
+		"123456789012345.6", "12345678.12345678", "12345678.123456789", "9007199254740993.5", "1.5e3", "1.", "01.5",
+		"0.9999999999999999999999", "-0.0", "7.25"} {
+		decimalWordsAgrees(t, []byte(tok))
+	}
+	for _, tok := range []string{"0.1234567", "0.8444218515250481", "0.08444218515250481", "-12.5", "0.12345678901234567"} {
+		if _, _, ok := decimalWords([]byte(tok+strings.Repeat(" ", decimalLookahead)), 0); !ok {
+			t.Errorf("%q: not answered", tok)
+		}
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 300000 {
+		var tok string
+		switch r.IntN(3) {
+		case 0: // what clients send: float64 or float32 values in shortest or %g form
+			v := r.Float64() * math.Pow10(r.IntN(8)-4)
+			tok = strconv.FormatFloat(v, 'g', []int{-1, 7, 9, 17}[r.IntN(4)], 64)
+		case 1:
+			tok = strconv.FormatFloat(float64(r.Float32()), 'f', -1, 32)
+		default: // digit strings around the limits
+			b := []byte(strconv.FormatUint(1+r.Uint64N(1e15), 10))
+			b = b[:1+r.IntN(len(b))]
+			b = append(b, '.')
+			b = append(b, strings.Repeat("0", r.IntN(3)*r.IntN(20))...)
+			for range 1 + r.IntN(24) {
+				b = append(b, byte('0'+r.IntN(10)))
+			}
+			tok = string(b)
+		}
+		if r.IntN(2) == 0 {
+			tok = "-" + tok
+		}
+		decimalWordsAgrees(t, []byte(tok))
+	}
+}
+
+// FuzzDecimalWords: the word-at-a-time path against the digit-by-digit one
+// and ParseNumber on any input.
+func FuzzDecimalWords(f *testing.F) {
+	for _, s := range []string{"0.1234567", "0.8444218515250481", "0.08444218515250481", "12.5e-3", "123456789012345.6", "0.0000000000000000001"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(decimalWordsAgrees)
+}
+
+// appendDecimalsAgrees checks AppendDecimals on a list text against
+// ParseNumber value by value: every value it takes has ParseNumber's bits
+// (as float32 and as float64), it stops just after the last one it took,
+// and what follows that one is its separator (or the list's end).
+func appendDecimalsAgrees(t *testing.T, data []byte, limit int) {
+	t.Helper()
+	for _, wide := range []bool{false, true} {
+		size := 4
+		if wide {
+			size = 8
+		}
+		dst := make([]byte, 0, limit*size)
+		out, end, took := AppendDecimals(dst, data, 0, wide, limit)
+		if took > limit || len(out) != took*size {
+			t.Fatalf("%q: took %d (limit %d), wrote %d bytes", data, took, limit, len(out))
+		}
+		p := 0
+		for i := range took {
+			n, e, ok := ParseNumber(data, p)
+			if !ok {
+				t.Fatalf("%q: value %d at %d taken, ParseNumber refuses it", data, i, p)
+			}
+			want, got := n.Float64(), out[i*size:]
+			if wide && binary.LittleEndian.Uint64(got) != math.Float64bits(want) ||
+				!wide && binary.LittleEndian.Uint32(got) != math.Float32bits(float32(want)) {
+				t.Fatalf("%q: value %d at %d differs from ParseNumber's %v", data, i, p, want)
+			}
+			if i == took-1 {
+				if e != end {
+					t.Fatalf("%q: end %d, ParseNumber's %d", data, end, e)
+				}
+				break
+			}
+			if data[e] != ',' {
+				t.Fatalf("%q: went on after value %d without a comma", data, i)
+			}
+			p = e + 1
+			if data[p] == ' ' {
+				p++
+			}
+		}
+		if took == 0 && end != 0 {
+			t.Fatalf("%q: took none, end %d", data, end)
+		}
+	}
+}
+
+// TestAppendDecimals: lists as clients write them (", " and ","), cut at
+// every kind of stop: a limit, another token, the end of the data.
+func TestAppendDecimals(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 3000 {
+		var b []byte
+		k := 1 + r.IntN(12)
+		for i := range k {
+			if i > 0 {
+				b = append(b, []string{", ", ",", ", ", " , ", ",  "}[r.IntN(5)]...)
+			}
+			v := r.Float64() * math.Pow10(r.IntN(6)-3)
+			if r.IntN(2) == 0 {
+				v = -v
+			}
+			b = strconv.AppendFloat(b, v, 'g', []int{-1, 7, 9, 17, 3}[r.IntN(5)], 64)
+		}
+		b = append(b, []string{"]", "], [", "]]}", ""}[r.IntN(4)]...)
+		appendDecimalsAgrees(t, b, 1+r.IntN(k+2))
+		appendDecimalsAgrees(t, append(b, strings.Repeat(" ", decimalLookahead)...), 1+r.IntN(k+2))
+	}
+	// The usual image row is taken whole.
+	row := []byte("0.1234567, 0.8444218515250481, 0.08444218515250481], [0.5" + strings.Repeat(" ", decimalLookahead))
+	if _, end, took := AppendDecimals(make([]byte, 0, 64), row, 0, false, 8); took != 3 || row[end] != ']' {
+		t.Errorf("image row: took %d, stopped at %q", took, row[end:end+1])
+	}
+}
+
+// FuzzAppendDecimals: AppendDecimals against ParseNumber on any input.
+func FuzzAppendDecimals(f *testing.F) {
+	f.Add([]byte("0.1234567, 0.8444218515250481,0.08444218515250481], [0.5"), uint8(5))
+	f.Add([]byte("-12.5e-3, 1, 0.5 ,2"), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, limit uint8) {
+		appendDecimalsAgrees(t, append(data, strings.Repeat(" ", decimalLookahead)...), int(limit))
 	})
 }

@@ -219,9 +219,9 @@ func (w *Writer) Float32s(le []byte) {
 	if w.singleLine {
 		// Row format's rows: a fixed two-byte separator, appended without
 		// building a separator or copying one of variable length.
-		for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
+		if n > 1 {
 			buf = append(buf, ',', ' ')
-			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
+			buf = appendFloat32s(buf, le[4:4*n], 0, 0)
 		}
 	} else {
 		if depth*indentUnit >= len(spaces) {
@@ -407,13 +407,24 @@ func (w *Writer) SingleLineFloat32sPart(nest *Nest, shape []int64, le []byte) {
 			buf = append(buf, ',', ' ')
 		}
 		r := min(room, int64(len(le)/4))
-		buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
-		for q := int64(1); q < r; q++ {
-			buf = append(buf, ',', ' ')
-			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le[4*q:])))
+		// The whole innermost lists that follow in the same parent list
+		// go in the same call, which writes their "], [" itself.
+		var rows, inner int64
+		if r == room && rank >= 2 {
+			inner = shape[rank-1]
+			rows = min(shape[rank-2]-1-nest.idx[rank-2], (int64(len(le)/4)-r)/inner)
 		}
-		le = le[4*r:]
+		col := 0 // values of the current innermost list already written
+		if inner > 0 {
+			col = int(inner - room)
+		}
+		buf = appendFloat32s(buf, le[:4*(r+rows*inner)], int(inner), col)
+		le = le[4*(r+rows*inner):]
 		nest.Advance(r)
+		if rows > 0 {
+			nest.idx[rank-2] += rows // each list complete, as Next expects
+			nest.written += rows * inner
+		}
 	}
 	if nest.written == nest.n {
 		buf = appendRepeat(buf, ']', rank)

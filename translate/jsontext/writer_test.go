@@ -52,7 +52,8 @@ func TestFloat32s(t *testing.T) {
 // in single-line mode, for shapes with empty dimensions and values before
 // and after.
 func TestSingleLineFloat32s(t *testing.T) {
-	vals := []float32{0.1, 1, -2.5e-7, float32(math.NaN()), 3e38, 0, 123456.79, 5, -1, 0.25, 7, 8}
+	vals := []float32{0.1, 1, -2.5e-7, float32(math.NaN()), 3e38, 0, 123456.79, 5, -1, 0.25, 7, 8,
+		0.5, 0.123, 2, float32(math.Inf(-1)), 1e-30, 0.75, 3, 4, 0.1, 6, 7, 9}
 	le := make([]byte, 0, 4*len(vals))
 	for _, v := range vals {
 		le = binary.LittleEndian.AppendUint32(le, math.Float32bits(v))
@@ -72,7 +73,8 @@ func TestSingleLineFloat32s(t *testing.T) {
 		}
 		w.EndArray()
 	}
-	for _, shape := range [][]int64{{0}, {1}, {12}, {3, 4}, {2, 3, 2}, {2, 0}, {3, 0, 5}, {1, 2, 2, 3}} {
+	for _, shape := range [][]int64{{0}, {1}, {12}, {3, 4}, {2, 3, 2}, {2, 0}, {3, 0, 5}, {1, 2, 2, 3},
+		{2, 4, 3}, {8, 3}, {2, 3, 4, 1}, {1, 1, 24}, {24, 1}, {2, 2, 2, 3}} {
 		n := 1
 		for _, d := range shape {
 			n *= int(d)
@@ -107,7 +109,7 @@ func TestSingleLineFloat32s(t *testing.T) {
 			return string(w.Bytes())
 		}
 		want := write(0)
-		for _, part := range []int{-1, 1, 2, 5} {
+		for _, part := range []int{-1, 1, 2, 4, 5, 7, 13} {
 			if got := write(part); got != want {
 				t.Errorf("shape %v, part %d:\n got %q\nwant %q", shape, part, got, want)
 			}

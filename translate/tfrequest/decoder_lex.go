@@ -815,47 +815,32 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 		want = in.cur[f.level]
 	}
 	float := dt == tensor.FP32 || dt == tensor.FP64
-	esz := dt.Size()
 	var cnt, lists int64
 	after := false // the tokenizer's state at the end: after a value, or one expected
 	fn := f.n
 	for cnt < elemBudget && cnt+lists < nodeBudget {
-		var num jsontext.Num
-		var v float64
-		end, ok := 0, false
+		took := int64(0)
 		if float {
-			v, end, ok = jsontext.ParseDecimal(buf, p)
+			// The values of a list, ", " apart, in one tight loop; it
+			// stops after the last value it took, whose separator is
+			// looked at below as after any other value.
+			var end int
+			end, data, took = floatRun(buf, p, data, dt == tensor.FP64, min(elemBudget-cnt, nodeBudget-cnt-lists))
+			if took > 0 {
+				cnt += took
+				fn += took
+				p = end
+			}
 		}
-		if !ok {
-			num, end, ok = jsontext.ParseNumber(buf, p)
-			if !ok || end >= n {
+		if took == 0 {
+			var ok bool
+			if p, data, ok = d.leafValue(buf, p, data, in, dt, float); !ok {
 				break
 			}
-			v = num.Float64()
+			cnt++
+			fn++
 		}
-		if cap(data)-len(data) < esz {
-			// Full: the next block (streaming) or a larger buffer.
-			in.data = data
-			d.room(&in.input)
-			data = in.data
-		}
-		switch dt {
-		case tensor.FP32:
-			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(v)))
-		case tensor.FP64:
-			data = binary.LittleEndian.AppendUint64(data, math.Float64bits(v))
-		default:
-			var res leafResult
-			if data, res = appendLeaf(data, dt, jsontext.Number, num); res != leafOK {
-				end = -1
-			}
-		}
-		if end < 0 {
-			break
-		}
-		cnt++
-		fn++
-		p = jsontext.SkipSpace(buf, end)
+		p = jsontext.SkipSpace(buf, p)
 		if p == n {
 			after = true
 			break
@@ -898,4 +883,54 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 	}
 	in.curCount += cnt
 	return p
+}
+
+// leafValue converts the one number at buf[p] into data, making room for
+// it first, and returns the offset after it; ok is false, leaving the
+// token to the general path, for a token the chunk may cut, one to refuse
+// or one that does not fit the input's type.
+func (d *Decoder) leafValue(buf []byte, p int, data []byte, in *opInput, dt tensor.DataType, float bool) (int, []byte, bool) {
+	var num jsontext.Num
+	var v float64
+	end, ok := 0, false
+	if float {
+		v, end, ok = jsontext.ParseDecimal(buf, p)
+	}
+	if !ok {
+		num, end, ok = jsontext.ParseNumber(buf, p)
+		if !ok || end >= len(buf) {
+			return p, data, false
+		}
+		v = num.Float64()
+	}
+	if cap(data)-len(data) < dt.Size() {
+		// Full: the next block (streaming) or a larger buffer.
+		in.data = data
+		d.room(&in.input)
+		data = in.data
+	}
+	switch dt {
+	case tensor.FP32:
+		data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(v)))
+	case tensor.FP64:
+		data = binary.LittleEndian.AppendUint64(data, math.Float64bits(v))
+	default:
+		var res leafResult
+		if data, res = appendLeaf(data, dt, jsontext.Number, num); res != leafOK {
+			return p, data, false
+		}
+	}
+	return end, data, true
+}
+
+// floatRun is leafRun's inner loop for FP32 and FP64 (wide) inputs:
+// jsontext.AppendDecimals over the room data has (at most limit values).
+func floatRun(buf []byte, p int, data []byte, wide bool, limit int64) (end int, out []byte, took int64) {
+	shift := 2 // log2 of the element size: no division in the loop
+	if wide {
+		shift = 3
+	}
+	room := min(limit, int64((cap(data)-len(data))>>shift))
+	data, end, n := jsontext.AppendDecimals(data, buf, p, wide, int(room))
+	return end, data, int64(n)
 }
