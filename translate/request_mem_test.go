@@ -199,7 +199,11 @@ func TestRequestStreamB64Memory(t *testing.T) {
 	}
 	growth := int64(peak) - int64(base)
 	t.Logf("%d MiB of b64 text: heap grew %.1f MB at peak (%.2f× the text)", textBytes>>20, float64(growth)/1e6, float64(growth)/textBytes)
-	if growth >= 4*textBytes {
-		t.Errorf("heap grew by %d bytes, 4× the %d-byte string or more: it is held more than once", growth, textBytes)
+	// Held once, the peak is about 3× the text (the text as it arrives,
+	// the tensor and the v2 body, each ¾ of it, plus garbage the collector
+	// has not reached); held twice it was 7×. The bound of 5× leaves room
+	// for a collector that lags behind on a loaded machine.
+	if growth >= 5*textBytes {
+		t.Errorf("heap grew by %d bytes, 5× the %d-byte string or more: it is held more than once", growth, textBytes)
 	}
 }

@@ -196,7 +196,7 @@ func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *Sy
 			d = float64(i64)
 			useDouble = true
 		}
-		d, p, sig, expFrac = fracTail(data, p, d, sig, expFrac)
+		d, p, _, expFrac = fracTail(data, p, d, sig, expFrac)
 	}
 
 	exp := 0
@@ -209,11 +209,8 @@ func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *Sy
 			}
 			useDouble = true
 		}
-		expMinus := false
-		if consume('+') {
-		} else if consume('-') {
-			expMinus = true
-		}
+		// A sign: '+' is consumed and changes nothing.
+		expMinus := !consume('+') && consume('-')
 		if !isDigit(peek(p)) {
 			return p, 0, 0, &SyntaxError{msgNumberMissExponent, p}
 		}
@@ -617,7 +614,7 @@ func parseDecimalBytes(data []byte, p int) (f float64, end int, ok bool) {
 			return 0, 0, false
 		}
 		m, p, sig, expFrac = fracDigits(data, p, m, sig, expFrac)
-		d, p, sig, expFrac = fracTail(data, p, float64(m), sig, expFrac)
+		d, p, _, expFrac = fracTail(data, p, float64(m), sig, expFrac)
 		if p >= n {
 			return 0, 0, false
 		}

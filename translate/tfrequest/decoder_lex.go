@@ -94,7 +94,7 @@ func (d *Decoder) lex(buf []byte, p int, stop int) {
 // syntax error (TF checks syntax first, so it is the answer), or a number
 // too long to hold across chunks (undecided).
 func (d *Decoder) tokErr() {
-	switch err := d.tz.Err().(type) {
+	switch err := d.tz.Err().(type) { //nolint:errorlint // the tokenizer's own errors, never wrapped
 	case nil:
 		return
 	case *jsontext.SyntaxError:
