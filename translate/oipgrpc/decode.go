@@ -45,33 +45,33 @@ func decodeInfer(msg []byte, request bool, lim tensor.Limits) (*Message, error) 
 	m := &Message{}
 	var tensors, raw [][]byte
 	err := walk(msg, func(f *field) error {
-		if f.typ != protowire.BytesType {
+		if f.Typ != protowire.BytesType {
 			return nil
 		}
 		var err error
 		switch {
-		case f.num == fModelName:
-			m.ModelName, err = str(f.v)
-		case f.num == fModelVersion:
-			m.ModelVersion, err = str(f.v)
-		case f.num == fID:
-			m.ID, err = str(f.v)
-		case f.num == fTensors:
-			tensors = append(tensors, f.v)
-		case f.num == rawNum:
-			raw = append(raw, f.v)
-		case f.num == fParameters:
-			err = checkParameters(f.v)
-		case request && f.num == fReqOutputs:
+		case f.Num == fModelName:
+			m.ModelName, err = str(f.V)
+		case f.Num == fModelVersion:
+			m.ModelVersion, err = str(f.V)
+		case f.Num == fID:
+			m.ID, err = str(f.V)
+		case f.Num == fTensors:
+			tensors = append(tensors, f.V)
+		case f.Num == rawNum:
+			raw = append(raw, f.V)
+		case f.Num == fParameters:
+			err = checkParameters(f.V)
+		case request && f.Num == fReqOutputs:
 			var name string
-			err = walk(f.v, func(f *field) error {
+			err = walk(f.V, func(f *field) error {
 				switch {
-				case f.num == fOutputName && f.typ == protowire.BytesType:
+				case f.Num == fOutputName && f.Typ == protowire.BytesType:
 					var err error
-					name, err = str(f.v)
+					name, err = str(f.V)
 					return err
-				case f.num == fOutputParameters && f.typ == protowire.BytesType:
-					return checkParameters(f.v)
+				case f.Num == fOutputParameters && f.Typ == protowire.BytesType:
+					return checkParameters(f.V)
 				}
 				return nil
 			})
@@ -96,14 +96,14 @@ func decodeInfer(msg []byte, request bool, lim tensor.Limits) (*Message, error) 
 		err := walk(tb, func(f *field) error {
 			var err error
 			switch {
-			case f.num == fTensorName && f.typ == protowire.BytesType:
-				t.Name, err = str(f.v)
-			case f.num == fTensorDatatype && f.typ == protowire.BytesType:
-				dtName, err = str(f.v)
-			case f.num == fTensorShape && f.typ == protowire.VarintType:
-				t.Shape = append(t.Shape, int64(f.u))
-			case f.num == fTensorShape && f.typ == protowire.BytesType:
-				for v := f.v; len(v) > 0; {
+			case f.Num == fTensorName && f.Typ == protowire.BytesType:
+				t.Name, err = str(f.V)
+			case f.Num == fTensorDatatype && f.Typ == protowire.BytesType:
+				dtName, err = str(f.V)
+			case f.Num == fTensorShape && f.Typ == protowire.VarintType:
+				t.Shape = append(t.Shape, int64(f.U))
+			case f.Num == fTensorShape && f.Typ == protowire.BytesType:
+				for v := f.V; len(v) > 0; {
 					d, n := protowire.ConsumeVarint(v)
 					if n < 0 {
 						return errMalformed
@@ -111,15 +111,15 @@ func decodeInfer(msg []byte, request bool, lim tensor.Limits) (*Message, error) 
 					t.Shape = append(t.Shape, int64(d))
 					v = v[n:]
 				}
-			case f.num == fTensorParameters && f.typ == protowire.BytesType:
-				return checkParameters(f.v)
-			case f.num == fTensorContents && f.typ == protowire.BytesType:
+			case f.Num == fTensorParameters && f.Typ == protowire.BytesType:
+				return checkParameters(f.V)
+			case f.Num == fTensorContents && f.Typ == protowire.BytesType:
 				// Occurrences merge: their concatenation, each checked
 				// on its own (a concatenation can hide a bad boundary).
-				if err := checkContents(f.v); err != nil {
+				if err := checkContents(f.V); err != nil {
 					return err
 				}
-				contents = append(contents, f.v...)
+				contents = append(contents, f.V...)
 			}
 			return err
 		})
@@ -204,19 +204,19 @@ func fromContents(t *tensor.Tensor, contents []byte, n int64) error {
 	var count int64
 	var packed []uint64
 	err := walk(contents, func(f *field) error {
-		if f.num != num {
+		if f.Num != num {
 			return nil
 		}
 		if num == fBytesContents {
-			if f.typ == protowire.BytesType {
-				vals = append(vals, f.v)
+			if f.Typ == protowire.BytesType {
+				vals = append(vals, f.V)
 				count++
 			}
 			return nil
 		}
-		switch f.typ {
+		switch f.Typ {
 		case protowire.BytesType:
-			for v := f.v; len(v) > 0; {
+			for v := f.V; len(v) > 0; {
 				var u uint64
 				var m int
 				switch num {
@@ -242,7 +242,7 @@ func fromContents(t *tensor.Tensor, contents []byte, n int64) error {
 			if count++; count > n {
 				return &sizeError{"typed contents values", n, count}
 			}
-			packed = append(packed, f.u)
+			packed = append(packed, f.U)
 		}
 		return nil
 	})

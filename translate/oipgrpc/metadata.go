@@ -43,15 +43,15 @@ func AppendModelRequest(dst []byte, name, version string) []byte {
 // DecodeModelRequest decodes a ModelMetadataRequest or ModelReadyRequest.
 func DecodeModelRequest(msg []byte) (name, version string, err error) {
 	err = walk(msg, func(f *field) error {
-		if f.typ != protowire.BytesType {
+		if f.Typ != protowire.BytesType {
 			return nil
 		}
 		var err error
-		switch f.num {
+		switch f.Num {
 		case fReqName:
-			name, err = str(f.v)
+			name, err = str(f.V)
 		case fReqVersion:
-			version, err = str(f.v)
+			version, err = str(f.V)
 		}
 		return err
 	})
@@ -69,26 +69,26 @@ func DecodeModelMetadata(msg []byte) (*tensor.Signature, error) {
 	sig := &tensor.Signature{}
 	var inputs, outputs [][]byte
 	err := walk(msg, func(f *field) error {
-		if f.typ != protowire.BytesType {
+		if f.Typ != protowire.BytesType {
 			return nil
 		}
 		var err error
-		switch f.num {
+		switch f.Num {
 		case fMetaName:
-			sig.Model, err = str(f.v)
+			sig.Model, err = str(f.V)
 		case fMetaVersions:
 			var v string
-			v, err = str(f.v)
+			v, err = str(f.V)
 			if len(sig.Versions) >= maxVersions {
 				return bad("model metadata", nil, "more than %d versions", maxVersions)
 			}
 			sig.Versions = append(sig.Versions, v)
 		case fMetaPlatform:
-			sig.Platform, err = str(f.v)
+			sig.Platform, err = str(f.V)
 		case fMetaInputs:
-			inputs = append(inputs, f.v)
+			inputs = append(inputs, f.V)
 		case fMetaOutputs:
-			outputs = append(outputs, f.v)
+			outputs = append(outputs, f.V)
 		}
 		return err
 	})
@@ -121,14 +121,14 @@ func metaSpecs(what string, ts [][]byte, dims *int) ([]tensor.Spec, error) {
 		err := walk(b, func(f *field) error {
 			var err error
 			switch {
-			case f.num == fMetaTName && f.typ == protowire.BytesType:
-				sp.Name, err = str(f.v)
-			case f.num == fMetaTDatatype && f.typ == protowire.BytesType:
-				dt, err = str(f.v)
-			case f.num == fMetaTShape && f.typ == protowire.VarintType:
-				sp.Shape = append(sp.Shape, int64(f.u))
-			case f.num == fMetaTShape && f.typ == protowire.BytesType:
-				for v := f.v; len(v) > 0; {
+			case f.Num == fMetaTName && f.Typ == protowire.BytesType:
+				sp.Name, err = str(f.V)
+			case f.Num == fMetaTDatatype && f.Typ == protowire.BytesType:
+				dt, err = str(f.V)
+			case f.Num == fMetaTShape && f.Typ == protowire.VarintType:
+				sp.Shape = append(sp.Shape, int64(f.U))
+			case f.Num == fMetaTShape && f.Typ == protowire.BytesType:
+				for v := f.V; len(v) > 0; {
 					d, n := protowire.ConsumeVarint(v)
 					if n < 0 {
 						return errMalformed
@@ -203,8 +203,8 @@ func AppendModelMetadata(dst []byte, sig *tensor.Signature) []byte {
 func DecodeModelReady(msg []byte) (bool, error) {
 	ready := false
 	err := walk(msg, func(f *field) error {
-		if f.num == fReadyReady && f.typ == protowire.VarintType {
-			ready = f.u != 0
+		if f.Num == fReadyReady && f.Typ == protowire.VarintType {
+			ready = f.U != 0
 		}
 		return nil
 	})

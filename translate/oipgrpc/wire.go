@@ -3,7 +3,7 @@ package oipgrpc
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
+	"github.com/tfsbridge/tfsbridge/translate/internal/pbwire"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -11,62 +11,16 @@ import (
 )
 
 // errMalformed reports bytes that are not a valid protobuf message.
-var errMalformed = errors.New("malformed protobuf message")
+var errMalformed = pbwire.ErrMalformed
 
-type field struct {
-	num protowire.Number
-	typ protowire.Type
-	v   []byte
-	u   uint64
-}
+// field is one field occurrence as walk reads it (pbwire.Field).
+type field = pbwire.Field
 
-// walk calls f for every field of msg in wire order (groups skipped).
-func walk(msg []byte, f func(fl *field) error) error {
-	var fl field
-	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		// A field number beyond 2^29-1 cannot be written in a 32-bit
-		// tag: protobuf's parsers refuse it.
-		if n < 0 || num > protowire.MaxValidNumber {
-			return errMalformed
-		}
-		msg = msg[n:]
-		fl = field{num: num, typ: typ}
-		switch typ {
-		case protowire.VarintType:
-			fl.u, n = protowire.ConsumeVarint(msg)
-		case protowire.Fixed32Type:
-			var x uint32
-			x, n = protowire.ConsumeFixed32(msg)
-			fl.u = uint64(x)
-		case protowire.Fixed64Type:
-			fl.u, n = protowire.ConsumeFixed64(msg)
-		case protowire.BytesType:
-			fl.v, n = protowire.ConsumeBytes(msg)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, msg)
-			if n >= 0 {
-				msg = msg[n:]
-				continue
-			}
-		}
-		if n < 0 {
-			return errMalformed
-		}
-		msg = msg[n:]
-		if err := f(&fl); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// walk calls f for every field of msg in wire order (pbwire.Walk).
+func walk(msg []byte, f func(fl *field) error) error { return pbwire.Walk(msg, f) }
 
-func str(v []byte) (string, error) {
-	if !utf8.Valid(v) {
-		return "", errMalformed
-	}
-	return string(v), nil
-}
+// str returns a proto3 string field's value, refusing invalid UTF-8.
+func str(v []byte) (string, error) { return pbwire.Str(v) }
 
 func sizeBytesField(num protowire.Number, n int) int {
 	return protowire.SizeTag(num) + protowire.SizeBytes(n)
@@ -122,17 +76,17 @@ func wrapBad(what string, err error) error {
 // reads no parameter, but a message protobuf would refuse is refused.
 func checkParameters(entry []byte) error {
 	return walk(entry, func(f *field) error {
-		if f.typ != protowire.BytesType {
+		if f.Typ != protowire.BytesType {
 			return nil
 		}
-		switch f.num {
+		switch f.Num {
 		case 1:
-			_, err := str(f.v)
+			_, err := str(f.V)
 			return err
 		case 2:
-			return walk(f.v, func(p *field) error {
-				if p.num == 3 && p.typ == protowire.BytesType {
-					_, err := str(p.v)
+			return walk(f.V, func(p *field) error {
+				if p.Num == 3 && p.Typ == protowire.BytesType {
+					_, err := str(p.V)
 					return err
 				}
 				return nil
@@ -147,12 +101,12 @@ func checkParameters(entry []byte) error {
 // them.
 func checkContents(contents []byte) error {
 	return walk(contents, func(f *field) error {
-		if f.typ != protowire.BytesType || f.num < fBoolContents || f.num > fFP64Contents {
+		if f.Typ != protowire.BytesType || f.Num < fBoolContents || f.Num > fFP64Contents {
 			return nil
 		}
-		for v := f.v; len(v) > 0; {
+		for v := f.V; len(v) > 0; {
 			var n int
-			switch f.num {
+			switch f.Num {
 			case fFP32Contents:
 				_, n = protowire.ConsumeFixed32(v)
 			case fFP64Contents:

@@ -58,15 +58,15 @@ func DecodeExamplesRequest(msg []byte, maxBytes int64) (r *ExamplesRequest, ok b
 	r = &ExamplesRequest{}
 	var spec, input message
 	err = walk(msg, func(f *field) error {
-		if f.typ != protowire.BytesType {
+		if f.Typ != protowire.BytesType {
 			return nil
 		}
-		switch f.num {
+		switch f.Num {
 		case fExReqSpec:
 			r.HasSpec = true
-			return spec.add(f.v)
+			return spec.add(f.V)
 		case fExReqInput:
-			return input.add(f.v)
+			return input.add(f.V)
 		}
 		return nil
 	})
@@ -83,13 +83,13 @@ func DecodeExamplesRequest(msg []byte, maxBytes int64) (r *ExamplesRequest, ok b
 	var list message
 	withContext := false
 	err = walk(input.b, func(f *field) error {
-		if f.typ != protowire.BytesType || (f.num != fInputList && f.num != fInputListContext) {
+		if f.Typ != protowire.BytesType || (f.Num != fInputList && f.Num != fInputListContext) {
 			return nil
 		}
-		if ctx := f.num == fInputListContext; ctx != withContext {
+		if ctx := f.Num == fInputListContext; ctx != withContext {
 			list, withContext = message{}, ctx // the other member of the oneof
 		}
-		return list.add(f.v)
+		return list.add(f.V)
 	})
 	if err != nil {
 		return nil, false, err
@@ -97,20 +97,20 @@ func DecodeExamplesRequest(msg []byte, maxBytes int64) (r *ExamplesRequest, ok b
 	var examples [][]byte
 	var context message
 	err = walk(list.b, func(f *field) error {
-		if f.typ != protowire.BytesType {
+		if f.Typ != protowire.BytesType {
 			return nil
 		}
 		switch {
-		case f.num == fListExamples:
-			if err := checkExample(f.v); err != nil {
+		case f.Num == fListExamples:
+			if err := checkExample(f.V); err != nil {
 				return err
 			}
-			examples = append(examples, f.v)
-		case f.num == fListContext && withContext:
-			if err := checkExample(f.v); err != nil {
+			examples = append(examples, f.V)
+		case f.Num == fListContext && withContext:
+			if err := checkExample(f.V); err != nil {
 				return err
 			}
-			return context.add(f.v)
+			return context.add(f.V)
 		}
 		return nil
 	})
@@ -140,33 +140,33 @@ func DecodeExamplesRequest(msg []byte, maxBytes int64) (r *ExamplesRequest, ok b
 // feature map's UTF-8 keys, the packed lists.
 func checkExample(b []byte) error {
 	return walk(b, func(f *field) error {
-		if f.num != fExampleFeatures || f.typ != protowire.BytesType {
+		if f.Num != fExampleFeatures || f.Typ != protowire.BytesType {
 			return nil
 		}
-		return walk(f.v, func(f *field) error {
-			if f.num != fFeaturesFeature || f.typ != protowire.BytesType {
+		return walk(f.V, func(f *field) error {
+			if f.Num != fFeaturesFeature || f.Typ != protowire.BytesType {
 				return nil
 			}
-			_, feature, err := decodeEntry(f.v)
+			_, feature, err := decodeEntry(f.V)
 			if err != nil {
 				return err
 			}
 			return walk(feature, func(f *field) error {
-				if f.typ != protowire.BytesType || f.num < fFeatureBytes || f.num > fFeatureInt64s {
+				if f.Typ != protowire.BytesType || f.Num < fFeatureBytes || f.Num > fFeatureInt64s {
 					return nil
 				}
-				num := f.num
-				return walk(f.v, func(f *field) error {
-					if f.num != fListValue || f.typ != protowire.BytesType {
+				num := f.Num
+				return walk(f.V, func(f *field) error {
+					if f.Num != fListValue || f.Typ != protowire.BytesType {
 						return nil
 					}
 					switch num {
 					case fFeatureFloats:
-						if _, ok := packedCount(f.v, protowire.Fixed32Type); !ok {
+						if _, ok := packedCount(f.V, protowire.Fixed32Type); !ok {
 							return ErrMalformed
 						}
 					case fFeatureInt64s:
-						if _, ok := packedCount(f.v, protowire.VarintType); !ok {
+						if _, ok := packedCount(f.V, protowire.VarintType); !ok {
 							return ErrMalformed
 						}
 					}

@@ -51,15 +51,15 @@ func DecodeMetadataRequest(msg []byte) (*MetadataRequest, error) {
 	r := &MetadataRequest{}
 	var spec message
 	err := walk(msg, func(f *field) error {
-		if f.typ != protowire.BytesType {
+		if f.Typ != protowire.BytesType {
 			return nil
 		}
-		switch f.num {
+		switch f.Num {
 		case fMetaReqSpec:
 			r.HasSpec = true
-			return spec.add(f.v)
+			return spec.add(f.V)
 		case fMetaReqFields:
-			s, err := str(f.v)
+			s, err := str(f.V)
 			if err != nil {
 				return err
 			}
@@ -195,9 +195,9 @@ func DecodeStatusRequest(msg []byte) (*StatusRequest, error) {
 	r := &StatusRequest{}
 	var spec message
 	err := walk(msg, func(f *field) error {
-		if f.num == fStatusReqSpec && f.typ == protowire.BytesType {
+		if f.Num == fStatusReqSpec && f.Typ == protowire.BytesType {
 			r.HasSpec = true
-			return spec.add(f.v)
+			return spec.add(f.V)
 		}
 		return nil
 	})

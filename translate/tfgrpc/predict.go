@@ -39,13 +39,13 @@ type ModelSpec struct {
 func DecodeModelSpec(msg []byte) (ModelSpec, error) {
 	var s ModelSpec
 	err := walk(msg, func(f *field) error {
-		if f.typ != protowire.BytesType {
+		if f.Typ != protowire.BytesType {
 			return nil
 		}
 		var err error
-		switch f.num {
+		switch f.Num {
 		case fSpecName:
-			s.Name, err = str(f.v)
+			s.Name, err = str(f.V)
 		case fSpecVersion:
 			// A repeated Int64Value merges: the last value wins, and an
 			// empty one keeps the previous value (0 when none).
@@ -53,17 +53,17 @@ func DecodeModelSpec(msg []byte) (ModelSpec, error) {
 				s.Version = 0
 			}
 			s.HasVersion, s.VersionLabel = true, ""
-			err = walk(f.v, func(v *field) error {
-				if v.num == fInt64ValueValue && v.typ == protowire.VarintType {
-					s.Version = int64(v.u)
+			err = walk(f.V, func(v *field) error {
+				if v.Num == fInt64ValueValue && v.Typ == protowire.VarintType {
+					s.Version = int64(v.U)
 				}
 				return nil
 			})
 		case fSpecLabel:
-			s.VersionLabel, err = str(f.v)
+			s.VersionLabel, err = str(f.V)
 			s.HasVersion, s.Version = false, 0
 		case fSpecSignature:
-			s.SignatureName, err = str(f.v)
+			s.SignatureName, err = str(f.V)
 		}
 		return err
 	})
@@ -157,15 +157,15 @@ func DecodePredictRequest(msg []byte) (*PredictRequest, error) {
 	var spec message
 	var index map[string]int
 	err := walk(msg, func(f *field) error {
-		if f.typ != protowire.BytesType {
+		if f.Typ != protowire.BytesType {
 			return nil
 		}
-		switch f.num {
+		switch f.Num {
 		case fPredReqSpec:
 			r.HasSpec = true
-			return spec.add(f.v)
+			return spec.add(f.V)
 		case fPredReqInputs:
-			name, value, err := decodeEntry(f.v)
+			name, value, err := decodeEntry(f.V)
 			if err != nil {
 				return err
 			}
@@ -175,7 +175,7 @@ func DecodePredictRequest(msg []byte) (*PredictRequest, error) {
 			}
 			index = putEntry(&r.Inputs, index, NamedTensor{Name: name, Tensor: t})
 		case fPredReqFilter:
-			s, err := str(f.v)
+			s, err := str(f.V)
 			if err != nil {
 				return err
 			}
@@ -227,16 +227,16 @@ func putEntry(list *[]NamedTensor, index map[string]int, e NamedTensor) map[stri
 func decodeEntry(b []byte) (key string, value []byte, err error) {
 	var v message
 	err = walk(b, func(f *field) error {
-		if f.typ != protowire.BytesType {
+		if f.Typ != protowire.BytesType {
 			return nil
 		}
-		switch f.num {
+		switch f.Num {
 		case fMapKey:
 			var err error
-			key, err = str(f.v)
+			key, err = str(f.V)
 			return err
 		case fMapValue:
-			return v.add(f.v)
+			return v.add(f.V)
 		}
 		return nil
 	})

@@ -48,28 +48,28 @@ func DecodeTensorProto(msg []byte) (TensorProto, error) {
 	var shape message
 	err := walk(msg, func(f *field) error {
 		switch {
-		case f.num == fTPDtype && f.typ == protowire.VarintType:
-			t.DType = DType(int32(f.u))
-		case f.num == fTPShape && f.typ == protowire.BytesType:
-			return shape.add(f.v)
-		case f.num == fTPContent && f.typ == protowire.BytesType:
-			t.Content = f.v
-		case f.num == fTPStringVal && f.typ == protowire.BytesType:
+		case f.Num == fTPDtype && f.Typ == protowire.VarintType:
+			t.DType = DType(int32(f.U))
+		case f.Num == fTPShape && f.Typ == protowire.BytesType:
+			return shape.add(f.V)
+		case f.Num == fTPContent && f.Typ == protowire.BytesType:
+			t.Content = f.V
+		case f.Num == fTPStringVal && f.Typ == protowire.BytesType:
 			t.counts[fTPStringVal]++
-		case f.num >= fTPFloatVal && f.num <= fTPUint64Val:
-			w, ok := repeatedScalar(f.num)
+		case f.Num >= fTPFloatVal && f.Num <= fTPUint64Val:
+			w, ok := repeatedScalar(f.Num)
 			if !ok {
 				return nil
 			}
-			switch f.typ {
+			switch f.Typ {
 			case w:
-				t.counts[f.num]++
+				t.counts[f.Num]++
 			case protowire.BytesType:
-				n, ok := packedCount(f.v, w)
+				n, ok := packedCount(f.V, w)
 				if !ok {
 					return ErrMalformed
 				}
-				t.counts[f.num] += n
+				t.counts[f.Num] += n
 			}
 		}
 		return nil
@@ -125,16 +125,16 @@ func packedCount(v []byte, w protowire.Type) (int64, bool) {
 // decodeShape reads the (merged) TensorShapeProto.
 func (t *TensorProto) decodeShape(b []byte) error {
 	return walk(b, func(f *field) error {
-		if f.num != fShapeDim || f.typ != protowire.BytesType {
+		if f.Num != fShapeDim || f.Typ != protowire.BytesType {
 			return nil
 		}
 		size := int64(0)
-		if err := walk(f.v, func(d *field) error {
+		if err := walk(f.V, func(d *field) error {
 			switch {
-			case d.num == fDimSize && d.typ == protowire.VarintType:
-				size = int64(d.u)
-			case d.num == fDimName && d.typ == protowire.BytesType:
-				_, err := str(d.v) // a proto3 string: UTF-8 or no parse
+			case d.Num == fDimSize && d.Typ == protowire.VarintType:
+				size = int64(d.U)
+			case d.Num == fDimName && d.Typ == protowire.BytesType:
+				_, err := str(d.V) // a proto3 string: UTF-8 or no parse
 				return err
 			}
 			return nil
@@ -210,9 +210,9 @@ func (t *TensorProto) RawSize(dt tensor.DataType, n int64) (int64, error) {
 	k := t.counts[fTPStringVal]
 	total, i, last := int64(0), int64(0), 0
 	_ = walk(t.msg, func(f *field) error {
-		if f.num == fTPStringVal && f.typ == protowire.BytesType && i < n {
-			total += 4 + int64(len(f.v))
-			last = len(f.v)
+		if f.Num == fTPStringVal && f.Typ == protowire.BytesType && i < n {
+			total += 4 + int64(len(f.V))
+			last = len(f.V)
 			i++
 		}
 		return nil
@@ -293,23 +293,23 @@ func (t *TensorProto) AppendRaw(dst []byte, dt tensor.DataType, n int64) []byte 
 	i := int64(0)
 	lastAt := len(dst) // where the last value written starts
 	_ = walk(t.msg, func(f *field) error {
-		if f.num != num || i >= n {
+		if f.Num != num || i >= n {
 			return nil
 		}
 		switch {
 		case dt == tensor.Bytes:
-			if f.typ == protowire.BytesType {
+			if f.Typ == protowire.BytesType {
 				lastAt = len(dst)
-				dst = binary.LittleEndian.AppendUint32(dst, uint32(len(f.v)))
-				dst = append(dst, f.v...)
+				dst = binary.LittleEndian.AppendUint32(dst, uint32(len(f.V)))
+				dst = append(dst, f.V...)
 				i++
 			}
-		case f.typ == w:
+		case f.Typ == w:
 			lastAt = len(dst)
-			dst = appendElem(dst, dt, f.u)
+			dst = appendElem(dst, dt, f.U)
 			i++
-		case f.typ == protowire.BytesType:
-			dst, i, lastAt = appendPacked(dst, dt, w, f.v, i, n, lastAt)
+		case f.Typ == protowire.BytesType:
+			dst, i, lastAt = appendPacked(dst, dt, w, f.V, i, n, lastAt)
 		}
 		return nil
 	})

@@ -1,8 +1,7 @@
 package tfgrpc
 
 import (
-	"errors"
-	"unicode/utf8"
+	"github.com/tfsbridge/tfsbridge/translate/internal/pbwire"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -11,66 +10,16 @@ import (
 // expected type: truncated, a bad tag or length, or invalid UTF-8 in a
 // proto3 string field (which protobuf's C++ parser, and so TF Serving,
 // refuses).
-var ErrMalformed = errors.New("malformed protobuf message")
+var ErrMalformed = pbwire.ErrMalformed
 
-// field is one field of a message as walk reads it: v for length-delimited
-// fields (aliasing the message), u for varint and fixed-width ones.
-type field struct {
-	num protowire.Number
-	typ protowire.Type
-	v   []byte
-	u   uint64
-}
+// field is one field occurrence as walk reads it (pbwire.Field).
+type field = pbwire.Field
 
-// walk calls f for every field of msg in wire order. Groups (deprecated,
-// never used by these messages) are skipped whole as unknown fields.
-func walk(msg []byte, f func(fl *field) error) error {
-	var fl field
-	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		// A field number beyond 2^29-1 cannot be written in a 32-bit
-		// tag: protobuf's parsers refuse it.
-		if n < 0 || num > protowire.MaxValidNumber {
-			return ErrMalformed
-		}
-		msg = msg[n:]
-		fl = field{num: num, typ: typ}
-		switch typ {
-		case protowire.VarintType:
-			fl.u, n = protowire.ConsumeVarint(msg)
-		case protowire.Fixed32Type:
-			var x uint32
-			x, n = protowire.ConsumeFixed32(msg)
-			fl.u = uint64(x)
-		case protowire.Fixed64Type:
-			fl.u, n = protowire.ConsumeFixed64(msg)
-		case protowire.BytesType:
-			fl.v, n = protowire.ConsumeBytes(msg)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, msg)
-			if n >= 0 {
-				msg = msg[n:]
-				continue
-			}
-		}
-		if n < 0 {
-			return ErrMalformed
-		}
-		msg = msg[n:]
-		if err := f(&fl); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// walk calls f for every field of msg in wire order (pbwire.Walk).
+func walk(msg []byte, f func(fl *field) error) error { return pbwire.Walk(msg, f) }
 
 // str returns a proto3 string field's value, refusing invalid UTF-8.
-func str(v []byte) (string, error) {
-	if !utf8.Valid(v) {
-		return "", ErrMalformed
-	}
-	return string(v), nil
-}
+func str(v []byte) (string, error) { return pbwire.Str(v) }
 
 // message accumulates the occurrences of a singular message field, which
 // protobuf reads as their merge: the concatenation of their bytes. One
