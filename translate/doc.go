@@ -8,16 +8,22 @@
 // Subpackages, one job each:
 //   - tensor: the datatype table, tensors held as wire bytes, model signatures;
 //   - apierr: the one user-facing error type and its HTTP status mapping;
-//   - jsontext: a rapidjson-compatible JSON reader and pretty writer;
+//   - jsontext: rapidjson-compatible JSON: one push tokenizer, the tape
+//     built on it (Parse), the pretty writer and TF's float format;
 //   - tfjson: the json_tensor.cc rules the TF parsers and writers share
 //     (request format, ParseJson's texts, FormatError, b64 values);
-//   - tfrequest: TF Serving predict request parsing (instances / inputs);
+//   - tfrequest: TF Serving predict request parsing (instances / inputs),
+//     one decoder for whole bodies and streams;
 //   - tfexample: TF Serving classify/regress request parsing into serialized
 //     tf.Examples, and which v2 models can answer those verbs;
 //   - tfresponse: TF Serving predict, classify, regress, error, status and
 //     metadata bodies;
 //   - route: the TF Serving URL grammar and the v2 paths built from it;
-//   - oip: v2 request encoding (binary extension or JSON) and response decoding.
+//   - oip: v2 request encoding (binary extension or JSON) and response decoding;
+//   - tfgrpc, oipgrpc, grpcmap: TF Serving's and the v2 gRPC messages on
+//     the protobuf wire (sharing internal/pbwire) and the per-verb
+//     translation between them, not yet served by any transport;
+//   - tfcompare: two TF answers compared in TF terms (tfsbridge compare).
 //
 // tfrequest, tfexample and tfresponse import none of one another: what
 // they share lives below them (tfjson, jsontext, tensor, apierr).

@@ -43,7 +43,7 @@ func streamAt(t *testing.T, body []byte, resolve func(string) (*tensor.Signature
 
 // sameTranslation asserts that the streamed answer is predict.Request's
 // over the whole body — the v2 body and exchange, or the status and text —
-// unless the body is one tfrequest.Undecidable lists and the answer is its
+// unless the body is one oracle.Undecidable lists and the answer is its
 // 400. It reports whether the answer was undecided.
 func sameTranslation(t *testing.T, body []byte, sig *tensor.Signature, opt RequestOptions, cuts []int) bool {
 	t.Helper()
@@ -149,7 +149,7 @@ func TestRequestStreamAnswersAsWhole(t *testing.T) {
 // FuzzRequestStream cuts random bodies at random points: with no text
 // kept, RequestStream answers exactly as predict.Request over the whole
 // body (v2 body bytes, or status and text), but for the bodies
-// tfrequest.Undecidable lists, which get a 400.
+// oracle.Undecidable lists, which get a 400.
 func FuzzRequestStream(f *testing.F) {
 	for i, b := range streamBodies {
 		f.Add([]byte(b), uint8(i), uint64(i))

@@ -119,7 +119,8 @@ func cell(s string) string {
 	return strings.ReplaceAll(s, "|", `\|`)
 }
 
-// readmeTableMarkers delimit the generated table in README.md.
+// readmeTableBegin and readmeTableEnd delimit the generated table in
+// README.md.
 const (
 	readmeTableBegin = "<!-- Generated from the flags by \"go run ./cmd/tfsbridge docs config\" (or \"go test ./cmd/tfsbridge -run TestReadmeConfiguration -update\"); edit the flags' help, not this table. -->\n"
 	readmeTableEnd   = "<!-- End of the generated table. -->\n"

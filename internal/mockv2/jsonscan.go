@@ -476,7 +476,7 @@ func (v jval) kind() jkind {
 // isTrue reports whether v is the literal true.
 func (v jval) isTrue() bool { return len(v) > 0 && v[0] == 't' }
 
-// jsonTypeName is Python's name for the value's type, for error texts.
+// pythonType is Python's name for the value's type, for error texts.
 func (v jval) pythonType() string {
 	switch v.kind() {
 	case jObject:

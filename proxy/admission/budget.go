@@ -53,9 +53,10 @@ import (
 // buffers, the proxy's read buffer).
 const (
 	// RequestFactor covers a TF request body while it is translated: the
-	// body, the parse tape (24 bytes per JSON value, so 12 per byte of
-	// "0,0,…") and the v2 body built from it (8 bytes per such value for
-	// INT64 or FP64).
+	// body, what it is read into (the parse tape of a classify or regress
+	// body, 24 bytes per JSON value, so 12 per byte of "0,0,…"; a predict
+	// body's decoder fills the tensors directly) and the v2 body built from
+	// it (8 bytes per such value for INT64 or FP64).
 	RequestFactor = 20
 	// ResponseFactor covers a v2 response body while it is translated:
 	// the body, the parse tape of a JSON one, the decoded tensors and the

@@ -79,7 +79,7 @@ func (p *Proxy) readRequest(ctx context.Context, ex *exchange, r *http.Request) 
 	sink := &requestSink{}
 	// A wait for budget inside RequestChunk is bounded by the body's own
 	// deadline; an older exchange that needs what this body holds while
-	// the client takes its time ends the read at once (giveWay).
+	// the client takes its time ends the read at once (giveWayOn).
 	bctx, cancel := context.WithTimeout(ctx, p.cfg.ReadTimeout)
 	defer cancel()
 	stop := ex.body.giveWayOn(sess.Admission().Wounded())

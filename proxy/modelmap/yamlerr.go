@@ -23,7 +23,7 @@ type path []step
 
 type step struct {
 	key   string
-	index int // when key is "" and isIndex
+	index int // when key is "" and isIdx
 	isIdx bool
 }
 

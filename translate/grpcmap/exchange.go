@@ -159,7 +159,7 @@ func parseVersion(s string) (int64, bool) {
 	return v, err == nil
 }
 
-// v2Head is the model name and version the v2 call names.
+// v2Model is the model name and version the v2 call names.
 func (ex *Exchange) v2Model() (string, string) {
 	model, version := ex.Target.Model, ex.Target.Version
 	if model == "" {

@@ -43,7 +43,7 @@ func sameRequest(a, b *Request) string {
 // checkOnePass asserts the one-decoder contract on one body: Parse (the
 // body as one chunk) answers exactly as the tape oracle, tensors or error
 // code and text, and so does the body cut at cuts and in every stream
-// chunking, but for the bodies Undecidable lists, which a stream may
+// chunking, but for the bodies oracle.Undecidable lists, which a stream may
 // answer with ErrUndecided.
 func checkOnePass(t *testing.T, body []byte, sig *tensor.Signature, lim tensor.Limits, cuts []int) {
 	t.Helper()
@@ -228,9 +228,10 @@ func randomCuts(r *rand.Rand, n int) []int {
 	return cuts
 }
 
-// FuzzOnePass feeds random bodies in random chunkings: the decoder decides
-// a body alike whole and chunked, only ever as Parse does, and
-// ParseOnePass answers exactly as Parse (tensors or error text).
+// FuzzOnePass feeds random bodies in random chunkings to checkOnePass:
+// Parse (the body as one chunk) and every chunking answer exactly as the
+// tape oracle (tensors or error text), but for the bodies a stream may
+// leave undecided (oracle.Undecidable).
 func FuzzOnePass(f *testing.F) {
 	for _, tc := range onePassCases {
 		if len(tc.body) < 4096 {

@@ -60,8 +60,8 @@ func shapeString(shape []int64) string {
 	return string(append(b, ']'))
 }
 
-// buildTensors is the last step of both parsers (the tape filler and the
-// decoder): the n inputs' accumulated values become r.Inputs, in
+// buildTensors is the last step of the decoder (and of the tape oracle
+// the tests hold it to, oracle_test.go): the n inputs' accumulated values become r.Inputs, in
 // signature order, skipping inputs the body did not fill. Row format
 // prepends the batch dimension. A duplicated key in an instance object
 // leaves more values than the shape holds; TF's Tensor::FromProto keeps
