@@ -314,37 +314,44 @@ func TestServeAndDrain(t *testing.T) {
 // it is answered 503 (its headers had not gone out), counted and logged,
 // and Serve reports the cut.
 func TestDrainDeadline(t *testing.T) {
-	up := &slowUpstream{started: make(chan struct{}), release: make(chan struct{})}
-	defer close(up.release)
-	logs := &lockedBuffer{}
-	b, l, cancel, done := startServingWith(t, up, func(o *Options) {
-		o.ShutdownTimeout = 200 * time.Millisecond
-		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	})
-	inflight := getAsync("http://" + l.Proxy.Addr().String() + "/v2/models/slow")
-	<-up.started
-	start := time.Now()
-	cancel()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second): // generous: the cut takes 200ms
-		t.Fatal("Serve did not return after the shutdown timeout")
-	}
-	if d := time.Since(start); d < 150*time.Millisecond {
-		t.Errorf("Serve returned after %v, before the shutdown timeout", d)
-	}
-	if !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "1 still in progress") {
-		t.Errorf("Serve = %v, want ErrCut for 1 exchange", err)
-	}
-	if r := <-inflight; r.err != nil || r.code != http.StatusServiceUnavailable {
-		t.Errorf("the request outlasting the shutdown timeout: %d %q, %v; want 503", r.code, r.body, r.err)
-	}
-	if got := b.Metrics.Value("tfsbridge_shutdown_cut_exchanges_total", "adapter", "http"); got != 1 {
-		t.Errorf("cut exchanges counted: %v, want 1", got)
-	}
-	if !strings.Contains(logs.String(), "serving stopped") || !strings.Contains(logs.String(), "cut=1") {
-		t.Errorf("no shutdown line with cut=1:\n%s", logs.String())
+	// A pass-through call, a TF status GET and a TF metadata GET whose
+	// upstream call outlasts the shutdown timeout: each is cut and gets
+	// TF's 503.
+	for _, path := range []string{"/v2/models/slow", "/v1/models/slow", "/v1/models/slow/metadata"} {
+		t.Run(path, func(t *testing.T) {
+			up := &slowUpstream{started: make(chan struct{}), release: make(chan struct{})}
+			defer close(up.release)
+			logs := &lockedBuffer{}
+			b, l, cancel, done := startServingWith(t, up, func(o *Options) {
+				o.ShutdownTimeout = 200 * time.Millisecond
+				o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+			})
+			inflight := getAsync("http://" + l.Proxy.Addr().String() + path)
+			<-up.started
+			start := time.Now()
+			cancel()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second): // generous: the cut takes 200ms
+				t.Fatal("Serve did not return after the shutdown timeout")
+			}
+			if d := time.Since(start); d < 150*time.Millisecond {
+				t.Errorf("Serve returned after %v, before the shutdown timeout", d)
+			}
+			if !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "1 still in progress") {
+				t.Errorf("Serve = %v, want ErrCut for 1 exchange", err)
+			}
+			if r := <-inflight; r.err != nil || r.code != http.StatusServiceUnavailable {
+				t.Errorf("the request outlasting the shutdown timeout: %d %q, %v; want 503", r.code, r.body, r.err)
+			}
+			if got := b.Metrics.Value("tfsbridge_shutdown_cut_exchanges_total", "adapter", "http"); got != 1 {
+				t.Errorf("cut exchanges counted: %v, want 1", got)
+			}
+			if !strings.Contains(logs.String(), "serving stopped") || !strings.Contains(logs.String(), "cut=1") {
+				t.Errorf("no shutdown line with cut=1:\n%s", logs.String())
+			}
+		})
 	}
 }
 

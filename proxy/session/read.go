@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
@@ -38,6 +39,16 @@ const (
 	noVersion = "0"
 )
 
+// readFailed is the error a status or metadata GET answers: when a
+// shutdown ran out of time (package inflight cut the exchange's context),
+// TF's 503 that a cut predict gets too, not the 499 of a client gone.
+func readFailed(ctx context.Context, err error) error {
+	if inflight.IsCut(ctx) {
+		return apierr.Wrap(apierr.Unavailable, err, inflight.MsgShutdown)
+	}
+	return err
+}
+
 // status answers GET /v1/models/m[/versions/N|/labels/L] from the v2
 // metadata (its version list) and readiness. Labels are ignored, as TF's
 // status implementation ignores them.
@@ -46,7 +57,7 @@ func (s *Session) status(ctx context.Context) Action {
 	r.Label = ""
 	sig, err := s.rt.signature(ctx, r)
 	if err != nil {
-		return s.fail(s.statusNotFound(err))
+		return s.fail(readFailed(ctx, s.statusNotFound(err)))
 	}
 	s.confirmed = true
 
@@ -62,7 +73,7 @@ func (s *Session) status(ctx context.Context) Action {
 
 	ready, err := s.readiness(ctx, r, versions)
 	if err != nil {
-		return s.fail(s.statusNotFound(err))
+		return s.fail(readFailed(ctx, s.statusNotFound(err)))
 	}
 	out := make([]tfresponse.VersionStatus, len(versions))
 	for i, v := range versions {
@@ -147,7 +158,7 @@ func (s *Session) metadata(ctx context.Context) Action {
 	}
 	sig, err := s.rt.signature(ctx, r)
 	if err != nil {
-		return s.fail(err)
+		return s.fail(readFailed(ctx, err))
 	}
 	s.confirmed = true
 	version := ""
@@ -170,7 +181,7 @@ func (s *Session) mappedMetadata(ctx context.Context) Action {
 	for i, name := range names {
 		sig, _, err := s.rt.mappedSignature(ctx, name)
 		if err != nil {
-			return s.fail(err)
+			return s.fail(readFailed(ctx, err))
 		}
 		if i == 0 {
 			s.confirmed = true
