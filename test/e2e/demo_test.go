@@ -95,24 +95,8 @@ func TestDemoBinary(t *testing.T) {
 	cmd := exec.Command(bin, "demo",
 		"--mock-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
 		"--grpc-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-level", "warn")
-	cmd.Env = cleanEnv()
 	var stdout, stderr syncBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("demo stdout:\n%s\ndemo stderr:\n%s", stdout.String(), stderr.String())
-		}
-	})
+	exited := startBinary(t, cmd, &stdout, &stderr)
 
 	// Generous: a fresh process on a busy machine can take many seconds
 	// to start; the wait ends as soon as the banner is out.
@@ -180,7 +164,6 @@ func TestDemoBinary(t *testing.T) {
 	}
 	select {
 	case err := <-exited:
-		stopped = true
 		var exit *exec.ExitError
 		switch {
 		case errors.As(err, &exit):
@@ -199,6 +182,43 @@ func TestDemoBinary(t *testing.T) {
 }
 
 // buildTfsbridge builds ./cmd/tfsbridge into a temporary directory.
+// startBinary starts cmd (a built tfsbridge) with a clean environment and
+// its output in stdout and stderr, and returns the channel its exit error
+// arrives on, once. Unless the test received from that channel, the cleanup
+// kills the process; a failed test logs its output.
+func startBinary(t *testing.T, cmd *exec.Cmd, stdout, stderr *syncBuffer) <-chan error {
+	t.Helper()
+	cmd.Env = cleanEnv()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wait := make(chan error, 1)
+	go func() { wait <- cmd.Wait() }()
+	// exited hands the exit to the test once and tells the cleanup so.
+	exited := make(chan error)
+	seen := make(chan struct{})
+	go func() {
+		err := <-wait
+		select {
+		case exited <- err:
+			close(seen)
+		case <-t.Context().Done():
+		}
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-seen:
+		default:
+			_ = cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("tfsbridge stdout:\n%s\ntfsbridge stderr:\n%s", stdout.String(), stderr.String())
+		}
+	})
+	return exited
+}
+
 func buildTfsbridge(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")

@@ -56,24 +56,8 @@ func TestBinarySignals(t *testing.T) {
 	cmd := exec.Command(bin, "proxy", "--backend", v2.URL, "--backend-kind", "triton",
 		"--http-addr", "127.0.0.1:0", "--metrics-addr", "", "--shutdown-timeout", "300ms", "--drain-delay", "0",
 		"--log-level", "info")
-	cmd.Env = cleanEnv()
-	var stderr syncBuffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("tfsbridge output:\n%s", stderr.String())
-		}
-	})
+	var stdout, stderr syncBuffer
+	exited := startBinary(t, cmd, &stdout, &stderr)
 	// Generous deadlines throughout: a busy machine must not fail the
 	// test, and each wait ends as soon as its event is seen.
 	const within = 30 * time.Second
@@ -115,7 +99,6 @@ func TestBinarySignals(t *testing.T) {
 	}
 	select {
 	case err := <-exited:
-		stopped = true
 		t.Fatalf("tfsbridge exited after SIGHUP: %v", err)
 	default:
 	}
@@ -132,7 +115,6 @@ func TestBinarySignals(t *testing.T) {
 	}
 	select {
 	case err := <-exited:
-		stopped = true
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 			t.Errorf("exit: %v, want status 1 (an exchange was cut)", err)
