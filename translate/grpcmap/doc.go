@@ -1,7 +1,7 @@
 // Package grpcmap is the per-verb translation between TF Serving's gRPC API
 // (tensorflow.serving.PredictionService and ModelService) and the Open
 // Inference Protocol's gRPC service (inference.GRPCInferenceService), as
-// /work/shared/spec/grpc.md §6 maps them: bytes of one gRPC message in,
+// docs/grpc.md §6 maps them: bytes of one gRPC message in,
 // bytes of one gRPC message out, and for a failure an *apierr.Error whose
 // Code is the gRPC status code TF Serving would send (Status gives the
 // code and the message as TF Serving cuts it).

@@ -72,7 +72,7 @@ type Options struct {
 	// DefaultVersion is the version answers report when neither the
 	// request, the resolver, nor the v2 server names a numeric one
 	// (KServe, MLServer), when HasDefaultVersion; else model_spec.version
-	// is left unset (spec §9 question 1).
+	// is left unset (docs/grpc.md §9 question 1).
 	DefaultVersion    int64
 	HasDefaultVersion bool
 }
@@ -176,7 +176,7 @@ func routeOf(v route.Verb, s *tfgrpc.ModelSpec) route.Route {
 	return route.Route{Verb: v, Model: s.Name, Version: s.Version, HasVersion: s.HasVersion, Label: s.VersionLabel}
 }
 
-// The request errors every method shares (spec §3.2).
+// The request errors every method shares (docs/grpc.md §3.2).
 var (
 	errMissingSpec = apierr.New(apierr.InvalidArgument, "Missing ModelSpec")
 	errNoName      = apierr.New(apierr.InvalidArgument, "ModelSpec has no name specified.")

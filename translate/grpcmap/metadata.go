@@ -122,8 +122,8 @@ func StatusRequest(dst, msg []byte, resolve Resolver, opt Options) ([]byte, *Exc
 }
 
 // StatusResponse translates the v2 answer to a request StatusRequest
-// made into TF's GetModelStatusResponse (spec §6.6): a ready version is
-// AVAILABLE, one the server knows but has not ready LOADING (spec §9
+// made into TF's GetModelStatusResponse (docs/grpc.md §6.6): a ready version is
+// AVAILABLE, one the server knows but has not ready LOADING (docs/grpc.md §9
 // question 2: TF's monitor would say LOADING while it loads, END after a
 // failed load; v2 cannot tell them apart); without a version, every
 // numeric version the metadata lists, descending, AVAILABLE (Triton lists

@@ -27,7 +27,7 @@ type predictInput struct {
 }
 
 // PredictRequest translates a PredictRequest into a ModelInferRequest,
-// appended to dst, making TF Serving's checks in its order (spec §3.3)
+// appended to dst, making TF Serving's checks in its order (docs/grpc.md §3.3)
 // against the signature the resolver returns: model spec, signature
 // (FAILED_PRECONDITION), input count, each signature input present and
 // readable by Tensor::FromProto (TF's texts), output_filter, then the
@@ -196,7 +196,7 @@ func outputFilter(filter []string, sig *tensor.Signature) ([]string, error) {
 // the first input, in the order of the sorted feed names, whose dtype is
 // not the signature's. The feed names are invented ("alias:0", as the
 // metadata answer shows them), so the index is TF's when the graph's
-// names sort like the aliases (spec §9 question 3).
+// names sort like the aliases (docs/grpc.md §9 question 3).
 func checkDTypes(inputs []predictInput, sig *tensor.Signature) error {
 	order := make([]int, len(inputs))
 	for i := range order {

@@ -17,7 +17,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tfgrpc"
 )
 
-// wireTensor is a TensorProto from spec §7's hex bytes.
+// wireTensor is a TensorProto from docs/grpc.md §7's hex bytes.
 func wireTensor(t *testing.T, h string) *dynamicpb.Message {
 	t.Helper()
 	b, err := hex.DecodeString(strings.ReplaceAll(h, " ", ""))
@@ -136,7 +136,7 @@ func TestPredictRequestRenamesAndFilter(t *testing.T) {
 	}
 }
 
-// every dtype of spec §6.2 as a v2 answer, read back by a TF client.
+// every dtype of docs/grpc.md §6.2 as a v2 answer, read back by a TF client.
 func TestPredictResponseEveryDType(t *testing.T) {
 	le := func(b ...byte) []byte { return b }
 	tests := []struct {
@@ -242,7 +242,7 @@ func TestPredictResponseModelSpecVersion(t *testing.T) {
 	}
 }
 
-// spec §3.3 and §6.5: TF Serving's checks before the call, in its order,
+// docs/grpc.md §3.3 and §6.5: TF Serving's checks before the call, in its order,
 // with its codes and texts.
 func TestPredictRequestErrors(t *testing.T) {
 	x := grpcproto.TensorProto(1, []int64{1, 2}, grpcproto.Content(f32s(1, 2)))

@@ -58,7 +58,7 @@ func Unimplemented(m Method) error {
 }
 
 // BackendError turns the gRPC status a v2 server answered ex's call with
-// into TF Serving's (spec §6.5): a model or version the server does not
+// into TF Serving's (docs/grpc.md §6.5): a model or version the server does not
 // know, or one not ready, is TF's NOT_FOUND for the servable (for
 // GetModelStatus its own texts); MLServer's FAILED_PRECONDITION (HTTP
 // 422, its validation error) is INVALID_ARGUMENT; every other code goes

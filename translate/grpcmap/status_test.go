@@ -9,7 +9,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/route"
 )
 
-// spec §6.5: what each v2 outcome becomes for the TF client.
+// docs/grpc.md §6.5: what each v2 outcome becomes for the TF client.
 func TestBackendError(t *testing.T) {
 	latest := &Exchange{Method: Predict, Route: route.Route{Model: "m"}}
 	v3 := &Exchange{Method: Predict, Route: route.Route{Model: "m", Version: 3, HasVersion: true}}

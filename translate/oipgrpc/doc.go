@@ -1,7 +1,7 @@
 // Package oipgrpc reads and writes the Open Inference Protocol's gRPC
 // messages (inference.GRPCInferenceService: ModelInfer, ModelMetadata,
 // ModelReady; field numbers of KServe's grpc_predict_v2.proto and Triton's
-// grpc_service.proto, /work/shared/spec/grpc.md §4) on the protobuf wire.
+// grpc_service.proto, docs/grpc.md §4) on the protobuf wire.
 //
 // As translate/tfgrpc, it is hand-written protowire rather than generated
 // code so that tensor bytes are never copied more than once: a request's

@@ -197,7 +197,7 @@ func AppendInferResponse(dst []byte, h Head, outputs []tensor.Tensor) []byte {
 // AppendInferResponseTyped is AppendInferResponse with the values in the
 // typed contents, as KServe and MLServer answer typed requests; FP16 and
 // BF16, which have no typed field, go to bytes_contents as MLServer
-// writes them (spec §4.2).
+// writes them (docs/grpc.md §4.2).
 func AppendInferResponseTyped(dst []byte, h Head, outputs []tensor.Tensor) []byte {
 	dst = appendHead(dst, h)
 	for i := range outputs {

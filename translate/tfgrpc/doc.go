@@ -1,7 +1,7 @@
 // Package tfgrpc reads and writes TensorFlow Serving's gRPC messages
 // (tensorflow.serving.PredictionService and ModelService, field numbers of
 // tensorflow_serving/apis/*.proto and tensorflow/core/framework/*.proto,
-// docs in /work/shared/spec/grpc.md §2.2) straight on the protobuf wire.
+// field numbers in docs/grpc.md §2.2) straight on the protobuf wire.
 //
 // Why hand-written protowire instead of generated types: a PredictRequest
 // of one 1x224x224x3 image is 600 KB of tensor_content, and the only work
@@ -14,7 +14,7 @@
 // already little-endian float32: one copy), and it keeps the module free
 // of generated code for protos it does not own.
 //
-// Reading follows TF's own rules (Tensor::FromProto, spec §3.4): a
+// Reading follows TF's own rules (Tensor::FromProto, docs/grpc.md §3.4): a
 // non-empty tensor_content wins and must have the exact size; otherwise
 // the dtype's typed field is read with zero fill, repeat-last broadcast
 // and truncation; narrow integers keep their low bits. Writing follows

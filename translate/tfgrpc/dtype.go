@@ -97,7 +97,7 @@ const (
 )
 
 // typedField is the TensorProto field TF reads dt's values from when
-// tensor_content is empty, and writes them to in AsProtoField (spec §6.2).
+// tensor_content is empty, and writes them to in AsProtoField (docs/grpc.md §6.2).
 func typedField(dt tensor.DataType) protowire.Number {
 	switch dt {
 	case tensor.FP32:

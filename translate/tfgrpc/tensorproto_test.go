@@ -81,7 +81,7 @@ func i32v(vs ...int32) []protoreflect.Value {
 }
 
 func TestMakeTensorProtoWireBytes(t *testing.T) {
-	// spec §7: the bytes tf.make_tensor_proto produces.
+	// docs/grpc.md §7: the bytes tf.make_tensor_proto produces.
 	tests := []struct {
 		name  string
 		wire  string
@@ -136,7 +136,7 @@ func TestTensorProtoEncodeMatchesMakeTensorProto(t *testing.T) {
 }
 
 func TestTensorProtoEveryDType(t *testing.T) {
-	// spec §6.2: each dtype's typed field, read into v2 raw bytes with
+	// docs/grpc.md §6.2: each dtype's typed field, read into v2 raw bytes with
 	// TF's narrowing (low bits kept).
 	le16 := func(vs ...uint16) []byte {
 		var b []byte
