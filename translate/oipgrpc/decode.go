@@ -3,6 +3,7 @@ package oipgrpc
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/tfsbridge/tfsbridge/translate/internal/pbwire"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -100,17 +101,8 @@ func decodeInfer(msg []byte, request bool, lim tensor.Limits) (*Message, error) 
 				t.Name, err = str(f.V)
 			case f.Num == fTensorDatatype && f.Typ == protowire.BytesType:
 				dtName, err = str(f.V)
-			case f.Num == fTensorShape && f.Typ == protowire.VarintType:
-				t.Shape = append(t.Shape, int64(f.U))
-			case f.Num == fTensorShape && f.Typ == protowire.BytesType:
-				for v := f.V; len(v) > 0; {
-					d, n := protowire.ConsumeVarint(v)
-					if n < 0 {
-						return errMalformed
-					}
-					t.Shape = append(t.Shape, int64(d))
-					v = v[n:]
-				}
+			case f.Num == fTensorShape && (f.Typ == protowire.VarintType || f.Typ == protowire.BytesType):
+				t.Shape, err = pbwire.AppendInt64s(t.Shape, f)
 			case f.Num == fTensorParameters && f.Typ == protowire.BytesType:
 				return checkParameters(f.V)
 			case f.Num == fTensorContents && f.Typ == protowire.BytesType:

@@ -1,6 +1,7 @@
 package oipgrpc
 
 import (
+	"github.com/tfsbridge/tfsbridge/translate/internal/pbwire"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -125,16 +126,9 @@ func metaSpecs(what string, ts [][]byte, dims *int) ([]tensor.Spec, error) {
 				sp.Name, err = str(f.V)
 			case f.Num == fMetaTDatatype && f.Typ == protowire.BytesType:
 				dt, err = str(f.V)
-			case f.Num == fMetaTShape && f.Typ == protowire.VarintType:
-				sp.Shape = append(sp.Shape, int64(f.U))
-			case f.Num == fMetaTShape && f.Typ == protowire.BytesType:
-				for v := f.V; len(v) > 0; {
-					d, n := protowire.ConsumeVarint(v)
-					if n < 0 {
-						return errMalformed
-					}
-					sp.Shape = append(sp.Shape, int64(d))
-					v = v[n:]
+			case f.Num == fMetaTShape && (f.Typ == protowire.VarintType || f.Typ == protowire.BytesType):
+				if sp.Shape, err = pbwire.AppendInt64s(sp.Shape, f); err != nil {
+					return err
 				}
 			}
 			if *dims+len(sp.Shape) > maxSignatureDims {

@@ -73,3 +73,21 @@ func Str(v []byte) (string, error) {
 	}
 	return string(v), nil
 }
+
+// AppendInt64s appends the values of one occurrence of a repeated int64
+// field to dst: a single varint, or a packed run of them (protobuf readers
+// take both forms).
+func AppendInt64s(dst []int64, f *Field) ([]int64, error) {
+	if f.Typ == protowire.VarintType {
+		return append(dst, int64(f.U)), nil
+	}
+	for v := f.V; len(v) > 0; {
+		d, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return dst, ErrMalformed
+		}
+		dst = append(dst, int64(d))
+		v = v[n:]
+	}
+	return dst, nil
+}
