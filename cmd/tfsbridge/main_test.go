@@ -314,16 +314,49 @@ func TestByteSize(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a polling reader.
+// syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader;
+// waitContains lets the reader wait for a write instead of polling.
 type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{} // a token after each write, once a reader waits
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.buf.Write(p)
+	n, err := b.buf.Write(p)
+	if b.wrote != nil {
+		select {
+		case b.wrote <- struct{}{}:
+		default: // a token is already pending: the reader rechecks anyway
+		}
+	}
+	return n, err
+}
+
+// waitContains waits until the buffer contains sub, woken by each write;
+// it reports false if within passes first. within only bounds a failure.
+func (b *syncBuffer) waitContains(sub string, within time.Duration) bool {
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	for {
+		b.mu.Lock()
+		if strings.Contains(b.buf.String(), sub) {
+			b.mu.Unlock()
+			return true
+		}
+		if b.wrote == nil {
+			b.wrote = make(chan struct{}, 1)
+		}
+		wrote := b.wrote
+		b.mu.Unlock()
+		select {
+		case <-wrote:
+		case <-timer.C:
+			return false
+		}
+	}
 }
 
 func (b *syncBuffer) String() string {

@@ -86,12 +86,8 @@ func TestStartLineNamesTheMap(t *testing.T) {
 			go func() { done <- run(ctx, args, envOf(nil), io.Discard, &stderr) }()
 			defer func() { cancel(); <-done }()
 			// Generous: the command starts within milliseconds, but the machine may be busy.
-			deadline := time.Now().Add(20 * time.Second)
-			for !strings.Contains(stderr.String(), " serving") {
-				if time.Now().After(deadline) {
-					t.Fatalf("no start line in:\n%s", stderr.String())
-				}
-				time.Sleep(10 * time.Millisecond)
+			if !stderr.waitContains(" serving", 20*time.Second) {
+				t.Fatalf("no start line in:\n%s", stderr.String())
 			}
 			line := stderr.String()[strings.Index(stderr.String(), "tfsbridge "+tc.args[0]+" serving"):]
 			if line, _, _ = strings.Cut(line, "\n"); !strings.Contains(line, tc.want) {

@@ -88,7 +88,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(end) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the poll interval, not a wait for the event
 	}
 }
 

@@ -32,7 +32,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not seen within %v", what, within)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the poll interval, not a wait for the event
 	}
 }
 

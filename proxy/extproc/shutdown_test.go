@@ -3,7 +3,6 @@ package extproc
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 )
@@ -38,13 +37,9 @@ func TestShutdownCut(t *testing.T) {
 				if err := s.Send(chunkMsg(body[:5], false, true)); err != nil {
 					t.Fatal(err)
 				}
-				// Generous: the processor only has to take the chunk in.
-				deadline := time.Now().Add(30 * time.Second)
-				for h.srv.proc.holding.Load() != 1 {
-					if time.Now().After(deadline) {
-						t.Fatal("the stream never withheld its headers reply")
-					}
-					time.Sleep(time.Millisecond)
+				// The processor only has to take the chunk in.
+				if !waitFor(func() bool { return h.srv.proc.holding.Load() == 1 }) {
+					t.Fatal("the stream never withheld its headers reply")
 				}
 			case tc.duplex:
 				if err := s.Send(withConfig(first, fullDuplex)); err != nil {

@@ -89,7 +89,9 @@ func TestReadTimeoutSparesSlowUpstream(t *testing.T) {
 	v2 := fakev2.New(t, "triton", halfPlusTwo)
 	v2.SetInfer(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.ReadAll(r.Body)
-		time.Sleep(1500 * time.Millisecond) // outlasts the read deadline
+		// the behaviour under test: an upstream slower than the 1 s read
+		// deadline (a late answer is only more so on a busy machine).
+		time.Sleep(1500 * time.Millisecond)
 		binaryAnswer(w)
 	})
 	// A read deadline that even a busy machine's client meets with its

@@ -714,9 +714,8 @@ func TestDuplexBodyEndedEarly(t *testing.T) {
 		// The rest of the body only once the stand-in has seen the early
 		// end (its violation is recorded on arrival), however long the
 		// replies take to reach it; the bound is for a broken stand-in.
-		for end := time.Now().Add(30 * time.Second); len(ev.envoy.Violations()) == 0 && time.Now().Before(end); {
-			time.Sleep(5 * time.Millisecond)
-		}
+		// (A timeout only lets the test go on to fail on wantViolation.)
+		_ = waitFor(30*time.Second, func() bool { return len(ev.envoy.Violations()) > 0 })
 		_, _ = pw.Write([]byte(`1.0]}`))
 		_ = pw.Close()
 	}()

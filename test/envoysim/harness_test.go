@@ -257,6 +257,20 @@ func (ev *env) wantViolation(substr string) {
 	ev.t.Errorf("no violation containing %q in %q", substr, ev.envoy.Violations())
 }
 
+// waitFor polls cond until it holds or within passes and reports whether it
+// held: for state the stand-in records on its own goroutines with nothing
+// to signal it. Callers give a generous within (tens of seconds); it only
+// bounds a failure.
+func waitFor(within time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(within); !cond(); {
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond) // the poll interval, not a wait for the event
+	}
+	return true
+}
+
 // checkNoLeaks waits for every goroutine of the stand-in, the test servers and their
 // transports to be gone.
 func checkNoLeaks(t *testing.T) {

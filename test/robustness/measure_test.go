@@ -99,7 +99,7 @@ func waitGoroutines(t *testing.T, want int, deadline time.Duration, kick ...func
 			buf = buf[:runtime.Stack(buf, true)]
 			t.Fatalf("%d goroutines still running after %v, want at most %d:\n%s", n, deadline, want, buf)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll interval, not a wait for the event
 	}
 }
 

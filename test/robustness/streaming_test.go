@@ -177,7 +177,9 @@ func sendBurst(s *stack, via string, bodies []burstBody, delays []time.Duration)
 			defer wg.Done()
 			<-start
 			if delays != nil {
-				time.Sleep(delays[i]) // the arrival pattern, not a wait for an event
+				// the behaviour under test: the burst's arrival pattern,
+				// not a wait for an event.
+				time.Sleep(delays[i])
 			}
 			req, _ := http.NewRequest("POST", s.url(via)+"/v1/models/"+b.model+":predict", b.body)
 			req.ContentLength = b.body.Len()
@@ -223,11 +225,7 @@ func quoted(why map[int]string) string {
 // leak.
 func waitDrained(t *testing.T, s *stack, what string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for s.metrics.Value("tfsbridge_inflight_bytes") != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := s.metrics.Value("tfsbridge_inflight_bytes"); got != 0 {
+	if got, _ := waitMetric(t, s, "tfsbridge_inflight_bytes", func(v float64) bool { return v == 0 }, 30*time.Second); got != 0 {
 		t.Errorf("%s: %v bytes still reserved after every answer, want 0", what, got)
 	}
 }
