@@ -51,6 +51,11 @@ func (s *mapState) apply(m *modelmap.Map) error {
 		if !ok || sc.server != *srv {
 			cfg := s.metrics()
 			cfg.BaseURL, cfg.Kind, cfg.BearerTokenFile = srv.URL, srv.Kind, srv.BearerTokenFile
+			if srv.TFServing() {
+				// Only its URL and bearer token are used: its exchanges
+				// pass through (session.forward), with no control call.
+				cfg.Kind = backend.KindAuto
+			}
 			cfg.Server = name // metrics and logs name the server
 			c, err := backend.New(cfg)
 			if err != nil {
