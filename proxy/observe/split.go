@@ -26,3 +26,12 @@ func (m *Metrics) SplitRequest(model, server string) {
 	}
 	m.split.requests.WithLabelValues(model, server).Inc()
 }
+
+// SplitDeclared creates the series of one share of a split model, at 0,
+// when a model map that declares it is applied.
+func (m *Metrics) SplitDeclared(model, server string) {
+	if m == nil {
+		return
+	}
+	m.split.requests.WithLabelValues(model, server)
+}
