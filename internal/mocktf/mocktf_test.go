@@ -35,9 +35,12 @@ func TestServe(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- Serve(ctx, lis, Options{V2URL: v2.URL, Kind: kind}) }()
 			base := "http://" + lis.Addr().String()
-			for _, tc := range []struct{ method, path, body, want string }{
-				{"POST", "/v1/models/half_plus_two:predict", `{"instances": [1.0, 2.0, 5.0]}`, "{\n    \"predictions\": [2.5, 3.0, 4.5\n    ]\n}"},
-				{"POST", "/v1/models/nope:predict", `{"instances": [1.0]}`, "{\n    \"error\": \"Servable not found for request: Latest(nope)\"\n}"},
+			for _, tc := range []struct {
+				method, path, body, want string
+				status                   int
+			}{
+				{"POST", "/v1/models/half_plus_two:predict", `{"instances": [1.0, 2.0, 5.0]}`, "{\n    \"predictions\": [2.5, 3.0, 4.5\n    ]\n}", 200},
+				{"POST", "/v1/models/nope:predict", `{"instances": [1.0]}`, "{\n    \"error\": \"Servable not found for request: Latest(nope)\"\n}", 404},
 			} {
 				req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
 				resp, err := http.DefaultClient.Do(req)
@@ -46,8 +49,8 @@ func TestServe(t *testing.T) {
 				}
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if string(body) != tc.want {
-					t.Errorf("%s: %d %q, want %q", tc.path, resp.StatusCode, body, tc.want)
+				if resp.StatusCode != tc.status || string(body) != tc.want {
+					t.Errorf("%s: %d %q, want %d %q", tc.path, resp.StatusCode, body, tc.status, tc.want)
 				}
 			}
 			cancel()
