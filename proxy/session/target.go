@@ -67,8 +67,9 @@ type target struct {
 // resolveTarget looks r's model up in the model map in force: it picks
 // the model's server (by its split's weights, once per exchange), resolves
 // a known label to its version for a v2 server (status keeps TF's rule of
-// ignoring labels; a TF Serving server resolves its own) and prepares the header changes that
-// route the request upstream (HeaderServer, a bearer token). An unknown
+// ignoring labels; a TF Serving server resolves its own) and prepares the
+// header changes that route the request upstream (HeaderServer, a bearer
+// token). An unknown
 // label is left in the TF route for the verbs to report as TF does. On an
 // error the target is still the exchange's, for its logs and metrics.
 func resolveTarget(cfg *Config, r route.Route, h HeaderGetter) (target, error) {
