@@ -33,6 +33,7 @@ import (
 // Deployment that runs tfsbridge in each.
 var modelMapLayouts = map[string]string{
 	"model-map":         "model-server",
+	"model-map-split":   "model-server",
 	"model-map-gateway": "tfsbridge",
 	"model-map-istio":   "tfsbridge",
 }
@@ -56,7 +57,10 @@ func TestModelMapLayouts(t *testing.T) {
 			m := mountedModelMap(t, r, d)
 			switch dir {
 			case "model-map":
-				checkTwoServerEnvoy(t, r, d, m)
+				checkTwoServerEnvoy(t, r, d, m, dir)
+			case "model-map-split":
+				checkTwoServerEnvoy(t, r, d, m, dir)
+				checkSplitExample(t, m)
 			case "model-map-gateway":
 				checkGatewayServerRoutes(t, r, m)
 			case "model-map-istio":
@@ -126,9 +130,9 @@ func mountedModelMap(t *testing.T, r *rendered, d *appsv1.Deployment) *modelmap.
 // routes keep the model map's routing safe (checkServerRoutes).
 // (checkSidecarBootstrap does not apply as a whole: a second server lives
 // outside the pod.)
-func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *modelmap.Map) {
+func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *modelmap.Map, dir string) {
 	t.Helper()
-	doc := readFile(t, "model-map/envoy.yaml")
+	doc := readFile(t, dir+"/envoy.yaml")
 	b, err := parseBootstrap(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +152,7 @@ func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *mod
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		if v.Name == "envoy-config" && v.ConfigMap != nil {
 			if cm := one[corev1.ConfigMap](t, r, v.ConfigMap.Name); cm.Data["envoy.yaml"] != string(doc) {
-				t.Error("the pod does not mount model-map/envoy.yaml")
+				t.Errorf("the pod does not mount %s/envoy.yaml", dir)
 			}
 		}
 	}
@@ -455,4 +459,29 @@ func checkIstioServerRefusal(t *testing.T, r *rendered, m *modelmap.Map) {
 			t.Errorf("HTTP_ROUTE patch: %v", err)
 		}
 	}
+}
+
+// checkSplitExample checks that the split overlay shows what it is for: a
+// model split between a TF Serving server and a v2 one, sticky on a key
+// header. (That every server of the split has its Envoy route is
+// checkServerRoutes' rule for every server of the map.)
+func checkSplitExample(t *testing.T, m *modelmap.Map) {
+	t.Helper()
+	for _, mm := range m.Models {
+		if mm.Split == nil || mm.Split.Key == "" {
+			continue
+		}
+		var tf, v2 bool
+		for _, sh := range mm.Split.Shares {
+			if m.Server(sh.Server).TFServing() {
+				tf = tf || sh.Weight > 0
+			} else {
+				v2 = v2 || sh.Weight > 0
+			}
+		}
+		if tf && v2 {
+			return
+		}
+	}
+	t.Error("no model is split, sticky on a key, between a TF Serving server and a v2 one")
 }

@@ -26,6 +26,7 @@ tried without a real model server.`
 type mockOptions struct {
 	log      logOptions
 	httpAddr string
+	tfAddr   string
 	kind     string
 	perturb  map[string]float64
 }
@@ -38,6 +39,7 @@ func (o *mockOptions) bindings() []binding {
 	return append([]binding{
 		// Not the proxy's listen address: a variable of its own.
 		addrFlag(&o.httpAddr, "http-addr", "Address the mock v2 server listens on (Triton's HTTP port is 8000).", false, false).commandEnv(),
+		addrFlag(&o.tfAddr, "tf-addr", "Also serve TF Serving's REST API on this address (TF Serving's is 8501), through tfsbridge's own translation in front of the mock: a `kind: tfserving` server for a model map's split, without TF Serving. Empty: none.", false, true).commandEnv(),
 		kindFlag(&o.kind),
 		perturbFlag(&o.perturb, "perturb"),
 	}, o.log.bindings()...)
@@ -60,7 +62,15 @@ func (o *mockOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log.Info("tfsbridge mock serving", "http_addr", addr.String(), "kind", o.kind, "models", strings.Join(mockv2.Models(), ","))
+	attrs := []any{"http_addr", addr.String(), "kind", o.kind, "models", strings.Join(mockv2.Models(), ",")}
+	if o.tfAddr != "" {
+		tf, err := startMockTF(ctx, g, o.tfAddr, addr, o.kind, log)
+		if err != nil {
+			return err
+		}
+		attrs = append(attrs, "tf_addr", tf.String())
+	}
+	log.Info("tfsbridge mock serving", attrs...)
 	return g.Wait()
 }
 

@@ -21,6 +21,7 @@ import (
 type mapState struct {
 	opts    Options
 	metrics func() backend.Config
+	obs     *observe.Metrics
 
 	mu      sync.Mutex // serializes apply
 	clients map[string]serverClient
@@ -51,6 +52,11 @@ func (s *mapState) apply(m *modelmap.Map) error {
 		if !ok || sc.server != *srv {
 			cfg := s.metrics()
 			cfg.BaseURL, cfg.Kind, cfg.BearerTokenFile = srv.URL, srv.Kind, srv.BearerTokenFile
+			if srv.TFServing() {
+				// Only its URL and bearer token are used: its exchanges
+				// pass through (session.forward), with no control call.
+				cfg.Kind = backend.KindAuto
+			}
 			cfg.Server = name // metrics and logs name the server
 			c, err := backend.New(cfg)
 			if err != nil {
@@ -63,6 +69,15 @@ func (s *mapState) apply(m *modelmap.Map) error {
 		mp.URLs[name] = sc.client.BaseURL()
 	}
 	s.clients = clients
+	for _, mm := range m.Models {
+		if mm.Split != nil {
+			// Every share's series exists from the map on, at 0: rate()
+			// and ratios by server work before the first exchange.
+			for _, srv := range mm.Split.Servers() {
+				s.obs.SplitDeclared(mm.Name, srv)
+			}
+		}
+	}
 	s.current.Store(mp)
 	return nil
 }
@@ -76,7 +91,7 @@ func newMapState(o Options, clientConfig func() backend.Config, m *observe.Metri
 	if o.ModelMapFile == "" {
 		return nil, nil
 	}
-	s := &mapState{opts: o, metrics: clientConfig}
+	s := &mapState{opts: o, metrics: clientConfig, obs: m}
 	mm := m.ModelMap()
 	w, err := modelmap.NewWatcher(modelmap.WatcherConfig{
 		Path:     o.ModelMapFile,

@@ -126,6 +126,10 @@ type exchange struct {
 	// upstream is the v2 server of a model the model map puts on another
 	// server, nil for the default upstream.
 	upstream *url.URL
+	// forward is the TF Serving server (a model map server of kind
+	// tfserving) a pass-through exchange goes to, nil for the default
+	// upstream.
+	forward *url.URL
 	// path is the rewritten request target of a translated exchange, ""
 	// for a pass-through one.
 	path string
@@ -196,6 +200,9 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		for _, k := range a.Remove {
 			r.Header.Del(k)
 		}
+		if u := sess.UpstreamURL(); u != nil {
+			ex.forward, ex.set = u, a // untranslated, to another server
+		}
 		p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, exchangeKey{}, ex)))
 		return
 	}
@@ -263,6 +270,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	if ex != nil && ex.path != "" {
 		pr.Out.URL = upstreamURL(ex.upstreamOr(p.cfg.Upstream), ex.path)
 		pr.Out.Host = ""
+		applyHeaders(pr.Out.Header, ex.set)
+	} else if ex != nil && ex.forward != nil {
+		pr.SetURL(ex.forward)
 		applyHeaders(pr.Out.Header, ex.set)
 	} else {
 		pr.SetURL(p.cfg.Upstream)

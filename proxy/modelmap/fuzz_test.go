@@ -3,6 +3,7 @@ package modelmap
 import (
 	"errors"
 	"regexp"
+	"slices"
 	"testing"
 )
 
@@ -15,6 +16,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(dedented))
 	f.Add([]byte("models:\n  m: {model: a,\n    labels: {}\n"))
 	f.Add([]byte("models: {m: {metadata: {inputs: [{name: a, datatype: FP32, shape: [-1]}]}}}\n"))
+	f.Add([]byte(splitMap))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		m, err := Parse(doc)
 		if err != nil {
@@ -34,6 +36,12 @@ func FuzzParse(f *testing.F) {
 			}
 			if mm.Default == nil || mm.Default.Model == "" {
 				t.Fatalf("model %q has no v2 model", name)
+			}
+			if mm.Split != nil {
+				// A valid split always picks one of its own servers.
+				if got := mm.Split.Pick(""); !slices.Contains(mm.Split.Servers(), got) || got != DefaultServer && m.Server(got) == nil {
+					t.Fatalf("model %q: split %+v picked %q", name, mm.Split, got)
+				}
 			}
 		}
 	})

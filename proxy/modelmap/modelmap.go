@@ -37,8 +37,10 @@ type Server struct {
 	Name string
 	// URL is the server's root, e.g. "http://triton-onnx:8000".
 	URL string
-	// Kind is "auto" (detect with GET /v2), "triton", "kserve" or
-	// "mlserver".
+	// Kind is "auto" (a v2 server detected with GET /v2; the file's
+	// "v2" means the same), "triton", "kserve", "mlserver", or
+	// KindTFServing: a TF Serving REST server, which gets TF requests
+	// unchanged (split.go).
 	Kind string
 	// BearerTokenFile, when set, is a file whose content is sent as
 	// "Authorization: Bearer …" to this server (re-read when it changes).
@@ -49,8 +51,12 @@ type Server struct {
 type Model struct {
 	// Name is the TF name (/v1/models/NAME).
 	Name string
-	// Server is the v2 server that serves it (DefaultServer when unset).
+	// Server is the server that serves it (DefaultServer when unset);
+	// for a split model, the split's heaviest server.
 	Server string
+	// Split, when set, shares the model's exchanges among several
+	// servers by weight (split.go); Server is then only its heaviest.
+	Split *Split
 	// Labels map version labels to versions.
 	Labels map[string]int64
 	// Default is the serving_default signature.

@@ -29,6 +29,8 @@ type rawServer struct {
 
 type rawModel struct {
 	Server       *string             `yaml:"server"`
+	Split        map[string]*integer `yaml:"split"`
+	SplitKey     *string             `yaml:"split_key"`
 	Labels       map[string]*integer `yaml:"labels"`
 	rawSignature `yaml:",inline"`
 	Signatures   map[string]*rawSignature `yaml:"signatures"`
@@ -72,7 +74,7 @@ func (i *integer) UnmarshalYAML(n *yaml.Node) error {
 	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal %s%s into modelmap.integer", n.Line, n.ShortTag(), value)}}
 }
 
-var kinds = []string{"auto", "triton", "kserve", "mlserver"}
+var kinds = []string{"auto", "triton", "kserve", "mlserver", KindV2, KindTFServing}
 
 // problem is one thing validate refuses, at a field path.
 type problem struct {
@@ -116,11 +118,11 @@ func (v *validator) server(p path, name string, rs *rawServer) *Server {
 		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			v.add(p.key("url"), "%q: want http://host:port or https://host:port", s.URL)
 		}
-		if s.Kind == "" {
+		if s.Kind == "" || s.Kind == KindV2 {
 			s.Kind = "auto"
 		}
 		if !slices.Contains(kinds, s.Kind) {
-			v.add(p.key("kind"), "kind %q: want auto, triton, kserve or mlserver", s.Kind)
+			v.add(p.key("kind"), "kind %q: want v2 (or auto), triton, kserve, mlserver or tfserving", s.Kind)
 		}
 		return s
 	}
@@ -141,6 +143,7 @@ func (v *validator) model(p path, name string, rm *rawModel, servers map[string]
 			v.add(p.key("server"), "uses server %q, which servers does not define", mm.Server)
 		}
 	}
+	v.split(p, mm, rm, servers)
 	if rm.Labels != nil {
 		mm.Labels = make(map[string]int64, len(rm.Labels))
 	}
@@ -174,6 +177,7 @@ func (v *validator) model(p path, name string, rm *rawModel, servers map[string]
 		}
 		mm.Signatures[sname] = v.signature(sp, sname, rs, mm.Default)
 	}
+	v.tfservingOnly(p, mm, rm, servers)
 	return mm
 }
 

@@ -65,6 +65,7 @@ type Metrics struct {
 	writeTimeouts prometheus.Counter
 	ops           opsMetrics         // opsmetrics.go
 	rel           reliabilityMetrics // reliability.go
+	split         splitMetrics       // split.go
 
 	mu     sync.Mutex
 	models map[string]struct{}
@@ -163,6 +164,7 @@ func NewMetrics() *Metrics {
 	m.cacheMiss = m.cacheLookups.WithLabelValues("miss")
 	m.ops = newOpsMetrics(m.Registry)
 	m.rel = newReliabilityMetrics(m.Registry)
+	m.split = newSplitMetrics(m.Registry)
 	return m
 }
 

@@ -267,6 +267,9 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 	if err != nil {
 		return s.fail(err)
 	}
+	if s.rt.forward {
+		return s.forward()
+	}
 	p := pipelineFor(r.Verb)
 	if p == nil {
 		return s.fail(apierr.Errorf(apierr.Internal, "unhandled route %s", r))

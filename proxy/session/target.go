@@ -52,16 +52,24 @@ type target struct {
 	// server is the backend of the model's v2 server, in v2 names.
 	server Backend
 	url    *url.URL // the server's root URL for the proxy; nil: the default
+	// srv is the model-map server the exchange goes to, picked once
+	// (split.go); "" for an unmapped model.
+	srv string
+	// forward: srv is a TF Serving server, which gets the request as the
+	// client sent it (split.go).
+	forward bool
 	// Routing header changes for the upstream request.
 	set        []Header
 	remove     []string
 	clearRoute bool
 }
 
-// resolveTarget looks r's model up in the model map in force: it resolves
-// a known label to its version (status keeps TF's rule of ignoring
-// labels), picks the model's server and prepares the header changes that
-// route the request upstream (HeaderServer, a bearer token). An unknown
+// resolveTarget looks r's model up in the model map in force: it picks
+// the model's server (by its split's weights, once per exchange), resolves
+// a known label to its version for a v2 server (status keeps TF's rule of
+// ignoring labels; a TF Serving server resolves its own) and prepares the
+// header changes that route the request upstream (HeaderServer, a bearer
+// token). An unknown
 // label is left in the TF route for the verbs to report as TF does. On an
 // error the target is still the exchange's, for its logs and metrics.
 func resolveTarget(cfg *Config, r route.Route, h HeaderGetter) (target, error) {
@@ -82,24 +90,27 @@ func resolveTarget(cfg *Config, r route.Route, h HeaderGetter) (target, error) {
 	if mm == nil {
 		return t, nil
 	}
-	t.model, t.url = mm, mp.URLs[mm.Server]
-	if r.Label != "" && r.Verb != route.Status {
-		if v, ok := mm.Version(r.Label); ok {
-			t.tf.Label, t.tf.Version, t.tf.HasVersion = "", v, true
+	t.model, t.srv = mm, pickServer(cfg, mm, h)
+	t.url = mp.URLs[t.srv]
+	if t.forward = mp.Map.Server(t.srv).TFServing(); !t.forward {
+		if r.Label != "" && r.Verb != route.Status {
+			if v, ok := mm.Version(r.Label); ok {
+				t.tf.Label, t.tf.Version, t.tf.HasVersion = "", v, true
+			}
 		}
+		t.wire = t.tf
+		t.wire.Model = mm.Default.Model
 	}
-	t.wire = t.tf
-	t.wire.Model = mm.Default.Model
-	if mm.Server == modelmap.DefaultServer {
+	if t.srv == modelmap.DefaultServer {
 		return t, nil
 	}
-	be, ok := mp.Backends[mm.Server]
+	be, ok := mp.Backends[t.srv]
 	if !ok {
-		return t, apierr.Errorf(apierr.Internal, "model map server %q has no backend", mm.Server)
+		return t, apierr.Errorf(apierr.Internal, "model map server %q has no backend", t.srv)
 	}
 	t.server = be
 	t.remove = nil
-	t.set, t.clearRoute = []Header{{HeaderServer, mm.Server}}, true
+	t.set, t.clearRoute = []Header{{HeaderServer, t.srv}}, true
 	if ts, ok := be.(tokenSource); ok {
 		tok, err := ts.BearerToken()
 		if err != nil {
@@ -115,10 +126,10 @@ func resolveTarget(cfg *Config, r route.Route, h HeaderGetter) (target, error) {
 // serverName is the name of the v2 server the exchange goes to: its
 // model-map server, or observe.DefaultServer.
 func (t *target) serverName() string {
-	if t.model == nil || t.model.Server == modelmap.DefaultServer {
+	if t.model == nil || t.srv == modelmap.DefaultServer {
 		return observe.DefaultServer
 	}
-	return t.model.Server
+	return t.srv
 }
 
 // kind asks the model's server which v2 server it is.

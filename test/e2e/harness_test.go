@@ -73,6 +73,10 @@ type stackConfig struct {
 	// SecondKind, when set, starts a second mock v2 server of this kind,
 	// which Envoy reaches by x-tfsbridge-server: second.
 	SecondKind string
+	// TFServing, when set, starts a TF Serving REST server (the mock's TF
+	// face, split_test.go), which Envoy reaches by x-tfsbridge-server:
+	// tfs and a map names as "{{tfserving}}".
+	TFServing bool
 	// Readiness is --readiness; "" means the default (tfsbridge).
 	Readiness string
 	// DrainDelay is --drain-delay; 0 (no load balancer to drain from)
@@ -97,6 +101,7 @@ type stack struct {
 	kind     string
 	mock     *httptest.Server // nil when BackendURL replaces it
 	second   *mapServer       // the second mock (SecondKind), nil without
+	tfs      *tfServer        // the TF Serving server (TFServing), nil without
 	mapFile  string           // the --model-map file, "" without
 	upstream *faultInjector
 	v2URL    string
@@ -145,6 +150,7 @@ func newStack(t testing.TB, cfg stackConfig) *stack {
 		s.v2URL = s.mock.URL
 	}
 	s.startSecond(t)
+	s.startTFServing(t)
 	s.startBridge(t)
 	s.startEnvoy(t)
 	s.client = newClient()

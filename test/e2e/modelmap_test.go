@@ -64,6 +64,9 @@ func (s *stack) expandMap(doc string) string {
 		doc = strings.ReplaceAll(doc, "{{second}}", s.second.srv.URL)
 		doc = strings.ReplaceAll(doc, "{{token}}", s.second.token)
 	}
+	if s.tfs != nil {
+		doc = strings.ReplaceAll(doc, "{{tfserving}}", s.tfs.srv.URL)
+	}
 	return doc
 }
 
@@ -109,10 +112,14 @@ func (s *stack) linkMap(t testing.TB, target string) {
 // two-server example (deploy/model-map/envoy.yaml, there for server
 // "onnx"): x-tfsbridge-server: second.
 func (s *stack) headerRoutes() []envoysim.HeaderRoute {
-	if s.second == nil {
-		return nil
+	var routes []envoysim.HeaderRoute
+	if s.second != nil {
+		routes = append(routes, envoysim.HeaderRoute{Header: "x-tfsbridge-server", Value: "second", Upstream: s.second.srv.URL})
 	}
-	return []envoysim.HeaderRoute{{Header: "x-tfsbridge-server", Value: "second", Upstream: s.second.srv.URL}}
+	if s.tfs != nil {
+		routes = append(routes, envoysim.HeaderRoute{Header: "x-tfsbridge-server", Value: "tfs", Upstream: s.tfs.srv.URL})
+	}
+	return routes
 }
 
 // testMap exercises every part of the map against the mock's models.
