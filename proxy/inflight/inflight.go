@@ -43,10 +43,12 @@ func (t *Tracker) Start(ctx context.Context, onCut func()) (context.Context, fun
 	id := t.next
 	t.next++
 	t.live[id] = func() {
+		// The cause first: onCut may fail a read at once, and the
+		// adapter then asks IsCut which answer the failure gets.
+		cancel(ErrShutdown)
 		if onCut != nil {
 			onCut()
 		}
-		cancel(ErrShutdown)
 	}
 	t.mu.Unlock()
 	return ctx, func() {
