@@ -274,12 +274,13 @@ func (e *Engine) run(c *Copy) {
 		e.metrics.Comparison(model, observe.ShadowMatch)
 		return
 	}
-	e.metrics.Comparison(model, observe.ShadowMismatch)
 	rec := newRecord(c, answer, res)
 	e.limiter.Log(slog.LevelWarn, "mismatch:"+model, "shadow mismatch", rec.logAttrs()...)
 	if sh.MismatchLog != "" {
 		e.logFile(sh.MismatchLog).write(rec)
 	}
+	// Counted last: whoever sees the count finds the line written.
+	e.metrics.Comparison(model, observe.ShadowMismatch)
 }
 
 // worstRelative is the largest relative error of a result's numeric
