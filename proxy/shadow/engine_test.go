@@ -61,7 +61,6 @@ func newHarness(t *testing.T, o Options, maxInflight int) *harness {
 	return h
 }
 
-
 // v2Target is a mock v2 server (its half_plus_two perturbed by delta)
 // behind handler wrap, with its backend client.
 func v2Target(t *testing.T, delta float64, wrap func(http.Handler) http.Handler) Target {
