@@ -196,7 +196,7 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 		return 0, nil, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	defer resp.Body.Close()
-	body, err := e.readBody(c, resp.Body)
+	body, err := e.readBody(c, resp.Body, resp.ContentLength)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -212,9 +212,15 @@ func pathOnly(p string) string {
 // readBody reads an answer within MaxBodyBytes, reserving its bytes
 // against the memory cap as they come, as part of c's reservation
 // (released when the copy ends).
-func (e *Engine) readBody(c *Copy, r io.Reader) ([]byte, error) {
+func (e *Engine) readBody(c *Copy, r io.Reader, length int64) ([]byte, error) {
 	var body []byte
-	buf := make([]byte, 32<<10)
+	size := 32 << 10
+	if length >= 0 && length < int64(size) {
+		// A small answer of declared length (most): no 32 KiB buffer
+		// for it.
+		size = int(length) + 1
+	}
+	buf := make([]byte, size)
 	for {
 		k, err := r.Read(buf)
 		if k > 0 {
