@@ -182,7 +182,7 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	if c.RequestID != "" {
 		req.Header.Set("X-Request-Id", c.RequestID)
 	}
-	if ts, ok := c.Target.Backend.(tokenSource); ok && c.Target.Kind != KindTFServing {
+	if ts, ok := c.Target.Backend.(tokenSource); ok {
 		tok, err := ts.BearerToken()
 		if err != nil {
 			return 0, nil, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)

@@ -86,7 +86,8 @@ type Target struct {
 	Kind string
 	// URL is the server's root URL; nil for the default server.
 	URL *url.URL
-	// Backend is the server's v2 control client (v2 kinds only).
+	// Backend is the server's control client: for a v2 server its kind
+	// and signatures; for any server its bearer token, when it has one.
 	Backend Backend
 }
 
