@@ -224,3 +224,62 @@ func TestShadowTeeNoCopy(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkShadowTee is the small exchange of BenchmarkSmallExchange for
+// a mapped half_plus_two, without a shadow block ("map") and with one at
+// sample 1.0 whose copies all find max_inflight spent ("tee": a stalled
+// shadow holds the one slot), so every exchange pays the tee — sampling,
+// keeping the request and the answer, the hand-off and the drop — and no
+// copy's CPU: what shadowing costs the client's own path.
+func BenchmarkShadowTee(b *testing.B) {
+	for _, tee := range []bool{false, true} {
+		name := "map"
+		if tee {
+			name = "tee"
+		}
+		b.Run(name, func(b *testing.B) {
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+			defer srv.Close()
+			defer close(release)
+			u, _ := url.Parse(srv.URL)
+			e := newEnv(b, "triton")
+			doc := "servers:\n  tf: {url: \"" + srv.URL + "\"}\nmodels:\n  half_plus_two: {}\n"
+			if tee {
+				doc = "servers:\n  tf: {url: \"" + srv.URL + "\"}\nmodels:\n  half_plus_two:\n    shadow: {server: tf, sample: 1, max_inflight: 1}\n"
+			}
+			m, err := modelmap.Parse([]byte(doc))
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.Servers["tf"].Kind = shadow.KindTFServing
+			mp := &Mapping{Map: m, Backends: map[string]Backend{}, URLs: map[string]*url.URL{"tf": u}}
+			e.cfg.Mapping = func() *Mapping { return mp }
+			eng := shadow.New(shadow.Options{Metrics: e.metrics})
+			defer eng.Close()
+			e.cfg.Shadow = eng
+			req := []byte(`{"instances": [1.0, 2.0, 5.0]}`)
+			header := `{"model_name":"half_plus_two","outputs":[{"name":"y","datatype":"FP32","shape":[3],"parameters":{"binary_data_size":12}}]}`
+			resp := append([]byte(header), f32le(2.5, 3, 4.5)...)
+			respHdr := hdr{"inference-header-content-length": itoa(len(header)), "content-type": "application/octet-stream"}
+			ctx := context.Background()
+			exchange := func() {
+				s := New(e.cfg)
+				defer s.Close()
+				s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{"content-type": "application/json"}, false)
+				if a := s.bufferedRequest(ctx, req); a.Verdict != Continue {
+					b.Fatalf("request: %v %s", a.Verdict, a.Body)
+				}
+				s.ResponseHeaders(ctx, 200, respHdr, false)
+				if a := s.bufferedResponse(ctx, resp); a.Verdict != Continue {
+					b.Fatalf("response: %v %q", a.Verdict, a.Body)
+				}
+			}
+			exchange()
+			b.ReportAllocs()
+			for b.Loop() {
+				exchange()
+			}
+		})
+	}
+}

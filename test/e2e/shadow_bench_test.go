@@ -9,7 +9,7 @@ import (
 
 // BenchmarkShadowCost measures what shadowing every request (sample 1.0,
 // to a faithful mock) costs the client's path: the same small predict
-// through a stack without a shadow and one with, in alternating turns of
+// through a stack whose model map has no shadow and one whose map has, in alternating turns of
 // 50 exchanges so both share the machine's moments, one client at a time,
 // for each transport. It reports each side's p50 and p50-cost-% (the
 // shadowed p50 over the plain one, minus 1, in percent; the issue's bound
@@ -27,7 +27,7 @@ func BenchmarkShadowCost(b *testing.B) {
 	// path, without a copy's CPU competing for the machine.
 	stalled := startShadowServer(b, 0, time.Hour)
 	teeOnly := newStack(b, stackConfig{ModelMap: shadowMap(stalled.srv.URL, filepath.Join(b.TempDir(), "m.jsonl"), 1)})
-	plain := newStack(b, stackConfig{})
+	plain := newStack(b, stackConfig{ModelMap: plainMap})
 	rq := request{path: "/v1/models/half_plus_two:predict", body: `{"instances": [1.0, 2.0, 5.0]}`}
 	for _, via := range transports {
 		b.Run(via, func(b *testing.B) {

@@ -84,6 +84,11 @@ models:
 `, url, maxInflight, mismatchLog)
 }
 
+// plainMap maps half_plus_two to itself without a shadow: the baseline
+// of the latency comparisons, so that they measure the shadow and not
+// the model map's own per-request work.
+const plainMap = "models:\n  half_plus_two: {}\n"
+
 // shadowRequests are the requests the shadow tests send: small and
 // larger predict bodies (the larger one streams in several chunks in
 // full-duplex mode), and a client error, compared by status.
@@ -244,7 +249,7 @@ func TestShadowStallDoesNotDelayPrimary(t *testing.T) {
 	const stall = 2 * time.Second
 	ss := startShadowServer(t, 0, stall)
 	s := newStack(t, stackConfig{ModelMap: shadowMap(ss.srv.URL, filepath.Join(t.TempDir(), "m.jsonl"), 2)})
-	plain := newStack(t, stackConfig{})
+	plain := newStack(t, stackConfig{ModelMap: plainMap})
 	rq := request{path: "/v1/models/half_plus_two:predict", body: `{"instances": [1.0, 2.0, 5.0]}`,
 		header: map[string]string{mockv2.HeaderDelay: "20ms"}}
 	const n, warm, workers, attempts = 800, 5, 8, 2
