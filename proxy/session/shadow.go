@@ -20,6 +20,12 @@ import (
 // the engine (shadowTee.done). The client's bytes are never changed or
 // held back: the tee only copies them, within the engine's memory cap,
 // and the copy runs on the engine's goroutine.
+//
+// Only exchanges the session translates are shadowed. An exchange whose
+// primary is a TF Serving server (the split branch's forward, a
+// PassThrough) is not seen past its headers; to shadow it, forward must
+// become a Continue that lets the bodies through unchanged while
+// shadowTee.request and shadowTee.answer keep them (they take raw bytes).
 
 // shadowed wraps p for the shadow comparison when the exchange's model
 // has a shadow block and the engine samples this exchange; else it
