@@ -64,6 +64,9 @@ func collectKnownMetrics(t *testing.T) knownMetrics {
 	m.RequestDuration("predict", 200, time.Millisecond)
 	m.BackendCall("default", observe.CallMetadata, time.Millisecond)
 	m.ModelMap().State("0123", time.Now(), false) // registered only when a --model-map is configured
+	sm := m.Shadow()                              // registered with a --model-map too
+	sm.Comparison("half_plus_two", observe.ShadowMatch)
+	sm.WorstRelative("half_plus_two", 1e-6)
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

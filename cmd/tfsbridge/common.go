@@ -98,6 +98,7 @@ func servingBindings(o *servingConfig) []binding {
 		fileFlag(&b.ModelMapFile, "model-map", "YAML model map: labels, signatures, renamed models and tensors, several v2 servers. Polled every 2s and reloaded when it changes; a bad file at start is a usage error naming the line. Empty maps nothing (the demo then uses a small map of its own)."),
 	}
 	bs = append(bs, o.log.bindings()...)
+	bs = append(bs, shadowBindings(b)...)
 	return append(bs, opsBindings(b)...)
 }
 

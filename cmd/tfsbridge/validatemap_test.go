@@ -46,7 +46,7 @@ func TestValidateMap(t *testing.T) {
 	}{
 		{"valid", []string{"validate-map", good}, nil, 0, good + ": valid model map (1 model, no server besides default)\n", ""},
 		{"valid, plural", []string{"validate-map", two}, nil, 0, two + ": valid model map (2 models, 1 server besides default)\n", ""},
-		{"invalid", []string{"validate-map", bad}, nil, 2, "", bad + `: line 3: models.mnist: unknown key "modle" (want server, split, split_key, labels, model, inputs, outputs, metadata, signatures)`},
+		{"invalid", []string{"validate-map", bad}, nil, 2, "", bad + `: line 3: models.mnist: unknown key "modle" (want server, split, split_key, labels, model, inputs, outputs, metadata, signatures, shadow)`},
 		{"a FIFO", []string{"validate-map", fifo(t)}, nil, 2, "", "not a regular file (a FIFO)"},
 		{"missing file", []string{"validate-map", bad + ".nope"}, nil, 2, "", "no such file"},
 		{"no argument", []string{"validate-map"}, nil, 2, "", "want exactly one FILE"},

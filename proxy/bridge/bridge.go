@@ -112,6 +112,8 @@ type Options struct {
 	// while the bridge serves.
 	ModelMapFile         string
 	ModelMapPollInterval time.Duration
+	// Shadow bounds the shadow comparison of mapped models (shadow.go).
+	Shadow ShadowOptions
 	// Pprof serves Go's profiles under /debug/pprof/ on the admin server.
 	// Off by default: a profile costs CPU while it runs and tells about
 	// the process's insides, so it is for whoever can reach the admin port
@@ -158,6 +160,7 @@ func DefaultOptions() Options {
 		ShutdownTimeout:  DefaultShutdownTimeout,
 		Readiness:        ReadinessTFSBridge,
 		DrainDelay:       DefaultDrainDelay,
+		Shadow:           defaultShadowOptions(),
 		Proxy: ProxyOptions{
 			RequestTimeout:    httpproxy.DefaultRequestTimeout,
 			ReadTimeout:       httpproxy.DefaultReadTimeout,
@@ -214,6 +217,7 @@ func (o *Options) Validate() error {
 			"must be 0 (no limit of ours) or at least the body limit"},
 		{"BackendURL", !validBackendURL(o.BackendURL), "must be an http:// or https:// URL with a host and no query or fragment"},
 		{"BackendKind", !validBackendKind(o.BackendKind), "must be auto, triton, kserve or mlserver"},
+		{o.Shadow.invalid(), o.Shadow.invalid() != "", "must be positive"},
 	} {
 		if c.bad {
 			return &FieldError{Field: c.field, Problem: c.want}
@@ -323,6 +327,7 @@ func New(o Options) (*Bridge, error) {
 	}
 	if maps != nil {
 		sess.Mapping = maps.mapping
+		sess.Shadow = newShadow(o, tr.backend, be.BaseURL(), limits, m, log)
 	}
 	p, err := httpproxy.New(httpproxy.Config{
 		Session:           sess,
@@ -469,6 +474,7 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 		g.Go(func() error { return wrap("admin server", ServeHTTP(stop, srv, l.Admin, adminDrain)) })
 	}
 	err := g.Wait()
+	b.Session.Shadow.Close() // the copies still running are cut
 	if ext == nil && prx == nil {
 		return err
 	}

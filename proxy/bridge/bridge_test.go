@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -41,6 +42,7 @@ func TestDefaultOptions(t *testing.T) {
 		ShutdownTimeout:  15 * time.Second,
 		Readiness:        "tfsbridge",
 		DrainDelay:       5 * time.Second,
+		Shadow:           ShadowOptions{MaxBytes: 64 << 20, Timeout: 30 * time.Second, LogMaxBytes: 64 << 20, LogPerSecond: 10},
 		Proxy: ProxyOptions{
 			RequestTimeout:    httpproxy.DefaultRequestTimeout,
 			ReadTimeout:       httpproxy.DefaultReadTimeout,
@@ -93,6 +95,10 @@ func TestValidate(t *testing.T) {
 		{"negative idle timeout", func(o *Options) { o.Proxy.IdleTimeout = -1 }, "Proxy.IdleTimeout"},
 		{"zero write timeout", func(o *Options) { o.Proxy.WriteTimeout = 0 }, "Proxy.WriteTimeout"},
 		{"zero value", func(o *Options) { *o = Options{} }, "Proxy.RequestTimeout"},
+		{"zero shadow memory", func(o *Options) { o.Shadow.MaxBytes = 0 }, "Shadow.MaxBytes"},
+		{"zero shadow timeout", func(o *Options) { o.Shadow.Timeout = 0 }, "Shadow.Timeout"},
+		{"zero shadow log cap", func(o *Options) { o.Shadow.LogMaxBytes = 0 }, "Shadow.LogMaxBytes"},
+		{"NaN shadow log rate", func(o *Options) { o.Shadow.LogPerSecond = math.NaN() }, "Shadow.LogPerSecond"},
 		{"https backend", func(o *Options) { o.BackendURL = "https://triton.example:8443/base" }, ""},
 		{"backend without scheme", func(o *Options) { o.BackendURL = "localhost:8000" }, "BackendURL"},
 		{"backend without host", func(o *Options) { o.BackendURL = "http:///v2" }, "BackendURL"},

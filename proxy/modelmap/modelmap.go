@@ -63,6 +63,9 @@ type Model struct {
 	Default *Signature
 	// Signatures are the other signature_name values.
 	Signatures map[string]*Signature
+	// Shadow, when set, copies a sample of the model's requests to
+	// another server and compares the answers (shadow.go).
+	Shadow *Shadow
 }
 
 // Signature says where one TF signature of a model goes on the v2 side.

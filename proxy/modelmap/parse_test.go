@@ -121,7 +121,7 @@ func TestParseErrors(t *testing.T) {
 		{"unclosed flow mapping", "models:\n  m: {model: a,\n    labels: {}\nservers: {}\n", 2, "invalid YAML: did not find expected ',' or '}'"},
 		{"top-level unknown key", "servers: {}\nmodles: {}\n", 2, `top level: unknown key "modles" (want servers, models)`},
 		{"root not mapping", "- a\n", 1, "top level: want a mapping, not a list"},
-		{"model unknown key", "models:\n  m:\n    modle: x\n", 3, `models.m: unknown key "modle" (want server, split, split_key, labels, model, inputs, outputs, metadata, signatures)`},
+		{"model unknown key", "models:\n  m:\n    modle: x\n", 3, `models.m: unknown key "modle" (want server, split, split_key, labels, model, inputs, outputs, metadata, signatures, shadow)`},
 		{"server unknown key", "servers:\n  s:\n    url: http://a:1\n    token: x\n", 4, `servers.s: unknown key "token" (want url, kind, bearer_token_file)`},
 		{"signature unknown key", "models:\n  m:\n    signatures:\n      s: {server: x}\n", 4, `models.m.signatures.s: unknown key "server" (want model, inputs, outputs, metadata)`},
 		{"metadata unknown key", "models:\n  m:\n    metadata: {inputs: [{name: a, datatype: FP32, shape: [1]}], extra: 1}\n", 3, `models.m.metadata: unknown key "extra" (want inputs, outputs)`},

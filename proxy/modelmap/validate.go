@@ -34,6 +34,7 @@ type rawModel struct {
 	Labels       map[string]*integer `yaml:"labels"`
 	rawSignature `yaml:",inline"`
 	Signatures   map[string]*rawSignature `yaml:"signatures"`
+	Shadow       *rawShadow               `yaml:"shadow"`
 }
 
 type rawSignature struct {
@@ -161,6 +162,7 @@ func (v *validator) model(p path, name string, rm *rawModel, servers map[string]
 		}
 	}
 	mm.Default = v.signature(p, DefaultSignature, &rm.rawSignature, &Signature{Model: name})
+	mm.Shadow = v.shadow(p.key("shadow"), rm.Shadow, servers)
 	if rm.Signatures != nil {
 		mm.Signatures = make(map[string]*Signature, len(rm.Signatures))
 	}

@@ -293,6 +293,8 @@ func describeType(typ string) string {
 		return "a string"
 	case typ == "modelmap.integer" || strings.HasPrefix(typ, "int"):
 		return "an integer"
+	case strings.HasPrefix(typ, "float"):
+		return "a number"
 	case strings.HasPrefix(typ, "[]"):
 		return "a list"
 	}

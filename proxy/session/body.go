@@ -143,6 +143,7 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	if s.state != stRequestBody {
 		return Action{Verdict: PassThrough}
 	}
+	s.shadow.request(chunk, end)
 	rq := &s.req
 	if !rq.started {
 		rq.started = true

@@ -54,6 +54,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/proxy/shadow"
 	"github.com/tfsbridge/tfsbridge/proxy/tracing"
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -108,6 +109,9 @@ type Config struct {
 	// servers' backends (nil: no map). Each exchange keeps the one it
 	// started with, so a reload never changes a request in flight.
 	Mapping func() *Mapping
+	// Shadow, when set, runs the shadow comparison of models whose map
+	// entry has a shadow block (shadow.go).
+	Shadow *shadow.Engine
 }
 
 // verbRefused is the verb label of requests the pass-through policy
@@ -174,6 +178,8 @@ type Session struct {
 	// The bodies' state (body.go).
 	req  requestStream
 	resp responseStream
+	// shadow keeps a sampled exchange's copy (shadow.go); nil otherwise.
+	shadow *shadowTee
 }
 
 var discard = slog.New(slog.DiscardHandler)
@@ -274,6 +280,7 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 	if p == nil {
 		return s.fail(apierr.Errorf(apierr.Internal, "unhandled route %s", r))
 	}
+	p = s.shadowed(p, path)
 	return p.start(ctx, s, h, endOfStream)
 }
 
@@ -553,6 +560,7 @@ func (s *Session) settle(status int, e *apierr.Error) bool {
 		return false
 	}
 	s.finished = true
+	s.shadow.done(s, status, e)
 	s.cfg.Metrics.Request(s.verb, s.cfg.Metrics.ModelLabel(s.rt.tf.Model, s.confirmed), status)
 	s.cfg.Metrics.RequestDuration(s.verb, status, time.Since(s.start))
 	if s.span != nil {

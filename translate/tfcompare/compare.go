@@ -58,6 +58,12 @@ type Output struct {
 	// finite numeric elements (relative to A's value; +Inf where A's is 0
 	// and B's is not).
 	MaxAbs, MaxRel float64
+	// Worst is the flat index of the finite numeric element with the
+	// largest relative error (the largest absolute one among equals; the
+	// first among those), -1 when no such element differs; WorstA and
+	// WorstB are its values in A and B.
+	Worst          int
+	WorstA, WorstB float64
 	// NonFinite counts positions where NaN or ±Inf of one answer is not
 	// the same in the other; FirstNonFinite is the first (a flat index),
 	// -1 when none.
@@ -184,7 +190,7 @@ func (s *side) find(name string) *flatOut {
 
 // compareOutput compares one output present in A, B or both.
 func (c *Comparer) compareOutput(o *Output, oa, ob *flatOut) {
-	*o = Output{FirstNonFinite: -1}
+	*o = Output{FirstNonFinite: -1, Worst: -1}
 	if oa != nil {
 		o.Name, o.InA, o.ShapeA, o.DTypeA = oa.name, true, c.a.dims[oa.dimStart:oa.dimEnd:oa.dimEnd], oa.dt
 	}
@@ -262,6 +268,9 @@ func (c *Comparer) compareValues(o *Output, va, vb []leaf) {
 		}
 		o.Abs.Add(d)
 		o.Rel.Add(rel)
+		if o.Worst < 0 || rel > o.MaxRel || (rel == o.MaxRel && d > o.MaxAbs) {
+			o.Worst, o.WorstA, o.WorstB = i, x, y
+		}
 		o.MaxAbs = max(o.MaxAbs, d)
 		o.MaxRel = max(o.MaxRel, rel)
 		o.Differ++

@@ -253,3 +253,26 @@ func TestHistogram(t *testing.T) {
 		t.Errorf("merged total %d, bucket of 7 %d; want 200, 2", m.Total, m.Counts[Bucket(7)])
 	}
 }
+
+func TestWorstElement(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		a, b       string
+		worst      int
+		worstA, wB float64
+	}{
+		{"largest relative error", `{"outputs": [[10.0, 0.5], [100.0, 2.0]]}`, `{"outputs": [[10.1, 0.6], [101.0, 2.0]]}`, 1, 0.5, 0.6},
+		{"equal relative errors: the larger absolute one", `{"outputs": [1.0, 10.0]}`, `{"outputs": [1.5, 15.0]}`, 1, 10, 15},
+		{"a zero reference is the worst", `{"outputs": [5.0, 0.0]}`, `{"outputs": [6.0, 0.001]}`, 1, 0, 0.001},
+		{"integers", `{"outputs": [7, 8, 9]}`, `{"outputs": [7, 9, 9]}`, 1, 8, 9},
+		{"nothing differs", `{"outputs": [1.0]}`, `{"outputs": [1.0]}`, -1, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Compare(ok200(tc.a), ok200(tc.b), DefaultTolerance)
+			o := r.Outputs[0]
+			if o.Worst != tc.worst || o.WorstA != tc.worstA || o.WorstB != tc.wB {
+				t.Errorf("worst = %d (%v vs %v), want %d (%v vs %v)", o.Worst, o.WorstA, o.WorstB, tc.worst, tc.worstA, tc.wB)
+			}
+		})
+	}
+}

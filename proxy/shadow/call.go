@@ -1,0 +1,246 @@
+package shadow
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/tfsbridge/tfsbridge/translate"
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
+	"github.com/tfsbridge/tfsbridge/translate/route"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfcompare"
+	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
+)
+
+// errNoAnswer wraps the failures that leave a copy without an answer to
+// compare (counted as shadow_error).
+var errNoAnswer = errors.New("no answer from the shadow server")
+
+// errOverCap is a shadow answer that does not fit the memory cap: the
+// copy is dropped, as one that never fit.
+var errOverCap = errors.New("the shadow's answer is over the shadow memory cap (--shadow-max-bytes)")
+
+// call sends c to its server and returns the server's TF answer. An
+// error means there is no answer to compare.
+func (e *Engine) call(ctx context.Context, c *Copy) (tfcompare.Answer, error) {
+	base := c.Target.URL
+	if base == nil {
+		base = e.o.DefaultURL
+	}
+	if base == nil {
+		return tfcompare.Answer{}, fmt.Errorf("%w: server %q has no URL", errNoAnswer, c.Target.Name)
+	}
+	if c.Target.Kind == KindTFServing {
+		return e.callTF(ctx, c, base)
+	}
+	return e.callV2(ctx, c, base)
+}
+
+// callTF sends the TF request as it came to a TF Serving server.
+func (e *Engine) callTF(ctx context.Context, c *Copy, base *url.URL) (tfcompare.Answer, error) {
+	status, h, body, err := e.post(ctx, c, base, c.Path, [][]byte{c.Request}, http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return tfcompare.Answer{}, err
+	}
+	if enc := h.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return tfcompare.Answer{}, fmt.Errorf("%w: content-encoding %q", errNoAnswer, enc)
+	}
+	return tfcompare.Answer{Status: status, Body: body}, nil
+}
+
+// callV2 translates the TF request for a v2 server with translate's
+// pipeline of the verb, sends it, and translates the answer back as the
+// session would for a client.
+func (e *Engine) callV2(ctx context.Context, c *Copy, base *url.URL) (tfcompare.Answer, error) {
+	be := c.Target.Backend
+	if be == nil {
+		return tfcompare.Answer{}, fmt.Errorf("%w: server %q has no backend", errNoAnswer, c.Target.Name)
+	}
+	tp, ok := translate.For(c.Route.Verb)
+	if !ok {
+		return tfcompare.Answer{}, fmt.Errorf("%w: verb %s is not shadowed", errNoAnswer, c.Route.Verb)
+	}
+	kind, err := be.Kind(ctx)
+	if err != nil {
+		return tfcompare.Answer{}, fmt.Errorf("%w: %w", errNoAnswer, err)
+	}
+	wire := c.Route
+	wire.Label = ""
+	resolve := func(name string) (*tensor.Signature, error) {
+		ms, ok := c.Entry.Signature(name)
+		if !ok {
+			return nil, unknownSignature(c.Route.Verb, name)
+		}
+		wire.Model = ms.Model
+		sig, err := be.Signature(ctx, wire)
+		if err != nil {
+			if ae := apierr.As(err); ae.Code == apierr.NotFound || ms.Metadata == nil {
+				return nil, tfNotFound(c.Route, err)
+			}
+			sig = nil // the map's metadata stands in
+		}
+		return ms.TFSignature(sig, c.Route.Model), nil
+	}
+	opt := translate.RequestOptions{Kind: kind, ID: c.RequestID, Limits: e.o.Limits, MaxBytes: e.o.MaxBodyBytes}
+	req, ex, err := tp.Request(c.Request, resolve, opt)
+	if err != nil {
+		// The request is refused before any server call: that is the
+		// shadow's TF answer, compared by status with the primary's.
+		return errorAnswer(apierr.As(err)), nil
+	}
+	defer req.Release()
+	n := int64(req.Len())
+	if !e.Reserve(n) {
+		return tfcompare.Answer{}, errOverCap
+	}
+	defer e.Release(n)
+	h := http.Header{"Content-Type": {req.ContentType}}
+	if req.HeaderLength >= 0 {
+		h.Set("Inference-Header-Content-Length", strconv.Itoa(req.HeaderLength))
+	}
+	status, rh, body, err := e.post(ctx, c, base, wire.V2InferPath(), req.Chunks(), h)
+	if err != nil {
+		return tfcompare.Answer{}, err
+	}
+	if enc := rh.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return tfcompare.Answer{}, fmt.Errorf("%w: content-encoding %q", errNoAnswer, enc)
+	}
+	if status < 200 || status > 299 {
+		if status == http.StatusNotFound {
+			return errorAnswer(apierr.New(apierr.NotFound, "Servable not found for request: "+c.Route.Servable())), nil
+		}
+		msg := oip.DecodeError(status, rh.Get("Content-Type"), body)
+		return errorAnswer(apierr.New(apierr.FromHTTPStatus(status), msg)), nil
+	}
+	headerLength := -1
+	if ihcl := rh.Get("Inference-Header-Content-Length"); ihcl != "" {
+		if headerLength, err = oip.ParseHeaderLength(ihcl, len(body)); err != nil {
+			return tfcompare.Answer{}, fmt.Errorf("%w: %w", errNoAnswer, err)
+		}
+	}
+	tf, err := tp.Response(body, headerLength, ex, e.o.Limits)
+	if err != nil {
+		return tfcompare.Answer{}, fmt.Errorf("%w: its answer does not translate: %w", errNoAnswer, err)
+	}
+	if !e.Reserve(int64(len(tf))) {
+		return tfcompare.Answer{}, errOverCap
+	}
+	c.Reserved += int64(len(tf))
+	return tfcompare.Answer{Status: http.StatusOK, Body: tf}, nil
+}
+
+// errorAnswer is the TF answer of an error, as the session writes it.
+func errorAnswer(e *apierr.Error) tfcompare.Answer {
+	return tfcompare.Answer{Status: e.HTTPStatus(), Body: tfresponse.Error(nil, e.Msg)}
+}
+
+// unknownSignature is TF Serving's error for a signature_name the model
+// lacks, worded per verb as the session does.
+func unknownSignature(v route.Verb, name string) error {
+	if v == route.Predict {
+		return apierr.InvalidArgumentf("Serving signature name: \"%s\" not found in signature def", name)
+	}
+	return apierr.InvalidArgumentf("No signature was found with the name: %s", name)
+}
+
+// tfNotFound gives a not-found error TF's text for the TF route.
+func tfNotFound(r route.Route, err error) error {
+	if e := apierr.As(err); e.Code == apierr.NotFound {
+		return apierr.Wrap(apierr.NotFound, e, "Servable not found for request: "+r.Servable())
+	}
+	return err
+}
+
+// post sends body (in parts) to base+path and reads the answer within
+// the body limit, its bytes counted against the memory cap as they
+// arrive.
+func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, parts [][]byte, h http.Header) (int, http.Header, []byte, error) {
+	u := *base
+	u.Path = strings.TrimSuffix(u.Path, "/") + pathOnly(path)
+	u.RawQuery = ""
+	readers := make([]io.Reader, len(parts))
+	n := 0
+	for i, p := range parts {
+		readers[i] = bytes.NewReader(p)
+		n += len(p)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), io.MultiReader(readers...))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+	}
+	req.ContentLength = int64(n)
+	req.Header = h
+	req.Header.Set("Accept-Encoding", "identity")
+	if c.RequestID != "" {
+		req.Header.Set("X-Request-Id", c.RequestID)
+	}
+	if ts, ok := c.Target.Backend.(tokenSource); ok {
+		tok, err := ts.BearerToken()
+		if err != nil {
+			return 0, nil, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)
+		}
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	resp, err := e.http.Do(req)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+	}
+	defer resp.Body.Close()
+	body, err := e.readBody(c, resp.Body, resp.ContentLength)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return resp.StatusCode, resp.Header, body, nil
+}
+
+// pathOnly is a TF request path without its query.
+func pathOnly(p string) string {
+	p, _, _ = strings.Cut(p, "?")
+	return p
+}
+
+// readBody reads an answer within MaxBodyBytes, reserving its bytes
+// against the memory cap as they come, as part of c's reservation
+// (released when the copy ends).
+func (e *Engine) readBody(c *Copy, r io.Reader, length int64) ([]byte, error) {
+	var body []byte
+	size := 32 << 10
+	if length >= 0 && length < int64(size) {
+		// A small answer of declared length (most): no 32 KiB buffer
+		// for it.
+		size = int(length) + 1
+	}
+	buf := make([]byte, size)
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			if int64(len(body)+k) > e.o.MaxBodyBytes {
+				e.Release(int64(len(body)))
+				return nil, fmt.Errorf("%w: its answer is over the body limit of %d bytes", errNoAnswer, e.o.MaxBodyBytes)
+			}
+			if !e.Reserve(int64(k)) {
+				e.Release(int64(len(body)))
+				return nil, errOverCap
+			}
+			body = append(body, buf[:k]...)
+		}
+		if errors.Is(err, io.EOF) {
+			c.Reserved += int64(len(body))
+			return body, nil
+		}
+		if err != nil {
+			e.Release(int64(len(body)))
+			return nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+		}
+	}
+}

@@ -1,0 +1,309 @@
+package shadow
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/translate/oip"
+	"github.com/tfsbridge/tfsbridge/translate/route"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfcompare"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxBytes     = 64 << 20
+	DefaultTimeout      = 30 * time.Second
+	DefaultLogMaxBytes  = 64 << 20
+	DefaultLogPerSecond = 10
+	DefaultMaxBodyBytes = 64 << 20
+)
+
+// KindTFServing is the model-map server kind of a TF Serving server: a
+// copy goes to it as the TF REST request the client sent. Every other
+// kind is a v2 server's.
+const KindTFServing = "tfserving"
+
+// Backend is what the engine needs of a v2 server's control API;
+// *backend.Client implements it (as session.Backend does).
+type Backend interface {
+	Kind(ctx context.Context) (oip.ServerKind, error)
+	Signature(ctx context.Context, r route.Route) (*tensor.Signature, error)
+}
+
+// tokenSource is implemented by backends that carry a bearer token.
+type tokenSource interface {
+	BearerToken() (string, error)
+}
+
+// Options configure an Engine.
+type Options struct {
+	Metrics *observe.Metrics
+	// Logger receives the mismatch lines and the log files' failures;
+	// nil discards.
+	Logger *slog.Logger
+	// Transport makes the calls to shadow servers; nil uses a fresh
+	// http.Transport.
+	Transport http.RoundTripper
+	// DefaultURL is the root URL of the default server (--backend), for
+	// a shadow on server "default".
+	DefaultURL *url.URL
+	// MaxBytes caps the memory all shadow copies hold at once: request
+	// bodies, both answers and the v2 request (--shadow-max-bytes). A
+	// copy that does not fit is dropped and counted.
+	MaxBytes int64
+	// MaxBodyBytes bounds a shadow server's answer, like the primary's.
+	MaxBodyBytes int64
+	// Limits bound the translation of a copy, as the primary's.
+	Limits tensor.Limits
+	// Timeout bounds one copy's call to its shadow server
+	// (--shadow-timeout): a stalled shadow holds its max_inflight slot no
+	// longer.
+	Timeout time.Duration
+	// LogMaxBytes caps each mismatch_log file (--shadow-log-max-bytes):
+	// once it is that large, mismatches are only counted and logged.
+	LogMaxBytes int64
+	// LogPerSecond bounds the lines written to each mismatch_log file
+	// per second (--shadow-log-rate), with bursts of as many.
+	LogPerSecond float64
+}
+
+// Target is the server a copy goes to.
+type Target struct {
+	// Name is the server's model-map name ("default" for --backend).
+	Name string
+	// Kind is the map's kind of the server: KindTFServing, or a v2 kind.
+	Kind string
+	// URL is the server's root URL; nil for the default server.
+	URL *url.URL
+	// Backend is the server's control client: for a v2 server its kind
+	// and signatures; for any server its bearer token, when it has one.
+	Backend Backend
+}
+
+// Copy is one sampled exchange, handed to Submit when the primary has
+// answered. Its byte slices are the engine's from then on.
+type Copy struct {
+	RequestID string
+	// Path is the TF request path as the client sent it.
+	Path string
+	// Route is the TF route, its label resolved by the map.
+	Route route.Route
+	// Entry is the model's map entry (its shadow block and signatures).
+	Entry *modelmap.Model
+	// Target is where the copy goes.
+	Target Target
+	// Request is the TF request body, identity-encoded.
+	Request []byte
+	// Primary is the primary's TF answer as the client got it.
+	Primary tfcompare.Answer
+	// Reserved is what the copy holds of the memory cap (Reserve).
+	Reserved int64
+}
+
+// Engine runs shadow copies. It is safe for concurrent use; a nil
+// *Engine samples nothing.
+type Engine struct {
+	o       Options
+	metrics *observe.ShadowMetrics
+	log     *slog.Logger
+	limiter *observe.LogLimiter
+	http    *http.Client
+
+	held     atomic.Int64 // bytes all copies hold
+	inflight sync.Map     // model → *atomic.Int64
+	logs     sync.Map     // path → *mismatchLog
+	pool     sync.Pool    // *tfcompare.Comparer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns an engine with o's zero fields defaulted.
+func New(o Options) *Engine {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.LogMaxBytes <= 0 {
+		o.LogMaxBytes = DefaultLogMaxBytes
+	}
+	if o.LogPerSecond <= 0 {
+		o.LogPerSecond = DefaultLogPerSecond
+	}
+	if o.Transport == nil {
+		o.Transport = &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{
+		o: o, metrics: o.Metrics.Shadow(), log: log,
+		limiter: &observe.LogLimiter{Logger: log, Interval: 10 * time.Second},
+		http: &http.Client{Transport: o.Transport,
+			// A copy goes to the configured server and nowhere else.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+	}
+	e.pool.New = func() any { return tfcompare.New(tfcompare.DefaultTolerance) }
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	return e
+}
+
+// Close stops the copies running (their calls are cancelled, nothing is
+// counted for them) and waits for them, then closes the mismatch logs.
+func (e *Engine) Close() {
+	if e == nil {
+		return
+	}
+	e.cancel()
+	e.wg.Wait()
+	e.logs.Range(func(_, v any) bool {
+		v.(*mismatchLog).close()
+		return true
+	})
+}
+
+// Sample reports whether an exchange of a model with shadow block sh is
+// copied: a draw against sh.Sample.
+func (e *Engine) Sample(sh *modelmap.Shadow) bool {
+	if e == nil || sh == nil || sh.Sample <= 0 {
+		return false
+	}
+	return sh.Sample >= 1 || rand.Float64() < sh.Sample
+}
+
+// Reserve counts n more bytes of a copy against the memory cap; false
+// when they do not fit (nothing is counted then).
+func (e *Engine) Reserve(n int64) bool {
+	for {
+		held := e.held.Load()
+		if held+n > e.o.MaxBytes {
+			return false
+		}
+		if e.held.CompareAndSwap(held, held+n) {
+			return true
+		}
+	}
+}
+
+// Release returns n bytes to the memory cap.
+func (e *Engine) Release(n int64) { e.held.Add(-n) }
+
+// Held returns the bytes all copies hold now.
+func (e *Engine) Held() int64 { return e.held.Load() }
+
+// Drop counts a sampled copy of model that was not sent (it outgrew the
+// memory cap), releasing reserved bytes.
+func (e *Engine) Drop(model string, reserved int64) {
+	e.Release(reserved)
+	e.metrics.Comparison(model, observe.ShadowDropped)
+}
+
+// Submit runs c in the background, or drops it when max_inflight copies
+// of its model are running. It never blocks.
+func (e *Engine) Submit(c *Copy) {
+	sh := c.Entry.Shadow
+	slot := e.slot(c.Route.Model)
+	if n := slot.Add(1); n > int64(sh.MaxInflight) {
+		slot.Add(-1)
+		e.Drop(c.Route.Model, c.Reserved)
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer slot.Add(-1)
+		defer func() { e.Release(c.Reserved) }()
+		e.run(c)
+	}()
+}
+
+// slot is the in-flight count of a model's copies.
+func (e *Engine) slot(model string) *atomic.Int64 {
+	if v, ok := e.inflight.Load(model); ok {
+		return v.(*atomic.Int64)
+	}
+	v, _ := e.inflight.LoadOrStore(model, new(atomic.Int64))
+	return v.(*atomic.Int64)
+}
+
+// run sends one copy and compares the answers.
+func (e *Engine) run(c *Copy) {
+	ctx, cancel := context.WithTimeout(e.ctx, e.o.Timeout)
+	defer cancel()
+	model := c.Route.Model
+	answer, err := e.call(ctx, c)
+	if e.ctx.Err() != nil {
+		return // shutting down: not the shadow's failure
+	}
+	if errors.Is(err, errOverCap) {
+		e.metrics.Comparison(model, observe.ShadowDropped)
+		return
+	}
+	if err != nil {
+		e.metrics.Comparison(model, observe.ShadowError)
+		e.limiter.Log(slog.LevelWarn, "shadow_error:"+model, "shadow copy failed",
+			"model", model, "server", c.Target.Name, "request_id", c.RequestID, "error", err.Error())
+		return
+	}
+	sh := c.Entry.Shadow
+	cmp := e.pool.Get().(*tfcompare.Comparer)
+	defer e.pool.Put(cmp)
+	cmp.Tolerance = tfcompare.Tolerance{Abs: sh.Abs, Rel: sh.Rel}
+	res := cmp.Compare(c.Primary, answer)
+	if w, ok := worstRelative(res); ok {
+		e.metrics.WorstRelative(model, w)
+	}
+	if res.Verdict != tfcompare.Mismatch {
+		e.metrics.Comparison(model, observe.ShadowMatch)
+		return
+	}
+	rec := newRecord(c, answer, res)
+	e.limiter.Log(slog.LevelWarn, "mismatch:"+model, "shadow mismatch", rec.logAttrs()...)
+	if sh.MismatchLog != "" {
+		e.logFile(sh.MismatchLog).write(rec)
+	}
+	// Counted last: whoever sees the count finds the line written.
+	e.metrics.Comparison(model, observe.ShadowMismatch)
+}
+
+// worstRelative is the largest relative error of a result's numeric
+// outputs; ok is false when no output was compared element by element.
+func worstRelative(r *tfcompare.Result) (float64, bool) {
+	worst, ok := 0.0, false
+	for i := range r.Outputs {
+		o := &r.Outputs[i]
+		if o.Elements == 0 || !o.InA || !o.InB {
+			continue
+		}
+		ok = true
+		worst = math.Max(worst, o.MaxRel)
+	}
+	return worst, ok
+}
+
+// logFile returns the mismatch log at path, opened on first use.
+func (e *Engine) logFile(path string) *mismatchLog {
+	if v, ok := e.logs.Load(path); ok {
+		return v.(*mismatchLog)
+	}
+	v, _ := e.logs.LoadOrStore(path, newMismatchLog(path, e.o.LogMaxBytes, e.o.LogPerSecond, e.log))
+	return v.(*mismatchLog)
+}
