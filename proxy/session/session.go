@@ -108,6 +108,8 @@ type Config struct {
 	// servers' backends (nil: no map). Each exchange keeps the one it
 	// started with, so a reload never changes a request in flight.
 	Mapping func() *Mapping
+	// GRPC configures the TF gRPC pipelines (grpc.go).
+	GRPC GRPCOptions
 }
 
 // verbRefused is the verb label of requests the pass-through policy
@@ -153,6 +155,9 @@ type Session struct {
 	// exchange (resolveMapped).
 	inferPath string
 	rerouted  bool
+
+	// grpc is the state of a TF gRPC exchange (grpc.go), nil for REST.
+	grpc *grpcState
 
 	// inference (predict, classify, regress)
 	sig         *tensor.Signature
@@ -238,6 +243,9 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 	}
 	s.requestID = observe.RequestID(h.Get(hdrRequestID))
 	s.span = trace.SpanFromContext(ctx)
+	if p, ok := grpcPipelineFor(method, path, h); ok {
+		return p.start(ctx, s, h, endOfStream) // a TF gRPC client (grpc.go)
+	}
 	r, err := route.Parse(method, path)
 	if errors.Is(err, route.ErrNotTFServing) {
 		if !s.cfg.Passthrough.allows(method, path) {
@@ -429,6 +437,9 @@ func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGette
 	default:
 		return Action{Verdict: PassThrough}
 	}
+	if s.grpc != nil {
+		return s.grpcResponseHeaders(status, h, endOfStream)
+	}
 	s.respStatus = status
 	s.respIHCL = h.Get(hdrIHCL)
 	s.respType = h.Get(hdrContentType)
@@ -519,6 +530,9 @@ func (s *Session) Close() {
 func (s *Session) fail(err error) Action {
 	e := apierr.As(err)
 	s.complete(e.HTTPStatus(), e)
+	if s.grpc != nil {
+		return grpcErrorResponse(e)
+	}
 	return errorResponse(e)
 }
 
