@@ -66,6 +66,16 @@ func (s *Session) grpcResponseChunk(ctx context.Context, chunk []byte, end bool,
 		switch {
 		case len(rp.text) == 0 && (end || out == Whole):
 			// No message: the status (an error) comes in the trailers.
+			// A streamed exchange still owes the held headers and the
+			// body's end.
+			if out != Whole {
+				if err := out.Headers(Action{Verdict: Continue}); err != nil {
+					return s.reset(err)
+				}
+				if err := out.Body(nil, true); err != nil {
+					return s.reset(err)
+				}
+			}
 			return Action{Verdict: Continue}
 		case end || out == Whole:
 			return s.fail(apierr.Errorf(apierr.Internal, "Invalid response from the v2 inference server: a truncated gRPC message (%d bytes)", len(rp.text)))

@@ -8,53 +8,22 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
+	"github.com/tfsbridge/tfsbridge/proxy/internal/grpctest"
 	"github.com/tfsbridge/tfsbridge/translate/oipgrpc"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfgrpc"
 )
 
-// TF-client-shaped messages, built field by field as tensorflow-serving-api
-// puts them on the wire (docs/grpc.md §7).
+// TF-client-shaped messages (package grpctest).
+var (
+	f32Content  = grpctest.F32Content
+	grpcFrame   = grpctest.Frame
+	tfSpec      = grpctest.Spec
+	predictMsg  = grpctest.Predict
+	metadataMsg = grpctest.Metadata
+)
 
-// f32Content is make_tensor_proto(np.array([1, 2], np.float32)):
-// dtype DT_FLOAT, shape [2], tensor_content.
-var f32Content = []byte{0x08, 0x01, 0x12, 0x04, 0x12, 0x02, 0x08, 0x02, 0x22, 0x08, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40}
-
-// grpcFrame is one uncompressed length-prefixed message.
-func grpcFrame(msg []byte) []byte {
-	b := make([]byte, 5, 5+len(msg))
-	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
-	return append(b, msg...)
-}
-
-// tfSpec is a request's model_spec field.
-func tfSpec(b []byte, s tfgrpc.ModelSpec) []byte {
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	return protowire.AppendBytes(b, tfgrpc.AppendModelSpec(nil, s))
-}
-
-// predictMsg is a PredictRequest for model with input alias → TensorProto.
-func predictMsg(s tfgrpc.ModelSpec, alias string, tp []byte) []byte {
-	b := tfSpec(nil, s)
-	var entry []byte
-	entry = protowire.AppendTag(entry, 1, protowire.BytesType)
-	entry = protowire.AppendString(entry, alias)
-	entry = protowire.AppendTag(entry, 2, protowire.BytesType)
-	entry = protowire.AppendBytes(entry, tp)
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	return protowire.AppendBytes(b, entry)
-}
-
-// metadataMsg is a GetModelMetadataRequest asking for signature_def.
-func metadataMsg(s tfgrpc.ModelSpec) []byte {
-	b := tfSpec(nil, s)
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	return protowire.AppendString(b, "signature_def")
-}
-
-const predictPath = "/tensorflow.serving.PredictionService/Predict"
+const predictPath = grpctest.PredictPath
 
 // grpcHeaders are the request headers grpc-python sends.
 func grpcHeaders(path string, extra ...string) hdr {
