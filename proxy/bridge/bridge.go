@@ -265,9 +265,9 @@ type Bridge struct {
 
 	opts  Options
 	proxy *httpproxy.Proxy
+	maps  *mapState // nil without a model map
 	// grpc is the TF gRPC listener's handler, nil without TFGRPCBackend.
 	grpc *httpproxy.GRPCProxy
-	maps *mapState // nil without a model map
 	// serving is set while a main listener (ext_proc or proxy) serves;
 	// /readyz reports not ready outside that window (startup, draining).
 	serving atomic.Bool
