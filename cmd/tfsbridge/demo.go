@@ -21,8 +21,9 @@ commands. Stops cleanly on Ctrl-C or SIGTERM.`
 // demoOptions are the flags of "tfsbridge demo".
 type demoOptions struct {
 	servingConfig
-	mockAddr string
-	kind     string
+	mockAddr     string
+	mockGRPCAddr string
+	kind         string
 }
 
 // The demo binds loopback addresses only: it is for trying tfsbridge
@@ -32,6 +33,7 @@ func newDemoOptions() *demoOptions {
 	o := &demoOptions{
 		servingConfig: newServingConfig(bridge.Addrs{Proxy: "127.0.0.1:8501", Extproc: "127.0.0.1:9002", Admin: "127.0.0.1:9090"}),
 		mockAddr:      "127.0.0.1:8000",
+		mockGRPCAddr:  "127.0.0.1:8001",
 		kind:          "triton",
 	}
 	o.bridge.DrainDelay = 0
@@ -41,6 +43,7 @@ func newDemoOptions() *demoOptions {
 func (o *demoOptions) bindings() []binding {
 	bs := slices.Concat([]binding{
 		addrFlag(&o.mockAddr, "mock-addr", "Address of the mock v2 server.", false, false),
+		addrFlag(&o.mockGRPCAddr, "mock-grpc-addr", "Address of the mock v2 server's gRPC port (inference.GRPCInferenceService).", false, false),
 		kindFlag(&o.kind),
 		addrFlag(&o.addrs.Proxy, "http-addr", "Address of the HTTP proxy.", true, false),
 		addrFlag(&o.addrs.Extproc, "grpc-addr", "Address of the ext_proc gRPC server.", true, false),
@@ -49,7 +52,7 @@ func (o *demoOptions) bindings() []binding {
 	// "proxy" must not move the demo.
 	for i, b := range bs {
 		switch b.name {
-		case "http-addr", "grpc-addr", "metrics-addr", "drain-delay":
+		case "http-addr", "grpc-addr", "metrics-addr", "drain-delay", "mock-grpc-addr":
 			bs[i] = b.commandEnv()
 		}
 	}
@@ -63,6 +66,10 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	mockAddr, err := startMock(ctx, g, o.mockAddr, mockv2.Options{Kind: o.kind, Logger: log})
+	if err != nil {
+		return err
+	}
+	mockGRPCAddr, err := startMockGRPC(ctx, g, o.mockGRPCAddr, mockv2.Options{Kind: o.kind, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -92,6 +99,8 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		demoMapFile = o.bridge.ModelMapFile
 	}
 	printDemo(stdout, o.kind, mockAddr, l.Proxy.Addr(), l.Extproc.Addr(), bridge.Addr(l.Admin), demoMapFile)
+	printDemoGRPC(stdout, o.kind, mockGRPCAddr, demoTFGRPCAddr)
+	fmt.Fprintf(stdout, "\nPress Ctrl-C to stop.\n")
 	g.Go(func() error { return b.Serve(ctx, l) })
 	return g.Wait()
 }
@@ -124,7 +133,6 @@ func printDemo(w io.Writer, kind string, mock, proxy, grpc, admin net.Addr, demo
 	if demoMapFile != "" {
 		printDemoMap(w, p, demoMapFile)
 	}
-	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
 }
 
 // clientAddr turns a listener address into one a client can dial, as

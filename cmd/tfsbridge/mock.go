@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -26,6 +27,7 @@ tried without a real model server.`
 type mockOptions struct {
 	log      logOptions
 	httpAddr string
+	grpcAddr string
 	kind     string
 	perturb  map[string]float64
 }
@@ -38,6 +40,7 @@ func (o *mockOptions) bindings() []binding {
 	return append([]binding{
 		// Not the proxy's listen address: a variable of its own.
 		addrFlag(&o.httpAddr, "http-addr", "Address the mock v2 server listens on (Triton's HTTP port is 8000).", false, false).commandEnv(),
+		addrFlag(&o.grpcAddr, "grpc-addr", "Address the mock serves inference.GRPCInferenceService on (Triton's gRPC port is 8001); empty: no gRPC.", false, true).commandEnv(),
 		kindFlag(&o.kind),
 		perturbFlag(&o.perturb, "perturb"),
 	}, o.log.bindings()...)
@@ -55,12 +58,24 @@ func (o *mockOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A listener that fails to bind stops the one already serving.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, ctx := errgroup.WithContext(ctx)
 	addr, err := startMock(ctx, g, o.httpAddr, mockv2.Options{Kind: o.kind, Logger: log, Perturb: o.perturb})
 	if err != nil {
 		return err
 	}
-	log.Info("tfsbridge mock serving", "http_addr", addr.String(), "kind", o.kind, "models", strings.Join(mockv2.Models(), ","))
+	attrs := []any{"http_addr", addr.String(), "kind", o.kind, "models", strings.Join(mockv2.Models(), ",")}
+	if o.grpcAddr != "" {
+		gaddr, err := startMockGRPC(ctx, g, o.grpcAddr, mockv2.Options{Kind: o.kind, Logger: log, Perturb: o.perturb})
+		if err != nil {
+			cancel()
+			return errors.Join(err, g.Wait())
+		}
+		attrs = append(attrs, "grpc_addr", gaddr.String())
+	}
+	log.Info("tfsbridge mock serving", attrs...)
 	return g.Wait()
 }
 

@@ -618,7 +618,7 @@ func TestDuplexConfig(t *testing.T) {
 		{"response trailers DEFAULT", func(m *extprocfilterv3.ProcessingMode) {
 			m.ResponseTrailerMode = extprocfilterv3.ProcessingMode_DEFAULT
 		}, false},
-		{"response BUFFERED with trailers SEND", func(m *extprocfilterv3.ProcessingMode) { m.ResponseBodyMode = extprocfilterv3.ProcessingMode_BUFFERED }, false},
+		{"response BUFFERED with trailers SEND", func(m *extprocfilterv3.ProcessingMode) { m.ResponseBodyMode = extprocfilterv3.ProcessingMode_BUFFERED }, true},
 		{"response BUFFERED, trailers SKIP", func(m *extprocfilterv3.ProcessingMode) {
 			m.ResponseBodyMode = extprocfilterv3.ProcessingMode_BUFFERED
 			m.ResponseTrailerMode = extprocfilterv3.ProcessingMode_SKIP
