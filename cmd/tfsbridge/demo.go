@@ -31,7 +31,7 @@ type demoOptions struct {
 // to drain from.
 func newDemoOptions() *demoOptions {
 	o := &demoOptions{
-		servingConfig: newServingConfig(bridge.Addrs{Proxy: "127.0.0.1:8501", Extproc: "127.0.0.1:9002", Admin: "127.0.0.1:9090"}),
+		servingConfig: newServingConfig(bridge.Addrs{Proxy: "127.0.0.1:8501", Extproc: "127.0.0.1:9002", Admin: "127.0.0.1:9090", TFGRPC: "127.0.0.1:8500"}),
 		mockAddr:      "127.0.0.1:8000",
 		mockGRPCAddr:  "127.0.0.1:8001",
 		kind:          "triton",
@@ -47,12 +47,13 @@ func (o *demoOptions) bindings() []binding {
 		kindFlag(&o.kind),
 		addrFlag(&o.addrs.Proxy, "http-addr", "Address of the HTTP proxy.", true, false),
 		addrFlag(&o.addrs.Extproc, "grpc-addr", "Address of the ext_proc gRPC server.", true, false),
+		addrFlag(&o.addrs.TFGRPC, "tf-grpc-addr", "Address of the TF gRPC listener (TF Serving's port 8500) in front of the mock's gRPC port; empty turns it off.", false, true),
 	}, servingBindings(&o.servingConfig)) // the backend is the demo's own mock (--mock-addr, --kind)
 	// Meanings or defaults of their own: a TFSBRIDGE_HTTP_ADDR meant for
 	// "proxy" must not move the demo.
 	for i, b := range bs {
 		switch b.name {
-		case "http-addr", "grpc-addr", "metrics-addr", "drain-delay", "mock-grpc-addr":
+		case "http-addr", "grpc-addr", "metrics-addr", "drain-delay", "mock-grpc-addr", "tf-grpc-addr":
 			bs[i] = b.commandEnv()
 		}
 	}
@@ -75,6 +76,7 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	o.bridge.BackendURL = "http://" + mockAddr.String()
 	o.bridge.BackendKind = o.kind
+	o.bridge.TFGRPCBackend = mockGRPCAddr.String()
 	ownMap := o.bridge.ModelMapFile == ""
 	if ownMap {
 		file, cleanup, err := writeDemoMap()
@@ -99,7 +101,11 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		demoMapFile = o.bridge.ModelMapFile
 	}
 	printDemo(stdout, o.kind, mockAddr, l.Proxy.Addr(), l.Extproc.Addr(), bridge.Addr(l.Admin), demoMapFile)
-	printDemoGRPC(stdout, o.kind, mockGRPCAddr, demoTFGRPCAddr)
+	tfGRPC := demoTFGRPCAddr
+	if l.TFGRPC != nil {
+		tfGRPC = clientAddr(l.TFGRPC.Addr())
+	}
+	printDemoGRPC(stdout, o.kind, mockGRPCAddr, tfGRPC)
 	fmt.Fprintf(stdout, "\nPress Ctrl-C to stop.\n")
 	g.Go(func() error { return b.Serve(ctx, l) })
 	return g.Wait()

@@ -40,7 +40,7 @@ func TestDemoGRPC(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	for _, want := range []string{`grpc.insecure_channel("localhost:8500")`, `tf.make_tensor_proto([1.0, 2.0, 5.0], dtype=tf.float32)`, "pip install tensorflow-serving-api"} {
+	for _, want := range []string{`grpc.insecure_channel("localhost:`, `tf.make_tensor_proto([1.0, 2.0, 5.0], dtype=tf.float32)`, "pip install tensorflow-serving-api"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
