@@ -162,12 +162,11 @@ func (s *Session) grpcStatus(h HeaderGetter) Action {
 	} else {
 		e = apierr.New(apierr.Code(code), msg)
 	}
-	if code == int(apierr.Unavailable) || code == int(apierr.DeadlineExceeded) {
-		reason := observe.UpstreamServerError
-		if code == int(apierr.DeadlineExceeded) {
-			reason = observe.UpstreamTimeout
-		}
-		s.cfg.Metrics.UpstreamFailure(s.ServerName(), reason)
+	switch e.Code {
+	case apierr.Unavailable:
+		s.cfg.Metrics.UpstreamFailure(s.ServerName(), observe.UpstreamServerError)
+	case apierr.DeadlineExceeded:
+		s.cfg.Metrics.UpstreamFailure(s.ServerName(), observe.UpstreamTimeout)
 	}
 	s.complete(e.HTTPStatus(), e)
 	c, text := grpcmap.Status(e)
