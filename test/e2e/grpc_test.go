@@ -25,12 +25,15 @@ import (
 // ext_proc server in both body modes, routing to the mock's gRPC port.
 type grpcStack struct {
 	clients map[string]*tfclient.Client // by transport
+	// extproc and mockGRPC are the ext_proc server's and the mock's v2
+	// gRPC addresses.
+	extproc, mockGRPC string
 }
 
 // grpcTransports are the ways a TF gRPC client reaches tfsbridge.
 var grpcTransports = []string{viaExtproc, viaExtprocFD, "proxy-grpc"}
 
-func newGRPCStack(t *testing.T, kind string) *grpcStack {
+func newGRPCStack(t testing.TB, kind string) *grpcStack {
 	t.Helper()
 	mock, err := mockv2.New(mockv2.Options{Kind: kind})
 	if err != nil {
@@ -65,7 +68,7 @@ func newGRPCStack(t *testing.T, kind string) *grpcStack {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	st := &grpcStack{clients: map[string]*tfclient.Client{}}
+	st := &grpcStack{clients: map[string]*tfclient.Client{}, extproc: l.Extproc.Addr().String(), mockGRPC: glis.Addr().String()}
 	dial := func(name, addr string) {
 		c, err := tfclient.Dial(addr)
 		if err != nil {
