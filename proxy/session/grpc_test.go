@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/internal/grpctest"
 	"github.com/tfsbridge/tfsbridge/translate/oipgrpc"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -426,4 +427,22 @@ func verbCount(t *testing.T, e *env, verb, code string) float64 {
 		}
 	}
 	return n
+}
+
+// TestGRPCAdmission: a message over the in-flight budget is refused with
+// TF's 503 as a gRPC UNAVAILABLE, and what it held is released.
+func TestGRPCAdmission(t *testing.T) {
+	e := newEnv(t, "triton")
+	e.cfg.Admission = admission.New(1<<10, e.metrics)
+	tp := append([]byte(nil), f32Content...)
+	big := predictMsg(tfgrpc.ModelSpec{Name: "half_plus_two"}, "x", append(tp, make([]byte, 4096)...))
+	s, a := grpcRequestAction(t, e, grpcHeaders(predictPath), grpcFrame(big))
+	code, _ := a.Get("grpc-status")
+	msg, _ := a.Get("grpc-message")
+	if a.Verdict != Respond || code != "14" || !strings.HasPrefix(DecodeGRPCMessage(msg), "tfsbridge is over its in-flight memory budget") {
+		t.Fatalf("action %v %s %q", a.Verdict, code, DecodeGRPCMessage(msg))
+	}
+	if h := s.Admission().Held(); h != 0 {
+		t.Errorf("a refused exchange still holds %d bytes", h)
+	}
 }
