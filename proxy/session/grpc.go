@@ -117,6 +117,42 @@ func grpcPipelineFor(method, path string, h HeaderGetter) (pipeline, bool) {
 	return grpcPipeline{method: m}, true
 }
 
+// v2GRPCInference are the methods of the v2 gRPC service that the
+// "inference" pass-through policy lets through, as it lets the same REST
+// endpoints through: health, metadata, readiness and inference, never
+// Triton's repository, shared-memory, trace, log or statistics methods.
+var v2GRPCInference = map[string]bool{
+	"/inference.GRPCInferenceService/ServerLive":     true,
+	"/inference.GRPCInferenceService/ServerReady":    true,
+	"/inference.GRPCInferenceService/ServerMetadata": true,
+	"/inference.GRPCInferenceService/ModelReady":     true,
+	"/inference.GRPCInferenceService/ModelMetadata":  true,
+	"/inference.GRPCInferenceService/ModelInfer":     true,
+}
+
+// grpcOther handles a gRPC call that is not TF Serving's: a native v2
+// call passes through as the pass-through policy says its REST twin
+// would; anything refused is answered UNIMPLEMENTED trailers-only (a gRPC
+// client cannot read a JSON 404).
+func (s *Session) grpcOther(method, path string, h HeaderGetter) (Action, bool) {
+	if method != http.MethodPost || strings.HasPrefix(path, tfServingPrefix) || !isGRPC(h.Get(hdrContentType)) {
+		return Action{}, false
+	}
+	p := s.cfg.Passthrough
+	if p == PassthroughAll || (p == PassthroughInference && v2GRPCInference[path]) {
+		s.state = stPassThrough
+		s.cfg.Metrics.PassThrough()
+		a := Action{Verdict: PassThrough}
+		if hasHeader(h, HeaderServer) {
+			a.Remove, a.ClearRouteCache = []string{HeaderServer}, true
+		}
+		return a, true
+	}
+	s.grpc = &grpcState{path: path}
+	s.verb = verbRefused
+	return s.fail(apierr.New(apierr.Unimplemented, "unknown service or method "+path)), true
+}
+
 // isGRPC reports a gRPC content-type.
 func isGRPC(ct string) bool {
 	rest, ok := strings.CutPrefix(strings.ToLower(ct), contentTypeGRPC)

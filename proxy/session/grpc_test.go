@@ -446,3 +446,33 @@ func TestGRPCAdmission(t *testing.T) {
 		t.Errorf("a refused exchange still holds %d bytes", h)
 	}
 }
+
+// TestGRPCOtherServices: native v2 gRPC calls pass as their REST twins
+// do; the rest are UNIMPLEMENTED, never a JSON 404.
+func TestGRPCOtherServices(t *testing.T) {
+	for _, tt := range []struct {
+		path   string
+		policy Passthrough
+		pass   bool
+	}{
+		{"/inference.GRPCInferenceService/ModelInfer", PassthroughInference, true},
+		{"/inference.GRPCInferenceService/ServerReady", PassthroughInference, true},
+		{"/inference.GRPCInferenceService/RepositoryModelUnload", PassthroughInference, false},
+		{"/inference.GRPCInferenceService/RepositoryModelUnload", PassthroughAll, true},
+		{"/inference.GRPCInferenceService/ModelInfer", PassthroughNone, false},
+		{"/grpc.health.v1.Health/Check", PassthroughInference, false},
+	} {
+		e := newEnv(t, "triton")
+		e.cfg.Passthrough = tt.policy
+		s := New(e.cfg)
+		a := s.RequestHeaders(context.Background(), "POST", tt.path, grpcHeaders(tt.path), false)
+		if tt.pass {
+			if a.Verdict != PassThrough {
+				t.Errorf("%s (%v): %v, want pass-through", tt.path, tt.policy, a.Verdict)
+			}
+		} else {
+			checkGRPCStatus(t, a, "12", "unknown service or method "+tt.path)
+		}
+		s.Close()
+	}
+}

@@ -246,6 +246,9 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 	if p, ok := grpcPipelineFor(method, path, h); ok {
 		return p.start(ctx, s, h, endOfStream) // a TF gRPC client (grpc.go)
 	}
+	if a, ok := s.grpcOther(method, path, h); ok {
+		return a
+	}
 	r, err := route.Parse(method, path)
 	if errors.Is(err, route.ErrNotTFServing) {
 		if !s.cfg.Passthrough.allows(method, path) {
