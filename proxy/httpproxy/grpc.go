@@ -215,6 +215,11 @@ func (p *GRPCProxy) call(ctx context.Context, w *answerWriter, r *http.Request, 
 	applyHeaders(out.Header, a)
 	resp, err := p.cfg.Transport.RoundTrip(out)
 	if err != nil {
+		if inflight.IsCut(ctx) {
+			// The shutdown's time ran out: UNAVAILABLE, retry elsewhere.
+			p.respond(w, sess.Fail(apierr.Wrap(apierr.Unavailable, err, inflight.MsgShutdown)))
+			return
+		}
 		if r.Context().Err() != nil {
 			return // the client went away
 		}
