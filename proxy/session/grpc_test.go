@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
+	"github.com/tfsbridge/tfsbridge/proxy/internal/fakev2"
 	"github.com/tfsbridge/tfsbridge/proxy/internal/grpctest"
 	"github.com/tfsbridge/tfsbridge/translate/oipgrpc"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -474,5 +477,61 @@ func TestGRPCOtherServices(t *testing.T) {
 			checkGRPCStatus(t, a, "12", "unknown service or method "+tt.path)
 		}
 		s.Close()
+	}
+}
+
+// TestGRPCExamples: Classify and Regress carry their serialized
+// tf.Examples as the BYTES input "inputs" and answer TF's messages.
+func TestGRPCExamples(t *testing.T) {
+	clf := fakev2.Model{Name: "clf", Versions: []string{"1"},
+		Inputs:  []fakev2.Tensor{{Name: "inputs", Datatype: "BYTES", Shape: []int64{-1}}},
+		Outputs: []fakev2.Tensor{{Name: "classes", Datatype: "BYTES", Shape: []int64{-1, -1}}, {Name: "scores", Datatype: "FP32", Shape: []int64{-1, -1}}}}
+	reg := fakev2.Model{Name: "reg", Versions: []string{"1"},
+		Inputs:  []fakev2.Tensor{{Name: "inputs", Datatype: "BYTES", Shape: []int64{-1}}},
+		Outputs: []fakev2.Tensor{{Name: "outputs", Datatype: "FP32", Shape: []int64{-1}}}}
+	// tf.Example{features{feature{"x": float_list{value: [2]}}}}
+	example := []byte{0x0a, 0x0f, 0x0a, 0x0d, 0x0a, 0x01, 'x', 0x12, 0x08, 0x12, 0x06, 0x0a, 0x04, 0, 0, 0, 0x40}
+	request := func(model string) []byte {
+		b := tfSpec(nil, tfgrpc.ModelSpec{Name: model})
+		var list []byte
+		list = protowire.AppendBytes(protowire.AppendTag(list, 1, protowire.BytesType), example)
+		input := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), list)
+		return protowire.AppendBytes(protowire.AppendTag(b, 2, protowire.BytesType), input)
+	}
+	spec := tfgrpc.ModelSpec{Name: "clf", Version: 1, HasVersion: true, SignatureName: "serving_default"}
+	classes := tensor.Tensor{Name: "classes", DataType: tensor.Bytes, Shape: []int64{1, 2}, Strings: [][]byte{[]byte("neg"), []byte("pos")}}
+	scores := tensor.Tensor{Name: "scores", DataType: tensor.FP32, Shape: []int64{1, 2}, Data: f32le(0.25, 0.75)}
+	outputs := tensor.Tensor{Name: "outputs", DataType: tensor.FP32, Shape: []int64{1}, Data: f32le(3)}
+	regSpec := spec
+	regSpec.Name = "reg"
+	for _, tt := range []struct {
+		name, path, model string
+		v2                []tensor.Tensor
+		want              []byte
+	}{
+		{"classify", "/tensorflow.serving.PredictionService/Classify", "clf", []tensor.Tensor{classes, scores},
+			tfgrpc.AppendClassificationResponse(nil, &classes, &scores, 1, 2, spec)},
+		{"regress", "/tensorflow.serving.PredictionService/Regress", "reg", []tensor.Tensor{outputs},
+			tfgrpc.AppendRegressionResponse(nil, &outputs, 1, regSpec)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, "triton", clf, reg)
+			ctx := context.Background()
+			s, a := grpcRequestAction(t, e, grpcHeaders(tt.path), grpcFrame(request(tt.model)))
+			if a.Verdict != Continue {
+				t.Fatalf("request: %v %+v", a.Verdict, a.Set)
+			}
+			req, err := oipgrpc.DecodeInferRequest(a.Body[5:], tensor.Limits{})
+			if err != nil || req.ModelName != tt.model || len(req.Tensors) != 1 || req.Tensors[0].Name != "inputs" ||
+				req.Tensors[0].DataType != tensor.Bytes || len(req.Tensors[0].Strings) != 1 || !bytes.Equal(req.Tensors[0].Strings[0], example) {
+				t.Fatalf("v2 request %+v %v", req, err)
+			}
+			s.ResponseHeaders(ctx, 200, hdr{"content-type": "application/grpc"}, false)
+			v2 := oipgrpc.AppendInferResponse(nil, oipgrpc.Head{ModelName: tt.model, ModelVersion: "1"}, tt.v2)
+			a = s.ResponseChunk(ctx, grpcFrame(v2), false, Whole)
+			if a.Verdict != Continue || !bytes.Equal(a.Body, grpcFrame(tt.want)) {
+				t.Errorf("answer %v % x\nwant % x", a.Verdict, a.Body, grpcFrame(tt.want))
+			}
+		})
 	}
 }
