@@ -14,8 +14,10 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
+	istionetworking "istio.io/api/networking/v1alpha3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // tfGRPCPrefixes are the route prefixes of TF Serving's gRPC services.
@@ -151,5 +153,63 @@ func TestGRPCBackends(t *testing.T) {
 	svc := one[corev1.Service](t, r, "model-server")
 	if p := servicePort(t, svc, "grpc-tfs"); p.Port != tfGRPCPort {
 		t.Errorf("Service %s port grpc-tfs = %d, want TF Serving's gRPC port %d", svc.Name, p.Port, tfGRPCPort)
+	}
+}
+
+// grpcFilterPatch marks, among an EnvoyFilter's applied patch kinds, the TF gRPC filter on
+// the v2 server's gRPC port.
+const grpcFilterPatch istionetworking.EnvoyFilter_ApplyTo = -1
+
+// referenceGRPCExtProc returns the TF gRPC ext_proc filter of the body mode's reference
+// bootstrap.
+func referenceGRPCExtProc(t *testing.T, mode bodyMode) *extprocv3.ExternalProcessor {
+	t.Helper()
+	b, err := parseBootstrap(readFile(t, referenceBootstraps[mode]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := checkSidecarBootstrap(t, b, mode).grpc
+	if g == nil {
+		t.Fatalf("%s: no TF gRPC listener", referenceBootstraps[mode])
+	}
+	return g.extProc
+}
+
+// checkGatewayGRPCRoute checks the Envoy Gateway GRPCRoute the ext_proc policy also runs
+// on: TF Serving's two services, exactly, to the v2 server tfsbridge reads metadata from,
+// on its gRPC port, from a Gateway listener on TF Serving's gRPC port.
+func checkGatewayGRPCRoute(t *testing.T, r *rendered, name string, args tfsbridgeArgs) {
+	t.Helper()
+	route := one[gwapiv1.GRPCRoute](t, r, name)
+	if len(route.Spec.Rules) != 1 || len(route.Spec.Rules[0].BackendRefs) != 1 {
+		t.Fatalf("GRPCRoute %s: want one rule with one backendRef", name)
+	}
+	rule := route.Spec.Rules[0]
+	var services []string
+	for _, m := range rule.Matches {
+		if m.Method == nil || m.Method.Service == nil || m.Method.Method != nil || (m.Method.Type != nil && *m.Method.Type != gwapiv1.GRPCMethodMatchExact) {
+			t.Errorf("GRPCRoute %s: match %+v, want an exact service match", name, m)
+			continue
+		}
+		services = append(services, *m.Method.Service)
+	}
+	if want := []string{"tensorflow.serving.PredictionService", "tensorflow.serving.ModelService"}; !slices.Equal(services, want) {
+		t.Errorf("GRPCRoute %s matches %v, want %v", name, services, want)
+	}
+	backend := rule.BackendRefs[0].BackendObjectReference
+	if backend.Port == nil || string(backend.Name) != args.backend.Hostname() || *backend.Port != v2GRPCPort {
+		t.Errorf("GRPCRoute %s sends to %s (port %s), want %s:%d (tfsbridge's --backend host, the v2 gRPC port)", name, backend.Name, portString(backend.Port), args.backend.Hostname(), v2GRPCPort)
+	}
+	if len(route.Spec.ParentRefs) != 1 || route.Spec.ParentRefs[0].SectionName == nil {
+		t.Fatalf("GRPCRoute %s: want one parentRef with a sectionName", name)
+	}
+	parent := route.Spec.ParentRefs[0]
+	gw := one[gwapiv1.Gateway](t, r, string(parent.Name))
+	var ok bool
+	for _, l := range gw.Spec.Listeners {
+		ok = ok || (l.Name == *parent.SectionName && l.Port == tfGRPCPort && l.Protocol == gwapiv1.HTTPProtocolType)
+	}
+	if !ok {
+		t.Errorf("Gateway %s listener %s: want HTTP (h2c) on %d", gw.Name, *parent.SectionName, tfGRPCPort)
 	}
 }
