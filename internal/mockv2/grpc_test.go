@@ -17,6 +17,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/oipgrpc"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/x448/float16"
 )
 
 // The tests build requests and read answers with the translator's v2 wire package
@@ -67,6 +68,14 @@ func f32Bytes(vs ...float32) []byte {
 	return b
 }
 
+func f16Bytes(vs ...float32) []byte {
+	b := make([]byte, 0, 2*len(vs))
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint16(b, float16.Fromfloat32(v).Bits())
+	}
+	return b
+}
+
 // hasRaw reports whether an answer carries raw_output_contents (field 6).
 func hasRaw(t *testing.T, msg []byte) bool {
 	t.Helper()
@@ -82,6 +91,7 @@ func hasRaw(t *testing.T, msg []byte) bool {
 
 func TestGRPCInfer(t *testing.T) {
 	x := tensor.Tensor{Name: "x", DataType: tensor.FP32, Shape: []int64{3}, Data: f32Bytes(1, 2, 5)}
+	h := tensor.Tensor{Name: "x", DataType: tensor.FP16, Shape: []int64{1, 4}, Data: f16Bytes(1, 2, -3, 0.5)}
 	text := tensor.Tensor{Name: "text", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("ab"), []byte("c")}}
 	rawReq := func(m string, ts ...tensor.Tensor) []byte {
 		return oipgrpc.AppendInferRequestTensors(nil, oipgrpc.Head{ModelName: m, ID: "r1"}, ts, nil)
@@ -106,6 +116,10 @@ func TestGRPCInfer(t *testing.T) {
 			{Name: "echo", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("ab"), []byte("c")}},
 			{Name: "echo_bytes", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("ba"), []byte("c")}},
 		}},
+		// FP16 has no typed field: MLServer's habit is bytes_contents both ways; KServe
+		// answers raw whenever an output is FP16.
+		{"mlserver", "typed FP16", typedReq("half_times_two", h), false, "1", []tensor.Tensor{{Name: "y", DataType: tensor.FP16, Shape: []int64{1, 4}, Data: f16Bytes(2, 4, -6, 1)}}},
+		{"kserve", "raw FP16", rawReq("half_times_two", h), true, "", []tensor.Tensor{{Name: "y", DataType: tensor.FP16, Shape: []int64{1, 4}, Data: f16Bytes(2, 4, -6, 1)}}},
 		{"kserve", "typed bytes", typedReq("bytes_echo", text), false, "", []tensor.Tensor{
 			{Name: "echo", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("ab"), []byte("c")}},
 			{Name: "echo_bytes", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("ba"), []byte("c")}},
@@ -124,8 +138,11 @@ func TestGRPCInfer(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantModel := "half_plus_two"
-			if tc.want[0].Name == "echo" {
+			switch {
+			case tc.want[0].Name == "echo":
 				wantModel = "bytes_echo"
+			case tc.want[0].DataType == tensor.FP16:
+				wantModel = "half_times_two"
 			}
 			if msg.ModelVersion != tc.version || msg.ID != "r1" || msg.ModelName != wantModel {
 				t.Errorf("head %+v", msg.Head)
@@ -145,6 +162,7 @@ func TestGRPCInfer(t *testing.T) {
 
 func TestGRPCInferErrors(t *testing.T) {
 	x := tensor.Tensor{Name: "x", DataType: tensor.FP32, Shape: []int64{3}, Data: f32Bytes(1, 2, 5)}
+	fp16 := tensor.Tensor{Name: "x", DataType: tensor.FP16, Shape: []int64{1, 4}, Data: make([]byte, 8)}
 	xInt := tensor.Tensor{Name: "x", DataType: tensor.Int32, Shape: []int64{1}, Data: []byte{1, 0, 0, 0}}
 	in0 := tensor.Tensor{Name: "INPUT0", DataType: tensor.Int32, Shape: []int64{1, 16}, Data: make([]byte, 64)}
 	in1 := in0
@@ -177,6 +195,8 @@ func TestGRPCInferErrors(t *testing.T) {
 		{"triton", "unknown output", req(oipgrpc.Head{ModelName: "half_plus_two"}, []string{"z"}, x), codes.InvalidArgument, "unexpected inference output 'z' for model 'half_plus_two'"},
 		{"triton", "malformed", []byte{0x0a, 0x05, 'a'}, codes.Internal, "grpc: error unmarshalling request: malformed protobuf message"},
 		{"triton", "good simple", req(oipgrpc.Head{ModelName: "simple"}, nil, in0, in1), codes.OK, ""},
+		{"kserve", "typed FP16 read as empty", oipgrpc.AppendInferResponseTyped(nil, oipgrpc.Head{ModelName: "half_times_two"}, []tensor.Tensor{fp16}), codes.InvalidArgument,
+			"input byte size mismatch for input 'x' for model 'half_times_two'. Expected 8, got 0"},
 	} {
 		t.Run(tc.kind+"/"+tc.name, func(t *testing.T) {
 			_, err := grpcCall(t, grpcMock(t, tc.kind), "ModelInfer", tc.req)
@@ -247,5 +267,19 @@ func TestGRPCMessageCaps(t *testing.T) {
 				t.Errorf("got %v, want %v", err, want)
 			}
 		})
+	}
+}
+
+// TestGRPCSlowDeadline: model "slow" waits Options.Delay (a minute here); the client's
+// deadline ends the call, and the handler with it.
+func TestGRPCSlowDeadline(t *testing.T) {
+	conn := grpcMock(t, "triton")
+	x := tensor.Tensor{Name: "x", DataType: tensor.FP32, Shape: []int64{1}, Data: f32Bytes(1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // the deadline under test
+	defer cancel()
+	var out []byte
+	err := conn.Invoke(ctx, "/"+GRPCService+"/ModelInfer", oipgrpc.AppendInferRequestTensors(nil, oipgrpc.Head{ModelName: "slow"}, []tensor.Tensor{x}, nil), &out)
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("got %v, want DeadlineExceeded", err)
 	}
 }
