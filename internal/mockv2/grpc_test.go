@@ -1,6 +1,7 @@
 package mockv2
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"math"
@@ -282,4 +283,38 @@ func TestGRPCSlowDeadline(t *testing.T) {
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Errorf("got %v, want DeadlineExceeded", err)
 	}
+}
+
+// FuzzGRPCModelInfer throws arbitrary ModelInferRequest bytes at every kind: the service
+// must never panic, answer the codes the real servers use, and a success must decode.
+func FuzzGRPCModelInfer(f *testing.F) {
+	x := tensor.Tensor{Name: "x", DataType: tensor.FP32, Shape: []int64{3}, Data: f32Bytes(1, 2, 5)}
+	f.Add(uint8(0), oipgrpc.AppendInferRequestTensors(nil, oipgrpc.Head{ModelName: "half_plus_two"}, []tensor.Tensor{x}, nil))
+	f.Add(uint8(1), oipgrpc.AppendInferResponseTyped(nil, oipgrpc.Head{ModelName: "half_plus_two"}, []tensor.Tensor{x}))
+	f.Add(uint8(2), oipgrpc.AppendInferRequestTensors(nil, oipgrpc.Head{ModelName: "bytes_echo"},
+		[]tensor.Tensor{{Name: "text", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("a"), nil}}}, []string{"echo"}))
+	f.Add(uint8(0), oipgrpc.AppendInferRequestTensors(nil, oipgrpc.Head{ModelName: "mixed_types"}, []tensor.Tensor{
+		{Name: "flag", DataType: tensor.Bool, Shape: []int64{1, 1}, Data: []byte{1}},
+		{Name: "count", DataType: tensor.Int64, Shape: []int64{1, 1}, Data: make([]byte, 8)},
+		{Name: "value", DataType: tensor.FP64, Shape: []int64{1, 1}, Data: make([]byte, 8)}}, nil))
+	servers := make([]*Server, 3)
+	for i, k := range []string{"triton", "kserve", "mlserver"} {
+		s, err := New(Options{Kind: k, Delay: time.Nanosecond})
+		if err != nil {
+			f.Fatal(err)
+		}
+		servers[i] = s
+	}
+	allowed := map[codes.Code]bool{codes.OK: true, codes.InvalidArgument: true, codes.NotFound: true, codes.Internal: true}
+	f.Fuzz(func(t *testing.T, kind uint8, msg []byte) {
+		out, err := servers[int(kind)%len(servers)].grpcModelInfer(context.Background(), msg)
+		if !allowed[status.Code(err)] {
+			t.Fatalf("code %v: %v", status.Code(err), err)
+		}
+		if err == nil {
+			if _, derr := oipgrpc.DecodeInferResponse(out, tensor.DefaultLimits); derr != nil && !bytes.Equal(out, []byte{0x0a, 0xff, 0x01}) {
+				t.Fatalf("answer does not decode: %v", derr)
+			}
+		}
+	})
 }
