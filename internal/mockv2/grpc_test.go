@@ -1,6 +1,7 @@
 package mockv2
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"math"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/translate/oipgrpc"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/x448/float16"
 )
 
 // The tests build requests and read answers with the translator's v2 wire package
@@ -67,6 +69,14 @@ func f32Bytes(vs ...float32) []byte {
 	return b
 }
 
+func f16Bytes(vs ...float32) []byte {
+	b := make([]byte, 0, 2*len(vs))
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint16(b, float16.Fromfloat32(v).Bits())
+	}
+	return b
+}
+
 // hasRaw reports whether an answer carries raw_output_contents (field 6).
 func hasRaw(t *testing.T, msg []byte) bool {
 	t.Helper()
@@ -82,6 +92,7 @@ func hasRaw(t *testing.T, msg []byte) bool {
 
 func TestGRPCInfer(t *testing.T) {
 	x := tensor.Tensor{Name: "x", DataType: tensor.FP32, Shape: []int64{3}, Data: f32Bytes(1, 2, 5)}
+	h := tensor.Tensor{Name: "x", DataType: tensor.FP16, Shape: []int64{1, 4}, Data: f16Bytes(1, 2, -3, 0.5)}
 	text := tensor.Tensor{Name: "text", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("ab"), []byte("c")}}
 	rawReq := func(m string, ts ...tensor.Tensor) []byte {
 		return oipgrpc.AppendInferRequestTensors(nil, oipgrpc.Head{ModelName: m, ID: "r1"}, ts, nil)
@@ -106,6 +117,10 @@ func TestGRPCInfer(t *testing.T) {
 			{Name: "echo", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("ab"), []byte("c")}},
 			{Name: "echo_bytes", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("ba"), []byte("c")}},
 		}},
+		// FP16 has no typed field: MLServer's habit is bytes_contents both ways; KServe
+		// answers raw whenever an output is FP16.
+		{"mlserver", "typed FP16", typedReq("half_times_two", h), false, "1", []tensor.Tensor{{Name: "y", DataType: tensor.FP16, Shape: []int64{1, 4}, Data: f16Bytes(2, 4, -6, 1)}}},
+		{"kserve", "raw FP16", rawReq("half_times_two", h), true, "", []tensor.Tensor{{Name: "y", DataType: tensor.FP16, Shape: []int64{1, 4}, Data: f16Bytes(2, 4, -6, 1)}}},
 		{"kserve", "typed bytes", typedReq("bytes_echo", text), false, "", []tensor.Tensor{
 			{Name: "echo", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("ab"), []byte("c")}},
 			{Name: "echo_bytes", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("ba"), []byte("c")}},
@@ -124,8 +139,11 @@ func TestGRPCInfer(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantModel := "half_plus_two"
-			if tc.want[0].Name == "echo" {
+			switch {
+			case tc.want[0].Name == "echo":
 				wantModel = "bytes_echo"
+			case tc.want[0].DataType == tensor.FP16:
+				wantModel = "half_times_two"
 			}
 			if msg.ModelVersion != tc.version || msg.ID != "r1" || msg.ModelName != wantModel {
 				t.Errorf("head %+v", msg.Head)
@@ -145,6 +163,7 @@ func TestGRPCInfer(t *testing.T) {
 
 func TestGRPCInferErrors(t *testing.T) {
 	x := tensor.Tensor{Name: "x", DataType: tensor.FP32, Shape: []int64{3}, Data: f32Bytes(1, 2, 5)}
+	fp16 := tensor.Tensor{Name: "x", DataType: tensor.FP16, Shape: []int64{1, 4}, Data: make([]byte, 8)}
 	xInt := tensor.Tensor{Name: "x", DataType: tensor.Int32, Shape: []int64{1}, Data: []byte{1, 0, 0, 0}}
 	in0 := tensor.Tensor{Name: "INPUT0", DataType: tensor.Int32, Shape: []int64{1, 16}, Data: make([]byte, 64)}
 	in1 := in0
@@ -177,6 +196,8 @@ func TestGRPCInferErrors(t *testing.T) {
 		{"triton", "unknown output", req(oipgrpc.Head{ModelName: "half_plus_two"}, []string{"z"}, x), codes.InvalidArgument, "unexpected inference output 'z' for model 'half_plus_two'"},
 		{"triton", "malformed", []byte{0x0a, 0x05, 'a'}, codes.Internal, "grpc: error unmarshalling request: malformed protobuf message"},
 		{"triton", "good simple", req(oipgrpc.Head{ModelName: "simple"}, nil, in0, in1), codes.OK, ""},
+		{"kserve", "typed FP16 read as empty", oipgrpc.AppendInferResponseTyped(nil, oipgrpc.Head{ModelName: "half_times_two"}, []tensor.Tensor{fp16}), codes.InvalidArgument,
+			"input byte size mismatch for input 'x' for model 'half_times_two'. Expected 8, got 0"},
 	} {
 		t.Run(tc.kind+"/"+tc.name, func(t *testing.T) {
 			_, err := grpcCall(t, grpcMock(t, tc.kind), "ModelInfer", tc.req)
@@ -248,4 +269,52 @@ func TestGRPCMessageCaps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGRPCSlowDeadline: model "slow" waits Options.Delay (a minute here); the client's
+// deadline ends the call, and the handler with it.
+func TestGRPCSlowDeadline(t *testing.T) {
+	conn := grpcMock(t, "triton")
+	x := tensor.Tensor{Name: "x", DataType: tensor.FP32, Shape: []int64{1}, Data: f32Bytes(1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // the deadline under test
+	defer cancel()
+	var out []byte
+	err := conn.Invoke(ctx, "/"+GRPCService+"/ModelInfer", oipgrpc.AppendInferRequestTensors(nil, oipgrpc.Head{ModelName: "slow"}, []tensor.Tensor{x}, nil), &out)
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("got %v, want DeadlineExceeded", err)
+	}
+}
+
+// FuzzGRPCModelInfer throws arbitrary ModelInferRequest bytes at every kind: the service
+// must never panic, answer the codes the real servers use, and a success must decode.
+func FuzzGRPCModelInfer(f *testing.F) {
+	x := tensor.Tensor{Name: "x", DataType: tensor.FP32, Shape: []int64{3}, Data: f32Bytes(1, 2, 5)}
+	f.Add(uint8(0), oipgrpc.AppendInferRequestTensors(nil, oipgrpc.Head{ModelName: "half_plus_two"}, []tensor.Tensor{x}, nil))
+	f.Add(uint8(1), oipgrpc.AppendInferResponseTyped(nil, oipgrpc.Head{ModelName: "half_plus_two"}, []tensor.Tensor{x}))
+	f.Add(uint8(2), oipgrpc.AppendInferRequestTensors(nil, oipgrpc.Head{ModelName: "bytes_echo"},
+		[]tensor.Tensor{{Name: "text", DataType: tensor.Bytes, Shape: []int64{2}, Strings: [][]byte{[]byte("a"), nil}}}, []string{"echo"}))
+	f.Add(uint8(0), oipgrpc.AppendInferRequestTensors(nil, oipgrpc.Head{ModelName: "mixed_types"}, []tensor.Tensor{
+		{Name: "flag", DataType: tensor.Bool, Shape: []int64{1, 1}, Data: []byte{1}},
+		{Name: "count", DataType: tensor.Int64, Shape: []int64{1, 1}, Data: make([]byte, 8)},
+		{Name: "value", DataType: tensor.FP64, Shape: []int64{1, 1}, Data: make([]byte, 8)}}, nil))
+	servers := make([]*Server, 3)
+	for i, k := range []string{"triton", "kserve", "mlserver"} {
+		s, err := New(Options{Kind: k, Delay: time.Nanosecond})
+		if err != nil {
+			f.Fatal(err)
+		}
+		servers[i] = s
+	}
+	allowed := map[codes.Code]bool{codes.OK: true, codes.InvalidArgument: true, codes.NotFound: true, codes.Internal: true}
+	f.Fuzz(func(t *testing.T, kind uint8, msg []byte) {
+		out, err := servers[int(kind)%len(servers)].grpcModelInfer(context.Background(), msg)
+		if !allowed[status.Code(err)] {
+			t.Fatalf("code %v: %v", status.Code(err), err)
+		}
+		if err == nil {
+			if _, derr := oipgrpc.DecodeInferResponse(out, tensor.DefaultLimits); derr != nil && !bytes.Equal(out, []byte{0x0a, 0xff, 0x01}) {
+				t.Fatalf("answer does not decode: %v", derr)
+			}
+		}
+	})
 }

@@ -12,6 +12,14 @@
 //	resp, _ := http.Post(e.URL()+"/v1/models/m:predict", "application/json", body)
 //	if v := e.Violations(); len(v) > 0 { t.Fatal(v) }
 //
+// gRPC (TF Serving's services in front of a v2 gRPC port): the listener takes h2c too,
+// UpstreamHTTP2 makes the cluster h2c, GRPCMode is docs/grpc.md's processing mode:
+//
+//	e, err := envoysim.Start(envoysim.Config{ProcessorAddr: addr, Upstream: "http://" + v2GRPC,
+//		UpstreamHTTP2: true, Mode: envoysim.GRPCMode(), AllowModeOverride: true, MessageTimeout: 5 * time.Second})
+//	c, err := tfclient.Dial(strings.TrimPrefix(e.URL(), "http://")) // test/internal/tfclient
+//	resp, err := c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"), inputs))
+//
 // # What is faithful
 //
 // The rules follow Envoy's source (ext_proc.cc, processor_state.cc, mutation_utils.cc,

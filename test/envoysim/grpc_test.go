@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
@@ -44,7 +46,38 @@ func startGRPCUpstream(t *testing.T, st healthpb.HealthCheckResponse_ServingStat
 	healthpb.RegisterHealthServer(gs, hs)
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
+	grpcUpstreams.add(t, gs)
 	return "http://" + lis.Addr().String()
+}
+
+// grpcUpstreams remembers each test's gRPC upstreams, so that grpcEnv stops them before
+// the stand-in's leak check: their server transports would otherwise wait for the
+// stand-in's connections to close.
+var grpcUpstreams upstreamsByTest
+
+type upstreamsByTest struct {
+	mu sync.Mutex
+	m  map[*testing.T][]*grpc.Server
+}
+
+func (u *upstreamsByTest) add(t *testing.T, gs *grpc.Server) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[*testing.T][]*grpc.Server{}
+	}
+	u.m[t] = append(u.m[t], gs)
+}
+
+// stopAll stops t's gRPC upstreams (Stop closes their connections at once).
+func (u *upstreamsByTest) stopAll(t *testing.T) {
+	u.mu.Lock()
+	servers := u.m[t]
+	delete(u.m, t)
+	u.mu.Unlock()
+	for _, gs := range servers {
+		gs.Stop()
+	}
 }
 
 // grpcEnv is a stand-in in GRPCMode (unless cfg.Mode says otherwise) with an h2c cluster
@@ -59,6 +92,7 @@ func grpcEnv(t *testing.T, cfg Config, proc *procServer) (*env, *grpc.ClientConn
 	}
 	cfg.UpstreamHTTP2 = true
 	ev := newEnv(t, cfg, proc, nil)
+	t.Cleanup(func() { grpcUpstreams.stopAll(t) }) // runs before newEnv's leak check
 	conn, err := grpc.NewClient(strings.TrimPrefix(ev.envoy.URL(), "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -373,5 +407,66 @@ func TestGRPCLocalReplyEncoding(t *testing.T) {
 		if got := isGRPCRequest(h); got != want {
 			t.Errorf("isGRPCRequest(%q) = %v", ct, got)
 		}
+	}
+}
+
+// TestGRPCFullDuplex: a unary gRPC call in FULL_DUPLEX_STREAMED: the request body ends
+// with end_of_stream (gRPC clients send no request trailers), the response body is
+// followed by the trailers message, whose reply ends the response; a trailers-only
+// answer is one headers message.
+func TestGRPCFullDuplex(t *testing.T) {
+	for _, tc := range []struct {
+		service string
+		code    codes.Code
+		want    []string
+	}{
+		{"tfs", codes.OK, []string{"request_headers", "request_body", "response_headers", "response_body", "response_trailers"}},
+		{"nope", codes.NotFound, []string{"request_headers", "request_body", "response_headers"}},
+	} {
+		t.Run(tc.service, func(t *testing.T) {
+			proc := &procServer{perStream: duplexEcho(echoProc{identity: true})}
+			ev, conn := grpcEnv(t, Config{Mode: FullDuplexMode()}, proc)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a bound for a hang
+			defer cancel()
+			var trailer metadata.MD
+			out := &healthpb.HealthCheckResponse{}
+			err := conn.Invoke(ctx, healthCheck, &healthpb.HealthCheckRequest{Service: tc.service}, out, grpc.Trailer(&trailer))
+			if status.Code(err) != tc.code {
+				t.Fatalf("Check: %v, want %v", err, tc.code)
+			}
+			if tc.code == codes.OK && (out.GetStatus() != healthpb.HealthCheckResponse_SERVING || strings.Join(trailer.Get("x-proc"), ",") != "1") {
+				t.Errorf("status %v, trailers %v (want x-proc: 1 from the trailers reply)", out.GetStatus(), trailer)
+			}
+			ps := proc.stream(t, 0)
+			waitEnd(t, ps)
+			// Body chunks are as the codec hands them over: grpc-go ends its request
+			// with an empty DATA frame, so the message and end_of_stream may come
+			// apart; runs of one kind count once.
+			msgs := ps.messages()
+			var got []string
+			for _, k := range kinds(msgs) {
+				if len(got) == 0 || got[len(got)-1] != k {
+					got = append(got, k)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("messages %v, want runs of %v", kinds(msgs), tc.want)
+			}
+			var reqBody []byte
+			var reqEOS, respEOS bool
+			for _, m := range msgs {
+				if b := m.GetRequestBody(); b != nil {
+					reqBody, reqEOS = append(reqBody, b.GetBody()...), b.GetEndOfStream()
+				}
+				respEOS = respEOS || m.GetResponseBody().GetEndOfStream()
+			}
+			if !reqEOS || string(reqBody) != grpcFrame(t, &healthpb.HealthCheckRequest{Service: tc.service}) {
+				t.Errorf("request body %x, last end_of_stream %v", reqBody, reqEOS)
+			}
+			if respEOS {
+				t.Error("response body with end_of_stream: trailers follow")
+			}
+			ev.wantNoViolations()
+		})
 	}
 }

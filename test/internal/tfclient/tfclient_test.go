@@ -123,6 +123,17 @@ func TestAnswersWrittenByTFGRPC(t *testing.T) {
 		!reflect.DeepEqual(sd.Outputs["y"], TensorInfo{Name: "y:0", DType: DTInt64, Shape: []int64{-1}}) {
 		t.Errorf("metadata %+v", md)
 	}
+	classes := &tensor.Tensor{DataType: tensor.Bytes, Shape: []int64{2, 2}, Strings: [][]byte{[]byte("a"), []byte("b"), []byte("a"), []byte("b")}}
+	scores := &tensor.Tensor{DataType: tensor.FP32, Shape: []int64{2, 2}, Data: unhex(t, "0000003f 0000003f 0000803e 0000403f")}
+	cr, err := DecodeClassificationResponse(tfgrpc.AppendClassificationResponse(nil, classes, scores, 2, 2, tfgrpc.ModelSpec{Name: "c"}))
+	if err != nil || !reflect.DeepEqual(cr.Classifications, [][]Class{{{"a", 0.5}, {"b", 0.5}}, {{"a", 0.25}, {"b", 0.75}}}) || cr.ModelSpec.Name != "c" {
+		t.Errorf("classification %+v %v", cr, err)
+	}
+	outs := &tensor.Tensor{DataType: tensor.FP32, Shape: []int64{2}, Data: unhex(t, "0000a040 00000000")}
+	rr, err := DecodeRegressionResponse(tfgrpc.AppendRegressionResponse(nil, outs, 2, tfgrpc.ModelSpec{Name: "r"}))
+	if err != nil || !reflect.DeepEqual(rr.Values, []float32{5, 0}) || rr.ModelSpec.Name != "r" {
+		t.Errorf("regression %+v %v", rr, err)
+	}
 	vs, err := DecodeStatusResponse(tfgrpc.AppendStatusResponse(nil, []tfgrpc.VersionStatus{{Version: 2, State: tfgrpc.StateAvailable}, {Version: 1, State: 50, ErrorCode: 5, ErrorMessage: "gone"}}))
 	if err != nil || !reflect.DeepEqual(vs, []ModelVersionStatus{{Version: 2, State: 30}, {Version: 1, State: 50, ErrorCode: 5, ErrorMessage: "gone"}}) {
 		t.Errorf("status %+v %v", vs, err)
