@@ -76,6 +76,7 @@ type sidecarEnvoy struct {
 	extProc       *extprocv3.ExternalProcessor
 	extProcAddr   *corev3.Address       // where the ext_proc cluster points (TCP or a pipe)
 	backendAddr   *corev3.SocketAddress // where the v2 route's cluster points
+	grpc          *grpcEnvoy            // the TF gRPC listener, when the bootstrap has one
 }
 
 func TestEnvoyBootstrapsParseStrictly(t *testing.T) {
@@ -136,6 +137,16 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap, mode bodyMode
 			s.listenerPorts = append(s.listenerPorts, addr.GetPortValue())
 		}
 		hcm := listenerHCM(t, l)
+		if addr.GetPortValue() == tfGRPCPort {
+			// TF Serving's gRPC port has its own ext_proc filter (checkGRPCListener).
+			s.grpc = &grpcEnvoy{listener: l}
+			for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
+				for _, r := range vh.GetRoutes() {
+					used[r.GetRoute().GetCluster()] = true
+				}
+			}
+			continue
+		}
 		extProcFilter := httpFilter(hcm, extProcFilterName)
 		for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
 			for _, r := range vh.GetRoutes() {
@@ -189,6 +200,9 @@ func checkSidecarBootstrap(t *testing.T, b *bootstrapv3.Bootstrap, mode bodyMode
 	}
 
 	checkExtProcConfig(t, s.extProc, mode)
+	if s.grpc != nil {
+		checkGRPCListener(t, s.grpc, clusters, s.extProc, mode)
+	}
 	extProcCluster := s.extProc.GetGrpcService().GetEnvoyGrpc().GetClusterName()
 	c, ok := clusters[extProcCluster]
 	if !ok {

@@ -6,6 +6,8 @@ import "time"
 // with these and with each other.
 const (
 	tfsPort     = 8501 // TF Serving's REST port, Envoy's listener
+	tfGRPCPort  = 8500 // TF Serving's gRPC port, Envoy's TF gRPC listener
+	v2GRPCPort  = 8001 // Triton's gRPC port in every example
 	extProcPort = 9002 // tfsbridge extproc --grpc-addr default
 	// extProcSocket is the sidecar's ext_proc Unix socket: envoy.yaml's
 	// pipe, tfsbridge's --grpc-addr=unix://<it>, in a volume both mount.
@@ -46,7 +48,7 @@ var tfsbridgeFlags = map[string][]string{
 	"extproc": {"grpc-addr", "metrics-addr", "backend", "backend-kind", "max-body-bytes", "log-format", "log-level",
 		"model-map", "tls-cert-file", "tls-key-file", "tls-client-ca-file",
 		"readiness", "drain-delay", "shutdown-timeout", "drain-envoy", "body-mode"},
-	"mock": {"http-addr", "kind", "log-format", "log-level"},
+	"mock": {"http-addr", "grpc-addr", "kind", "log-format", "log-level"},
 }
 
 // Defaults of the shutdown flags (bridge.DefaultOptions).

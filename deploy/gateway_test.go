@@ -31,13 +31,18 @@ func checkEnvoyGateway(t *testing.T, dir string, mode bodyMode) {
 	ref := referenceExtProc(t, mode)
 
 	policies := all[egv1a1.EnvoyExtensionPolicy](r)
-	if len(policies) != 1 || len(policies[0].Spec.TargetRefs) != 1 || len(policies[0].Spec.ExtProc) != 1 {
-		t.Fatalf("want one EnvoyExtensionPolicy with one targetRef and one extProc")
+	if len(policies) != 1 || len(policies[0].Spec.TargetRefs) != 2 || len(policies[0].Spec.ExtProc) != 1 {
+		t.Fatalf("want one EnvoyExtensionPolicy with two targetRefs (the REST and gRPC routes) and one extProc")
 	}
 	policy := policies[0]
 	target := policy.Spec.TargetRefs[0]
 	if target.Group != gwapiv1.GroupName || target.Kind != "HTTPRoute" {
-		t.Fatalf("policy targets %s/%s, want an HTTPRoute", target.Group, target.Kind)
+		t.Fatalf("policy targets %s/%s first, want the HTTPRoute", target.Group, target.Kind)
+	}
+	if g := policy.Spec.TargetRefs[1]; g.Group != gwapiv1.GroupName || g.Kind != "GRPCRoute" {
+		t.Errorf("policy targets %s/%s second, want the GRPCRoute", g.Group, g.Kind)
+	} else {
+		checkGatewayGRPCRoute(t, r, string(g.Name), args)
 	}
 	route := one[gwapiv1.HTTPRoute](t, r, string(target.Name))
 	ep := policy.Spec.ExtProc[0]

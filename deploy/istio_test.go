@@ -91,8 +91,9 @@ func checkIstio(t *testing.T, dir string, mode bodyMode) {
 				cp.GetPatch().GetOperation() != istionetworking.EnvoyFilter_Patch_INSERT_BEFORE {
 				t.Errorf("%s: want INSERT_BEFORE the router of the SIDECAR_INBOUND HCM", name)
 			}
-			if strconv.Itoa(int(l.GetPortNumber())) != args.backend.Port() {
-				t.Errorf("%s: on port %d, tfsbridge's backend is %s", name, l.GetPortNumber(), args.backend)
+			grpcFilter := l.GetPortNumber() == v2GRPCPort
+			if !grpcFilter && strconv.Itoa(int(l.GetPortNumber())) != args.backend.Port() {
+				t.Errorf("%s: on port %d, tfsbridge's backend is %s (or the v2 gRPC port %d)", name, l.GetPortNumber(), args.backend, v2GRPCPort)
 			}
 			f := &hcmv3.HttpFilter{}
 			if err := decodeProtoStrict(value, f); err != nil {
@@ -102,10 +103,18 @@ func checkIstio(t *testing.T, dir string, mode bodyMode) {
 			if f.GetName() != extProcFilterName || f.GetTypedConfig().UnmarshalTo(ep) != nil {
 				t.Fatalf("%s: want the ext_proc filter, got %s", name, f.GetName())
 			}
-			checkExtProcConfig(t, ep, mode)
 			if got := ep.GetGrpcService().GetEnvoyGrpc().GetClusterName(); got != extProcCluster {
 				t.Errorf("%s: cluster_name %q, Istio names tfsbridge's cluster %q", name, got, extProcCluster)
 			}
+			if grpcFilter {
+				// TF gRPC on Triton's gRPC port: the bootstrap's TF gRPC filter.
+				applied[grpcFilterPatch] = true
+				if diff := equalExtProc(referenceGRPCExtProc(t, mode), ep); diff != "" {
+					t.Errorf("%s differs from %s's TF gRPC ext_proc filter:\n%s", name, referenceBootstraps[mode], diff)
+				}
+				continue
+			}
+			checkExtProcConfig(t, ep, mode)
 			if diff := equalExtProc(referenceExtProc(t, mode), ep); diff != "" {
 				t.Errorf("%s differs from %s's ext_proc filter:\n%s", name, referenceBootstraps[mode], diff)
 			}
@@ -137,6 +146,9 @@ func checkIstio(t *testing.T, dir string, mode bodyMode) {
 	}
 	if !applied[istionetworking.EnvoyFilter_HTTP_FILTER] {
 		t.Error("no HTTP_FILTER patch")
+	}
+	if !applied[grpcFilterPatch] {
+		t.Errorf("no HTTP_FILTER patch on the v2 server's gRPC port %d (TF gRPC clients)", v2GRPCPort)
 	}
 
 	dr := istioSpec[*istionetworking.DestinationRule](t, r, "networking.istio.io/v1/DestinationRule")

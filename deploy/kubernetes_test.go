@@ -63,6 +63,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"monitoring.coreos.com/v1/ServiceMonitor":             k8sDecoder[monitoringv1.ServiceMonitor],
 	"gateway.networking.k8s.io/v1/Gateway":                k8sDecoder[gwapiv1.Gateway],
 	"gateway.networking.k8s.io/v1/HTTPRoute":              k8sDecoder[gwapiv1.HTTPRoute],
+	"gateway.networking.k8s.io/v1/GRPCRoute":              k8sDecoder[gwapiv1.GRPCRoute],
 	"gateway.envoyproxy.io/v1alpha1/EnvoyExtensionPolicy": k8sDecoder[egv1a1.EnvoyExtensionPolicy],
 	"gateway.envoyproxy.io/v1alpha1/ClientTrafficPolicy":  k8sDecoder[egv1a1.ClientTrafficPolicy],
 	"gateway.envoyproxy.io/v1alpha1/HTTPRouteFilter":      k8sDecoder[egv1a1.HTTPRouteFilter],

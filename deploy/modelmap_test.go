@@ -337,8 +337,9 @@ func tfsExtProc(t *testing.T, b *bootstrapv3.Bootstrap) *extprocv3.ExternalProce
 func checkGatewayServerRoutes(t *testing.T, r *rendered, m *modelmap.Map) {
 	t.Helper()
 	pols := all[egv1a1.EnvoyExtensionPolicy](r)
-	if len(pols) != 1 || len(pols[0].Spec.TargetRefs) != 1 {
-		t.Fatal("want one EnvoyExtensionPolicy with one targetRef")
+	// The REST HTTPRoute first; the TF gRPC GRPCRoute (checkGatewayGRPCRoute) after it.
+	if len(pols) != 1 || len(pols[0].Spec.TargetRefs) == 0 || pols[0].Spec.TargetRefs[0].Kind != "HTTPRoute" {
+		t.Fatal("want one EnvoyExtensionPolicy whose first targetRef is the HTTPRoute")
 	}
 	route := one[gwapiv1.HTTPRoute](t, r, string(pols[0].Spec.TargetRefs[0].Name))
 	routed := map[string]bool{}

@@ -51,6 +51,9 @@ func TestExitCodes(t *testing.T) {
 		{name: "version argument", args: []string{"version", "x"}, code: 2, stderrPart: `"x"`},
 		{name: "runtime failure", args: []string{"mock", "--http-addr", held.Addr().String(), "--log-level", "error"},
 			code: 1, stderrPart: "tfsbridge mock: mock listener: listen tcp " + held.Addr().String()},
+		// The HTTP side is already serving when the gRPC port fails: it is stopped.
+		{name: "gRPC runtime failure", args: []string{"mock", "--http-addr", "127.0.0.1:0", "--grpc-addr", held.Addr().String(), "--log-level", "error"},
+			code: 1, stderrPart: "tfsbridge mock: mock gRPC listener: listen tcp " + held.Addr().String()},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

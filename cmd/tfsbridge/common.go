@@ -124,7 +124,7 @@ func listenAttrs(l bridge.Listeners) []any {
 	for _, x := range []struct {
 		key string
 		lis net.Listener
-	}{{"grpc_addr", l.Extproc}, {"http_addr", l.Proxy}, {"metrics_addr", l.Admin}} {
+	}{{"grpc_addr", l.Extproc}, {"http_addr", l.Proxy}, {"metrics_addr", l.Admin}, {"tf_grpc_addr", l.TFGRPC}} {
 		if x.lis != nil {
 			attrs = append(attrs, x.key, x.lis.Addr().String())
 		}

@@ -21,8 +21,9 @@ commands. Stops cleanly on Ctrl-C or SIGTERM.`
 // demoOptions are the flags of "tfsbridge demo".
 type demoOptions struct {
 	servingConfig
-	mockAddr string
-	kind     string
+	mockAddr     string
+	mockGRPCAddr string
+	kind         string
 }
 
 // The demo binds loopback addresses only: it is for trying tfsbridge
@@ -30,8 +31,9 @@ type demoOptions struct {
 // to drain from.
 func newDemoOptions() *demoOptions {
 	o := &demoOptions{
-		servingConfig: newServingConfig(bridge.Addrs{Proxy: "127.0.0.1:8501", Extproc: "127.0.0.1:9002", Admin: "127.0.0.1:9090"}),
+		servingConfig: newServingConfig(bridge.Addrs{Proxy: "127.0.0.1:8501", Extproc: "127.0.0.1:9002", Admin: "127.0.0.1:9090", TFGRPC: "127.0.0.1:8500"}),
 		mockAddr:      "127.0.0.1:8000",
+		mockGRPCAddr:  "127.0.0.1:8001",
 		kind:          "triton",
 	}
 	o.bridge.DrainDelay = 0
@@ -41,15 +43,17 @@ func newDemoOptions() *demoOptions {
 func (o *demoOptions) bindings() []binding {
 	bs := slices.Concat([]binding{
 		addrFlag(&o.mockAddr, "mock-addr", "Address of the mock v2 server.", false, false),
+		addrFlag(&o.mockGRPCAddr, "mock-grpc-addr", "Address of the mock v2 server's gRPC port (inference.GRPCInferenceService).", false, false),
 		kindFlag(&o.kind),
 		addrFlag(&o.addrs.Proxy, "http-addr", "Address of the HTTP proxy.", true, false),
 		addrFlag(&o.addrs.Extproc, "grpc-addr", "Address of the ext_proc gRPC server.", true, false),
+		addrFlag(&o.addrs.TFGRPC, "tf-grpc-addr", "Address of the TF gRPC listener (TF Serving's port 8500) in front of the mock's gRPC port; empty turns it off.", false, true),
 	}, servingBindings(&o.servingConfig)) // the backend is the demo's own mock (--mock-addr, --kind)
 	// Meanings or defaults of their own: a TFSBRIDGE_HTTP_ADDR meant for
 	// "proxy" must not move the demo.
 	for i, b := range bs {
 		switch b.name {
-		case "http-addr", "grpc-addr", "metrics-addr", "drain-delay":
+		case "http-addr", "grpc-addr", "metrics-addr", "drain-delay", "mock-grpc-addr", "tf-grpc-addr":
 			bs[i] = b.commandEnv()
 		}
 	}
@@ -66,8 +70,13 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	mockGRPCAddr, err := startMockGRPC(ctx, g, o.mockGRPCAddr, mockv2.Options{Kind: o.kind, Logger: log})
+	if err != nil {
+		return err
+	}
 	o.bridge.BackendURL = "http://" + mockAddr.String()
 	o.bridge.BackendKind = o.kind
+	o.bridge.TFGRPCBackend = mockGRPCAddr.String()
 	ownMap := o.bridge.ModelMapFile == ""
 	if ownMap {
 		file, cleanup, err := writeDemoMap()
@@ -92,6 +101,12 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		demoMapFile = o.bridge.ModelMapFile
 	}
 	printDemo(stdout, o.kind, mockAddr, l.Proxy.Addr(), l.Extproc.Addr(), bridge.Addr(l.Admin), demoMapFile)
+	tfGRPC := demoTFGRPCAddr
+	if l.TFGRPC != nil {
+		tfGRPC = clientAddr(l.TFGRPC.Addr())
+	}
+	printDemoGRPC(stdout, o.kind, mockGRPCAddr, tfGRPC)
+	fmt.Fprintf(stdout, "\nPress Ctrl-C to stop.\n")
 	g.Go(func() error { return b.Serve(ctx, l) })
 	return g.Wait()
 }
@@ -124,7 +139,6 @@ func printDemo(w io.Writer, kind string, mock, proxy, grpc, admin net.Addr, demo
 	if demoMapFile != "" {
 		printDemoMap(w, p, demoMapFile)
 	}
-	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
 }
 
 // clientAddr turns a listener address into one a client can dial, as

@@ -19,7 +19,7 @@ func startDemo(t *testing.T, metricsAddr string) (string, context.CancelFunc, ch
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	args := []string{"demo", "--mock-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-		"--grpc-addr", "127.0.0.1:0", "--metrics-addr", metricsAddr, "--log-level", "error"}
+		"--grpc-addr", "127.0.0.1:0", "--mock-grpc-addr", "127.0.0.1:0", "--tf-grpc-addr", "127.0.0.1:0", "--metrics-addr", metricsAddr, "--log-level", "error"}
 	go func() { done <- run(ctx, args, envOf(nil), &stdout, io.Discard) }()
 	deadline := time.Now().Add(time.Minute) // a bound for a hang: a busy machine can start slowly
 	for !strings.Contains(stdout.String(), "Press Ctrl-C") {

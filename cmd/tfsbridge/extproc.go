@@ -31,7 +31,7 @@ func (o *extprocOptions) bindings() []binding {
 			completes("auto", "buffered", "full-duplex"),
 		durationFlag(&b.Proxy.WriteTimeout, "write-timeout", writeTimeoutUsage),
 		durationFlag(&b.BodyTimeout, "body-timeout", "In full-duplex mode, how long a request body may take to arrive after its headers (Envoy applies no message timeout there); past it the client gets TF's 400 (Timed out reading the request body)."),
-	}, backendBindings(b), servingBindings(&o.servingConfig), serverTLSBindings(&b.TLS.Extproc))
+	}, backendBindings(b), tfGRPCBindings(&o.servingConfig, false), servingBindings(&o.servingConfig), serverTLSBindings(&b.TLS.Extproc))
 }
 
 func (o *extprocOptions) run(ctx context.Context, _, stderr io.Writer) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -27,6 +28,7 @@ type mockOptions struct {
 	log      logOptions
 	httpAddr string
 	tfAddr   string
+	grpcAddr string
 	kind     string
 	perturb  map[string]float64
 }
@@ -40,6 +42,7 @@ func (o *mockOptions) bindings() []binding {
 		// Not the proxy's listen address: a variable of its own.
 		addrFlag(&o.httpAddr, "http-addr", "Address the mock v2 server listens on (Triton's HTTP port is 8000).", false, false).commandEnv(),
 		addrFlag(&o.tfAddr, "tf-addr", "Also serve TF Serving's REST API on this address (TF Serving's is 8501), through tfsbridge's own translation in front of the mock: a `kind: tfserving` server for a model map's split, without TF Serving. Empty: none.", false, true).commandEnv(),
+		addrFlag(&o.grpcAddr, "grpc-addr", "Address the mock serves inference.GRPCInferenceService on (Triton's gRPC port is 8001); empty: no gRPC.", false, true).commandEnv(),
 		kindFlag(&o.kind),
 		perturbFlag(&o.perturb, "perturb"),
 	}, o.log.bindings()...)
@@ -57,6 +60,9 @@ func (o *mockOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A listener that fails to bind stops the one already serving.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, ctx := errgroup.WithContext(ctx)
 	addr, err := startMock(ctx, g, o.httpAddr, mockv2.Options{Kind: o.kind, Logger: log, Perturb: o.perturb})
 	if err != nil {
@@ -66,9 +72,18 @@ func (o *mockOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	if o.tfAddr != "" {
 		tf, err := startMockTF(ctx, g, o.tfAddr, addr, o.kind, log)
 		if err != nil {
-			return err
+			cancel()
+			return errors.Join(err, g.Wait())
 		}
 		attrs = append(attrs, "tf_addr", tf.String())
+	}
+	if o.grpcAddr != "" {
+		gaddr, err := startMockGRPC(ctx, g, o.grpcAddr, mockv2.Options{Kind: o.kind, Logger: log, Perturb: o.perturb})
+		if err != nil {
+			cancel()
+			return errors.Join(err, g.Wait())
+		}
+		attrs = append(attrs, "grpc_addr", gaddr.String())
 	}
 	log.Info("tfsbridge mock serving", attrs...)
 	return g.Wait()

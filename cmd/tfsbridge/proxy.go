@@ -34,7 +34,7 @@ func (o *proxyOptions) bindings() []binding {
 		durationFlag(&p.ReadHeaderTimeout, "read-header-timeout", "Longest a client may take to send a request's headers before the connection is closed."),
 		durationFlag(&p.IdleTimeout, "idle-timeout", "How long an idle keep-alive client connection is kept open."),
 		durationFlag(&p.WriteTimeout, "write-timeout", writeTimeoutUsage),
-	}, backendBindings(&o.bridge), servingBindings(&o.servingConfig))
+	}, backendBindings(&o.bridge), tfGRPCBindings(&o.servingConfig, true), servingBindings(&o.servingConfig))
 }
 
 func (o *proxyOptions) run(ctx context.Context, _, stderr io.Writer) error {
@@ -42,7 +42,7 @@ func (o *proxyOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	l, err := bridge.Listen(bridge.Addrs{Proxy: o.addrs.Proxy, Admin: o.addrs.Admin})
+	l, err := bridge.Listen(bridge.Addrs{Proxy: o.addrs.Proxy, Admin: o.addrs.Admin, TFGRPC: o.addrs.TFGRPC})
 	if err != nil {
 		return err
 	}

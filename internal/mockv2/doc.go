@@ -73,6 +73,24 @@
 //     answer 400 {"error": …} for a malformed example or a missing "x".
 //   - slow, garbage: the test hooks below (x FP32 [-1] → y = x).
 //
+// # gRPC
+//
+// Server.NewGRPCServer serves inference.GRPCInferenceService (ServerLive,
+// ServerReady, ServerMetadata, ModelReady, ModelMetadata, ModelInfer) with
+// the same models and kind, through a hand-written service description and
+// its own protowire reader and writer (grpcwire.go), as docs/grpc.md §4.2
+// says each server behaves: Triton answers raw_output_contents always,
+// refuses contents beside raw and a missing raw entry; KServe answers raw
+// when the request was raw or an output is FP16 and wants one raw entry per
+// input; MLServer answers raw when the request was raw, fills inputs
+// without data from the raw entries in order and carries FP16 in
+// bytes_contents. Lookups and statuses follow each server's gRPC front end
+// (Triton's version strings, KServe ignoring versions, MLServer's "Model m
+// with version  not found" and its UNKNOWN ModelReady); message caps are
+// the servers' (INT32_MAX, 8 MiB, 4 MiB received). Model "garbage" answers
+// a message that is not valid protobuf. `tfsbridge mock --grpc-addr`
+// serves it.
+//
 // # Test hooks
 //
 //   - Model "slow" waits Options.Delay (default DefaultDelay) before

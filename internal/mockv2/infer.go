@@ -1,6 +1,7 @@
 package mockv2
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"net/http"
@@ -40,7 +41,13 @@ func (s *Server) infer(r *http.Request, ref modelRef) (*reply, *httpError) {
 // client went away meanwhile and nothing should be answered. A model that
 // refuses its input answers 400 {"error": …} on every kind.
 func (s *Server) execute(r *http.Request, m *model, in []tensor.Tensor) (out []tensor.Tensor, herr *httpError, ok bool) {
-	if m.slow && !sleep(r.Context(), s.delay) {
+	return s.run(r.Context(), m, in)
+}
+
+// run is execute for a caller without an HTTP request (the gRPC service): ctx ends the
+// wait of model "slow".
+func (s *Server) run(ctx context.Context, m *model, in []tensor.Tensor) (out []tensor.Tensor, herr *httpError, ok bool) {
+	if m.slow && !sleep(ctx, s.delay) {
 		return nil, nil, false
 	}
 	if m.runErr != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/tlsconfig"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfgrpc"
 )
 
 // Defaults of the options that no other package defines. They are the
@@ -119,6 +120,15 @@ type Options struct {
 	// the process's insides, so it is for whoever can reach the admin port
 	// on purpose.
 	Pprof bool
+
+	// TFGRPCBackend is the v2 server's gRPC address (host:port, h2c)
+	// the TF gRPC listener calls; it is required when that listener
+	// serves (Addrs.TFGRPC).
+	TFGRPCBackend string
+	// TFGRPCTensorContent makes TF gRPC answers carry tensor_content, as
+	// TF Serving's --enable_serialization_as_tensor_content does, instead
+	// of its default typed fields (float_val, ...).
+	TFGRPCTensorContent bool
 
 	// BackendTransport and ProxyTransport, when set, replace the HTTP
 	// transports towards the v2 server of the backend client and of the
@@ -218,6 +228,7 @@ func (o *Options) Validate() error {
 		{"BackendURL", !validBackendURL(o.BackendURL), "must be an http:// or https:// URL with a host and no query or fragment"},
 		{"BackendKind", !validBackendKind(o.BackendKind), "must be auto, triton, kserve or mlserver"},
 		{o.Shadow.invalid(), o.Shadow.invalid() != "", "must be positive"},
+		{"TFGRPCBackend", !validGRPCAddr(o.TFGRPCBackend), "must be empty or host:port"},
 	} {
 		if c.bad {
 			return &FieldError{Field: c.field, Problem: c.want}
@@ -259,6 +270,8 @@ type Bridge struct {
 	opts  Options
 	proxy *httpproxy.Proxy
 	maps  *mapState // nil without a model map
+	// grpc is the TF gRPC listener's handler, nil without TFGRPCBackend.
+	grpc *httpproxy.GRPCProxy
 	// serving is set while a main listener (ext_proc or proxy) serves;
 	// /readyz reports not ready outside that window (startup, draining).
 	serving atomic.Bool
@@ -329,6 +342,9 @@ func New(o Options) (*Bridge, error) {
 		sess.Mapping = maps.mapping
 		sess.Shadow = newShadow(o, tr.backend, be.BaseURL(), limits, m, log)
 	}
+	if o.TFGRPCTensorContent {
+		sess.GRPC.Encoding = tfgrpc.TensorContent
+	}
 	p, err := httpproxy.New(httpproxy.Config{
 		Session:           sess,
 		Upstream:          be.BaseURL(),
@@ -342,23 +358,30 @@ func New(o Options) (*Bridge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
+	gp, err := o.tfGRPCProxy(sess)
+	if err != nil {
+		return nil, err
+	}
 	srvTLS, err := o.TLS.server(tlsEv)
 	if err != nil {
 		return nil, err
 	}
-	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p, maps: maps,
+	return &Bridge{Log: log, Metrics: m, Backend: be, Session: sess, opts: o, proxy: p, grpc: gp, maps: maps,
 		extprocTLS: srvTLS, backendTLS: backendTLS}, nil
 }
 
 // Addrs are the addresses Listen binds; an empty one skips its server.
 type Addrs struct {
 	Extproc, Proxy, Admin string
+	// TFGRPC is the TF gRPC listener's (TF Serving's port 8500).
+	TFGRPC string
 }
 
 // Listeners are what Serve serves on; a nil one skips its server. Tests
 // pass their own (127.0.0.1:0, or wrapped to inject faults).
 type Listeners struct {
 	Extproc, Proxy, Admin net.Listener
+	TFGRPC                net.Listener
 }
 
 // Listen binds every non-empty address of a. On failure it closes the
@@ -372,6 +395,7 @@ func Listen(a Addrs) (Listeners, error) {
 		{a.Extproc, "ext_proc", &l.Extproc},
 		{a.Proxy, "proxy", &l.Proxy},
 		{a.Admin, "metrics", &l.Admin},
+		{a.TFGRPC, "TF gRPC", &l.TFGRPC},
 	} {
 		if x.addr == "" {
 			continue
@@ -389,7 +413,7 @@ func Listen(a Addrs) (Listeners, error) {
 // Close closes every listener; Serve does so itself, this is for a caller
 // that gives up before serving.
 func (l Listeners) Close() {
-	for _, lis := range []net.Listener{l.Extproc, l.Proxy, l.Admin} {
+	for _, lis := range []net.Listener{l.Extproc, l.Proxy, l.Admin, l.TFGRPC} {
 		if lis != nil {
 			_ = lis.Close()
 		}
@@ -417,8 +441,12 @@ func Addr(lis net.Listener) net.Addr {
 // the listeners may announce them before calling Serve: connections wait
 // in the listen backlog and find the bridge ready.
 func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
-	if l.Extproc == nil && l.Proxy == nil && l.Admin == nil {
+	if l.Extproc == nil && l.Proxy == nil && l.Admin == nil && l.TFGRPC == nil {
 		return errors.New("bridge: no listener to serve")
+	}
+	if l.TFGRPC != nil && b.grpc == nil {
+		l.Close()
+		return errors.New("bridge: the TF gRPC listener needs the v2 server's gRPC address (--backend-grpc)")
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	// stop ends serving: DrainDelay after ctx is done (the servers keep
@@ -434,7 +462,7 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 	if l.Proxy != nil {
 		prx = b.newProxyServer()
 	}
-	if l.Extproc != nil || l.Proxy != nil {
+	if l.Extproc != nil || l.Proxy != nil || l.TFGRPC != nil {
 		b.serving.Store(true)
 	}
 	if b.maps != nil {
@@ -465,6 +493,13 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 			return wrap("proxy server", serveProxy(stop, prx, l.Proxy, grace, b.proxy.Inflight(), &prxStats))
 		})
 	}
+	var grpcStats stopStats
+	if l.TFGRPC != nil {
+		srv := b.newTFGRPCServer()
+		g.Go(func() error {
+			return wrap("TF gRPC server", serveProxy(stop, srv, l.TFGRPC, grace, b.grpc.Inflight(), &grpcStats))
+		})
+	}
 	if l.Admin != nil {
 		h := observe.AdminHandler(b.Metrics, b.Ready)
 		if b.opts.Pprof {
@@ -475,9 +510,11 @@ func (b *Bridge) Serve(ctx context.Context, l Listeners) error {
 	}
 	err := g.Wait()
 	b.Session.Shadow.Close() // the copies still running are cut
-	if ext == nil && prx == nil {
+	if ext == nil && prx == nil && l.TFGRPC == nil {
 		return err
 	}
+	prxStats.drained += grpcStats.drained
+	prxStats.cut += grpcStats.cut
 	return b.stopped(&extStats, &prxStats, err)
 }
 

@@ -168,10 +168,10 @@ func (p *Processor) handle(st *streamTrace, sess *session.Session,
 		h := headersOf(m.RequestHeaders)
 		ctx = st.begin(h)
 		a := sess.RequestHeaders(ctx, h.Get(":method"), h.Get(":path"), h, m.RequestHeaders.GetEndOfStream())
-		return headersReply(withRequestID(a, sess, false), true)
+		return grpcMode(sess, a, headersReply(withRequestID(a, sess, false), true))
 
 	case *extprocv3.ProcessingRequest_RequestBody:
-		return bodyReply(withRequestID(bodyAction(ctx, sess, m.RequestBody, sess.RequestChunk), sess, false), true)
+		return bodyReply(withRequestID(bodyAction(ctx, sess, m.RequestBody, sess.RequestChunk, true), sess, false), true)
 
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		h := headersOf(m.ResponseHeaders)
@@ -180,15 +180,17 @@ func (p *Processor) handle(st *streamTrace, sess *session.Session,
 		return headersReply(withRequestID(a, sess, true), false)
 
 	case *extprocv3.ProcessingRequest_ResponseBody:
-		return bodyReply(withRequestID(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseChunk), sess, false), false)
+		return bodyReply(withRequestID(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseChunk, false), sess, false), false)
 
 	case *extprocv3.ProcessingRequest_RequestTrailers:
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
 			RequestTrailers: &extprocv3.TrailersResponse{}}}
 
 	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		// A TF gRPC exchange's status is here (grpc.go).
+		a := sess.ResponseTrailers(ctx, headerMap(m.ResponseTrailers.GetTrailers().GetHeaders()))
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{
-			ResponseTrailers: &extprocv3.TrailersResponse{}}}
+			ResponseTrailers: &extprocv3.TrailersResponse{HeaderMutation: mutation(a.Set, a.Remove)}}}
 	}
 	return nil
 }
@@ -200,7 +202,12 @@ func (p *Processor) handle(st *streamTrace, sess *session.Session,
 // Forwarding an untranslated TF body to a v2 server is worse than a clear
 // error.
 func bodyAction(ctx context.Context, sess *session.Session, body *extprocv3.HttpBody,
-	event func(context.Context, []byte, bool, session.Sink) session.Action) session.Action {
+	event func(context.Context, []byte, bool, session.Sink) session.Action, request bool) session.Action {
+	if !request && sess.GRPC() {
+		// A gRPC answer's body comes whole but without end_of_stream:
+		// its trailers (the status) follow.
+		return event(ctx, body.GetBody(), body.GetEndOfStream(), session.Whole)
+	}
 	if !body.GetEndOfStream() && sess.AwaitingBody() {
 		return sess.Fail(apierr.New(apierr.Internal,
 			"tfsbridge needs the ext_proc body mode BUFFERED or FULL_DUPLEX_STREAMED: received a partial body (STREAMED or BUFFERED_PARTIAL?)"))
@@ -289,14 +296,15 @@ func mutation(set []session.Header, remove []string) *extprocv3.HeaderMutation {
 }
 
 // immediate builds an ImmediateResponse: Envoy answers the client with it
-// and ends processing for the whole request.
+// and ends processing for the whole request. A gRPC refusal is adjusted
+// by grpcImmediate.
 func immediate(a session.Action) *extprocv3.ProcessingResponse {
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
+	return grpcImmediate(a, &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
 		ImmediateResponse: &extprocv3.ImmediateResponse{
 			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(a.Status)},
 			Headers: mutation(a.Set, nil),
 			Body:    a.Body,
 			Details: a.Reason,
 		},
-	}}
+	}})
 }

@@ -45,6 +45,9 @@ type Server struct {
 	// BearerTokenFile, when set, is a file whose content is sent as
 	// "Authorization: Bearer …" to this server (re-read when it changes).
 	BearerTokenFile string
+	// GRPC, when set, is the server's v2 gRPC address (host:port, h2c),
+	// where the TF gRPC listener sends this server's models.
+	GRPC string
 }
 
 // Model is one mapped TF model.

@@ -12,7 +12,7 @@ import (
 
 const fullMap = `
 servers:
-  onnx: {url: "http://triton-onnx:8000", kind: triton, bearer_token_file: /var/run/secrets/onnx/token}
+  onnx: {url: "http://triton-onnx:8000", kind: triton, bearer_token_file: /var/run/secrets/onnx/token, grpc: "triton-onnx:8001"}
 models:
   mnist:
     server: onnx
@@ -34,7 +34,7 @@ func TestParseFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Server{Name: "onnx", URL: "http://triton-onnx:8000", Kind: "triton", BearerTokenFile: "/var/run/secrets/onnx/token"}
+	want := &Server{Name: "onnx", URL: "http://triton-onnx:8000", Kind: "triton", BearerTokenFile: "/var/run/secrets/onnx/token", GRPC: "triton-onnx:8001"}
 	if got := m.Server("onnx"); !reflect.DeepEqual(got, want) {
 		t.Errorf("server = %+v, want %+v", got, want)
 	}
@@ -122,7 +122,8 @@ func TestParseErrors(t *testing.T) {
 		{"top-level unknown key", "servers: {}\nmodles: {}\n", 2, `top level: unknown key "modles" (want servers, models)`},
 		{"root not mapping", "- a\n", 1, "top level: want a mapping, not a list"},
 		{"model unknown key", "models:\n  m:\n    modle: x\n", 3, `models.m: unknown key "modle" (want server, split, split_key, labels, model, inputs, outputs, metadata, signatures, shadow)`},
-		{"server unknown key", "servers:\n  s:\n    url: http://a:1\n    token: x\n", 4, `servers.s: unknown key "token" (want url, kind, bearer_token_file)`},
+		{"server unknown key", "servers:\n  s:\n    url: http://a:1\n    token: x\n", 4, `servers.s: unknown key "token" (want url, kind, bearer_token_file, grpc)`},
+		{"server bad grpc", "servers:\n  s:\n    url: http://a:1\n    grpc: http://a:2\n", 4, `servers.s.grpc: "http://a:2": want host:port (the server's v2 gRPC address)`},
 		{"signature unknown key", "models:\n  m:\n    signatures:\n      s: {server: x}\n", 4, `models.m.signatures.s: unknown key "server" (want model, inputs, outputs, metadata)`},
 		{"metadata unknown key", "models:\n  m:\n    metadata: {inputs: [{name: a, datatype: FP32, shape: [1]}], extra: 1}\n", 3, `models.m.metadata: unknown key "extra" (want inputs, outputs)`},
 		{"spec unknown key", "models:\n  m:\n    metadata:\n      inputs:\n        - {name: a, datatype: FP32, shape: [1], dims: [1]}\n", 5, `models.m.metadata.inputs[0]: unknown key "dims" (want name, datatype, shape)`},

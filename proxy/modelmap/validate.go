@@ -3,6 +3,7 @@ package modelmap
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -25,6 +26,7 @@ type rawServer struct {
 	URL             string `yaml:"url"`
 	Kind            string `yaml:"kind"`
 	BearerTokenFile string `yaml:"bearer_token_file"`
+	GRPC            string `yaml:"grpc"`
 }
 
 type rawModel struct {
@@ -115,7 +117,12 @@ func (v *validator) server(p path, name string, rs *rawServer) *Server {
 	case rs == nil || rs.URL == "":
 		v.add(p, "server %q has no url", name)
 	default:
-		s := &Server{Name: name, URL: rs.URL, Kind: rs.Kind, BearerTokenFile: rs.BearerTokenFile}
+		s := &Server{Name: name, URL: rs.URL, Kind: rs.Kind, BearerTokenFile: rs.BearerTokenFile, GRPC: rs.GRPC}
+		if s.GRPC != "" {
+			if _, port, err := net.SplitHostPort(s.GRPC); err != nil || port == "" {
+				v.add(p.key("grpc"), "%q: want host:port (the server's v2 gRPC address)", s.GRPC)
+			}
+		}
 		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			v.add(p.key("url"), "%q: want http://host:port or https://host:port", s.URL)
 		}

@@ -150,7 +150,7 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 		if out == Whole && end {
 			return s.translateRequest(ctx, chunk, out)
 		}
-		if s.reqEncoding == "" && out != Whole {
+		if s.reqEncoding == "" && out != Whole && s.grpc == nil {
 			opt := s.requestOptions()
 			opt.ReplayBytes = replayBytes
 			rq.dec = s.body.requestStream(s.resolver(ctx), opt)
@@ -232,6 +232,9 @@ func (s *Session) translateRequest(ctx context.Context, body []byte, out Sink) A
 	}
 	if err := s.reserveUpTo(ctx, int64(len(body))*admission.RequestFactor); err != nil {
 		return s.fail(err)
+	}
+	if s.grpc != nil {
+		return s.grpcRequest(ctx, body, out)
 	}
 	t0 := time.Now()
 	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
@@ -364,6 +367,9 @@ func (s *Session) reset(err error) Action {
 func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out Sink) Action {
 	if s.state != stResponseBody {
 		return Action{Verdict: PassThrough}
+	}
+	if s.grpc != nil {
+		return s.grpcResponseChunk(ctx, chunk, end, out)
 	}
 	rp := &s.resp
 	if !rp.started {

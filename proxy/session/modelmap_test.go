@@ -16,7 +16,7 @@ import (
 
 const sessionMap = `
 servers:
-  remote: {url: "http://remote.invalid:8000", kind: triton}
+  remote: {url: "http://remote.invalid:8000", kind: triton, grpc: "remote.invalid:8001"}
 models:
   hpt:
     model: half_plus_two

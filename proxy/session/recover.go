@@ -30,6 +30,9 @@ func (s *Session) Recover(adapter string, v any) Action {
 	e := apierr.Errorf(apierr.Internal,
 		"Internal error in tfsbridge while handling this request (request id %s)", s.requestID)
 	s.settleSafely(e)
+	if s.grpc != nil {
+		return grpcErrorResponse(e)
+	}
 	return errorResponse(e)
 }
 

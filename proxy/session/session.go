@@ -112,6 +112,8 @@ type Config struct {
 	// Shadow, when set, runs the shadow comparison of models whose map
 	// entry has a shadow block (shadow.go).
 	Shadow *shadow.Engine
+	// GRPC configures the TF gRPC pipelines (grpc.go).
+	GRPC GRPCOptions
 }
 
 // verbRefused is the verb label of requests the pass-through policy
@@ -157,6 +159,9 @@ type Session struct {
 	// exchange (resolveMapped).
 	inferPath string
 	rerouted  bool
+
+	// grpc is the state of a TF gRPC exchange (grpc.go), nil for REST.
+	grpc *grpcState
 
 	// inference (predict, classify, regress)
 	sig         *tensor.Signature
@@ -244,6 +249,12 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 	}
 	s.requestID = observe.RequestID(h.Get(hdrRequestID))
 	s.span = trace.SpanFromContext(ctx)
+	if p, ok := grpcPipelineFor(method, path, h); ok {
+		return p.start(ctx, s, h, endOfStream) // a TF gRPC client (grpc.go)
+	}
+	if a, ok := s.grpcOther(method, path, h); ok {
+		return a
+	}
 	r, err := route.Parse(method, path)
 	if errors.Is(err, route.ErrNotTFServing) {
 		if !s.cfg.Passthrough.allows(method, path) {
@@ -439,6 +450,9 @@ func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGette
 	default:
 		return Action{Verdict: PassThrough}
 	}
+	if s.grpc != nil {
+		return s.grpcResponseHeaders(status, h, endOfStream)
+	}
 	s.respStatus = status
 	s.respIHCL = h.Get(hdrIHCL)
 	s.respType = h.Get(hdrContentType)
@@ -529,6 +543,9 @@ func (s *Session) Close() {
 func (s *Session) fail(err error) Action {
 	e := apierr.As(err)
 	s.complete(e.HTTPStatus(), e)
+	if s.grpc != nil {
+		return grpcErrorResponse(e)
+	}
 	return errorResponse(e)
 }
 

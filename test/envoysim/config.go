@@ -35,13 +35,17 @@ const (
 type Config struct {
 	// ProcessorAddr is the ext_proc gRPC server, "host:port" (plaintext HTTP/2).
 	ProcessorAddr string
+	// UpstreamHTTP2 makes the cluster speak HTTP/2 with prior knowledge (h2c), as a cluster
+	// with http2_protocol_options does: what a gRPC upstream (the v2 server's gRPC port)
+	// needs. The downstream listener always accepts both HTTP/1.1 and h2c (codec_type AUTO).
+	UpstreamHTTP2 bool
 	// Upstream is the base URL of the cluster, e.g. "http://127.0.0.1:8000"; the request's
 	// (possibly rewritten) :path is appended to it.
 	Upstream string
-	// Mode is the filter's processing_mode. Nil means DefaultMode(). Header modes may be
-	// SEND or SKIP; body modes NONE, BUFFERED or FULL_DUPLEX_STREAMED; trailer modes SKIP,
-	// or SEND in a FULL_DUPLEX_STREAMED direction, where Envoy requires it (the others are
-	// not modelled and make Start fail).
+	// Mode is the filter's processing_mode. Nil means DefaultMode(). Header and trailer
+	// modes may be SEND or SKIP; body modes NONE, BUFFERED or FULL_DUPLEX_STREAMED (the
+	// others are not modelled and make Start fail). FULL_DUPLEX_STREAMED needs trailer
+	// mode SEND in its direction, as Envoy requires.
 	Mode *extprocfilterv3.ProcessingMode
 	// AllowModeOverride is allow_mode_override.
 	AllowModeOverride bool
@@ -81,6 +85,15 @@ type Config struct {
 	// may carry before the stand-in records a violation (our own rule, not Envoy's: Envoy
 	// takes any size). Zero means DefaultMaxStreamedChunk.
 	MaxStreamedChunk int
+}
+
+// GRPCMode returns the processing mode of docs/grpc.md for TF gRPC routes (spec §5.2):
+// DefaultMode with response trailers SEND, so the processor can rewrite grpc-status and
+// grpc-message in the trailers.
+func GRPCMode() *extprocfilterv3.ProcessingMode {
+	m := DefaultMode()
+	m.ResponseTrailerMode = extprocfilterv3.ProcessingMode_SEND
+	return m
 }
 
 // DefaultMode returns the processing mode of docs/architecture.md: request and response headers
@@ -181,9 +194,6 @@ func checkModelled(m *extprocfilterv3.ProcessingMode) error {
 		if duplex && d.trailer != extprocfilterv3.ProcessingMode_SEND {
 			// Envoy's own wording (ext_proc config validation).
 			return fmt.Errorf("envoysim: if the ext_proc filter has the %s_body_mode set to FULL_DUPLEX_STREAMED, then the %s_trailer_mode has to be set to SEND", d.name, d.name)
-		}
-		if !duplex && d.trailer == extprocfilterv3.ProcessingMode_SEND {
-			return fmt.Errorf("envoysim: %s trailer mode SEND is only modelled with FULL_DUPLEX_STREAMED", d.name)
 		}
 	}
 	return nil

@@ -12,6 +12,14 @@
 //	resp, _ := http.Post(e.URL()+"/v1/models/m:predict", "application/json", body)
 //	if v := e.Violations(); len(v) > 0 { t.Fatal(v) }
 //
+// gRPC (TF Serving's services in front of a v2 gRPC port): the listener takes h2c too,
+// UpstreamHTTP2 makes the cluster h2c, GRPCMode is docs/grpc.md's processing mode:
+//
+//	e, err := envoysim.Start(envoysim.Config{ProcessorAddr: addr, Upstream: "http://" + v2GRPC,
+//		UpstreamHTTP2: true, Mode: envoysim.GRPCMode(), AllowModeOverride: true, MessageTimeout: 5 * time.Second})
+//	c, err := tfclient.Dial(strings.TrimPrefix(e.URL(), "http://")) // test/internal/tfclient
+//	resp, err := c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"), inputs))
+//
 // # What is faithful
 //
 // The rules follow Envoy's source (ext_proc.cc, processor_state.cc, mutation_utils.cc,
@@ -61,6 +69,20 @@
 //     a BUFFERED response body over it 500 "Internal Server Error".
 //   - A downstream cancel resets the side stream: the processor sees codes.Canceled or
 //     io.EOF.
+//   - HTTP/2: the listener takes HTTP/1.1 and h2c with prior knowledge (codec_type AUTO);
+//     Config.UpstreamHTTP2 makes the cluster h2c (http2_protocol_options). On HTTP/2 no
+//     content-length is invented and no connection header sent; te: trailers passes.
+//   - Trailers in BUFFERED (and NONE): a message that ends with trailers sends its
+//     buffered body (when non-empty) with end_of_stream false, then, with trailer mode
+//     SEND, a trailers message whose reply's header mutation applies to the trailers
+//     (Filter::onTrailers); with SKIP they pass unchanged. A headers-only answer (gRPC
+//     trailers-only) is one headers message with end_of_stream and nothing after.
+//     GRPCMode() is the mode of docs/grpc.md: DefaultMode with response trailers SEND.
+//   - Local replies to a gRPC request (content-type application/grpc[+...|;...]) are
+//     trailers-only, as Utility::prepareLocalReply makes them: :status 200, content-type
+//     application/grpc, grpc-status from the processor's header mutation, else
+//     immediate_response.grpc_status, else httpToGrpcStatus of the HTTP status, the body
+//     percent-encoded into grpc-message, no content-length and no body.
 //   - FULL_DUPLEX_STREAMED (either direction, or both), as processor_state.cc and
 //     ext_proc.cc implement it since envoy PR #41276, in the items marked "Full duplex".
 //   - Full duplex: the config needs trailer mode SEND in that direction (Start fails with
@@ -101,9 +123,11 @@
 //
 // # What is not modelled
 //
-// HTTP/2 or TLS downstream; body modes STREAMED, BUFFERED_PARTIAL and GRPC, and a
-// mode_override to FULL_DUPLEX_STREAMED; trailers outside FULL_DUPLEX_STREAMED (trailer
-// mode SKIP: they are dropped); a trailers reply before the headers reply, which Envoy
+// TLS downstream or upstream; body modes STREAMED, BUFFERED_PARTIAL and GRPC, and a
+// mode_override to FULL_DUPLEX_STREAMED; request trailers of a body that streams through
+// unprocessed (body mode NONE: they are dropped; gRPC clients send none); HTTP/1's
+// enable_trailers (off in Envoy: the stand-in passes HTTP/1 trailers as if it were on);
+// a trailers reply before the headers reply, which Envoy
 // would apply and the stand-in treats as spurious;
 // send_body_without_waiting_for_header_response; the early close of
 // the side stream after the last reply (ext_proc_stream_close_optimization; the

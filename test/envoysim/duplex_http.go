@@ -271,7 +271,7 @@ func (x *exchange) encodeDuplex(h *headerMap, src bodySource) error {
 		if c, ok := src.r.(io.Closer); ok {
 			unblock = func() { _ = c.Close() }
 		}
-		p = startPump(pumpSource{r: src.r, size: upstreamReadSize, trailers: func() http.Header { return src.trailer }, unblock: unblock})
+		p = startPump(pumpSource{r: src.r, size: upstreamReadSize, trailers: src.trailer, unblock: unblock})
 	}
 	if p != nil {
 		defer p.finish()

@@ -55,6 +55,17 @@ type echoProc struct {
 	tweak func(req *extprocv3.ProcessingRequest, r *extprocv3.ProcessingResponse)
 	// eosBeforeTrailers wrongly ends a body that has trailers with end_of_stream.
 	eosBeforeTrailers bool
+	// identity sends the bodies back unchanged (for gRPC messages, which transform
+	// would corrupt).
+	identity bool
+}
+
+// apply is what the echo processor does to body bytes.
+func (o echoProc) apply(b []byte) []byte {
+	if o.identity {
+		return b
+	}
+	return transform(b)
 }
 
 // trailersReply answers a trailers message, adding x-proc: 1.
@@ -97,13 +108,13 @@ func duplexEcho(o echoProc) func() responder {
 			case "request_body", "response_body":
 				b := bodyOf(req)
 				if o.immediate {
-					return one(streamed(req, transform(b.GetBody()), b.GetEndOfStream()))
+					return one(streamed(req, o.apply(b.GetBody()), b.GetEndOfStream()))
 				}
 				body = append(body, b.GetBody()...)
 				if !b.GetEndOfStream() {
 					return nil
 				}
-				out := append([]*extprocv3.ProcessingResponse{held}, streamedChunks(req, transform(body), o.chunk, true)...)
+				out := append([]*extprocv3.ProcessingResponse{held}, streamedChunks(req, o.apply(body), o.chunk, true)...)
 				held, body = nil, nil
 				return out
 			case "request_trailers", "response_trailers":
@@ -114,7 +125,7 @@ func duplexEcho(o echoProc) func() responder {
 						bodyReq.Request = &extprocv3.ProcessingRequest_ResponseBody{}
 					}
 					out = append(out, held)
-					out = append(out, streamedChunks(bodyReq, transform(body), o.chunk, o.eosBeforeTrailers)...)
+					out = append(out, streamedChunks(bodyReq, o.apply(body), o.chunk, o.eosBeforeTrailers)...)
 				}
 				held, body = nil, nil
 				return append(out, trailersReply(req))
@@ -618,7 +629,7 @@ func TestDuplexConfig(t *testing.T) {
 		{"response trailers DEFAULT", func(m *extprocfilterv3.ProcessingMode) {
 			m.ResponseTrailerMode = extprocfilterv3.ProcessingMode_DEFAULT
 		}, false},
-		{"response BUFFERED with trailers SEND", func(m *extprocfilterv3.ProcessingMode) { m.ResponseBodyMode = extprocfilterv3.ProcessingMode_BUFFERED }, false},
+		{"response BUFFERED with trailers SEND", func(m *extprocfilterv3.ProcessingMode) { m.ResponseBodyMode = extprocfilterv3.ProcessingMode_BUFFERED }, true},
 		{"response BUFFERED, trailers SKIP", func(m *extprocfilterv3.ProcessingMode) {
 			m.ResponseBodyMode = extprocfilterv3.ProcessingMode_BUFFERED
 			m.ResponseTrailerMode = extprocfilterv3.ProcessingMode_SKIP

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// Envoy is a running stand-in: an HTTP/1.1 listener on 127.0.0.1 that processes every
+// Envoy is a running stand-in: an HTTP/1.1 and h2c listener on 127.0.0.1 that processes every
 // request through the ext_proc processor at Config.ProcessorAddr and the upstream at
 // Config.Upstream. It is safe for concurrent use.
 type Envoy struct {
@@ -78,6 +78,11 @@ func Start(cfg Config) (*Envoy, error) {
 		DisableCompression:  true,                                                // never add accept-encoding, never decode
 		MaxIdleConnsPerHost: 64,
 	}
+	if cfg.UpstreamHTTP2 {
+		// http2_protocol_options on the cluster: HTTP/2 with prior knowledge, no TLS.
+		transport.Protocols = new(http.Protocols)
+		transport.Protocols.SetUnencryptedHTTP2(true)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Envoy{
 		cfg:        cfg,
@@ -93,6 +98,11 @@ func Start(cfg Config) (*Envoy, error) {
 		cancel:     cancel,
 	}
 	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	// codec_type AUTO: HTTP/1.1, and HTTP/2 with prior knowledge (h2c), which is what
+	// gRPC clients speak to a plaintext port.
+	e.srv.Protocols = new(http.Protocols)
+	e.srv.Protocols.SetHTTP1(true)
+	e.srv.Protocols.SetUnencryptedHTTP2(true)
 	go func() {
 		defer close(e.serving)
 		_ = e.srv.Serve(ln)

@@ -29,8 +29,7 @@ const (
 	phaseRequestBody
 	phaseResponseHeaders
 	phaseResponseBody
-	// Trailers are only sent in FULL_DUPLEX_STREAMED (the one mode modelled with trailer
-	// mode SEND).
+	// Trailers are sent with trailer mode SEND when the message has any.
 	phaseRequestTrailers
 	phaseResponseTrailers
 )
@@ -60,8 +59,9 @@ func (p phase) isRequest() bool {
 // direction is Envoy's ProcessorState for one direction (decoding = request, encoding =
 // response), reduced to what the modelled modes need.
 type direction struct {
-	sendHeaders bool
-	bodyMode    extprocfilterv3.ProcessingMode_BodySendMode
+	sendHeaders  bool
+	sendTrailers bool
+	bodyMode     extprocfilterv3.ProcessingMode_BodySendMode
 	// held is the header map Envoy keeps paused while a BUFFERED body is collected, so that
 	// a body reply may still mutate it; nil once the headers have moved on.
 	held *headerMap
@@ -74,9 +74,11 @@ type direction struct {
 	bodyReceived bool
 }
 
-func (d *direction) setMode(headers extprocfilterv3.ProcessingMode_HeaderSendMode, body extprocfilterv3.ProcessingMode_BodySendMode) {
+func (d *direction) setMode(headers extprocfilterv3.ProcessingMode_HeaderSendMode, body extprocfilterv3.ProcessingMode_BodySendMode, trailers extprocfilterv3.ProcessingMode_HeaderSendMode) {
 	d.sendHeaders = headers != extprocfilterv3.ProcessingMode_SKIP
 	d.bodyMode = body
+	// Trailer modes default to SKIP (processing_mode.proto), header modes to SEND.
+	d.sendTrailers = trailers == extprocfilterv3.ProcessingMode_SEND
 }
 
 // removeContentLength is ProcessorState::shouldRemoveContentLength for the modelled modes:
@@ -99,6 +101,9 @@ type localReply struct {
 	body    []byte
 	headers *extprocv3.HeaderMutation // immediate_response.headers
 	details string
+	// grpcStatus is immediate_response.grpc_status: the grpc-status of the trailers-only
+	// answer to a gRPC request (nil: derived from status).
+	grpcStatus *uint32
 }
 
 // filter is one ext_proc filter instance: Envoy creates one per HTTP request.
@@ -120,8 +125,8 @@ type filter struct {
 func newFilter(ctx context.Context, e *Envoy, rec *Exchange) *filter {
 	f := &filter{e: e, ctx: ctx, rec: rec, label: fmt.Sprintf("%s %s (x-request-id %s)", rec.Method, rec.Path, rec.RequestID)}
 	m := e.cfg.Mode
-	f.dec.setMode(m.GetRequestHeaderMode(), m.GetRequestBodyMode())
-	f.enc.setMode(m.GetResponseHeaderMode(), m.GetResponseBodyMode())
+	f.dec.setMode(m.GetRequestHeaderMode(), m.GetRequestBodyMode(), m.GetRequestTrailerMode())
+	f.enc.setMode(m.GetResponseHeaderMode(), m.GetResponseBodyMode(), m.GetResponseTrailerMode())
 	return f
 }
 
@@ -193,15 +198,58 @@ func (f *filter) onHeaders(p phase, h *headerMap, endStream bool, body *[]byte) 
 // onBody is the BUFFERED end-of-stream body message: the whole body in one message. body
 // is replaced by the processor's mutation.
 func (f *filter) onBody(p phase, body *[]byte) (*localReply, error) {
+	return f.bodyCall(p, body, true)
+}
+
+// bodyCall sends the whole buffered body in one message (end_of_stream as given) and
+// applies the reply.
+func (f *filter) bodyCall(p phase, body *[]byte, endStream bool) (*localReply, error) {
 	d := f.dir(p)
 	if f.complete || d.bodyMode != extprocfilterv3.ProcessingMode_BUFFERED {
 		return nil, nil
 	}
-	resp, lr, err := f.call(bodyMessage(p, *body, true), p)
+	resp, lr, err := f.call(bodyMessage(p, *body, endStream), p)
 	if err != nil || lr != nil || resp == nil {
 		return lr, err
 	}
 	return f.onReply(p, resp, d.held, body), nil
+}
+
+// onBufferedBody is the end of a BUFFERED message that may carry trailers t (nil: none).
+// Without trailers it is onBody. With trailers it is Filter::onTrailers: the buffered body,
+// when there is any, goes with end_of_stream false (a gRPC message ends with trailers, so
+// this is how a gRPC body reaches the processor), then, with trailer mode SEND, the
+// trailers message, whose reply mutates t.
+func (f *filter) onBufferedBody(p phase, body *[]byte, t *headerMap) (*localReply, error) {
+	if t == nil {
+		return f.onBody(p, body)
+	}
+	if len(*body) > 0 {
+		if lr, err := f.bodyCall(p, body, false); err != nil || lr != nil {
+			return lr, err
+		}
+	}
+	tp := phaseResponseTrailers
+	if p.isRequest() {
+		tp = phaseRequestTrailers
+	}
+	return f.onTrailers(tp, t)
+}
+
+// onTrailers sends the trailers message of phase p when the trailer mode says SEND and
+// applies the reply's header mutation to t. The held headers move on: no reply can change
+// them any more.
+func (f *filter) onTrailers(p phase, t *headerMap) (*localReply, error) {
+	d := f.dir(p)
+	d.held = nil
+	if f.complete || !d.sendTrailers {
+		return nil, nil
+	}
+	resp, lr, err := f.call(trailersMessage(p, t), p)
+	if err != nil || lr != nil || resp == nil {
+		return lr, err
+	}
+	return f.onReply(p, resp, t, nil), nil
 }
 
 // headersMessage is the headers message of phase p (request or response headers).
@@ -410,6 +458,14 @@ func (f *filter) onReply(p phase, resp *extprocv3.ProcessingResponse, h *headerM
 		if p == phaseResponseBody {
 			return f.onBodyReply(p, r.ResponseBody.GetResponse(), body)
 		}
+	case *extprocv3.ProcessingResponse_RequestTrailers:
+		if p == phaseRequestTrailers {
+			return f.onTrailersReply(p, r.RequestTrailers.GetHeaderMutation(), h)
+		}
+	case *extprocv3.ProcessingResponse_ResponseTrailers:
+		if p == phaseResponseTrailers {
+			return f.onTrailersReply(p, r.ResponseTrailers.GetHeaderMutation(), h)
+		}
 	case *extprocv3.ProcessingResponse_ImmediateResponse:
 		return f.onImmediate(p, r.ImmediateResponse)
 	case nil:
@@ -445,8 +501,8 @@ func (f *filter) modeOverride(p phase, mo *extprocfilterv3.ProcessingMode) *loca
 		return f.fail("envoysim_unmodelled_mode_override")
 	}
 	f.e.stats.modeOverrides.Add(1)
-	f.dec.setMode(m.GetRequestHeaderMode(), m.GetRequestBodyMode())
-	f.enc.setMode(m.GetResponseHeaderMode(), m.GetResponseBodyMode())
+	f.dec.setMode(m.GetRequestHeaderMode(), m.GetRequestBodyMode(), m.GetRequestTrailerMode())
+	f.enc.setMode(m.GetResponseHeaderMode(), m.GetResponseBodyMode(), m.GetResponseTrailerMode())
 	return nil
 }
 
@@ -485,6 +541,16 @@ func (f *filter) onHeadersReply(p phase, cr *extprocv3.CommonResponse, h *header
 		d.held = nil
 	}
 	return nil
+}
+
+// onTrailersReply is ProcessorState::handleTrailersResponse: the header mutation applies
+// to the trailers t under the filter's mutation rules.
+func (f *filter) onTrailersReply(p phase, m *extprocv3.HeaderMutation, t *headerMap) *localReply {
+	f.e.stats.msgsReceived.Add(1)
+	if m == nil {
+		return nil
+	}
+	return f.mutateHeaders(p, t, m, false, false)
 }
 
 // onBodyReply is ProcessorState::handleBufferedBodyCallback.
@@ -574,7 +640,12 @@ func (f *filter) onImmediate(p phase, ir *extprocv3.ImmediateResponse) *localRep
 		f.violation(p, "immediate_response status %d cannot be sent on HTTP/1", code)
 		return &localReply{status: f.e.cfg.StatusOnError, details: "envoysim_invalid_immediate_status"}
 	}
-	return &localReply{status: code, body: ir.GetBody(), headers: ir.GetHeaders(), details: underscoreSpaces(ir.GetDetails())}
+	lr := &localReply{status: code, body: ir.GetBody(), headers: ir.GetHeaders(), details: underscoreSpaces(ir.GetDetails())}
+	if gs := ir.GetGrpcStatus(); gs != nil {
+		c := gs.GetStatus()
+		lr.grpcStatus = &c
+	}
+	return lr
 }
 
 // failSpurious is the fate of a spurious reply since envoy PR #39994: fail closed with a

@@ -15,9 +15,9 @@ import (
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 )
 
-// ServeHTTP plays Envoy's HTTP connection manager for one downstream HTTP/1.1 request:
-// header normalisation, an optional buffer filter, the ext_proc filter, the router and the
-// encoder path back to the client.
+// ServeHTTP plays Envoy's HTTP connection manager for one downstream HTTP/1.1 or HTTP/2
+// (h2c) request: header normalisation, an optional buffer filter, the ext_proc filter, the
+// router and the encoder path back to the client.
 func (e *Envoy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !e.enter() {
 		http.Error(w, "envoysim: closed", http.StatusServiceUnavailable)
@@ -47,6 +47,9 @@ type exchange struct {
 	r   *http.Request
 	f   *filter
 	rec Exchange
+	// reqHeaders is the request header map as the filters left it: a local reply to a
+	// gRPC request (content-type application/grpc...) is a trailers-only gRPC answer.
+	reqHeaders *headerMap
 	// upstreamDone releases the upstream request (its timeout context and body).
 	upstreamDone []func()
 	// route is the upstream request's context: it expires with the route timeout,
@@ -66,7 +69,8 @@ func (x *exchange) serve() error {
 	e := x.e
 	h := requestHeaders(x.r)
 	id, _ := h.get("x-request-id")
-	x.rec = Exchange{RequestID: id, Method: x.r.Method, Path: requestPath(x.r)}
+	x.rec = Exchange{RequestID: id, Method: x.r.Method, Path: requestPath(x.r), Proto: x.r.Proto}
+	x.reqHeaders = h
 	x.f = newFilter(x.ctx, e, &x.rec)
 	x.f.upstream = e.pickRoute(h)
 	defer x.f.closeStream()
@@ -145,10 +149,13 @@ func (x *exchange) serve() error {
 		}
 		body = pre.data
 		x.bodyRead.Store(true)
-		if lr, err := x.f.onBody(phaseRequestBody, &body); err != nil || lr != nil {
+		// net/http fills the trailers once the body was read to its end.
+		tr := trailerMap(x.r.Trailer)
+		if lr, err := x.f.onBufferedBody(phaseRequestBody, &body, tr); err != nil || lr != nil {
 			return x.orLocal(lr, err)
 		}
 		up = knownBody(body)
+		up.tr = tr
 	default:
 		if err := pre.wait(x.ctx); err != nil {
 			return err
@@ -245,7 +252,9 @@ func (x *exchange) encode(h *headerMap, src bodySource) error {
 		if over {
 			return x.localReply(&localReply{status: 500, body: []byte("Internal Server Error"), details: "response_payload_too_large"}, true)
 		}
-		lr, err := f.onBody(phaseResponseBody, &b)
+		// The upstream's trailers are known once its body was read to its end.
+		tr := src.trailers()
+		lr, err := f.onBufferedBody(phaseResponseBody, &b, tr)
 		if err != nil {
 			return err
 		}
@@ -253,6 +262,7 @@ func (x *exchange) encode(h *headerMap, src bodySource) error {
 			return x.localReply(lr, true)
 		}
 		out = knownBody(b)
+		out.tr = tr
 	}
 	return x.write(h, out)
 }
@@ -281,18 +291,9 @@ func (x *exchange) localReply(lr *localReply, direct bool) error {
 func (x *exchange) localReplyHeaders(lr *localReply) (*headerMap, []byte) {
 	h := &headerMap{}
 	h.add(":status", strconv.Itoa(lr.status))
-	if lr.headers != nil {
-		res, err := applyHeaderMutation(h, lr.headers, false, false)
-		x.e.stats.rejectedMutations.Add(uint64(len(res.ignored)))
-		for _, s := range res.ignored {
-			x.note("immediate_response header mutation rejected: %s", s)
-		}
-		for _, k := range res.emptied {
-			x.violation("immediate_response sets %s with the string `value`, which Envoy ignores: the header is empty", k)
-		}
-		if err != nil {
-			x.violation("immediate_response header mutation failed (%v): Envoy logs it and sends the reply anyway", err)
-		}
+	x.mutateLocalReply(h, lr)
+	if isGRPCRequest(x.reqHeaders) {
+		return x.grpcLocalReply(h, lr), nil
 	}
 	if len(lr.body) > 0 {
 		h.set("content-length", strconv.Itoa(len(lr.body)))
@@ -306,6 +307,23 @@ func (x *exchange) localReplyHeaders(lr *localReply) (*headerMap, []byte) {
 	return h, lr.body
 }
 
+// mutateLocalReply applies immediate_response.headers (prepareLocalReply's modify_headers).
+func (x *exchange) mutateLocalReply(h *headerMap, lr *localReply) {
+	if lr.headers != nil {
+		res, err := applyHeaderMutation(h, lr.headers, false, false)
+		x.e.stats.rejectedMutations.Add(uint64(len(res.ignored)))
+		for _, s := range res.ignored {
+			x.note("immediate_response header mutation rejected: %s", s)
+		}
+		for _, k := range res.emptied {
+			x.violation("immediate_response sets %s with the string `value`, which Envoy ignores: the header is empty", k)
+		}
+		if err != nil {
+			x.violation("immediate_response header mutation failed (%v): Envoy logs it and sends the reply anyway", err)
+		}
+	}
+}
+
 // write is the downstream HTTP/1 codec plus the connection manager's last touches.
 func (x *exchange) write(h *headerMap, src bodySource) error {
 	sendBody, err := x.writeHead(h, src)
@@ -313,9 +331,12 @@ func (x *exchange) write(h *headerMap, src bodySource) error {
 		return err
 	}
 	if src.known {
-		if _, err := x.w.Write(src.data); err != nil {
-			return errAborted
+		if len(src.data) > 0 {
+			if _, err := x.w.Write(src.data); err != nil {
+				return errAborted
+			}
 		}
+		x.writeTrailers(src.tr)
 		return nil
 	}
 	if src.r != nil {
@@ -325,8 +346,29 @@ func (x *exchange) write(h *headerMap, src bodySource) error {
 		if _, err := io.Copy(struct{ io.Writer }{x.w}, src.r); err != nil {
 			return errAborted
 		}
+		// A body that streamed through (body mode NONE) may end with trailers.
+		if tr := src.trailers(); tr != nil {
+			lr, err := x.f.onTrailers(phaseResponseTrailers, tr)
+			if err != nil || lr != nil {
+				// The headers went downstream: Envoy can only reset the stream.
+				return errAborted
+			}
+			x.writeTrailers(tr)
+		}
 	}
 	return nil
+}
+
+// writeTrailers ends the response with trailers t (nil: none). net/http sends them as
+// HTTP/2 trailers, or as the trailers of a chunked HTTP/1 response.
+func (x *exchange) writeTrailers(t *headerMap) {
+	if t == nil {
+		return
+	}
+	hdr := x.w.Header()
+	for _, e := range t.entries {
+		hdr.Add(http.TrailerPrefix+e.key, e.value)
+	}
 }
 
 // writeHead sends the response headers of a body src (which may still be streaming, with
@@ -355,16 +397,21 @@ func (x *exchange) writeHead(h *headerMap, src bodySource) (bool, error) {
 		hdr["Content-Type"] = nil // no content sniffing: Envoy adds nothing
 	}
 	hdr.Set("Server", "envoy")
-	if !x.bodyRead.Load() {
+	h2 := x.r.ProtoMajor == 2
+	if !x.bodyRead.Load() && !h2 {
 		hdr.Set("Connection", "close")
 	}
 	chunked := false
-	if !h.has("content-length") {
-		if src.length() == 0 {
-			hdr.Set("Content-Length", "0") // Envoy's HTTP/1 codec does this for end_stream headers
-		} else {
-			chunked = true
-		}
+	switch {
+	case h.has("content-length"):
+	case h2:
+		// Envoy's HTTP/2 codec adds no content-length; net/http would compute one
+		// for a body written before the handler returns unless the key is present.
+		hdr["Content-Length"] = nil
+	case src.length() == 0 && src.tr == nil:
+		hdr.Set("Content-Length", "0") // Envoy's HTTP/1 codec does this for end_stream headers
+	default:
+		chunked = true
 	}
 	x.w.WriteHeader(code)
 	x.rec.Status = code
@@ -456,17 +503,28 @@ type bodySource struct {
 	data  []byte
 	r     io.Reader
 	size  int64 // declared size of a streaming body, -1 if unknown
-	// trailer holds a streaming body's trailers once r reached its end (net/http fills
-	// the map then); nil when there are none.
-	trailer http.Header
+	// trailer gives a streaming body's trailers once r reached its end (net/http fills
+	// them in then, over HTTP/2 into a map it creates only at that point); nil when the
+	// body cannot have any.
+	trailer func() http.Header
+	// tr are the trailers that end a known body (after processing); nil when none.
+	tr *headerMap
 }
 
 func noBody() bodySource                         { return bodySource{none: true} }
 func knownBody(b []byte) bodySource              { return bodySource{known: true, data: b} }
 func streamBody(r io.Reader, n int64) bodySource { return bodySource{r: r, size: n} }
 
-// empty reports whether the headers carry end_of_stream (no body will follow).
-func (b bodySource) empty() bool { return b.none || (b.known && len(b.data) == 0) }
+// trailers returns a streaming body's trailers once it was read to its end (nil: none).
+func (b bodySource) trailers() *headerMap {
+	if b.trailer == nil {
+		return nil
+	}
+	return trailerMap(b.trailer())
+}
+
+// empty reports whether the headers carry end_of_stream (no body and no trailers follow).
+func (b bodySource) empty() bool { return b.none || (b.known && len(b.data) == 0 && b.tr == nil) }
 
 // length is the body length, or -1 while it is unknown.
 func (b bodySource) length() int64 {
@@ -526,4 +584,68 @@ func readLimited(r io.Reader, limit int) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	return b, len(b) > limit, nil
+}
+
+// isGRPCRequest is Grpc::Common::hasGrpcContentType on the request headers: content-type
+// application/grpc, or application/grpc+<codec> / application/grpc;<params>.
+func isGRPCRequest(h *headerMap) bool {
+	if h == nil {
+		return false
+	}
+	ct, _ := h.get("content-type")
+	return ct == "application/grpc" || strings.HasPrefix(ct, "application/grpc+") || strings.HasPrefix(ct, "application/grpc;")
+}
+
+// grpcLocalReply turns local reply headers h into the trailers-only gRPC answer
+// Utility::prepareLocalReply makes for a gRPC request: :status 200, content-type
+// application/grpc, grpc-status (kept when the processor's mutation set it, else
+// immediate_response.grpc_status, else derived from the HTTP status), the body as a
+// percent-encoded grpc-message, no content-length, and no body.
+func (x *exchange) grpcLocalReply(h *headerMap, lr *localReply) *headerMap {
+	h.set(":status", "200")
+	h.set("content-type", "application/grpc")
+	if v, _ := h.get("grpc-status"); v == "" {
+		code := httpToGRPCStatus(lr.status)
+		if lr.grpcStatus != nil {
+			code = *lr.grpcStatus
+		}
+		h.set("grpc-status", strconv.FormatUint(uint64(code), 10))
+	}
+	if len(lr.body) > 0 && x.r.Method != http.MethodHead {
+		h.set("grpc-message", percentEncode(lr.body))
+	}
+	h.del("content-length")
+	return h
+}
+
+// httpToGRPCStatus is Grpc::Utility::httpToGrpcStatus.
+func httpToGRPCStatus(code int) uint32 {
+	switch code {
+	case 400:
+		return 13 // INTERNAL
+	case 401:
+		return 16 // UNAUTHENTICATED
+	case 403:
+		return 7 // PERMISSION_DENIED
+	case 404:
+		return 12 // UNIMPLEMENTED
+	case 429, 502, 503, 504:
+		return 14 // UNAVAILABLE
+	default:
+		return 2 // UNKNOWN
+	}
+}
+
+// percentEncode is Envoy's PercentEncoding::encode(value, "%") for grpc-message: '%' and
+// every byte outside printable ASCII become %XX.
+func percentEncode(b []byte) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c < ' ' || c > '~' || c == '%' {
+			fmt.Fprintf(&sb, "%%%02X", c)
+			continue
+		}
+		sb.WriteByte(c)
+	}
+	return sb.String()
 }

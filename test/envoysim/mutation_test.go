@@ -321,9 +321,9 @@ func TestConfigNormalized(t *testing.T) {
 			c.Mode = DefaultMode()
 			c.Mode.ResponseBodyMode = extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
 		}},
-		{"trailers", func(c *Config) {
-			c.Mode = DefaultMode()
-			c.Mode.RequestTrailerMode = extprocfilterv3.ProcessingMode_SEND
+		{"buffered partial", func(c *Config) {
+			c.Mode = GRPCMode()
+			c.Mode.ResponseBodyMode = extprocfilterv3.ProcessingMode_BUFFERED_PARTIAL
 		}},
 		{"status_on_error", func(c *Config) { c.StatusOnError = 99 }},
 	}

@@ -93,6 +93,8 @@ type Exchange struct {
 	RequestID string
 	// Method and Path are as received from the downstream client.
 	Method, Path string
+	// Proto is the downstream protocol: "HTTP/1.1" or "HTTP/2.0".
+	Proto string
 	// Status is the status sent downstream; 0 when the stream was reset instead.
 	Status int
 	// Details is the equivalent of %RESPONSE_CODE_DETAILS%: "via_upstream", or the local

@@ -77,8 +77,14 @@ func (x *exchange) upstreamRequest(h *headerMap, body bodySource) (*http.Request
 	case body.none:
 		req.Body, req.ContentLength = nil, 0
 	default:
-		// Without a content-length net/http, like Envoy's HTTP/1 codec, sends chunked.
+		// Without a content-length net/http, like Envoy's HTTP/1 codec, sends chunked
+		// (over HTTP/2: DATA frames and no content-length, as Envoy's HTTP/2 codec).
 		req.ContentLength = contentLength
+	}
+	if body.tr != nil {
+		// The request's trailers go on after its body (HTTP/2 trailers, or the
+		// trailers of a chunked HTTP/1 request).
+		req.Trailer = body.tr.httpHeader()
 	}
 	return req, nil
 }
@@ -103,13 +109,15 @@ func (x *exchange) roundTrip(req *http.Request) (*upstreamResponse, *localReply,
 	rh.add(":status", strconv.Itoa(resp.StatusCode))
 	rh.appendHTTPHeader(resp.Header)
 	bodyless := method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
-	if resp.ContentLength >= 0 && !bodyless && !rh.has("content-length") {
+	// net/http's HTTP/1 client may drop the header it read the length from; HTTP/2 has
+	// ContentLength 0 for a headers-only (trailers-only) answer that carried none.
+	if resp.ProtoMajor == 1 && resp.ContentLength >= 0 && !bodyless && !rh.has("content-length") {
 		rh.add("content-length", strconv.FormatInt(resp.ContentLength, 10))
 	}
 	// The router stamps this before the encoder filters run, so the processor sees it.
 	rh.add("x-envoy-upstream-service-time", strconv.FormatInt(time.Since(start).Milliseconds(), 10))
 	src := streamBody(resp.Body, resp.ContentLength)
-	src.trailer = resp.Trailer
+	src.trailer = func() http.Header { return resp.Trailer }
 	if bodyless || resp.ContentLength == 0 {
 		src = noBody()
 	}

@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"context"
+	"net"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tfsbridge/tfsbridge/internal/mockv2"
+	"github.com/tfsbridge/tfsbridge/proxy/bridge"
+	"github.com/tfsbridge/tfsbridge/test/envoysim"
+	"github.com/tfsbridge/tfsbridge/test/internal/tfclient"
+)
+
+// grpcStack is the gRPC deployment: the mock serving v2 over REST (the
+// metadata tfsbridge reads) and gRPC, the bridge with its ext_proc server
+// and its TF gRPC listener, and the Envoy stand-in in front of the
+// ext_proc server in both body modes, routing to the mock's gRPC port.
+type grpcStack struct {
+	clients map[string]*tfclient.Client // by transport
+	// extproc and mockGRPC are the ext_proc server's and the mock's v2
+	// gRPC addresses.
+	extproc, mockGRPC string
+}
+
+// grpcTransports are the ways a TF gRPC client reaches tfsbridge.
+var grpcTransports = []string{viaExtproc, viaExtprocFD, "proxy-grpc"}
+
+func newGRPCStack(t testing.TB, kind string) *grpcStack {
+	t.Helper()
+	mock, err := mockv2.New(mockv2.Options{Kind: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := httptest.NewServer(mock)
+	t.Cleanup(rest.Close)
+	glis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := mock.NewGRPCServer()
+	go func() { _ = gs.Serve(glis) }()
+	t.Cleanup(gs.Stop)
+
+	o := bridge.DefaultOptions()
+	o.BackendURL, o.BackendKind, o.TFGRPCBackend, o.DrainDelay = rest.URL, kind, glis.Addr().String(), 0
+	b, err := bridge.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := bridge.Listen(bridge.Addrs{Extproc: "127.0.0.1:0", TFGRPC: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	st := &grpcStack{clients: map[string]*tfclient.Client{}, extproc: l.Extproc.Addr().String(), mockGRPC: glis.Addr().String()}
+	dial := func(name, addr string) {
+		c, err := tfclient.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		st.clients[name] = c
+	}
+	// BUFFERED with the REST deployment's filter configuration (the
+	// processor turns the trailers on with mode_override), and
+	// FULL_DUPLEX_STREAMED.
+	for name, mode := range map[string]func() *extprocfilterv3.ProcessingMode{viaExtproc: envoysim.DefaultMode, viaExtprocFD: envoysim.FullDuplexMode} {
+		env, err := envoysim.Start(envoysim.Config{ProcessorAddr: l.Extproc.Addr().String(), Upstream: "http://" + glis.Addr().String(),
+			UpstreamHTTP2: true, Mode: mode(), AllowModeOverride: true, MessageTimeout: messageTimeout, BufferLimit: defaultBufferLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			for _, v := range env.Violations() {
+				t.Errorf("envoysim (%s) violation: %s", name, v)
+			}
+			env.Close()
+		})
+		dial(name, strings.TrimPrefix(env.URL(), "http://"))
+	}
+	dial("proxy-grpc", l.TFGRPC.Addr().String())
+	return st
+}
+
+// TestGRPCClients calls every TF Serving gRPC method as
+// tensorflow-serving-api does, through every transport, against the mock
+// in each server's habits, and decodes the answers with TF Serving's
+// message layout (tfclient, a reading of the protos independent of
+// tfsbridge's).
+func TestGRPCClients(t *testing.T) {
+	for _, kind := range []string{triton, kserve, mlserver} {
+		t.Run(kind, func(t *testing.T) {
+			st := newGRPCStack(t, kind)
+			for _, via := range grpcTransports {
+				t.Run(via, func(t *testing.T) { grpcCalls(t, st.clients[via], kind) })
+			}
+		})
+	}
+}
+
+func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
+	// A bound for a hang on a busy machine, not a timing assumption.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// make_tensor_proto(np.array([1, 2, 5], np.float32)): tensor_content.
+	p, err := c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
+		map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{3}, 1, 2, 5)}))
+	if err != nil {
+		t.Fatalf("Predict: %v", err)
+	}
+	y := p.Outputs["y"]
+	if y.DType != tfclient.DTFloat || !slices.Equal(y.Shape, []int64{3}) || !slices.Equal(y.FloatVal, []float32{2.5, 3, 4.5}) ||
+		p.ModelSpec.Name != "half_plus_two" || p.ModelSpec.SignatureName != "serving_default" {
+		t.Errorf("Predict answer %+v", p)
+	}
+
+	// A Python scalar (float_val, shape []), broadcast by TF's rules to [3]
+	// when the client pads the shape.
+	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
+		map[string]tfclient.TensorProto{"x": {DType: tfclient.DTFloat, Shape: []int64{3}, FloatVal: []float32{4}}}))
+	if err != nil || !slices.Equal(p.Outputs["y"].FloatVal, []float32{4, 4, 4}) {
+		t.Errorf("broadcast Predict: %+v %v", p, err)
+	}
+
+	// Strings: string_val both ways.
+	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("bytes_echo"),
+		map[string]tfclient.TensorProto{"text": tfclient.Strings([]int64{2}, "ab", "c")}))
+	if err != nil || len(p.Outputs["echo"].StringVal) != 2 || string(p.Outputs["echo"].StringVal[0]) != "ab" {
+		t.Errorf("bytes Predict: %+v %v", p, err)
+	}
+
+	// Classify and Regress: serialized tf.Examples.
+	cl, err := c.Classify(ctx, tfclient.ClassificationRequest(tfclient.Spec("linear_classifier"),
+		tfclient.Example(map[string]tfclient.Feature{"x": {Floats: []float32{0}}}),
+		tfclient.Example(map[string]tfclient.Feature{"x": {Floats: []float32{2}}})))
+	if err != nil || len(cl.Classifications) != 2 || len(cl.Classifications[0]) != 2 || cl.Classifications[0][0].Label != "negative" {
+		t.Errorf("Classify: %+v %v", cl, err)
+	}
+	rg, err := c.Regress(ctx, tfclient.RegressionRequest(tfclient.Spec("linear_regressor"),
+		tfclient.Example(map[string]tfclient.Feature{"x": {Floats: []float32{2}}})))
+	if err != nil || len(rg.Values) != 1 || rg.Values[0] != 3 {
+		t.Errorf("Regress: %+v %v", rg, err)
+	}
+
+	md, err := c.GetModelMetadata(ctx, tfclient.GetModelMetadataRequest(tfclient.Spec("half_plus_two"), "signature_def"))
+	if err != nil || md.TypeURL != tfclient.SignatureDefMapURL || md.SignatureDefs["serving_default"].Inputs["x"].Name != "x:0" {
+		t.Errorf("GetModelMetadata: %+v %v", md, err)
+	}
+	vs, err := c.GetModelStatus(ctx, tfclient.GetModelStatusRequest(tfclient.Spec("half_plus_two").WithVersion(1)))
+	if err != nil || len(vs) != 1 || vs[0].Version != 1 || vs[0].State != 30 {
+		t.Errorf("GetModelStatus: %+v %v", vs, err)
+	}
+
+	for _, e := range []struct {
+		name, method string
+		req          []byte
+		code         codes.Code
+		msg          string
+	}{
+		{"unknown model", tfclient.MethodPredict, tfclient.PredictRequest(tfclient.Spec("nope"),
+			map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{1}, 1)}),
+			codes.NotFound, "Servable not found for request: Latest(nope)"},
+		{"float64 for a float input", tfclient.MethodPredict, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
+			map[string]tfclient.TensorProto{"x": tfclient.Float64([]int64{2}, 1, 2)}),
+			codes.InvalidArgument, "Expects arg[0] to be float but double is provided"},
+		{"status of an unknown model", tfclient.MethodGetModelStatus, tfclient.GetModelStatusRequest(tfclient.Spec("nope")),
+			codes.NotFound, "Could not find any versions of model nope"},
+		{"multi inference", tfclient.MethodMultiInference, tfclient.GetModelStatusRequest(tfclient.Spec("half_plus_two")),
+			codes.Unimplemented, "MultiInference is not supported: tfsbridge translates to a v2 inference server, which has no equivalent"},
+	} {
+		_, err := c.Call(ctx, e.method, e.req)
+		if st, _ := status.FromError(err); st.Code() != e.code || st.Message() != e.msg {
+			t.Errorf("%s (%s): %v %q, want %v %q", e.name, kind, st.Code(), st.Message(), e.code, e.msg)
+		}
+	}
+}
