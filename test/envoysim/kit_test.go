@@ -101,7 +101,13 @@ func halfPlusTwo(r tfroute.Route, signature string) (grpcmap.Target, error) {
 }
 
 func TestGRPCKit(t *testing.T) {
-	mock, err := mockv2.New(mockv2.Options{Kind: "triton"})
+	for _, kind := range []string{"triton", "kserve", "mlserver"} {
+		t.Run(kind, func(t *testing.T) { checkGRPCKit(t, kind) })
+	}
+}
+
+func checkGRPCKit(t *testing.T, kind string) {
+	mock, err := mockv2.New(mockv2.Options{Kind: kind})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +140,11 @@ func TestGRPCKit(t *testing.T) {
 	if y.DType != tfclient.DTFloat || !reflect.DeepEqual(y.Shape, []int64{3}) || !reflect.DeepEqual(y.FloatVal, []float32{2.5, 3, 4.5}) {
 		t.Errorf("y = %+v, want float_val [2.5 3 4.5]", y)
 	}
-	if s := resp.ModelSpec; s.Name != "half_plus_two" || s.Version == nil || *s.Version != 1 || s.SignatureName != "serving_default" {
-		t.Errorf("model_spec %+v", s)
+	// Triton and MLServer name version "1"; KServe names none, and without a configured
+	// default TF's answer then has no version (docs/grpc.md §9).
+	wantVersion := kind != "kserve"
+	if s := resp.ModelSpec; s.Name != "half_plus_two" || (s.Version != nil) != wantVersion || (wantVersion && *s.Version != 1) || s.SignatureName != "serving_default" {
+		t.Errorf("model_spec %+v (version wanted: %v)", s, wantVersion)
 	}
 
 	for _, tc := range []struct {
