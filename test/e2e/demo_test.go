@@ -94,7 +94,7 @@ func TestDemoBinary(t *testing.T) {
 	bin := buildTfsbridge(t)
 	cmd := exec.Command(bin, "demo",
 		"--mock-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-		"--grpc-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-level", "warn")
+		"--grpc-addr", "127.0.0.1:0", "--mock-grpc-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-level", "warn")
 	var stdout, stderr syncBuffer
 	exited := startBinary(t, cmd, &stdout, &stderr)
 
