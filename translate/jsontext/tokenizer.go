@@ -70,9 +70,14 @@ type Token struct {
 	Num     Num
 }
 
-// ValueKind returns the kind of the value a scalar token is.
+// ValueKind returns the kind of the value a token is or, for an opening
+// bracket, starts.
 func (t Token) ValueKind() Kind {
 	switch t.Kind {
+	case BeginArray:
+		return Array
+	case BeginObject:
+		return Object
 	case StringValue:
 		return String
 	case NumberValue:

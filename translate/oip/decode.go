@@ -86,7 +86,7 @@ func DecodeResponseHeader(header []byte, sig *tensor.Signature, lim tensor.Limit
 
 // decoder holds the state of one DecodeResponse read.
 type decoder struct {
-	r     reader
+	r     *jsontext.Pull
 	bin   []byte // the binary section after the JSON header
 	off   int    // bytes of bin consumed so far
 	sig   *tensor.Signature
@@ -111,12 +111,11 @@ type decoder struct {
 // at least three members), then the outputs one by one, each name,
 // datatype, shape, parameters, data.
 func (d *decoder) decode(header []byte) ([]tensor.Tensor, error) {
-	tz := tzPool.Get().(*jsontext.Tokenizer)
-	defer tzPool.Put(tz)
-	tz.Reset(jsontext.ForElements(d.lim.MaxDepth, d.lim.MaxElements))
-	d.r = reader{tz: tz, buf: header}
+	d.r = pullPool.Get().(*jsontext.Pull)
+	defer pullPool.Put(d.r)
+	d.r.Reset(header, jsontext.ForElements(d.lim.MaxDepth, d.lim.MaxElements))
 	outs, err := d.root()
-	if serr := tz.Err(); serr != nil {
+	if serr := d.r.Err(); serr != nil {
 		d.needsData = false
 		if len(header) == 0 {
 			return nil, badResponse(serr, "empty body")
@@ -149,37 +148,37 @@ func (d *decoder) early(format string, args ...any) error {
 // outputs (FindMember's). A syntax error returns nothing: decode reports
 // it.
 func (d *decoder) root() ([]tensor.Tensor, error) {
-	r := &d.r
-	tok, ok := r.next()
+	r := d.r
+	tok, ok := r.Next()
 	if !ok {
 		return nil, nil
 	}
 	if tok.Kind != jsontext.BeginObject {
-		if !r.skip(tok) {
+		if !r.Skip(tok) {
 			return nil, nil
 		}
-		return nil, d.early("the JSON is a %v, not an object", kindOf(tok))
+		return nil, d.early("the JSON is a %v, not an object", tok.ValueKind())
 	}
 	var outs []tensor.Tensor
 	var err error
 	seen, list := false, false
 	for {
-		if tok, ok = r.next(); !ok {
+		if tok, ok = r.Next(); !ok {
 			return nil, nil
 		}
 		if tok.Kind == jsontext.EndObject {
 			break
 		}
 		isOutputs := !seen && string(tok.Str) == "outputs"
-		if tok, ok = r.next(); !ok {
+		if tok, ok = r.Next(); !ok {
 			return nil, nil
 		}
 		switch {
 		case !isOutputs:
-			ok = r.skip(tok)
+			ok = r.Skip(tok)
 		case tok.Kind != jsontext.BeginArray:
 			seen = true
-			ok = r.skip(tok)
+			ok = r.Skip(tok)
 		default:
 			seen, list = true, true
 			outs, err, ok = d.outputs()
@@ -188,7 +187,7 @@ func (d *decoder) root() ([]tensor.Tensor, error) {
 			return nil, nil
 		}
 	}
-	if end := r.p; !onlySpace(r.buf[end:]) {
+	if end := r.Pos(); !onlySpace(r.Text()[end:]) {
 		return nil, d.early("unexpected data after the JSON at offset %d", end)
 	}
 	if !list {
@@ -202,11 +201,11 @@ func (d *decoder) root() ([]tensor.Tensor, error) {
 // before any output's own; an output is decoded once it has been read,
 // until one fails. ok is false at a syntax error.
 func (d *decoder) outputs() (outs []tensor.Tensor, err error, ok bool) {
-	r := &d.r
+	r := d.r
 	var formErr error
 	outs = []tensor.Tensor{}
 	for i := 0; ; i++ {
-		tok, ok := r.next()
+		tok, ok := r.Next()
 		if !ok {
 			return nil, nil, false
 		}
@@ -218,7 +217,7 @@ func (d *decoder) outputs() (outs []tensor.Tensor, err error, ok bool) {
 		if tok.Kind == jsontext.BeginObject {
 			members, ok = d.readOutput(&o, formErr == nil && err == nil)
 		} else {
-			ok = r.skip(tok)
+			ok = r.Skip(tok)
 		}
 		if !ok {
 			return nil, nil, false
@@ -265,17 +264,17 @@ type field struct {
 
 // readField reads the value starting with tok into f (f.seen: a later
 // duplicate is only skipped).
-func (r *reader) readField(f *field, tok jsontext.Token) bool {
+func readField(r *jsontext.Pull, f *field, tok jsontext.Token) bool {
 	if f.seen {
-		return r.skip(tok)
+		return r.Skip(tok)
 	}
 	start := int(tok.Off)
-	f.seen, f.kind, f.num = true, kindOf(tok), tok.Num
+	f.seen, f.kind, f.num = true, tok.ValueKind(), tok.Num
 	if tok.Kind == jsontext.StringValue {
-		f.str = r.own(tok)
+		f.str = own(tok)
 	}
-	ok := r.skip(tok)
-	f.raw = r.buf[start:r.p]
+	ok := r.Skip(tok)
+	f.raw = r.Text()[start:r.Pos()]
 	return ok
 }
 
@@ -283,40 +282,40 @@ func (r *reader) readField(f *field, tok jsontext.Token) bool {
 // member count. When live, its data is converted as it is read if the
 // datatype and shape came first.
 func (d *decoder) readOutput(o *output, live bool) (members int, ok bool) {
-	r := &d.r
+	r := d.r
 	for {
-		key, ok := r.next()
+		key, ok := r.Next()
 		if !ok || key.Kind == jsontext.EndObject {
 			return members, ok
 		}
 		members++
-		tok, ok := r.next()
+		tok, ok := r.Next()
 		if !ok {
 			return members, false
 		}
 		switch string(key.Str) {
 		case "name":
-			ok = r.readField(&o.name, tok)
+			ok = readField(r, &o.name, tok)
 		case "datatype":
-			ok = r.readField(&o.datatype, tok)
+			ok = readField(r, &o.datatype, tok)
 		case "shape":
 			if o.shape.seen || tok.Kind != jsontext.BeginArray {
-				ok = r.readField(&o.shape, tok)
+				ok = readField(r, &o.shape, tok)
 				break
 			}
 			o.shape.seen, o.shape.kind = true, jsontext.Array
-			ok = r.readDims(o)
+			ok = readDims(r, o)
 		case "parameters":
 			if o.params.seen || tok.Kind != jsontext.BeginObject {
-				ok = r.readField(&o.params, tok)
+				ok = readField(r, &o.params, tok)
 				break
 			}
 			o.params.seen, o.params.kind = true, jsontext.Object
-			ok = r.readParams(o)
+			ok = readParams(r, o)
 		case "data":
 			ok = d.readData(o, tok, live)
 		default:
-			ok = r.skip(tok)
+			ok = r.Skip(tok)
 		}
 		if !ok {
 			return members, false
@@ -325,20 +324,20 @@ func (d *decoder) readOutput(o *output, live bool) (members int, ok bool) {
 }
 
 // readDims reads the shape's list after its '['.
-func (r *reader) readDims(o *output) bool {
+func readDims(r *jsontext.Pull, o *output) bool {
 	o.dims = make([]int64, 0, 4)
 	for {
-		tok, ok := r.next()
+		tok, ok := r.Next()
 		if !ok || tok.Kind == jsontext.EndArray {
 			return ok
 		}
 		start := int(tok.Off)
-		if !r.skip(tok) {
+		if !r.Skip(tok) {
 			return false
 		}
 		if o.badDim == nil {
 			if !tok.Num.IsInt64() || tok.Num.Int64() < 0 {
-				o.badDim = r.buf[start:r.p]
+				o.badDim = r.Text()[start:r.Pos()]
 			} else {
 				o.dims = append(o.dims, tok.Num.Int64())
 			}
@@ -347,27 +346,27 @@ func (r *reader) readDims(o *output) bool {
 }
 
 // readParams reads the parameters object after its '{'.
-func (r *reader) readParams(o *output) bool {
+func readParams(r *jsontext.Pull, o *output) bool {
 	for {
-		key, ok := r.next()
+		key, ok := r.Next()
 		if !ok || key.Kind == jsontext.EndObject {
 			return ok
 		}
-		tok, ok := r.next()
+		tok, ok := r.Next()
 		if !ok {
 			return false
 		}
 		switch string(key.Str) {
 		case "binary_data_size":
-			ok = r.readField(&o.size, tok)
+			ok = readField(r, &o.size, tok)
 		case "content_type":
 			if !o.ctSeen && tok.Kind == jsontext.StringValue {
 				o.base64 = string(tok.Str) == "base64"
 			}
 			o.ctSeen = true
-			ok = r.skip(tok)
+			ok = r.Skip(tok)
 		default:
-			ok = r.skip(tok)
+			ok = r.Skip(tok)
 		}
 		if !ok {
 			return false

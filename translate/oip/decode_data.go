@@ -79,9 +79,9 @@ type data struct {
 // converted as it is read when live and the output's datatype and shape
 // are known, else only its place is kept.
 func (d *decoder) readData(o *output, tok jsontext.Token, live bool) bool {
-	r, x := &d.r, &o.data
+	r, x := d.r, &o.data
 	if x.seen {
-		return r.skip(tok)
+		return r.Skip(tok)
 	}
 	x.seen = true
 	if tok.Kind == jsontext.NullValue {
@@ -92,22 +92,22 @@ func (d *decoder) readData(o *output, tok jsontext.Token, live bool) bool {
 	n, known := d.elements(o)
 	if !live || o.datatype.kind != jsontext.String || !ok || !known {
 		x.start = int(tok.Off)
-		ok = r.skip(tok)
-		x.end = r.p
+		ok = r.Skip(tok)
+		x.end = r.Pos()
 		return ok
 	}
-	x.begin(dt, n, len(r.buf)-r.p)
-	return r.leaves(x, tok, dt, n)
+	x.begin(dt, n, len(r.Text())-r.Pos())
+	return leaves(r, x, tok, dt, n)
 }
 
 // reread converts data whose text was only located.
 func (d *decoder) reread(x *data, dt tensor.DataType, n int64) {
-	r := reader{tz: tzPool.Get().(*jsontext.Tokenizer), buf: d.r.buf[x.start:x.end]}
-	defer tzPool.Put(r.tz)
-	r.tz.Reset(jsontext.Limits{MaxDepth: d.lim.MaxDepth})
-	x.begin(dt, n, len(r.buf))
-	if tok, ok := r.next(); ok {
-		r.leaves(x, tok, dt, n)
+	r := pullPool.Get().(*jsontext.Pull)
+	defer pullPool.Put(r)
+	r.Reset(d.r.Text()[x.start:x.end], jsontext.Limits{MaxDepth: d.lim.MaxDepth})
+	x.begin(dt, n, x.end-x.start)
+	if tok, ok := r.Next(); ok {
+		leaves(r, x, tok, dt, n)
 	}
 }
 
@@ -124,21 +124,21 @@ func (x *data) begin(dt tensor.DataType, n int64, room int) {
 
 // leaves reads the value starting with tok, taking every non-array value
 // under it in document order as one leaf (an object included).
-func (r *reader) leaves(x *data, tok jsontext.Token, dt tensor.DataType, n int64) bool {
+func leaves(r *jsontext.Pull, x *data, tok jsontext.Token, dt tensor.DataType, n int64) bool {
 	if tok.Kind != jsontext.BeginArray {
-		return r.leaf(x, tok, dt, n)
+		return leaf(r, x, tok, dt, n)
 	}
 	for {
-		e, ok := r.next()
+		e, ok := r.Next()
 		switch {
 		case !ok:
 			return false
 		case e.Kind == jsontext.EndArray:
 			return true
 		case e.Kind == jsontext.BeginArray:
-			ok = r.leaves(x, e, dt, n)
+			ok = leaves(r, x, e, dt, n)
 		default:
-			ok = r.leaf(x, e, dt, n)
+			ok = leaf(r, x, e, dt, n)
 		}
 		if !ok {
 			return false
@@ -147,17 +147,17 @@ func (r *reader) leaves(x *data, tok jsontext.Token, dt tensor.DataType, n int64
 }
 
 // leaf reads one leaf, starting with tok.
-func (r *reader) leaf(x *data, tok jsontext.Token, dt tensor.DataType, n int64) bool {
+func leaf(r *jsontext.Pull, x *data, tok jsontext.Token, dt tensor.DataType, n int64) bool {
 	start := int(tok.Off)
-	if tok.Kind == jsontext.BeginObject && !r.skip(tok) {
+	if tok.Kind == jsontext.BeginObject && !r.Skip(tok) {
 		return false
 	}
 	x.leaves++
-	raw := r.buf[start:r.p]
+	raw := r.Text()[start:r.Pos()]
 	switch {
 	case x.bad != nil:
 	case dt == tensor.Bytes && tok.Kind == jsontext.StringValue:
-		x.strs = append(x.strs, r.own(tok))
+		x.strs = append(x.strs, own(tok))
 	case dt == tensor.Bytes:
 		x.bad = raw
 	case x.leaves <= n:
