@@ -10,11 +10,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/translate/internal/jsontape"
+
 	"encoding/base64"
 	"encoding/binary"
-	"github.com/tfsbridge/tfsbridge/test/conformance"
 	"math"
 	"strconv"
+
+	"github.com/tfsbridge/tfsbridge/test/conformance"
 
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -49,7 +52,7 @@ func oracleDecodeResponseHeader(header []byte, sig *tensor.Signature, lim tensor
 // decode decodes the header's outputs, taking their blocks from d.bin (or,
 // lazily, only recording them).
 func (d *oracleDecoder) decode(header []byte) ([]tensor.Tensor, error) {
-	doc, err := jsontext.Parse(header, jsontext.ForElements(d.lim.MaxDepth, d.lim.MaxElements))
+	doc, err := jsontape.Parse(header, jsontape.ForElements(d.lim.MaxDepth, d.lim.MaxElements))
 	if err != nil {
 		if len(header) == 0 {
 			return nil, badResponse(err, "empty body")
@@ -110,7 +113,7 @@ type oracleDecoder struct {
 	needsData bool
 }
 
-func (d *oracleDecoder) output(t *tensor.Tensor, i int, o jsontext.Value) error {
+func (d *oracleDecoder) output(t *tensor.Tensor, i int, o jsontape.Value) error {
 	nameV, ok := o.Member("name")
 	if !ok || nameV.Kind() != jsontext.String || len(nameV.Str()) == 0 {
 		return badResponse(nil, "output %d has no name", i)
@@ -173,7 +176,7 @@ func (d *oracleDecoder) outputSpec(name []byte) *tensor.Spec {
 
 // shape reads the output's shape into t and returns its element count,
 // counted against lim.MaxElements before any data is allocated.
-func (d *oracleDecoder) shape(t *tensor.Tensor, o jsontext.Value) (int64, error) {
+func (d *oracleDecoder) shape(t *tensor.Tensor, o jsontape.Value) (int64, error) {
 	v, ok := o.Member("shape")
 	if !ok || v.Kind() != jsontext.Array {
 		return 0, badResponse(nil, "output '%s' has no shape", clip(t.Name, 64))
@@ -195,7 +198,7 @@ func (d *oracleDecoder) shape(t *tensor.Tensor, o jsontext.Value) (int64, error)
 
 // oracleOutputParameters reads binary_data_size and content_type from an
 // output's parameters (absent and null are both "none").
-func oracleOutputParameters(t *tensor.Tensor, o jsontext.Value) (size uint64, hasSize, base64Data bool, err error) {
+func oracleOutputParameters(t *tensor.Tensor, o jsontape.Value) (size uint64, hasSize, base64Data bool, err error) {
 	p, ok := o.Member("parameters")
 	if !ok || p.Kind() == jsontext.Null {
 		return 0, false, false, nil
@@ -271,7 +274,7 @@ func (d *oracleDecoder) binaryBlock(t *tensor.Tensor, i int, n int64, size uint6
 // splits into n equal widths, they are split that way and each element's
 // trailing NUL padding is dropped, which is what numpy's fixed-width
 // elements hold. Any other count mismatch is an error.
-func oracleDecodeData(t *tensor.Tensor, o jsontext.Value, n int64, base64Data bool) error {
+func oracleDecodeData(t *tensor.Tensor, o jsontape.Value, n int64, base64Data bool) error {
 	data, ok := o.Member("data")
 	if !ok || data.Kind() == jsontext.Null {
 		if n == 0 {
@@ -293,7 +296,7 @@ func oracleDecodeData(t *tensor.Tensor, o jsontext.Value, n int64, base64Data bo
 	t.Data = make([]byte, int(n)*size)
 	i := 0
 	var err error
-	oracleWalkLeaves(data, func(v jsontext.Value) bool {
+	oracleWalkLeaves(data, func(v jsontape.Value) bool {
 		err = oraclePutNumber(t, i, v)
 		i++
 		return err == nil
@@ -302,7 +305,7 @@ func oracleDecodeData(t *tensor.Tensor, o jsontext.Value, n int64, base64Data bo
 }
 
 // oracleCountLeaves counts the non-array values under v (1 for a scalar).
-func oracleCountLeaves(v jsontext.Value) int {
+func oracleCountLeaves(v jsontape.Value) int {
 	if v.Kind() != jsontext.Array {
 		return 1
 	}
@@ -315,7 +318,7 @@ func oracleCountLeaves(v jsontext.Value) int {
 
 // oracleWalkLeaves calls f for every non-array value under v in document order
 // until f returns false. Nesting is bounded by the reader's depth limit.
-func oracleWalkLeaves(v jsontext.Value, f func(jsontext.Value) bool) bool {
+func oracleWalkLeaves(v jsontape.Value, f func(jsontape.Value) bool) bool {
 	if v.Kind() != jsontext.Array {
 		return f(v)
 	}
@@ -328,7 +331,7 @@ func oracleWalkLeaves(v jsontext.Value, f func(jsontext.Value) bool) bool {
 }
 
 // oraclePutNumber stores leaf v as element i of fixed-size tensor t.
-func oraclePutNumber(t *tensor.Tensor, i int, v jsontext.Value) error {
+func oraclePutNumber(t *tensor.Tensor, i int, v jsontape.Value) error {
 	d := t.Data
 	switch t.DataType {
 	case tensor.Bool:
@@ -387,7 +390,7 @@ func oraclePutNumber(t *tensor.Tensor, i int, v jsontext.Value) error {
 
 // oracleLeafInt returns an integer leaf exactly; an integral double in int64
 // range is accepted too.
-func oracleLeafInt(v jsontext.Value) (int64, bool) {
+func oracleLeafInt(v jsontape.Value) (int64, bool) {
 	if v.Num().IsInt64() {
 		return v.Num().Int64(), true
 	}
@@ -398,7 +401,7 @@ func oracleLeafInt(v jsontext.Value) (int64, bool) {
 }
 
 // oracleLeafUint is oracleLeafInt for unsigned values.
-func oracleLeafUint(v jsontext.Value) (uint64, bool) {
+func oracleLeafUint(v jsontape.Value) (uint64, bool) {
 	if v.Num().IsUint64() {
 		return v.Num().Uint64(), true
 	}
@@ -408,7 +411,7 @@ func oracleLeafUint(v jsontext.Value) (uint64, bool) {
 	return 0, false
 }
 
-func oracleIntegralDouble(v jsontext.Value) (float64, bool) {
+func oracleIntegralDouble(v jsontape.Value) (float64, bool) {
 	if !v.IsNumber() || v.Num().IsInt64() || v.Num().IsUint64() {
 		return 0, false
 	}
@@ -422,7 +425,7 @@ func oracleIntegralDouble(v jsontext.Value) (float64, bool) {
 // oracleLeafFloat returns a float leaf rounded once to bits (32 or 64): integer
 // tokens converted, other numbers (NaN and Infinity tokens included)
 // parsed from their text, null as NaN.
-func oracleLeafFloat(v jsontext.Value, bits int) (float64, bool) {
+func oracleLeafFloat(v jsontape.Value, bits int) (float64, bool) {
 	switch {
 	case v.Kind() == jsontext.Null:
 		return math.NaN(), true
@@ -443,7 +446,7 @@ func oracleLeafFloat(v jsontext.Value, bits int) (float64, bool) {
 // oracleRoundTo rounds an integer leaf to bits once: float64(int64) may already
 // round, so large integers are re-read from their text at the target
 // precision.
-func oracleRoundTo(f float64, v jsontext.Value, bits int) float64 {
+func oracleRoundTo(f float64, v jsontape.Value, bits int) float64 {
 	if math.Abs(f) < 1<<24 {
 		return f
 	}
@@ -453,17 +456,17 @@ func oracleRoundTo(f float64, v jsontext.Value, bits int) float64 {
 	return f
 }
 
-func oracleBadValue(t *tensor.Tensor, v jsontext.Value) error {
+func oracleBadValue(t *tensor.Tensor, v jsontape.Value) error {
 	return badResponse(nil, "output '%s' holds %s, not a valid %v value", clip(t.Name, 64), clip(string(v.Raw()), 32), t.DataType)
 }
 
 // oracleDecodeStrings reads BYTES data. Strings without escapes alias the body;
 // oracleEscaped and base64 strings are decoded into one arena allocated at its
 // exact size after a first pass.
-func oracleDecodeStrings(t *tensor.Tensor, data jsontext.Value, n int64, leaves int, base64Data bool) error {
+func oracleDecodeStrings(t *tensor.Tensor, data jsontape.Value, n int64, leaves int, base64Data bool) error {
 	arena := 0
 	var err error
-	oracleWalkLeaves(data, func(v jsontext.Value) bool {
+	oracleWalkLeaves(data, func(v jsontape.Value) bool {
 		if v.Kind() != jsontext.String {
 			err = badResponse(nil, "output '%s' holds %s, not a BYTES string", clip(t.Name, 64), clip(string(v.Raw()), 32))
 			return false
@@ -487,7 +490,7 @@ func oracleDecodeStrings(t *tensor.Tensor, data jsontext.Value, n int64, leaves 
 	}
 	buf := make([]byte, 0, arena)
 	strs := make([][]byte, 0, leaves)
-	oracleWalkLeaves(data, func(v jsontext.Value) bool {
+	oracleWalkLeaves(data, func(v jsontape.Value) bool {
 		s := v.Str()
 		switch {
 		case base64Data:
@@ -519,7 +522,7 @@ func oracleDecodeStrings(t *tensor.Tensor, data jsontext.Value, n int64, leaves 
 
 // oracleEscaped reports a string leaf whose contents differ from its text, so
 // Str points into the document's pooled memory and must be copied.
-func oracleEscaped(v jsontext.Value) bool { return len(v.Raw()) != len(v.Str())+2 }
+func oracleEscaped(v jsontape.Value) bool { return len(v.Raw()) != len(v.Str())+2 }
 
 func oraclePutUint(d []byte, i, bits int, u uint64) {
 	switch bits {

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/translate/internal/jsontape"
+	"github.com/tfsbridge/tfsbridge/translate/internal/oracle"
+
 	"github.com/tfsbridge/tfsbridge/test/conformance"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 
@@ -30,19 +33,19 @@ func oracleParse(body []byte, opt Options) (*Request, error) {
 	if opt.MaxBytes <= 0 {
 		opt.MaxBytes = DefaultMaxBytes
 	}
-	doc, err := tfjson.ParseJSON(body, opt.Limits)
+	doc, err := oracle.ParseJSON(body, opt.Limits)
 	if err != nil {
 		return nil, err
 	}
 	defer doc.Release()
 	root := doc.Root()
 	if root.Kind() != jsontext.Object {
-		return nil, tfjson.FormatError(root, "Is not object")
+		return nil, oracle.FormatError(root, "Is not object")
 	}
 	r := &Request{}
 	if v, ok := root.Member(keySignature); ok {
 		if v.Kind() != jsontext.String {
-			return nil, tfjson.FormatError(root, "not formatted correctly. 'signature_name' key must be a string value.")
+			return nil, oracle.FormatError(root, "not formatted correctly. 'signature_name' key must be a string value.")
 		}
 		r.SignatureName = string(v.Str())
 	}
@@ -59,11 +62,11 @@ func oracleParse(body []byte, opt Options) (*Request, error) {
 	examples, ok := root.Member(keyExamples)
 	switch {
 	case !ok:
-		return nil, tfjson.FormatError(root, "When method is classify, key 'examples' is expected and was not found")
+		return nil, oracle.FormatError(root, "When method is classify, key 'examples' is expected and was not found")
 	case examples.Kind() != jsontext.Array:
-		return nil, tfjson.FormatError(root, "Expecting 'examples' value to be an list/array")
+		return nil, oracle.FormatError(root, "Expecting 'examples' value to be an list/array")
 	case examples.Len() == 0:
-		return nil, tfjson.FormatError(root, "'examples' value is an empty array")
+		return nil, oracle.FormatError(root, "'examples' value is an empty array")
 	}
 	n := int64(examples.Len())
 	// The context is repeated in every example: charge it up front, so
@@ -132,7 +135,7 @@ func (w *oracleWriter) charge(elements, size int64) error {
 // Features are written in name order and a repeated name keeps its last
 // value (the proto map assignment TF Serving makes); an empty object is
 // an Example without features, which serializes to nothing.
-func (w *oracleWriter) example(v jsontext.Value) error {
+func (w *oracleWriter) example(v jsontape.Value) error {
 	if v.Kind() != jsontext.Object {
 		return apierr.InvalidArgumentf("Example must be JSON object but got JSON %s", v.Kind())
 	}
@@ -194,10 +197,10 @@ func (w *oracleWriter) mapEntryLen(e oracleEntry) int {
 
 // feature appends to w.feats the Feature message of one JSON feature
 // value: a scalar is a one-element list, [] a Feature with no kind.
-func (w *oracleWriter) feature(name []byte, content jsontext.Value) error {
+func (w *oracleWriter) feature(name []byte, content jsontape.Value) error {
 	w.list = w.list[:0]
 	k, count := kindNone, int64(0)
-	add := func(v jsontext.Value) error {
+	add := func(v jsontape.Value) error {
 		var err error
 		k, err = w.value(name, k, v)
 		count++
@@ -236,13 +239,13 @@ func (w *oracleWriter) feature(name []byte, content jsontext.Value) error {
 // value is AddValueToFeature: it checks one element against the kind the
 // feature has so far (kindNone before its first value) and appends it to
 // w.list, returning the feature's kind.
-func (w *oracleWriter) value(name []byte, k kind, v jsontext.Value) (kind, error) {
+func (w *oracleWriter) value(name []byte, k kind, v jsontape.Value) (kind, error) {
 	var want kind
 	switch v.Kind() {
 	case jsontext.Null, jsontext.Array:
 		return k, oracleUnexpectedType(name, v)
 	case jsontext.Object:
-		if !tfjson.IsBase64Object(v) {
+		if !oracle.IsBase64Object(v) {
 			return k, oracleUnexpectedType(name, v)
 		}
 		want = kindBytes
@@ -286,7 +289,7 @@ func (w *oracleWriter) value(name []byte, k kind, v jsontext.Value) (kind, error
 	return want, nil
 }
 
-func oracleUnexpectedType(name []byte, v jsontext.Value) error {
+func oracleUnexpectedType(name []byte, v jsontape.Value) error {
 	return apierr.InvalidArgumentf("Feature: %s has element with unexpected JSON type: %s", name, v.Kind())
 }
 
