@@ -2,10 +2,7 @@ package oip
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
 
-	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
@@ -460,15 +457,6 @@ func (d *decoder) shape(t *tensor.Tensor, o *output) (int64, error) {
 	return n, nil
 }
 
-// elements returns the element count of a valid shape within the limit.
-func (d *decoder) elements(o *output) (int64, bool) {
-	if o.shape.kind != jsontext.Array || o.badDim != nil {
-		return 0, false
-	}
-	n, err := tensor.NumElements(o.dims)
-	return n, err == nil && n <= d.lim.MaxElements-d.total
-}
-
 // binaryBlock takes the output's block from the binary section: fixed-size
 // data aliased as is, BYTES split at their 4-byte little-endian length
 // prefixes, every length checked before it is used.
@@ -566,16 +554,4 @@ func onlySpace(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// errBadResponse marks every DecodeResponse error for errors.Is.
-var errBadResponse = errors.New("invalid v2 response")
-
-// badResponse is the error for a response that cannot be translated: a
-// 502, since the fault is the inference server's, not the client's.
-func badResponse(cause error, format string, args ...any) *apierr.Error {
-	if cause == nil {
-		cause = errBadResponse
-	}
-	return apierr.Wrap(apierr.BadGateway, cause, "invalid response from inference server: "+fmt.Sprintf(format, args...))
 }

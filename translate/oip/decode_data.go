@@ -100,6 +100,15 @@ func (d *decoder) readData(o *output, tok jsontext.Token, live bool) bool {
 	return leaves(r, x, tok, dt, n)
 }
 
+// elements returns the element count of a valid shape within the limit.
+func (d *decoder) elements(o *output) (int64, bool) {
+	if o.shape.kind != jsontext.Array || o.badDim != nil {
+		return 0, false
+	}
+	n, err := tensor.NumElements(o.dims)
+	return n, err == nil && n <= d.lim.MaxElements-d.total
+}
+
 // reread converts data whose text was only located.
 func (d *decoder) reread(x *data, dt tensor.DataType, n int64) {
 	r := pullPool.Get().(*jsontext.Pull)
