@@ -160,19 +160,7 @@ func appendDump(dst []byte, text string, limit int) []byte {
 	p.Reset([]byte(text), Limits{})
 	var s DumpStream
 	s.reset(dst, limit)
-	for tok, ok := p.Next(); ok && !s.Full(); tok, ok = p.Next() {
-		switch tok.Kind {
-		case BeginArray, BeginObject:
-			s.Open(tok.Kind == BeginObject)
-		case EndArray, EndObject:
-			s.Close(tok.Kind == EndObject)
-		case Key, StringValue:
-			s.String(tok.Str)
-		case NumberValue:
-			s.Number(tok.Num)
-		default:
-			s.Literal(tok.ValueKind())
-		}
+	for tok, ok := p.Next(); ok && s.Feed(tok); tok, ok = p.Next() {
 	}
 	return s.Bytes()
 }

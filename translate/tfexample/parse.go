@@ -121,19 +121,7 @@ type tally struct{ values, size int64 }
 func (p *parser) next() (jsontext.Token, bool) {
 	tok, ok := p.r.Next()
 	if ok && !p.dump.Full() {
-		s := &p.dump
-		switch tok.Kind {
-		case jsontext.BeginArray, jsontext.BeginObject:
-			s.Open(tok.Kind == jsontext.BeginObject)
-		case jsontext.EndArray, jsontext.EndObject:
-			s.Close(tok.Kind == jsontext.EndObject)
-		case jsontext.Key, jsontext.StringValue:
-			s.String(tok.Str)
-		case jsontext.NumberValue:
-			s.Number(tok.Num)
-		default:
-			s.Literal(tok.ValueKind())
-		}
+		p.dump.Feed(tok)
 	}
 	return tok, ok
 }

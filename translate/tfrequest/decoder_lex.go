@@ -157,7 +157,7 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 		f.n++
 	}
 	s := d.slot()
-	if d.skipping() || d.dumpOnly {
+	if d.skipping() {
 		s = slot{kind: slotSkip}
 	}
 	switch s.kind {
@@ -933,4 +933,39 @@ func floatRun(buf []byte, p int, data []byte, wide bool, limit int64) (end int, 
 	room := min(limit, int64((cap(data)-len(data))>>shift))
 	data, end, n := jsontext.AppendDecimals(data, buf, p, wide, int(room))
 	return end, data, int64(n)
+}
+
+// replayInputs reads the values of the named "inputs" object that just
+// closed again, in signature order, with the element limit counted from
+// zero: which input meets the limit first, and so which error TF reports,
+// depends on that order. Each value is read by a tokenizer of its own
+// (the text around it was read already); the root dump, already fed, is
+// paused.
+func (d *Decoder) replayInputs() {
+	root := &d.dumps[dumpRoot]
+	rootOn, tz := root.on, d.tz
+	if rootOn {
+		d.dumpStop(dumpRoot)
+	}
+	d.replaying, d.total = true, 0
+	d.colErrs, d.colTrip = nil, false
+	d.stack = append(d.stack, opFrame{obj: true, role: roleInputs})
+	base := len(d.stack)
+	for i := range d.ins {
+		in := &d.ins[i]
+		if !in.used {
+			continue // missing: closeInputs says so in order
+		}
+		in.data, in.strs = in.data[:0], in.strs[:0]
+		d.stack[base-1].next, d.stack[base-1].nextInput = slotItem, int32(i)
+		d.tz = jsontext.Tokenizer{}
+		d.tz.Reset(jsontext.Limits{MaxDepth: d.lim.MaxDepth})
+		d.lex(d.body, in.from, base)
+	}
+	d.stack = d.stack[:base-1]
+	d.replaying, d.tz = false, tz
+	if rootOn {
+		root.on = true
+		d.ndump++
+	}
 }
