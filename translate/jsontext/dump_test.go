@@ -160,7 +160,9 @@ func appendDump(dst []byte, text string, limit int) []byte {
 	p.Reset([]byte(text), Limits{})
 	var s DumpStream
 	s.reset(dst, limit)
-	for tok, ok := p.Next(); ok && s.Feed(tok); tok, ok = p.Next() {
+	for {
+		if tok, ok := p.Next(); !ok || !s.Feed(tok) {
+			return s.Bytes()
+		}
 	}
-	return s.Bytes()
 }

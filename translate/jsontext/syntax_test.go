@@ -11,9 +11,11 @@ import (
 func readErr(text string, lim Limits) error {
 	var p Pull
 	p.Reset([]byte(text), lim)
-	for _, ok := p.Next(); ok; _, ok = p.Next() {
+	for {
+		if _, ok := p.Next(); !ok {
+			return p.Err()
+		}
 	}
-	return p.Err()
 }
 
 // first returns the first token of text, which must read without error,

@@ -178,7 +178,7 @@ func (d *decoder) root() ([]tensor.Tensor, error) {
 			ok = r.Skip(tok)
 		default:
 			seen, list = true, true
-			outs, err, ok = d.outputs()
+			outs, ok, err = d.outputs()
 		}
 		if !ok {
 			return nil, nil
@@ -197,14 +197,14 @@ func (d *decoder) root() ([]tensor.Tensor, error) {
 // at least a name, datatype and shape: the first that is not is the error,
 // before any output's own; an output is decoded once it has been read,
 // until one fails. ok is false at a syntax error.
-func (d *decoder) outputs() (outs []tensor.Tensor, err error, ok bool) {
+func (d *decoder) outputs() (outs []tensor.Tensor, ok bool, err error) {
 	r := d.r
 	var formErr error
 	outs = []tensor.Tensor{}
 	for i := 0; ; i++ {
 		tok, ok := r.Next()
 		if !ok {
-			return nil, nil, false
+			return nil, false, nil
 		}
 		if tok.Kind == jsontext.EndArray {
 			break
@@ -217,7 +217,7 @@ func (d *decoder) outputs() (outs []tensor.Tensor, err error, ok bool) {
 			ok = r.Skip(tok)
 		}
 		if !ok {
-			return nil, nil, false
+			return nil, false, nil
 		}
 		switch {
 		case members < 3:
@@ -230,9 +230,9 @@ func (d *decoder) outputs() (outs []tensor.Tensor, err error, ok bool) {
 		}
 	}
 	if formErr != nil {
-		return nil, formErr, true
+		return nil, true, formErr
 	}
-	return outs, err, true
+	return outs, true, err
 }
 
 // output is what one output object says, as read: the first member of

@@ -190,7 +190,7 @@ func (p *parser) root() (*Request, error) {
 		case key == keyContext && !p.ctxSeen:
 			p.ctxSeen = true
 			var t tally
-			p.ctx, p.ctxErr, ok = p.w.example(p, tok, nil, &t)
+			p.ctx, ok, p.ctxErr = p.w.example(p, tok, nil, &t)
 			p.ctxValues = t.values
 		case key == keyExamples && !p.exSeen:
 			p.exSeen = true
@@ -240,7 +240,7 @@ func (p *parser) examples(bodyLen int) bool {
 			continue
 		}
 		var err error
-		if w.out, err, ok = w.example(p, tok, w.out, &t); !ok {
+		if w.out, ok, err = w.example(p, tok, w.out, &t); !ok {
 			return false
 		}
 		if err != nil {
@@ -349,15 +349,15 @@ func (w *writer) charge(t *tally, elements, size int64) error {
 // TF Serving makes); an empty object is an Example without features, which
 // serializes to nothing. After an error the rest of the value is read
 // (skipped); ok is false at a syntax error.
-func (w *writer) example(p *parser, tok jsontext.Token, dst []byte, t *tally) (out []byte, err error, ok bool) {
+func (w *writer) example(p *parser, tok jsontext.Token, dst []byte, t *tally) (out []byte, ok bool, err error) {
 	if tok.Kind != jsontext.BeginObject {
-		return dst, apierr.InvalidArgumentf("Example must be JSON object but got JSON %s", tok.ValueKind()), p.skip(tok)
+		return dst, p.skip(tok), apierr.InvalidArgumentf("Example must be JSON object but got JSON %s", tok.ValueKind())
 	}
 	w.feats, w.names, w.entries = w.feats[:0], w.names[:0], w.entries[:0]
 	for {
 		key, ok := p.next()
 		if !ok {
-			return dst, nil, false
+			return dst, false, nil
 		}
 		if key.Kind == jsontext.EndObject {
 			break
@@ -371,13 +371,13 @@ func (w *writer) example(p *parser, tok jsontext.Token, dst []byte, t *tally) (o
 		w.names = append(w.names, name...)
 		name = w.names[len(w.names)-len(name):]
 		start := len(w.feats)
-		if err, ok = w.feature(p, name, t); err != nil || !ok {
-			return dst, err, ok && p.skipOut(1)
+		if ok, err = w.feature(p, name, t); err != nil || !ok {
+			return dst, ok && p.skipOut(1), err
 		}
 		w.entries = append(w.entries, entry{int32(len(w.names) - len(name)), int32(len(w.names)), int32(start), int32(len(w.feats))})
 	}
 	if len(w.entries) == 0 {
-		return dst, nil, true
+		return dst, true, nil
 	}
 	// Stable sort (most requests are already in order), then keep the
 	// last of each run of equal names.
@@ -397,7 +397,7 @@ func (w *writer) example(p *parser, tok jsontext.Token, dst []byte, t *tally) (o
 		featuresLen += sizeField(w.mapEntryLen(e))
 	}
 	if err := w.charge(t, 0, int64(sizeField(featuresLen))); err != nil {
-		return dst, err, true
+		return dst, true, err
 	}
 	// Example.features (1) → Features.feature (1): map<string, Feature>,
 	// each entry a message {key (1), value (2)}.
@@ -407,7 +407,7 @@ func (w *writer) example(p *parser, tok jsontext.Token, dst []byte, t *tally) (o
 		dst = appendBytes(dst, fieldMapKey, w.name(e))
 		dst = appendBytes(dst, fieldMapValue, w.feats[e.start:e.end])
 	}
-	return dst, nil, true
+	return dst, true, nil
 }
 
 func (w *writer) name(e entry) []byte { return w.names[e.nameStart:e.nameEnd] }
@@ -431,40 +431,40 @@ var kindNames = [...]string{kindNone: "UNKNOWN", kindBytes: "bytes", kindFloat: 
 // feature appends to w.feats the Feature message of the feature value
 // read next: a scalar is a one-element list, [] a Feature with no kind.
 // After an error the rest of a list is skipped.
-func (w *writer) feature(p *parser, name []byte, t *tally) (error, bool) {
+func (w *writer) feature(p *parser, name []byte, t *tally) (bool, error) {
 	w.list = w.list[:0]
 	k, count := kindNone, int64(0)
 	tok, ok := p.next()
 	if !ok {
-		return nil, false
+		return false, nil
 	}
 	var err error
 	if tok.Kind != jsontext.BeginArray {
 		count++
-		if k, err, ok = w.value(p, name, k, tok); err != nil || !ok {
-			return err, ok
+		if k, ok, err = w.value(p, name, k, tok); err != nil || !ok {
+			return ok, err
 		}
 	} else {
 		for {
 			if tok, ok = p.next(); !ok {
-				return nil, false
+				return false, nil
 			}
 			if tok.Kind == jsontext.EndArray {
 				break
 			}
 			count++
-			if k, err, ok = w.value(p, name, k, tok); err != nil || !ok {
-				return err, ok && p.skipOut(1)
+			if k, ok, err = w.value(p, name, k, tok); err != nil || !ok {
+				return ok && p.skipOut(1), err
 			}
 		}
 	}
 	// Only the values: the bytes are charged once the example is whole
 	// (its scratch space is within a small factor of its JSON text).
 	if err := w.charge(t, count, 0); err != nil {
-		return err, true
+		return true, err
 	}
 	if k == kindNone {
-		return nil, true // Feature{}: an empty message
+		return true, nil // Feature{}: an empty message
 	}
 	listLen := len(w.list)
 	if k != kindBytes {
@@ -476,22 +476,22 @@ func (w *writer) feature(p *parser, name []byte, t *tally) (error, bool) {
 		w.feats = appendLen(w.feats, fieldListValue, len(w.list))
 	}
 	w.feats = append(w.feats, w.list...)
-	return nil, true
+	return true, nil
 }
 
 // value is AddValueToFeature: it checks the element tok starts (and reads
 // it whole) against the kind the feature has so far (kindNone before its
 // first value) and appends it to w.list, returning the feature's kind.
-func (w *writer) value(p *parser, name []byte, k kind, tok jsontext.Token) (kind, error, bool) {
+func (w *writer) value(p *parser, name []byte, k kind, tok jsontext.Token) (kind, bool, error) {
 	var want kind
 	var b64 []byte
 	switch tok.Kind {
 	case jsontext.NullValue, jsontext.BeginArray:
-		return k, unexpectedType(name, tok.ValueKind()), p.skip(tok)
+		return k, p.skip(tok), unexpectedType(name, tok.ValueKind())
 	case jsontext.BeginObject:
 		var isB64, ok bool
 		if b64, isB64, ok = w.readB64(p); !ok || !isB64 {
-			return k, unexpectedType(name, jsontext.Object), ok
+			return k, ok, unexpectedType(name, jsontext.Object)
 		}
 		want = kindBytes
 	case jsontext.StringValue:
@@ -505,13 +505,13 @@ func (w *writer) value(p *parser, name []byte, k kind, tok jsontext.Token) (kind
 		}
 	}
 	if k != kindNone && k != want {
-		return k, apierr.InvalidArgumentf("Unexpected element type in feature: %s expecting type: %s", name, kindNames[k]), true
+		return k, true, apierr.InvalidArgumentf("Unexpected element type in feature: %s expecting type: %s", name, kindNames[k])
 	}
 	switch tok.Kind {
 	case jsontext.BeginObject:
 		var ok bool
 		if w.b64, ok = tfjson.AppendBase64(w.b64[:0], b64); !ok {
-			return k, apierr.InvalidArgumentf("Unable to base64 decode"), true
+			return k, true, apierr.InvalidArgumentf("Unable to base64 decode")
 		}
 		w.list = appendBytes(w.list, fieldListValue, w.b64)
 	case jsontext.StringValue:
@@ -525,12 +525,12 @@ func (w *writer) value(p *parser, name []byte, k kind, tok jsontext.Token) (kind
 		case want == kindFloat:
 			w.list = appendFloat(w.list, float32(tok.Num.Float64()))
 		case !tok.Num.IsInt64():
-			return k, apierr.InvalidArgumentf("Feature: %s has uint64_t element. Only int64_t is supported.", name), true
+			return k, true, apierr.InvalidArgumentf("Feature: %s has uint64_t element. Only int64_t is supported.", name)
 		default:
 			w.list = appendVarint(w.list, uint64(tok.Num.Int64()))
 		}
 	}
-	return want, nil, true
+	return want, true, nil
 }
 
 // readB64 reads an object after its '{' and tells whether it is
