@@ -182,9 +182,10 @@ func (d *Decoder) dumpStop(k int) {
 	}
 }
 
-func (d *Decoder) feedOpen(obj bool) {
+// feedToken passes an opening bracket, a number or a literal.
+func (d *Decoder) feedToken(tok jsontext.Token) {
 	if d.ndump > 0 {
-		d.feed(func(s *jsontext.DumpStream) bool { return s.Open(obj) })
+		d.feed(func(s *jsontext.DumpStream) bool { return s.Feed(tok) })
 	}
 }
 
@@ -212,28 +213,11 @@ func (d *Decoder) feedString(v []byte, stable bool) {
 	}
 }
 
-func (d *Decoder) feedScalar(k jsontext.Kind, n jsontext.Num) {
-	if d.ndump > 0 {
-		d.feed(func(s *jsontext.DumpStream) bool { return scalarDump(s, k, n) })
-	}
-}
-
-func scalarDump(s *jsontext.DumpStream, k jsontext.Kind, n jsontext.Num) bool {
-	if k == jsontext.Number {
-		return s.Number(n)
-	}
-	return s.Literal(k)
-}
-
 // tokenDump returns the dump of one scalar token.
-func tokenDump(k jsontext.Kind, n jsontext.Num, str []byte) []byte {
+func tokenDump(tok jsontext.Token) []byte {
 	var s jsontext.DumpStream
 	s.Reset(nil)
-	if k == jsontext.String {
-		s.String(str)
-	} else {
-		scalarDump(&s, k, n)
-	}
+	s.Feed(tok)
 	return s.Bytes()
 }
 

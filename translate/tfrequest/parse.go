@@ -40,7 +40,7 @@ func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 // name to read the body again with, when it names its signature after the
 // values.
 func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) (r *Request, late *string, err error) {
-	d := newDecoder(resolve, lim)
+	d := NewDecoder(resolve, lim)
 	d.whole, d.body = true, body
 	if name != nil {
 		d.req.SignatureName, d.known = *name, true
