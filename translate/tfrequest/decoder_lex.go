@@ -342,7 +342,7 @@ func (d *Decoder) key(k []byte) {
 			}
 		}
 	case roleFirstInst:
-		if string(k) == tfjson.KeyB64 && (d.lookup(k) < 0 || !d.whole || d.b64Ahead()) {
+		if b64, _ := d.b64First(f, k); b64 {
 			// {"b64": …} first: plain values of the first input (TF feeds
 			// the first input even when there are several).
 			d.mode = instPlain
@@ -359,9 +359,9 @@ func (d *Decoder) key(k []byte) {
 	case roleInstance:
 		d.instanceKey(f, k)
 	case roleInputs:
-		switch {
-		case f.n != 1 || string(k) != tfjson.KeyB64 || d.whole && d.lookup(k) >= 0 && !d.b64Ahead():
-		case d.lookup(k) >= 0 && !d.whole:
+		switch b64, named := d.b64First(f, k); {
+		case !b64:
+		case named && !d.whole:
 			f.role = roleSkip
 			if d.ferr == nil {
 				d.ferr = undecided(`"inputs" object starting with "b64" while an input has that name`)
@@ -386,6 +386,18 @@ func (d *Decoder) key(k []byte) {
 	}
 }
 
+// b64First reports whether k, the first key of an object that may be a
+// {"b64": "…"} value, starts one (b64): always when it is "b64", unless an
+// input has that name (named) and the whole body, looked ahead, shows
+// that the object is no such value. A stream cannot look ahead.
+func (d *Decoder) b64First(f *opFrame, k []byte) (b64, named bool) {
+	if f.n != 1 || string(k) != tfjson.KeyB64 {
+		return false, false
+	}
+	named = d.lookup(k) >= 0
+	return !(named && d.whole && !d.b64Ahead()), named
+}
+
 // instanceKey maps a key of a named-inputs instance object to its input.
 // TF reads the key as a C string: it ends at its first NUL (rowKey).
 func (d *Decoder) instanceKey(f *opFrame, k []byte) {
@@ -399,9 +411,9 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 		d.keyBuf = append(d.keyBuf[:0], name...)
 		d.ekey = d.keyBuf
 	}
-	if f.n == 1 && string(k) == tfjson.KeyB64 && !(d.whole && d.lookup(k) >= 0 && !d.b64Ahead()) {
+	if b64, named := d.b64First(f, k); b64 {
 		// A b64 value where objects are expected, or an input named b64.
-		if d.lookup(k) >= 0 && !d.whole {
+		if named && !d.whole {
 			d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
 			return
 		}
