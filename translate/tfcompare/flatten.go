@@ -245,6 +245,16 @@ func isB64(v jsontape.Value) bool {
 	return ok && v.Len() == 1 && b.Kind() == jsontext.String
 }
 
+// find returns the output named name, nil when there is none.
+func (s *side) find(name string) *flatOut {
+	for i := range s.outs {
+		if s.outs[i].name == name {
+			return &s.outs[i]
+		}
+	}
+	return nil
+}
+
 // open starts an output; close ends it. o stays valid in between because
 // nothing else appends to s.outs.
 func (s *side) open(name string) *flatOut {
