@@ -52,7 +52,7 @@ type Decoder struct {
 	dups   bool // an instance object named an input twice
 	inObjN int  // inputs the current instance object has named
 
-	exactState
+	record
 }
 
 // opInput accumulates one signature input's tensor (input), plus the item being read — its shape as inferred so far (-1 for
@@ -124,19 +124,9 @@ type opFrame struct {
 func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
 	lim = lim.OrDefault()
 	d := &Decoder{resolve: resolve, lim: lim, req: &Request{},
-		exactState: exactState{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}}
+		record: record{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}}
 	d.tz.Reset(tfjson.Limits(lim))
 	return d
-}
-
-// fail ends a decode at a path without an exact answer (a safety net no
-// test reaches): the body is undecided.
-func (d *Decoder) fail() error {
-	d.failed = true
-	if d.final == nil {
-		d.final = undecided("unsupported construct")
-	}
-	return d.final
 }
 
 // abort releases what a failed decode holds.
@@ -290,8 +280,8 @@ func (d *Decoder) ensureStrs(in *input) {
 // finish builds the Request's tensors, as the tape oracle does, after
 // checking that every used input holds exactly the values its shape says
 // (the rules above guarantee it; a broken invariant must not become a
-// panic or a wrong tensor).
-func (d *Decoder) finish() error {
+// panic or a wrong tensor: ok is false).
+func (d *Decoder) finish() bool {
 	for i := range d.ins {
 		in := &d.ins[i]
 		if !in.used {
@@ -306,7 +296,7 @@ func (d *Decoder) finish() error {
 			got = int64(in.dataLen() / in.spec.DataType.Size())
 		}
 		if got != want {
-			return d.fail()
+			return false
 		}
 	}
 	// Only a buffer for an input that got no value: room must not seal a
@@ -317,7 +307,7 @@ func (d *Decoder) finish() error {
 		}
 	}
 	buildTensors(d.req, len(d.ins), func(i int) *input { return &d.ins[i].input }, d.batch, giveBuf)
-	return nil
+	return true
 }
 
 // arena holds string bytes copied out of chunks in blocks that never

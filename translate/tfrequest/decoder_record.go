@@ -33,9 +33,9 @@ import (
 // wraps ErrUndecided (listed at ErrUndecided); a whole body settles those
 // with a second look at its text (second.go).
 
-// exactState is what the decoder records for TF's checks, judged at Close
+// record is what the decoder records for TF's checks, judged at Close
 // in TF's order.
-type exactState struct {
+type record struct {
 	final error // the answer once certain: a syntax error or an undecidable token
 	off   int64 // offset of the chunk being written
 

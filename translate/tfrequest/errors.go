@@ -113,9 +113,8 @@ func errB64Decode() error { return apierr.InvalidArgumentf("Unable to base64 dec
 //   - a number longer than 4096 bytes (a long fraction or exponent;
 //     rapidjson refuses long integers early) cut by a chunk boundary.
 //
-// (Two more texts exist as safety nets that no test reaches: "unsupported
-// construct" for a decoder path without an exact answer, and "internal
-// check failed" for a broken invariant at the end.)
+// (One more text is a safety net no test reaches: "internal check
+// failed", for a broken invariant at the end.)
 var ErrUndecided = errors.New("tfrequest: body not decidable in one streaming pass")
 
 // undecided is the 400 for what the stream cannot decide.

@@ -94,7 +94,7 @@ func (d *Decoder) Close() (*Request, error) {
 		return nil, err
 	}
 	d.trimDuplicates()
-	if err := d.finish(); err != nil {
+	if !d.finish() {
 		d.abort()
 		return nil, undecided("internal check failed")
 	}
