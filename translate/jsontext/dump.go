@@ -9,16 +9,15 @@ import (
 // DumpLimit is the output size at which TF Serving's error-message writer
 // (JsonValueToDebugString over JsonWriterWithLimit, 2.18+) stops writing
 // tokens (docs/tfserving-rest.md §4.1).
-const DumpLimit = 256
-
-// AppendDump appends v rendered as TF Serving's JsonValueToString renders
-// a value in its error messages: rapidjson's PrettyWriter (4-space indent)
-// with kFormatSingleLineArray, so arrays stay on one line ("[1, 2]") and
-// objects are multi-line; integers as integers; doubles in rapidjson's
-// Grisu2 shortest form with ".0" ("1.0", "100.0" for 1e2); strings with
-// rapidjson's escaping. rapidjson's writer refuses NaN and Infinity: the
-// rendering stops right there (after the separator), so [1, NaN] dumps
-// as "[1, " and a bare NaN as "".
+//
+// A dump (DumpStream) renders a value as TF Serving's JsonValueToString
+// renders it in its error messages: rapidjson's PrettyWriter (4-space
+// indent) with kFormatSingleLineArray, so arrays stay on one line ("[1,
+// 2]") and objects are multi-line; integers as integers; doubles in
+// rapidjson's Grisu2 shortest form with ".0" ("1.0", "100.0" for 1e2);
+// strings with rapidjson's escaping. rapidjson's writer refuses NaN and
+// Infinity: the rendering stops right there (after the separator), so [1,
+// NaN] dumps as "[1, " and a bare NaN as "".
 //
 // The length limit works token by token, as TF's limited writer does:
 // before each token (opening or closing bracket, key, scalar) the output
@@ -26,50 +25,8 @@ const DumpLimit = 256
 // whole with its prefix (comma, newline, indent, ": "), however long; once
 // the output has reached DumpLimit nothing more is written — no closing
 // brackets, no marker. So the dump is a prefix of the full rendering, cut
-// at a token boundary; the walk stops there, so dumping a huge document
-// costs O(DumpLimit) plus the one token that crossed the mark.
-func AppendDump(dst []byte, v Value) []byte { return appendDump(dst, v, DumpLimit) }
-
-// appendDump is AppendDump with the limit as a parameter (the tests render
-// whole values with it).
-func appendDump(dst []byte, v Value, limit int) []byte {
-	var s DumpStream
-	s.reset(dst, limit)
-	dumpValue(&s, v)
-	return s.Bytes()
-}
-
-// dumpValue feeds v's tokens to s and reports whether the walk may
-// continue (false once the dump stopped).
-func dumpValue(s *DumpStream, v Value) bool {
-	n := &v.d.nodes[v.i]
-	switch n.kind {
-	case Null, False, True:
-		return s.Literal(n.kind)
-	case String:
-		return s.String(v.Str())
-	case Number:
-		return s.Number(Num{n.flags, n.bits})
-	}
-	obj := n.kind == Object
-	if !s.Open(obj) {
-		return false
-	}
-	e, _ := v.First()
-	for i, c := 0, v.Len(); i < c; i++ {
-		if obj {
-			if !s.String(e.Str()) { // the key
-				return false
-			}
-			e = e.Next()
-		}
-		if !dumpValue(s, e) {
-			return false
-		}
-		e = e.Next()
-	}
-	return s.Close(obj)
-}
+// at a token boundary, and feeding it more tokens costs nothing.
+const DumpLimit = 256
 
 // growFor grows buf once for the string token s written at depth: its
 // escaped length plus the longest prefix (",\n" and the indent). A token

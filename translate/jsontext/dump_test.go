@@ -44,12 +44,11 @@ func TestDump(t *testing.T) {
 		{`{"a":1, "a":2}`, "{\n    \"a\": 1,\n    \"a\": 2\n}"},
 	}
 	for _, tt := range tests {
-		d := mustParse(t, tt.in)
-		if got := Dump(d.Root()); got != tt.want {
+		if got := Dump(tt.in); got != tt.want {
 			t.Errorf("Dump(%s)\n got %q\nwant %q", tt.in, got, tt.want)
 		}
-		if got := string(AppendDump([]byte("x"), d.Root())); got != "x"+tt.want {
-			t.Errorf("AppendDump(%s) = %q", tt.in, got)
+		if got := string(appendDump([]byte("x"), tt.in, DumpLimit)); got != "x"+tt.want {
+			t.Errorf("appendDump(%s) = %q", tt.in, got)
 		}
 	}
 }
@@ -80,25 +79,13 @@ func TestDumpLimit(t *testing.T) {
 			"{\n    \"instances\": [" + strings.Repeat(instance+", ", 3) + "{\n            \"x\": [1, 2, 3],\n            \"y\""},
 	}
 	for _, tt := range tests {
-		d := mustParse(t, tt.in)
-		if got := Dump(d.Root()); got != tt.want {
+		if got := Dump(tt.in); got != tt.want {
 			t.Errorf("%s: Dump\n got %d %q\nwant %d %q", tt.name, len(got), got, len(tt.want), tt.want)
 		}
 		// The limit counts the dump's own bytes, not what dst held.
-		if got := string(AppendDump([]byte(x), d.Root())); got != x+tt.want {
-			t.Errorf("%s: AppendDump after 300 bytes differs", tt.name)
+		if got := string(appendDump([]byte(x), tt.in, DumpLimit)); got != x+tt.want {
+			t.Errorf("%s: appendDump after 300 bytes differs", tt.name)
 		}
-	}
-}
-
-// TestDumpHugeDocumentIsCheap: the walk stops at the mark, so dumping a
-// big document costs the prefix, not the document: the destination and
-// the writer's container stack are the only allocations.
-func TestDumpHugeDocumentIsCheap(t *testing.T) {
-	d := mustParse(t, "["+strings.Repeat("123456789, ", 100000)+"0]")
-	allocs := testing.AllocsPerRun(10, func() { _ = AppendDump(make([]byte, 0, 512), d.Root()) })
-	if allocs > 2 {
-		t.Errorf("%v allocations per dump", allocs)
 	}
 }
 
@@ -163,5 +150,19 @@ func TestGrisuExamples(t *testing.T) {
 	}
 }
 
-// Dump returns AppendDump(nil, v) as a string.
-func Dump(v Value) string { return string(AppendDump(nil, v)) }
+// Dump renders the first value of text as a dump.
+func Dump(text string) string { return string(appendDump(nil, text, DumpLimit)) }
+
+// appendDump appends the dump of the first value of text, limited to limit
+// bytes, fed token by token from Pull as a one-pass reader feeds it.
+func appendDump(dst []byte, text string, limit int) []byte {
+	var p Pull
+	p.Reset([]byte(text), Limits{})
+	var s DumpStream
+	s.reset(dst, limit)
+	for {
+		if tok, ok := p.Next(); !ok || !s.Feed(tok) {
+			return s.Bytes()
+		}
+	}
+}

@@ -26,9 +26,6 @@ const (
 	flagInt64                    // fits int64
 	flagUint64                   // fits uint64
 	flagDouble                   // not an integer token
-	// flagEscaped marks a string whose unescaped contents live in
-	// Document.strs instead of aliasing the input.
-	flagEscaped
 	// flagNeg marks an integer whose value is negative (bits hold int64).
 	flagNeg
 )
@@ -65,7 +62,6 @@ const (
 	// Not rapidjson's: tfsbridge's own bounds (rapidjson has none).
 	msgTooDeep     = "Document nests deeper than the limit."
 	msgTooManyVals = "Document holds more values than the limit."
-	msgTooLarge    = "Document is too large."
 )
 
 func isDigit(c byte) bool { return c-'0' < 10 }
@@ -311,32 +307,21 @@ func fastPath(significand float64, exp int) float64 {
 }
 
 // Num is one parsed number token as rapidjson holds it: the range
-// flags of the token and its payload. It lets a parser that builds no
-// tape (the one-pass request decoder) convert numbers bit for bit as
-// Parse does.
+// flags of the token and its payload, converted bit for bit as rapidjson
+// converts them.
 type Num struct {
 	flags uint8
 	bits  uint64
 }
 
-// ParseNumber parses the number token starting at data[p] exactly as Parse
-// does (NaN/Inf included) and returns it with the offset just after it.
-// ok is false where Parse reports a syntax error. Past the end of data the
+// ParseNumber parses the number token starting at data[p] exactly as the
+// Tokenizer does (NaN/Inf included) and returns it with the offset just after it.
+// ok is false where the Tokenizer reports a syntax error. Past the end of data the
 // input reads as NUL, so a caller streaming chunks must hand it a token
 // that is known to be complete.
 func ParseNumber(data []byte, p int) (n Num, end int, ok bool) {
 	end, flags, bits, err := parseNumber(data, p)
 	return Num{flags, bits}, end, err == nil
-}
-
-// Num returns v's number (the zero Number, which is no integer and
-// converts to 0, for other kinds).
-func (v Value) Num() Num {
-	n := &v.d.nodes[v.i]
-	if n.kind != Number {
-		return Num{}
-	}
-	return Num{n.flags, n.bits}
 }
 
 // IsInt reports an integer in int32 range (rapidjson IsInt).

@@ -2,13 +2,18 @@ package jsontext
 
 import "errors"
 
-// Tokenizer is rapidjson 1.1.0's reader (the iterative parser, with the
-// flags TF Serving uses: see Parse) as a push tokenizer. It is fed the
-// text in chunks of any size and returns its tokens one at a time, or
-// NeedMore at a chunk's end: a token a chunk cuts is held and completed by
-// the next. It owns rapidjson's states, error messages and offsets, and
-// the nesting and value bounds, so every reader of JSON here (the tape,
-// tfrequest's decoder) reports a body alike.
+// Tokenizer is rapidjson 1.1.0's reader as a push tokenizer: the iterative
+// parser with kParseIterativeFlag | kParseNanAndInfFlag |
+// kParseStopWhenDoneFlag from a UTF-8 MemoryStream, as TF Serving calls
+// it (a leading UTF-8 byte-order mark is skipped, the first complete value
+// is the document and whatever follows it is never read, a NUL byte ends
+// the input, NaN/Inf/Infinity, optionally negative, are numbers, raw
+// control characters in strings are rejected and UTF-8 is not
+// validated). It is fed the text in chunks of any size and returns its
+// tokens one at a time, or NeedMore at a chunk's end: a token a chunk cuts
+// is held and completed by the next. It owns rapidjson's states, error messages and offsets, and
+// the nesting and value bounds, so every reader of JSON here (tfrequest's
+// decoder, Pull's readers) reports a body alike.
 type Tokenizer struct {
 	lim     Limits
 	st      tzState
@@ -70,9 +75,14 @@ type Token struct {
 	Num     Num
 }
 
-// ValueKind returns the kind of the value a scalar token is.
+// ValueKind returns the kind of the value a token is or, for an opening
+// bracket, starts.
 func (t Token) ValueKind() Kind {
 	switch t.Kind {
+	case BeginArray:
+		return Array
+	case BeginObject:
+		return Object
 	case StringValue:
 		return String
 	case NumberValue:

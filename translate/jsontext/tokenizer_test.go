@@ -47,7 +47,7 @@ func tokens(text []byte, lim Limits, n int) string {
 }
 
 // TestTokenizerChunks: a text cut anywhere gives the tokens and the error
-// it gives whole, offsets included, and the error Parse reports.
+// it gives whole, offsets included, and the error Pull reports.
 func TestTokenizerChunks(t *testing.T) {
 	texts := []string{
 		`{"a": [1, 2.5e3, -0, "x\u00e9\n", true, false, null], "b": {"c": {}, "d": [[], [[]]]}} trailing`,
@@ -64,12 +64,12 @@ func TestTokenizerChunks(t *testing.T) {
 				t.Errorf("%q in chunks of %d:\n got %s\nwant %s", text, n, got, want)
 			}
 		}
-		parseErr := "<nil>"
-		if _, err := Parse([]byte(text), lim); err != nil {
-			parseErr = err.Error()
+		pullErr := "<nil>"
+		if err := readErr(text, lim); err != nil {
+			pullErr = err.Error()
 		}
-		if tokErr := want[strings.LastIndex(want, "err=")+4:]; tokErr != parseErr {
-			t.Errorf("%q: Parse says %s, the tokenizer %s", text, parseErr, tokErr)
+		if tokErr := want[strings.LastIndex(want, "err=")+4:]; tokErr != pullErr {
+			t.Errorf("%q: Pull says %s, the tokenizer %s", text, pullErr, tokErr)
 		}
 	}
 }

@@ -2,10 +2,7 @@ package oip
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
 
-	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
@@ -84,56 +81,9 @@ func DecodeResponseHeader(header []byte, sig *tensor.Signature, lim tensor.Limit
 	return h, false, nil
 }
 
-// decode decodes the header's outputs, taking their blocks from d.bin (or,
-// lazily, only recording them).
-func (d *decoder) decode(header []byte) ([]tensor.Tensor, error) {
-	doc, err := jsontext.Parse(header, jsontext.ForElements(d.lim.MaxDepth, d.lim.MaxElements))
-	if err != nil {
-		if len(header) == 0 {
-			return nil, badResponse(err, "empty body")
-		}
-		return nil, badResponse(err, "malformed JSON: %v", err)
-	}
-	defer doc.Release()
-	root := doc.Root()
-	if root.Kind() != jsontext.Object {
-		return nil, badResponse(nil, "the JSON is a %v, not an object", root.Kind())
-	}
-	if end := root.Offset() + len(root.Raw()); !onlySpace(header[end:]) {
-		return nil, badResponse(nil, "unexpected data after the JSON at offset %d", end)
-	}
-	outs, ok := root.Member("outputs")
-	if !ok || outs.Kind() != jsontext.Array {
-		return nil, badResponse(nil, "no \"outputs\" list")
-	}
-	// Check the outputs' form before allocating a tensor for each: every
-	// real output is an object with at least a name, datatype and shape,
-	// so the tensor list stays small next to the body that declares it.
-	for i, o := range outs.Elems() {
-		if o.Kind() != jsontext.Object || o.Len() < 3 {
-			return nil, badResponse(nil, "output %d is not an object with a name, datatype and shape", i)
-		}
-	}
-	tensors := make([]tensor.Tensor, outs.Len())
-	for i, o := range outs.Elems() {
-		if err := d.output(&tensors[i], i, o); err != nil {
-			return nil, err
-		}
-	}
-	if d.lazy {
-		// The binary section's length is checked here, before what follows.
-		d.needsData = true
-	} else if d.off != len(d.bin) {
-		return nil, badResponse(nil, "%d bytes of binary data follow the last output", len(d.bin)-d.off)
-	}
-	if name, dup := duplicateName(tensors); dup {
-		return nil, badResponse(nil, "output '%s' appears twice", clip(name, 64))
-	}
-	return tensors, nil
-}
-
-// decoder holds the state of one DecodeResponse walk.
+// decoder holds the state of one DecodeResponse read.
 type decoder struct {
+	r     *jsontext.Pull
 	bin   []byte // the binary section after the JSON header
 	off   int    // bytes of bin consumed so far
 	sig   *tensor.Signature
@@ -148,37 +98,316 @@ type decoder struct {
 	needsData bool
 }
 
-func (d *decoder) output(t *tensor.Tensor, i int, o jsontext.Value) error {
-	nameV, ok := o.Member("name")
-	if !ok || nameV.Kind() != jsontext.String || len(nameV.Str()) == 0 {
+// decode decodes the header's outputs, taking their blocks from d.bin (or,
+// lazily, only recording them). It reads the header once, straight off
+// jsontext's tokenizer: each output's fields are taken as they come and
+// its "data" converted into the tensor as it is read (read again from its
+// text only in the rare body that sends it before the datatype or shape).
+// The checks keep their order whatever the member order: JSON syntax
+// anywhere first, then the root, then every output's form (an object with
+// at least three members), then the outputs one by one, each name,
+// datatype, shape, parameters, data.
+func (d *decoder) decode(header []byte) ([]tensor.Tensor, error) {
+	d.r = pullPool.Get().(*jsontext.Pull)
+	defer pullPool.Put(d.r)
+	d.r.Reset(header, jsontext.ForElements(d.lim.MaxDepth, d.lim.MaxElements))
+	outs, err := d.root()
+	if serr := d.r.Err(); serr != nil {
+		d.needsData = false
+		if len(header) == 0 {
+			return nil, badResponse(serr, "empty body")
+		}
+		return nil, badResponse(serr, "malformed JSON: %v", serr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d.lazy {
+		// The binary section's length is checked here, before what follows.
+		d.needsData = true
+	} else if d.off != len(d.bin) {
+		return nil, badResponse(nil, "%d bytes of binary data follow the last output", len(d.bin)-d.off)
+	}
+	if name, dup := duplicateName(outs); dup {
+		return nil, badResponse(nil, "output '%s' appears twice", clip(name, 64))
+	}
+	return outs, nil
+}
+
+// early is an error that comes before any output is decoded, whatever
+// was decoded already: the blocks met so far do not count.
+func (d *decoder) early(format string, args ...any) error {
+	d.needsData = false
+	return badResponse(nil, format, args...)
+}
+
+// root reads the root object; the first "outputs" member is the list of
+// outputs (FindMember's). A syntax error returns nothing: decode reports
+// it.
+func (d *decoder) root() ([]tensor.Tensor, error) {
+	r := d.r
+	tok, ok := r.Next()
+	if !ok {
+		return nil, nil
+	}
+	if tok.Kind != jsontext.BeginObject {
+		if !r.Skip(tok) {
+			return nil, nil
+		}
+		return nil, d.early("the JSON is a %v, not an object", tok.ValueKind())
+	}
+	var outs []tensor.Tensor
+	var err error
+	seen, list := false, false
+	for {
+		if tok, ok = r.Next(); !ok {
+			return nil, nil
+		}
+		if tok.Kind == jsontext.EndObject {
+			break
+		}
+		isOutputs := !seen && string(tok.Str) == "outputs"
+		if tok, ok = r.Next(); !ok {
+			return nil, nil
+		}
+		switch {
+		case !isOutputs:
+			ok = r.Skip(tok)
+		case tok.Kind != jsontext.BeginArray:
+			seen = true
+			ok = r.Skip(tok)
+		default:
+			seen, list = true, true
+			outs, ok, err = d.outputs()
+		}
+		if !ok {
+			return nil, nil
+		}
+	}
+	if end := r.Pos(); !onlySpace(r.Text()[end:]) {
+		return nil, d.early("unexpected data after the JSON at offset %d", end)
+	}
+	if !list {
+		return nil, d.early("no \"outputs\" list")
+	}
+	return outs, err
+}
+
+// outputs reads the list of outputs. Every real output is an object with
+// at least a name, datatype and shape: the first that is not is the error,
+// before any output's own; an output is decoded once it has been read,
+// until one fails. ok is false at a syntax error.
+func (d *decoder) outputs() (outs []tensor.Tensor, ok bool, err error) {
+	r := d.r
+	var formErr error
+	outs = []tensor.Tensor{}
+	for i := 0; ; i++ {
+		tok, ok := r.Next()
+		if !ok {
+			return nil, false, nil
+		}
+		if tok.Kind == jsontext.EndArray {
+			break
+		}
+		var o output
+		members := 0
+		if tok.Kind == jsontext.BeginObject {
+			members, ok = d.readOutput(&o, formErr == nil && err == nil)
+		} else {
+			ok = r.Skip(tok)
+		}
+		if !ok {
+			return nil, false, nil
+		}
+		switch {
+		case members < 3:
+			if formErr == nil {
+				formErr = d.early("output %d is not an object with a name, datatype and shape", i)
+			}
+		case formErr == nil && err == nil:
+			outs = append(outs, tensor.Tensor{})
+			err = d.output(&outs[len(outs)-1], i, &o)
+		}
+	}
+	if formErr != nil {
+		return nil, true, formErr
+	}
+	return outs, true, err
+}
+
+// output is what one output object says, as read: the first member of
+// each name counts (FindMember's).
+type output struct {
+	name, datatype field
+	shape          field
+	dims           []int64
+	badDim         []byte // the text of the first dimension that is not one
+	params         field
+	size           field // parameters.binary_data_size
+	base64         bool  // parameters.content_type is "base64"
+	ctSeen         bool
+	data           data
+}
+
+// field is one member's value: its kind, its string (String) or number
+// (Number), and its text.
+type field struct {
+	seen bool
+	kind jsontext.Kind
+	str  []byte
+	num  jsontext.Num
+	raw  []byte
+}
+
+// readField reads the value starting with tok into f (f.seen: a later
+// duplicate is only skipped).
+func readField(r *jsontext.Pull, f *field, tok jsontext.Token) bool {
+	if f.seen {
+		return r.Skip(tok)
+	}
+	start := int(tok.Off)
+	f.seen, f.kind, f.num = true, tok.ValueKind(), tok.Num
+	if tok.Kind == jsontext.StringValue {
+		f.str = own(tok)
+	}
+	ok := r.Skip(tok)
+	f.raw = r.Text()[start:r.Pos()]
+	return ok
+}
+
+// readOutput reads an output object after its '{' into o and returns its
+// member count. When live, its data is converted as it is read if the
+// datatype and shape came first.
+func (d *decoder) readOutput(o *output, live bool) (members int, ok bool) {
+	r := d.r
+	for {
+		key, ok := r.Next()
+		if !ok || key.Kind == jsontext.EndObject {
+			return members, ok
+		}
+		members++
+		tok, ok := r.Next()
+		if !ok {
+			return members, false
+		}
+		switch string(key.Str) {
+		case "name":
+			ok = readField(r, &o.name, tok)
+		case "datatype":
+			ok = readField(r, &o.datatype, tok)
+		case "shape":
+			if o.shape.seen || tok.Kind != jsontext.BeginArray {
+				ok = readField(r, &o.shape, tok)
+				break
+			}
+			o.shape.seen, o.shape.kind = true, jsontext.Array
+			ok = readDims(r, o)
+		case "parameters":
+			if o.params.seen || tok.Kind != jsontext.BeginObject {
+				ok = readField(r, &o.params, tok)
+				break
+			}
+			o.params.seen, o.params.kind = true, jsontext.Object
+			ok = readParams(r, o)
+		case "data":
+			ok = d.readData(o, tok, live)
+		default:
+			ok = r.Skip(tok)
+		}
+		if !ok {
+			return members, false
+		}
+	}
+}
+
+// readDims reads the shape's list after its '['.
+func readDims(r *jsontext.Pull, o *output) bool {
+	o.dims = make([]int64, 0, 4)
+	for {
+		tok, ok := r.Next()
+		if !ok || tok.Kind == jsontext.EndArray {
+			return ok
+		}
+		start := int(tok.Off)
+		if !r.Skip(tok) {
+			return false
+		}
+		if o.badDim == nil {
+			if !tok.Num.IsInt64() || tok.Num.Int64() < 0 {
+				o.badDim = r.Text()[start:r.Pos()]
+			} else {
+				o.dims = append(o.dims, tok.Num.Int64())
+			}
+		}
+	}
+}
+
+// readParams reads the parameters object after its '{'.
+func readParams(r *jsontext.Pull, o *output) bool {
+	for {
+		key, ok := r.Next()
+		if !ok || key.Kind == jsontext.EndObject {
+			return ok
+		}
+		tok, ok := r.Next()
+		if !ok {
+			return false
+		}
+		switch string(key.Str) {
+		case "binary_data_size":
+			ok = readField(r, &o.size, tok)
+		case "content_type":
+			if !o.ctSeen && tok.Kind == jsontext.StringValue {
+				o.base64 = string(tok.Str) == "base64"
+			}
+			o.ctSeen = true
+			ok = r.Skip(tok)
+		default:
+			ok = r.Skip(tok)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// output checks an output that has been read and decodes it into t.
+func (d *decoder) output(t *tensor.Tensor, i int, o *output) error {
+	if o.name.kind != jsontext.String || len(o.name.str) == 0 {
 		return badResponse(nil, "output %d has no name", i)
 	}
-	spec := d.outputSpec(nameV.Str())
+	spec := d.outputSpec(o.name.str)
 	if spec != nil {
 		t.Name = spec.Name // no allocation for the common case
 	} else {
-		t.Name = string(nameV.Str())
+		t.Name = string(o.name.str)
 	}
-	dtV, ok := o.Member("datatype")
-	if !ok || dtV.Kind() != jsontext.String {
+	if o.datatype.kind != jsontext.String {
 		return badResponse(nil, "output '%s' has no datatype", clip(t.Name, 64))
 	}
-	if t.DataType, ok = tensor.ParseV2(string(dtV.Str())); !ok {
-		return badResponse(nil, "output '%s' has unknown datatype '%s'", clip(t.Name, 64), clip(string(dtV.Str()), 32))
+	var ok bool
+	if t.DataType, ok = tensor.ParseV2(string(o.datatype.str)); !ok {
+		return badResponse(nil, "output '%s' has unknown datatype '%s'", clip(t.Name, 64), clip(string(o.datatype.str), 32))
 	}
 	n, err := d.shape(t, o)
 	if err != nil {
 		return err
 	}
-
-	size, hasSize, base64Data, err := outputParameters(t, o)
-	if err != nil {
-		return err
+	size, hasSize := uint64(0), false
+	switch {
+	case !o.params.seen || o.params.kind == jsontext.Null:
+	case o.params.kind != jsontext.Object:
+		return badResponse(nil, "output '%s' has parameters that are not an object", clip(t.Name, 64))
+	case o.size.seen && o.size.kind != jsontext.Null:
+		if !o.size.num.IsUint64() {
+			return badResponse(nil, "output '%s' has an invalid binary_data_size %s", clip(t.Name, 64), clip(string(o.size.raw), 32))
+		}
+		size, hasSize = o.size.num.Uint64(), true
 	}
 	if hasSize {
 		err = d.binaryBlock(t, i, n, size)
 	} else {
-		err = decodeData(t, o, n, base64Data)
+		err = d.decodeData(t, o, n)
 	}
 	if err != nil {
 		return err
@@ -209,48 +438,23 @@ func (d *decoder) outputSpec(name []byte) *tensor.Spec {
 	return nil
 }
 
-// shape reads the output's shape into t and returns its element count,
+// shape checks the output's shape and returns its element count,
 // counted against lim.MaxElements before any data is allocated.
-func (d *decoder) shape(t *tensor.Tensor, o jsontext.Value) (int64, error) {
-	v, ok := o.Member("shape")
-	if !ok || v.Kind() != jsontext.Array {
+func (d *decoder) shape(t *tensor.Tensor, o *output) (int64, error) {
+	if o.shape.kind != jsontext.Array {
 		return 0, badResponse(nil, "output '%s' has no shape", clip(t.Name, 64))
 	}
-	t.Shape = make([]int64, v.Len())
-	for j, dim := range v.Elems() {
-		if !dim.Num().IsInt64() || dim.Num().Int64() < 0 {
-			return 0, badResponse(nil, "output '%s' has an invalid dimension %s", clip(t.Name, 64), clip(string(dim.Raw()), 32))
-		}
-		t.Shape[j] = dim.Num().Int64()
+	if o.badDim != nil {
+		return 0, badResponse(nil, "output '%s' has an invalid dimension %s", clip(t.Name, 64), clip(string(o.badDim), 32))
 	}
-	n, err := tensor.NumElements(t.Shape)
-	if err != nil || n > d.lim.MaxElements-d.total {
+	t.Shape = o.dims[:len(o.dims):len(o.dims)]
+	n, ok := d.elements(o)
+	if !ok {
+		_, err := tensor.NumElements(t.Shape)
 		return 0, badResponse(err, "output '%s' has shape %v, more than the limit of %d elements", clip(t.Name, 64), t.Shape, d.lim.MaxElements)
 	}
 	d.total += n
 	return n, nil
-}
-
-// outputParameters reads binary_data_size and content_type from an
-// output's parameters (absent and null are both "none").
-func outputParameters(t *tensor.Tensor, o jsontext.Value) (size uint64, hasSize, base64Data bool, err error) {
-	p, ok := o.Member("parameters")
-	if !ok || p.Kind() == jsontext.Null {
-		return 0, false, false, nil
-	}
-	if p.Kind() != jsontext.Object {
-		return 0, false, false, badResponse(nil, "output '%s' has parameters that are not an object", clip(t.Name, 64))
-	}
-	if v, ok := p.Member("binary_data_size"); ok && v.Kind() != jsontext.Null {
-		if !v.Num().IsUint64() {
-			return 0, false, false, badResponse(nil, "output '%s' has an invalid binary_data_size %s", clip(t.Name, 64), clip(string(v.Raw()), 32))
-		}
-		size, hasSize = v.Num().Uint64(), true
-	}
-	if v, ok := p.Member("content_type"); ok && v.Kind() == jsontext.String {
-		base64Data = string(v.Str()) == "base64"
-	}
-	return size, hasSize, base64Data, nil
 }
 
 // binaryBlock takes the output's block from the binary section: fixed-size
@@ -350,16 +554,4 @@ func onlySpace(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// errBadResponse marks every DecodeResponse error for errors.Is.
-var errBadResponse = errors.New("invalid v2 response")
-
-// badResponse is the error for a response that cannot be translated: a
-// 502, since the fault is the inference server's, not the client's.
-func badResponse(cause error, format string, args ...any) *apierr.Error {
-	if cause == nil {
-		cause = errBadResponse
-	}
-	return apierr.Wrap(apierr.BadGateway, cause, "invalid response from inference server: "+fmt.Sprintf(format, args...))
 }

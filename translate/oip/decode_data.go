@@ -31,161 +31,234 @@ import (
 // splits into n equal widths, they are split that way and each element's
 // trailing NUL padding is dropped, which is what numpy's fixed-width
 // elements hold. Any other count mismatch is an error.
-func decodeData(t *tensor.Tensor, o jsontext.Value, n int64, base64Data bool) error {
-	data, ok := o.Member("data")
-	if !ok || data.Kind() == jsontext.Null {
+//
+// The checks come in that order: the data's presence, the leaf count, then
+// the first leaf that is no valid value.
+func (d *decoder) decodeData(t *tensor.Tensor, o *output, n int64) error {
+	x := &o.data
+	if !x.seen || x.null {
 		if n == 0 {
 			return nil
 		}
 		return badResponse(nil, "output '%s' has neither data nor binary_data_size", clip(t.Name, 64))
 	}
-	leaves := countLeaves(data)
-	if t.DataType == tensor.Bytes {
-		return decodeStrings(t, data, n, leaves, base64Data)
+	if !x.done {
+		d.reread(x, t.DataType, n)
 	}
-	if int64(leaves) != n {
-		return badResponse(nil, "output '%s' has %d data elements, shape %v needs %d", clip(t.Name, 64), leaves, t.Shape, n)
+	if t.DataType == tensor.Bytes {
+		return decodeStrings(t, x, n, o.base64)
+	}
+	if x.leaves != n {
+		return badResponse(nil, "output '%s' has %d data elements, shape %v needs %d", clip(t.Name, 64), x.leaves, t.Shape, n)
 	}
 	if n == 0 {
 		return nil
 	}
-	size := t.DataType.Size()
-	t.Data = make([]byte, int(n)*size)
-	i := 0
-	var err error
-	walkLeaves(data, func(v jsontext.Value) bool {
-		err = putNumber(t, i, v)
-		i++
-		return err == nil
-	})
-	return err
+	if x.bad != nil {
+		return badValue(t, x.bad)
+	}
+	t.Data = x.vals[:len(x.vals):len(x.vals)]
+	return nil
 }
 
-// countLeaves counts the non-array values under v (1 for a scalar).
-func countLeaves(v jsontext.Value) int {
-	if v.Kind() != jsontext.Array {
-		return 1
-	}
-	c := 0
-	for _, e := range v.Elems() {
-		c += countLeaves(e)
-	}
-	return c
+// data is an output's "data" as read: its leaves converted for the
+// output's datatype (numbers into vals, strings into strs) up to the
+// first that does not fit, whose text is bad; or, when it came before the
+// datatype or shape, where its text is.
+type data struct {
+	seen, null bool
+	done       bool // converted; else start:end is its text
+	start, end int
+	leaves     int64
+	bad        []byte
+	vals       []byte
+	strs       [][]byte
 }
 
-// walkLeaves calls f for every non-array value under v in document order
-// until f returns false. Nesting is bounded by the reader's depth limit.
-func walkLeaves(v jsontext.Value, f func(jsontext.Value) bool) bool {
-	if v.Kind() != jsontext.Array {
-		return f(v)
+// readData reads the first "data" member's value, starting with tok:
+// converted as it is read when live and the output's datatype and shape
+// are known, else only its place is kept.
+func (d *decoder) readData(o *output, tok jsontext.Token, live bool) bool {
+	r, x := d.r, &o.data
+	if x.seen {
+		return r.Skip(tok)
 	}
-	for _, e := range v.Elems() {
-		if !walkLeaves(e, f) {
+	x.seen = true
+	if tok.Kind == jsontext.NullValue {
+		x.null = true
+		return true
+	}
+	dt, ok := tensor.ParseV2(string(o.datatype.str))
+	n, known := d.elements(o)
+	if !live || o.datatype.kind != jsontext.String || !ok || !known {
+		x.start = int(tok.Off)
+		ok = r.Skip(tok)
+		x.end = r.Pos()
+		return ok
+	}
+	x.begin(dt, n, len(r.Text())-r.Pos())
+	return leaves(r, x, tok, dt, n)
+}
+
+// elements returns the element count of a valid shape within the limit.
+func (d *decoder) elements(o *output) (int64, bool) {
+	if o.shape.kind != jsontext.Array || o.badDim != nil {
+		return 0, false
+	}
+	n, err := tensor.NumElements(o.dims)
+	return n, err == nil && n <= d.lim.MaxElements-d.total
+}
+
+// reread converts data whose text was only located.
+func (d *decoder) reread(x *data, dt tensor.DataType, n int64) {
+	r := pullPool.Get().(*jsontext.Pull)
+	defer pullPool.Put(r)
+	r.Reset(d.r.Text()[x.start:x.end], jsontext.Limits{MaxDepth: d.lim.MaxDepth})
+	x.begin(dt, n, x.end-x.start)
+	if tok, ok := r.Next(); ok {
+		leaves(r, x, tok, dt, n)
+	}
+}
+
+// begin sizes the lists for n elements, but for no more than room bytes
+// of text can hold: a small body declaring a large shape allocates little.
+func (x *data) begin(dt tensor.DataType, n int64, room int) {
+	x.done = true
+	if dt == tensor.Bytes {
+		x.strs = make([][]byte, 0, min(n, int64(room/3+1)))
+		return
+	}
+	x.vals = make([]byte, 0, min(n, int64(room/2+1))*int64(dt.Size()))
+}
+
+// leaves reads the value starting with tok, taking every non-array value
+// under it in document order as one leaf (an object included).
+func leaves(r *jsontext.Pull, x *data, tok jsontext.Token, dt tensor.DataType, n int64) bool {
+	if tok.Kind != jsontext.BeginArray {
+		return leaf(r, x, tok, dt, n)
+	}
+	for {
+		e, ok := r.Next()
+		switch {
+		case !ok:
 			return false
+		case e.Kind == jsontext.EndArray:
+			return true
+		case e.Kind == jsontext.BeginArray:
+			ok = leaves(r, x, e, dt, n)
+		default:
+			ok = leaf(r, x, e, dt, n)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// leaf reads one leaf, starting with tok.
+func leaf(r *jsontext.Pull, x *data, tok jsontext.Token, dt tensor.DataType, n int64) bool {
+	start := int(tok.Off)
+	if tok.Kind == jsontext.BeginObject && !r.Skip(tok) {
+		return false
+	}
+	x.leaves++
+	raw := r.Text()[start:r.Pos()]
+	switch {
+	case x.bad != nil:
+	case dt == tensor.Bytes && tok.Kind == jsontext.StringValue:
+		x.strs = append(x.strs, own(tok))
+	case dt == tensor.Bytes:
+		x.bad = raw
+	case x.leaves <= n:
+		var ok bool
+		if x.vals, ok = appendNumber(x.vals, dt, tok, raw); !ok {
+			x.bad = raw
 		}
 	}
 	return true
 }
 
-// putNumber stores leaf v as element i of fixed-size tensor t.
-func putNumber(t *tensor.Tensor, i int, v jsontext.Value) error {
-	d := t.Data
-	switch t.DataType {
+// appendNumber appends leaf tok (text raw) as an element of type dt.
+func appendNumber(b []byte, dt tensor.DataType, tok jsontext.Token, raw []byte) ([]byte, bool) {
+	num := tok.Num
+	bits := 8 * dt.Size()
+	switch dt {
 	case tensor.Bool:
 		switch {
-		case v.Kind() == jsontext.True, v.Num().IsUint64() && v.Num().Uint64() == 1:
-			d[i] = 1
-		case v.Kind() == jsontext.False, v.Num().IsUint64() && v.Num().Uint64() == 0:
-			d[i] = 0
-		default:
-			return badValue(t, v)
+		case tok.Kind == jsontext.TrueValue, num.IsUint64() && num.Uint64() == 1:
+			return append(b, 1), true
+		case tok.Kind == jsontext.FalseValue, num.IsUint64() && num.Uint64() == 0:
+			return append(b, 0), true
 		}
 	case tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64:
-		u, ok := leafUint(v)
-		bits := 8 * t.DataType.Size()
-		if !ok || (bits < 64 && u >= 1<<bits) {
-			return badValue(t, v)
+		if u, ok := leafUint(tok, raw); ok && (bits == 64 || u < 1<<bits) {
+			return appendUint(b, bits, u), true
 		}
-		putUint(d, i, bits, u)
 	case tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64:
-		x, ok := leafInt(v)
-		bits := 8 * t.DataType.Size()
-		if !ok || (bits < 64 && (x < -1<<(bits-1) || x >= 1<<(bits-1))) {
-			return badValue(t, v)
+		if x, ok := leafInt(tok, raw); ok && (bits == 64 || x >= -1<<(bits-1) && x < 1<<(bits-1)) {
+			return appendUint(b, bits, uint64(x)), true
 		}
-		putUint(d, i, bits, uint64(x))
 	case tensor.FP32:
-		f, ok := leafFloat(v, 32)
-		if !ok {
-			return badValue(t, v)
+		if f, ok := leafFloat(tok, raw, 32); ok {
+			return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(f))), true
 		}
-		binary.LittleEndian.PutUint32(d[4*i:], math.Float32bits(float32(f)))
 	case tensor.FP64:
-		f, ok := leafFloat(v, 64)
-		if !ok {
-			return badValue(t, v)
+		if f, ok := leafFloat(tok, raw, 64); ok {
+			return binary.LittleEndian.AppendUint64(b, math.Float64bits(f)), true
 		}
-		binary.LittleEndian.PutUint64(d[8*i:], math.Float64bits(f))
 	case tensor.FP16:
-		f, ok := leafFloat(v, 32)
-		if !ok {
-			return badValue(t, v)
+		if f, ok := leafFloat(tok, raw, 32); ok {
+			return binary.LittleEndian.AppendUint16(b, float16.Fromfloat32(float32(f)).Bits()), true
 		}
-		binary.LittleEndian.PutUint16(d[2*i:], float16.Fromfloat32(float32(f)).Bits())
 	case tensor.BF16:
-		f, ok := leafFloat(v, 32)
-		if !ok {
-			return badValue(t, v)
-		}
 		// Truncation, as tritonclient encodes BF16 (docs/open-inference-protocol.md §4).
-		binary.LittleEndian.PutUint16(d[2*i:], tensor.BF16FromFloat32(float32(f)))
-	default:
-		return badValue(t, v)
+		if f, ok := leafFloat(tok, raw, 32); ok {
+			return binary.LittleEndian.AppendUint16(b, tensor.BF16FromFloat32(float32(f))), true
+		}
 	}
-	return nil
+	return b, false
 }
 
-func putUint(d []byte, i, bits int, u uint64) {
+func appendUint(b []byte, bits int, u uint64) []byte {
 	switch bits {
 	case 8:
-		d[i] = byte(u)
+		return append(b, byte(u))
 	case 16:
-		binary.LittleEndian.PutUint16(d[2*i:], uint16(u))
+		return binary.LittleEndian.AppendUint16(b, uint16(u))
 	case 32:
-		binary.LittleEndian.PutUint32(d[4*i:], uint32(u))
-	default:
-		binary.LittleEndian.PutUint64(d[8*i:], u)
+		return binary.LittleEndian.AppendUint32(b, uint32(u))
 	}
+	return binary.LittleEndian.AppendUint64(b, u)
 }
 
 // leafInt returns an integer leaf exactly; an integral double in int64
 // range is accepted too.
-func leafInt(v jsontext.Value) (int64, bool) {
-	if v.Num().IsInt64() {
-		return v.Num().Int64(), true
+func leafInt(tok jsontext.Token, raw []byte) (int64, bool) {
+	if tok.Num.IsInt64() {
+		return tok.Num.Int64(), true
 	}
-	if f, ok := integralDouble(v); ok && f >= -(1<<63) && f < 1<<63 {
+	if f, ok := integralDouble(tok, raw); ok && f >= -(1<<63) && f < 1<<63 {
 		return int64(f), true
 	}
 	return 0, false
 }
 
 // leafUint is leafInt for unsigned values.
-func leafUint(v jsontext.Value) (uint64, bool) {
-	if v.Num().IsUint64() {
-		return v.Num().Uint64(), true
+func leafUint(tok jsontext.Token, raw []byte) (uint64, bool) {
+	if tok.Num.IsUint64() {
+		return tok.Num.Uint64(), true
 	}
-	if f, ok := integralDouble(v); ok && f >= 0 && f < 1<<64 {
+	if f, ok := integralDouble(tok, raw); ok && f >= 0 && f < 1<<64 {
 		return uint64(f), true
 	}
 	return 0, false
 }
 
-func integralDouble(v jsontext.Value) (float64, bool) {
-	if !v.IsNumber() || v.Num().IsInt64() || v.Num().IsUint64() {
+func integralDouble(tok jsontext.Token, raw []byte) (float64, bool) {
+	if tok.Kind != jsontext.NumberValue || tok.Num.IsInt64() || tok.Num.IsUint64() {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(v.Raw()), 64)
+	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil || f != math.Trunc(f) {
 		return 0, false
 	}
@@ -195,16 +268,16 @@ func integralDouble(v jsontext.Value) (float64, bool) {
 // leafFloat returns a float leaf rounded once to bits (32 or 64): integer
 // tokens converted, other numbers (NaN and Infinity tokens included)
 // parsed from their text, null as NaN.
-func leafFloat(v jsontext.Value, bits int) (float64, bool) {
+func leafFloat(tok jsontext.Token, raw []byte, bits int) (float64, bool) {
 	switch {
-	case v.Kind() == jsontext.Null:
+	case tok.Kind == jsontext.NullValue:
 		return math.NaN(), true
-	case v.Num().IsInt64():
-		return roundTo(float64(v.Num().Int64()), v, bits), true
-	case v.Num().IsUint64():
-		return roundTo(float64(v.Num().Uint64()), v, bits), true
-	case v.IsNumber():
-		f, err := strconv.ParseFloat(string(v.Raw()), bits)
+	case tok.Num.IsInt64():
+		return roundTo(float64(tok.Num.Int64()), raw, bits), true
+	case tok.Num.IsUint64():
+		return roundTo(float64(tok.Num.Uint64()), raw, bits), true
+	case tok.Kind == jsontext.NumberValue:
+		f, err := strconv.ParseFloat(string(raw), bits)
 		if err != nil && !isRangeErr(err) {
 			return 0, false
 		}
@@ -216,11 +289,11 @@ func leafFloat(v jsontext.Value, bits int) (float64, bool) {
 // roundTo rounds an integer leaf to bits once: float64(int64) may already
 // round, so large integers are re-read from their text at the target
 // precision.
-func roundTo(f float64, v jsontext.Value, bits int) float64 {
+func roundTo(f float64, raw []byte, bits int) float64 {
 	if math.Abs(f) < 1<<24 {
 		return f
 	}
-	if g, err := strconv.ParseFloat(string(v.Raw()), bits); err == nil || isRangeErr(err) {
+	if g, err := strconv.ParseFloat(string(raw), bits); err == nil || isRangeErr(err) {
 		return g
 	}
 	return f
@@ -232,73 +305,46 @@ func isRangeErr(err error) bool {
 	return errors.Is(err, strconv.ErrRange)
 }
 
-func badValue(t *tensor.Tensor, v jsontext.Value) error {
-	return badResponse(nil, "output '%s' holds %s, not a valid %v value", clip(t.Name, 64), clip(string(v.Raw()), 32), t.DataType)
+func badValue(t *tensor.Tensor, raw []byte) error {
+	return badResponse(nil, "output '%s' holds %s, not a valid %v value", clip(t.Name, 64), clip(string(raw), 32), t.DataType)
 }
 
-// decodeStrings reads BYTES data. Strings without escapes alias the body;
-// escaped and base64 strings are decoded into one arena allocated at its
-// exact size after a first pass.
-func decodeStrings(t *tensor.Tensor, data jsontext.Value, n int64, leaves int, base64Data bool) error {
-	arena := 0
-	var err error
-	walkLeaves(data, func(v jsontext.Value) bool {
-		if v.Kind() != jsontext.String {
-			err = badResponse(nil, "output '%s' holds %s, not a BYTES string", clip(t.Name, 64), clip(string(v.Raw()), 32))
-			return false
-		}
-		switch {
-		case base64Data:
-			arena += base64.StdEncoding.DecodedLen(len(v.Str()))
-		case escaped(v):
-			arena += len(v.Str())
-		}
-		return true
-	})
-	if err != nil {
-		return err
+// decodeStrings finishes BYTES data. Strings without escapes alias the
+// body; base64 strings are decoded into one arena allocated at its exact
+// size.
+func decodeStrings(t *tensor.Tensor, x *data, n int64, base64Data bool) error {
+	if x.bad != nil {
+		return badResponse(nil, "output '%s' holds %s, not a BYTES string", clip(t.Name, 64), clip(string(x.bad), 32))
 	}
-	if int64(leaves) != n && (n == 0 || leaves == 0) {
+	leaves := x.leaves
+	if leaves != n && (n == 0 || leaves == 0) {
 		return badResponse(nil, "output '%s' has %d data elements, shape %v needs %d", clip(t.Name, 64), leaves, t.Shape, n)
 	}
 	if n == 0 {
 		return nil
 	}
-	buf := make([]byte, 0, arena)
-	strs := make([][]byte, 0, leaves)
-	walkLeaves(data, func(v jsontext.Value) bool {
-		s := v.Str()
-		switch {
-		case base64Data:
-			start := len(buf)
-			if buf, err = base64.StdEncoding.AppendDecode(buf, s); err != nil {
-				err = badResponse(err, "output '%s' holds invalid base64 data", clip(t.Name, 64))
-				return false
-			}
-			s = buf[start:len(buf):len(buf)]
-		case escaped(v):
-			start := len(buf)
-			buf = append(buf, s...)
-			s = buf[start:len(buf):len(buf)]
-		default:
-			s = s[:len(s):len(s)]
+	strs := x.strs
+	if base64Data {
+		arena := 0
+		for _, s := range strs {
+			arena += base64.StdEncoding.DecodedLen(len(s))
 		}
-		strs = append(strs, s)
-		return true
-	})
-	if err != nil {
-		return err
+		buf := make([]byte, 0, arena)
+		for i, s := range strs {
+			start := len(buf)
+			var err error
+			if buf, err = base64.StdEncoding.AppendDecode(buf, s); err != nil {
+				return badResponse(err, "output '%s' holds invalid base64 data", clip(t.Name, 64))
+			}
+			strs[i] = buf[start:len(buf):len(buf)]
+		}
 	}
-	if int64(leaves) != n {
+	if leaves != n {
 		return splitFixedWidth(t, strs, n)
 	}
 	t.Strings = strs
 	return nil
 }
-
-// escaped reports a string leaf whose contents differ from its text, so
-// Str points into the document's pooled memory and must be copied.
-func escaped(v jsontext.Value) bool { return len(v.Raw()) != len(v.Str())+2 }
 
 // splitFixedWidth undoes MLServer's concatenation of a fixed-width numpy
 // bytes array: the strings, joined, must split into n equal widths; each

@@ -3,10 +3,14 @@ package oip
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
 
 // The messages a TF client gets when the v2 server cannot be reached or
@@ -181,4 +185,16 @@ func clipBytes(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
+}
+
+// errBadResponse marks every DecodeResponse error for errors.Is.
+var errBadResponse = errors.New("invalid v2 response")
+
+// badResponse is the error for a response that cannot be translated: a
+// 502, since the fault is the inference server's, not the client's.
+func badResponse(cause error, format string, args ...any) *apierr.Error {
+	if cause == nil {
+		cause = errBadResponse
+	}
+	return apierr.Wrap(apierr.BadGateway, cause, "invalid response from inference server: "+fmt.Sprintf(format, args...))
 }

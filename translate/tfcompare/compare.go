@@ -178,16 +178,6 @@ func describe(k Kind, status int) string {
 	return fmt.Sprintf("%s %d", k, status)
 }
 
-// find returns the output named name, nil when there is none.
-func (s *side) find(name string) *flatOut {
-	for i := range s.outs {
-		if s.outs[i].name == name {
-			return &s.outs[i]
-		}
-	}
-	return nil
-}
-
 // compareOutput compares one output present in A, B or both.
 func (c *Comparer) compareOutput(o *Output, oa, ob *flatOut) {
 	*o = Output{FirstNonFinite: -1, Worst: -1}

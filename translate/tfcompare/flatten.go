@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/tfsbridge/tfsbridge/translate/internal/jsontape"
+
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 )
 
@@ -68,7 +70,7 @@ type flatOut struct {
 
 // side is one parsed answer.
 type side struct {
-	doc     *jsontext.Document
+	doc     *jsontape.Document
 	kind    Kind
 	status  int
 	errText string
@@ -98,11 +100,14 @@ func (s *side) reset() {
 // answers (48 bytes each).
 const maxKeptElements = 1 << 18
 
-// load parses an answer into s.
+// load parses an answer into s. The answer is walked as a tape
+// (internal/jsontape), not read in one pass as production reads JSON:
+// comparing two answers held whole needs random access (each row's member
+// by name), and the comparer is an offline tool.
 func (s *side) load(a Answer, lim jsontext.Limits) {
 	s.reset()
 	s.status = a.Status
-	doc, err := jsontext.Parse(a.Body, lim)
+	doc, err := jsontape.Parse(a.Body, lim)
 	if err != nil {
 		s.kind = Invalid
 		if a.Status != http.StatusOK {
@@ -165,7 +170,7 @@ func clip(b []byte) string {
 }
 
 // one flattens a whole tensor v as output name.
-func (s *side) one(name string, v jsontext.Value) {
+func (s *side) one(name string, v jsontape.Value) {
 	o := s.open(name)
 	s.flatten(o, v, 0)
 	s.close(o)
@@ -174,7 +179,7 @@ func (s *side) one(name string, v jsontext.Value) {
 // rows flattens predict's row format: a list of batch items, each the
 // single output's value or an object of named outputs. The single output
 // of a row-format answer has no name in TF's JSON: it is "predictions".
-func (s *side) rows(v jsontext.Value) {
+func (s *side) rows(v jsontape.Value) {
 	first, ok := v.First()
 	if !ok || first.Kind() != jsontext.Object || isB64(first) {
 		s.one("predictions", v)
@@ -189,7 +194,7 @@ func (s *side) rows(v jsontext.Value) {
 		o := s.open(name)
 		s.dims = append(s.dims, int64(n))
 		for _, row := range v.Elems() {
-			val, ok := jsontext.Value{}, false
+			val, ok := jsontape.Value{}, false
 			if row.Kind() == jsontext.Object {
 				val, ok = row.Member(name)
 			}
@@ -205,7 +210,7 @@ func (s *side) rows(v jsontext.Value) {
 
 // classify flattens classify's results into "classes" (the labels) and
 // "scores", both [examples, classes].
-func (s *side) classify(v jsontext.Value) {
+func (s *side) classify(v jsontape.Value) {
 	for part, name := range []string{"classes", "scores"} {
 		o := s.open(name)
 		s.dims = append(s.dims, int64(v.Len()))
@@ -235,9 +240,19 @@ func (s *side) classify(v jsontext.Value) {
 
 // isB64 reports whether v is a bytes element, {"b64": "..."}, rather
 // than an object of named outputs.
-func isB64(v jsontext.Value) bool {
+func isB64(v jsontape.Value) bool {
 	b, ok := v.Member("b64")
 	return ok && v.Len() == 1 && b.Kind() == jsontext.String
+}
+
+// find returns the output named name, nil when there is none.
+func (s *side) find(name string) *flatOut {
+	for i := range s.outs {
+		if s.outs[i].name == name {
+			return &s.outs[i]
+		}
+	}
+	return nil
 }
 
 // open starts an output; close ends it. o stays valid in between because
@@ -261,7 +276,7 @@ func (s *side) close(o *flatOut) {
 
 // flatten appends v's elements, learning the shape from the first path
 // down and marking the output ragged where another path disagrees.
-func (s *side) flatten(o *flatOut, v jsontext.Value, depth int) {
+func (s *side) flatten(o *flatOut, v jsontape.Value, depth int) {
 	rank := len(s.dims) - o.dimStart
 	if v.Kind() != jsontext.Array {
 		if !o.rankFixed {
@@ -289,7 +304,7 @@ func (s *side) flatten(o *flatOut, v jsontext.Value, depth int) {
 }
 
 // addLeaf appends one element and folds its kind into the output's dtype.
-func (s *side) addLeaf(o *flatOut, v jsontext.Value) {
+func (s *side) addLeaf(o *flatOut, v jsontape.Value) {
 	l := leaf{dt: Mixed}
 	switch v.Kind() {
 	case jsontext.Number:

@@ -9,13 +9,14 @@
 // The protos are written with protowire as protobuf's deterministic
 // serialization writes a tf.Example (map entries sorted by feature name), so
 // the bytes are the same whatever the JSON member order; the package holds
-// no generated code and no intermediate tree: one walk of the parsed JSON
-// document writes each feature once.
+// no generated code and no intermediate tree: one pass over the body's
+// tokens (jsontext.Pull) writes each feature once.
 package tfexample
 
 import (
 	"bytes"
 	"slices"
+	"sync"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
@@ -64,6 +65,12 @@ type Request struct {
 // strings, b64 objects, integers, booleans or decimals (NaN and ±Infinity
 // included), one kind per feature.
 //
+// It reads the body once, in document order, whatever order its members
+// come in: facts and the first error of each part are recorded and judged
+// at the end in TF's order (judge). The examples are written without the
+// context, which is prepended to each at the end, so a context after the
+// examples costs no second reading.
+//
 // Every failure is an *apierr.Error carrying TF Serving's message (400),
 // or the limit of opt (400 for elements, 413 for bytes).
 func Parse(body []byte, opt Options) (*Request, error) {
@@ -71,80 +78,247 @@ func Parse(body []byte, opt Options) (*Request, error) {
 	if opt.MaxBytes <= 0 {
 		opt.MaxBytes = DefaultMaxBytes
 	}
-	doc, err := tfjson.ParseJSON(body, opt.Limits)
-	if err != nil {
-		return nil, err
+	if len(body) == 0 {
+		return nil, tfjson.ErrEmptyBody()
 	}
-	defer doc.Release()
-	root := doc.Root()
-	if root.Kind() != jsontext.Object {
-		return nil, tfjson.FormatError(root, "Is not object")
+	p := &parser{r: pullPool.Get().(*jsontext.Pull), w: writer{opt: opt}}
+	defer pullPool.Put(p.r)
+	p.r.Reset(body, tfjson.Limits(opt.Limits))
+	p.dump.Reset(nil)
+	r, err := p.root()
+	if serr := p.r.Err(); serr != nil {
+		return nil, tfjson.SyntaxError(serr)
 	}
-	r := &Request{}
-	if v, ok := root.Member(keySignature); ok {
-		if v.Kind() != jsontext.String {
-			return nil, tfjson.FormatError(root, "not formatted correctly. 'signature_name' key must be a string value.")
-		}
-		r.SignatureName = string(v.Str())
-	}
-	w := &writer{opt: opt}
-	var context []byte
-	contextValues := int64(0)
-	if v, ok := root.Member(keyContext); ok {
-		if err := w.example(v); err != nil {
-			return nil, err
-		}
-		context, contextValues = slices.Clone(w.out), w.values
-		w.out, w.values, w.size = w.out[:0], 0, 0 // charged per example below
-	}
-	examples, ok := root.Member(keyExamples)
-	switch {
-	case !ok:
-		return nil, tfjson.FormatError(root, "When method is classify, key 'examples' is expected and was not found")
-	case examples.Kind() != jsontext.Array:
-		return nil, tfjson.FormatError(root, "Expecting 'examples' value to be an list/array")
-	case examples.Len() == 0:
-		return nil, tfjson.FormatError(root, "'examples' value is an empty array")
-	}
-	n := int64(examples.Len())
-	// The context is repeated in every example: charge it up front, so
-	// that a large context times many examples is refused unbuilt.
-	if err := w.charge(n*(1+contextValues), n*int64(len(context))); err != nil {
-		return nil, err
-	}
-	// The examples take about as many bytes as their JSON text: one
-	// allocation up front instead of a doubling series.
-	w.out = slices.Grow(w.out[:0], int(min(int64(len(body))+n*int64(len(context)), w.opt.MaxBytes)))
-	ends := make([]int, 0, n)
-	for _, e := range examples.Elems() {
-		w.out = append(w.out, context...)
-		if err := w.example(e); err != nil {
-			return nil, err
-		}
-		ends = append(ends, len(w.out))
-	}
-	r.Examples = make([][]byte, len(ends))
-	start := 0
-	for i, end := range ends {
-		r.Examples[i] = w.out[start:end:end]
-		start = end
-	}
-	return r, nil
+	return r, err
 }
 
-// writer serializes examples into out, with scratch space for the
-// features of the example being written.
+var pullPool = sync.Pool{New: func() any { return new(jsontext.Pull) }}
+
+// parser is one Parse: the reader, the root's dump (TF's FormatError
+// prints it), the writer and what the root's members said.
+type parser struct {
+	r    *jsontext.Pull
+	dump jsontext.DumpStream
+	w    writer
+
+	sigBad        bool // the first "signature_name" is no string
+	ctxSeen       bool
+	ctxErr        error
+	ctx           []byte // the context's serialization
+	ctxValues     int64
+	exSeen, exBad bool  // the first "examples"; no list
+	n             int64 // its elements
+	done          []tally
+	stopped       bool  // an example failed, or the limits are passed already
+	stop          tally // the charges before it failed
+	stopErr       error
+}
+
+// tally is what has been charged against the limits.
+type tally struct{ values, size int64 }
+
+// next returns the next token, fed to the root's dump until that is full.
+func (p *parser) next() (jsontext.Token, bool) {
+	tok, ok := p.r.Next()
+	if ok && !p.dump.Full() {
+		p.dump.Feed(tok)
+	}
+	return tok, ok
+}
+
+// skip reads the rest of the value tok starts.
+func (p *parser) skip(tok jsontext.Token) bool {
+	switch tok.Kind {
+	case jsontext.BeginArray, jsontext.BeginObject:
+		return p.skipOut(1)
+	}
+	return true
+}
+
+// skipOut reads on to the end of the n innermost open containers.
+func (p *parser) skipOut(n int) bool {
+	for n > 0 {
+		tok, ok := p.next()
+		if !ok {
+			return false
+		}
+		switch tok.Kind {
+		case jsontext.BeginArray, jsontext.BeginObject:
+			n++
+		case jsontext.EndArray, jsontext.EndObject:
+			n--
+		}
+	}
+	return true
+}
+
+// root reads the body; the first member of each name counts (FindMember).
+// A syntax error returns nothing: Parse reports it.
+func (p *parser) root() (*Request, error) {
+	tok, ok := p.next()
+	if !ok {
+		return nil, nil
+	}
+	if tok.Kind != jsontext.BeginObject {
+		if !p.skip(tok) {
+			return nil, nil
+		}
+		return nil, p.rootErr("Is not object")
+	}
+	r := &Request{}
+	sigSeen := false
+	for {
+		if tok, ok = p.next(); !ok {
+			return nil, nil
+		}
+		if tok.Kind == jsontext.EndObject {
+			break
+		}
+		key := string(tok.Str)
+		if tok, ok = p.next(); !ok {
+			return nil, nil
+		}
+		switch {
+		case key == keySignature && !sigSeen:
+			sigSeen = true
+			if tok.Kind == jsontext.StringValue {
+				r.SignatureName = string(tok.Str)
+			} else {
+				p.sigBad = true
+				ok = p.skip(tok)
+			}
+		case key == keyContext && !p.ctxSeen:
+			p.ctxSeen = true
+			var t tally
+			p.ctx, ok, p.ctxErr = p.w.example(p, tok, nil, &t)
+			p.ctxValues = t.values
+		case key == keyExamples && !p.exSeen:
+			p.exSeen = true
+			if tok.Kind == jsontext.BeginArray {
+				ok = p.examples(len(p.r.Text()))
+			} else {
+				p.exBad = true
+				ok = p.skip(tok)
+			}
+		default:
+			ok = p.skip(tok)
+		}
+		if !ok {
+			return nil, nil
+		}
+	}
+	return r, p.judge(r)
+}
+
+func (p *parser) rootErr(msg string) error {
+	return tfjson.FormatDumpError(p.dump.Bytes(), msg)
+}
+
+// examples reads the "examples" list after its '[', writing each example
+// (without the context) to w.out and recording the charges after it,
+// until one fails. Once more examples than the element limit have been
+// read, the limit is passed whatever follows: the rest is only counted.
+func (p *parser) examples(bodyLen int) bool {
+	w := &p.w
+	// The examples take about as many bytes as their JSON text: one
+	// allocation up front instead of a doubling series.
+	w.out = slices.Grow(w.out[:0], int(min(int64(bodyLen), w.opt.MaxBytes)))
+	var t tally
+	for {
+		tok, ok := p.next()
+		if !ok {
+			return false
+		}
+		if tok.Kind == jsontext.EndArray {
+			return true
+		}
+		if p.n++; p.stopped || p.n > w.opt.Limits.MaxElements {
+			p.stopped = true
+			if !p.skip(tok) {
+				return false
+			}
+			continue
+		}
+		var err error
+		if w.out, ok, err = w.example(p, tok, w.out, &t); !ok {
+			return false
+		}
+		if err != nil {
+			p.stopped, p.stop, p.stopErr = true, t, err
+			continue
+		}
+		p.done = append(p.done, t)
+	}
+}
+
+// judge answers in TF's order, now that the whole body has been read:
+// the root's checks, the context, "examples", the limits (the context
+// charged once per example up front, then each example's values and
+// bytes), each example; then it builds the Request.
+func (p *parser) judge(r *Request) error {
+	switch {
+	case p.sigBad:
+		return p.rootErr("not formatted correctly. 'signature_name' key must be a string value.")
+	case p.ctxErr != nil:
+		return p.ctxErr
+	case !p.exSeen:
+		return p.rootErr("When method is classify, key 'examples' is expected and was not found")
+	case p.exBad:
+		return p.rootErr("Expecting 'examples' value to be an list/array")
+	case p.n == 0:
+		return p.rootErr("'examples' value is an empty array")
+	}
+	w, n, ctx := &p.w, p.n, p.ctx
+	base := tally{n * (1 + p.ctxValues), n * int64(len(ctx))}
+	over := func(t tally) error {
+		return w.charge(&tally{base.values + t.values, base.size + t.size}, 0, 0)
+	}
+	if err := over(tally{}); err != nil {
+		return err
+	}
+	for _, t := range p.done {
+		if err := over(t); err != nil {
+			return err
+		}
+	}
+	if p.stopped {
+		if err := over(p.stop); err != nil {
+			return err
+		}
+		return p.stopErr
+	}
+	out := w.out
+	if len(ctx) > 0 {
+		out = make([]byte, 0, int64(len(w.out))+base.size)
+	}
+	r.Examples = make([][]byte, n)
+	start := 0
+	for i, t := range p.done {
+		end := int(t.size)
+		if len(ctx) > 0 {
+			out = append(out, ctx...)
+			out = append(out, w.out[start:end]...)
+			r.Examples[i] = out[len(out)-(end-start)-len(ctx) : len(out) : len(out)]
+		} else {
+			r.Examples[i] = out[start:end:end]
+		}
+		start = end
+	}
+	return nil
+}
+
+// writer serializes examples, with scratch space for the features of the
+// example being written.
 type writer struct {
-	opt    Options
-	out    []byte
-	values int64 // feature values written so far
-	size   int64 // bytes charged so far
+	opt Options
+	out []byte // the examples
 
 	feats   []byte  // the encoded Feature messages of the current example
 	names   []byte  // the names of its features
 	entries []entry // where each of them is, by name
 	list    []byte  // the payload of the current feature's list
 	b64     []byte  // a decoded b64 value
+	b64src  []byte  // the string of a b64 value, when it is escaped
 	sorted  []entry // entries after sorting and dropping duplicates
 }
 
@@ -156,44 +330,54 @@ type entry struct {
 	start, end         int32
 }
 
-// charge counts elements and bytes against the limits.
-func (w *writer) charge(elements, size int64) error {
-	w.values += elements
-	w.size += size
-	if w.values > w.opt.Limits.MaxElements {
+// charge counts elements and bytes into t against the limits.
+func (w *writer) charge(t *tally, elements, size int64) error {
+	t.values += elements
+	t.size += size
+	if t.values > w.opt.Limits.MaxElements {
 		return apierr.InvalidArgumentf("Request holds more than %d tensor elements, the limit of this server", w.opt.Limits.MaxElements)
 	}
-	if w.size > w.opt.MaxBytes {
+	if t.size > w.opt.MaxBytes {
 		return apierr.Errorf(apierr.PayloadTooLarge, "Request examples serialize to more than %d bytes, the limit of this server", w.opt.MaxBytes)
 	}
 	return nil
 }
 
-// example is MakeExampleFromJsonObject: it appends v's tf.Example to out.
-// Features are written in name order and a repeated name keeps its last
-// value (the proto map assignment TF Serving makes); an empty object is
-// an Example without features, which serializes to nothing.
-func (w *writer) example(v jsontext.Value) error {
-	if v.Kind() != jsontext.Object {
-		return apierr.InvalidArgumentf("Example must be JSON object but got JSON %s", v.Kind())
-	}
-	if v.Len() == 0 {
-		return nil
+// example is MakeExampleFromJsonObject over the value tok starts: it
+// appends its tf.Example to dst, charging t. Features are written in name
+// order and a repeated name keeps its last value (the proto map assignment
+// TF Serving makes); an empty object is an Example without features, which
+// serializes to nothing. After an error the rest of the value is read
+// (skipped); ok is false at a syntax error.
+func (w *writer) example(p *parser, tok jsontext.Token, dst []byte, t *tally) (out []byte, ok bool, err error) {
+	if tok.Kind != jsontext.BeginObject {
+		return dst, p.skip(tok), apierr.InvalidArgumentf("Example must be JSON object but got JSON %s", tok.ValueKind())
 	}
 	w.feats, w.names, w.entries = w.feats[:0], w.names[:0], w.entries[:0]
-	for key, content := range v.Members() {
+	for {
+		key, ok := p.next()
+		if !ok {
+			return dst, false, nil
+		}
+		if key.Kind == jsontext.EndObject {
+			break
+		}
 		// rapidjson's GetString() becomes a std::string from a C string:
 		// the name ends at its first NUL.
-		name := key.Str()
+		name := key.Str
 		if i := bytes.IndexByte(name, 0); i >= 0 {
 			name = name[:i]
 		}
-		start := len(w.feats)
-		if err := w.feature(name, content); err != nil {
-			return err
-		}
 		w.names = append(w.names, name...)
+		name = w.names[len(w.names)-len(name):]
+		start := len(w.feats)
+		if ok, err = w.feature(p, name, t); err != nil || !ok {
+			return dst, ok && p.skipOut(1), err
+		}
 		w.entries = append(w.entries, entry{int32(len(w.names) - len(name)), int32(len(w.names)), int32(start), int32(len(w.feats))})
+	}
+	if len(w.entries) == 0 {
+		return dst, true, nil
 	}
 	// Stable sort (most requests are already in order), then keep the
 	// last of each run of equal names.
@@ -212,19 +396,18 @@ func (w *writer) example(v jsontext.Value) error {
 	for _, e := range w.sorted {
 		featuresLen += sizeField(w.mapEntryLen(e))
 	}
-	exampleLen := sizeField(featuresLen)
-	if err := w.charge(0, int64(exampleLen)); err != nil {
-		return err
+	if err := w.charge(t, 0, int64(sizeField(featuresLen))); err != nil {
+		return dst, true, err
 	}
 	// Example.features (1) → Features.feature (1): map<string, Feature>,
 	// each entry a message {key (1), value (2)}.
-	w.out = appendLen(w.out, fieldExampleFeatures, featuresLen)
+	dst = appendLen(dst, fieldExampleFeatures, featuresLen)
 	for _, e := range w.sorted {
-		w.out = appendLen(w.out, fieldFeaturesFeature, w.mapEntryLen(e))
-		w.out = appendBytes(w.out, fieldMapKey, w.name(e))
-		w.out = appendBytes(w.out, fieldMapValue, w.feats[e.start:e.end])
+		dst = appendLen(dst, fieldFeaturesFeature, w.mapEntryLen(e))
+		dst = appendBytes(dst, fieldMapKey, w.name(e))
+		dst = appendBytes(dst, fieldMapValue, w.feats[e.start:e.end])
 	}
-	return nil
+	return dst, true, nil
 }
 
 func (w *writer) name(e entry) []byte { return w.names[e.nameStart:e.nameEnd] }
@@ -245,33 +428,43 @@ const (
 
 var kindNames = [...]string{kindNone: "UNKNOWN", kindBytes: "bytes", kindFloat: "float", kindInt64: "int64"}
 
-// feature appends to w.feats the Feature message of one JSON feature
-// value: a scalar is a one-element list, [] a Feature with no kind.
-func (w *writer) feature(name []byte, content jsontext.Value) error {
+// feature appends to w.feats the Feature message of the feature value
+// read next: a scalar is a one-element list, [] a Feature with no kind.
+// After an error the rest of a list is skipped.
+func (w *writer) feature(p *parser, name []byte, t *tally) (bool, error) {
 	w.list = w.list[:0]
 	k, count := kindNone, int64(0)
-	add := func(v jsontext.Value) error {
-		var err error
-		k, err = w.value(name, k, v)
-		count++
-		return err
+	tok, ok := p.next()
+	if !ok {
+		return false, nil
 	}
-	if content.Kind() == jsontext.Array {
-		for _, v := range content.Elems() {
-			if err := add(v); err != nil {
-				return err
+	var err error
+	if tok.Kind != jsontext.BeginArray {
+		count++
+		if k, ok, err = w.value(p, name, k, tok); err != nil || !ok {
+			return ok, err
+		}
+	} else {
+		for {
+			if tok, ok = p.next(); !ok {
+				return false, nil
+			}
+			if tok.Kind == jsontext.EndArray {
+				break
+			}
+			count++
+			if k, ok, err = w.value(p, name, k, tok); err != nil || !ok {
+				return ok && p.skipOut(1), err
 			}
 		}
-	} else if err := add(content); err != nil {
-		return err
 	}
 	// Only the values: the bytes are charged once the example is whole
 	// (its scratch space is within a small factor of its JSON text).
-	if err := w.charge(count, 0); err != nil {
-		return err
+	if err := w.charge(t, count, 0); err != nil {
+		return true, err
 	}
 	if k == kindNone {
-		return nil // Feature{}: an empty message
+		return true, nil // Feature{}: an empty message
 	}
 	listLen := len(w.list)
 	if k != kindBytes {
@@ -283,62 +476,93 @@ func (w *writer) feature(name []byte, content jsontext.Value) error {
 		w.feats = appendLen(w.feats, fieldListValue, len(w.list))
 	}
 	w.feats = append(w.feats, w.list...)
-	return nil
+	return true, nil
 }
 
-// value is AddValueToFeature: it checks one element against the kind the
-// feature has so far (kindNone before its first value) and appends it to
-// w.list, returning the feature's kind.
-func (w *writer) value(name []byte, k kind, v jsontext.Value) (kind, error) {
+// value is AddValueToFeature: it checks the element tok starts (and reads
+// it whole) against the kind the feature has so far (kindNone before its
+// first value) and appends it to w.list, returning the feature's kind.
+func (w *writer) value(p *parser, name []byte, k kind, tok jsontext.Token) (kind, bool, error) {
 	var want kind
-	switch v.Kind() {
-	case jsontext.Null, jsontext.Array:
-		return k, unexpectedType(name, v)
-	case jsontext.Object:
-		if !tfjson.IsBase64Object(v) {
-			return k, unexpectedType(name, v)
+	var b64 []byte
+	switch tok.Kind {
+	case jsontext.NullValue, jsontext.BeginArray:
+		return k, p.skip(tok), unexpectedType(name, tok.ValueKind())
+	case jsontext.BeginObject:
+		var isB64, ok bool
+		if b64, isB64, ok = w.readB64(p); !ok || !isB64 {
+			return k, ok, unexpectedType(name, jsontext.Object)
 		}
 		want = kindBytes
-	case jsontext.String:
+	case jsontext.StringValue:
 		want = kindBytes
-	case jsontext.True, jsontext.False:
+	case jsontext.TrueValue, jsontext.FalseValue:
 		want = kindInt64
-	case jsontext.Number:
+	case jsontext.NumberValue:
 		want = kindInt64
-		if v.Num().IsDouble() {
+		if tok.Num.IsDouble() {
 			want = kindFloat
 		}
 	}
 	if k != kindNone && k != want {
-		return k, apierr.InvalidArgumentf("Unexpected element type in feature: %s expecting type: %s", name, kindNames[k])
+		return k, true, apierr.InvalidArgumentf("Unexpected element type in feature: %s expecting type: %s", name, kindNames[k])
 	}
-	switch v.Kind() {
-	case jsontext.Object:
-		s, _ := v.Member("b64")
+	switch tok.Kind {
+	case jsontext.BeginObject:
 		var ok bool
-		if w.b64, ok = tfjson.AppendBase64(w.b64[:0], s.Str()); !ok {
-			return k, apierr.InvalidArgumentf("Unable to base64 decode")
+		if w.b64, ok = tfjson.AppendBase64(w.b64[:0], b64); !ok {
+			return k, true, apierr.InvalidArgumentf("Unable to base64 decode")
 		}
 		w.list = appendBytes(w.list, fieldListValue, w.b64)
-	case jsontext.String:
-		w.list = appendBytes(w.list, fieldListValue, v.Str())
-	case jsontext.True:
+	case jsontext.StringValue:
+		w.list = appendBytes(w.list, fieldListValue, tok.Str)
+	case jsontext.TrueValue:
 		w.list = appendVarint(w.list, 1)
-	case jsontext.False:
+	case jsontext.FalseValue:
 		w.list = appendVarint(w.list, 0)
 	default:
 		switch {
 		case want == kindFloat:
-			w.list = appendFloat(w.list, float32(v.Num().Float64()))
-		case !v.Num().IsInt64():
-			return k, apierr.InvalidArgumentf("Feature: %s has uint64_t element. Only int64_t is supported.", name)
+			w.list = appendFloat(w.list, float32(tok.Num.Float64()))
+		case !tok.Num.IsInt64():
+			return k, true, apierr.InvalidArgumentf("Feature: %s has uint64_t element. Only int64_t is supported.", name)
 		default:
-			w.list = appendVarint(w.list, uint64(v.Num().Int64()))
+			w.list = appendVarint(w.list, uint64(tok.Num.Int64()))
 		}
 	}
-	return want, nil
+	return want, true, nil
 }
 
-func unexpectedType(name []byte, v jsontext.Value) error {
-	return apierr.InvalidArgumentf("Feature: %s has element with unexpected JSON type: %s", name, v.Kind())
+// readB64 reads an object after its '{' and tells whether it is
+// json_tensor.cc's IsValBase64Object, exactly one member "b64" whose
+// value is a string, and that string.
+func (w *writer) readB64(p *parser) (s []byte, isB64, ok bool) {
+	key, ok := p.next()
+	if !ok || key.Kind == jsontext.EndObject {
+		return nil, false, ok
+	}
+	isKey := string(key.Str) == tfjson.KeyB64
+	v, ok := p.next()
+	if !ok {
+		return nil, false, false
+	}
+	if !isKey || v.Kind != jsontext.StringValue {
+		return nil, false, p.skip(v) && p.skipOut(1)
+	}
+	s = v.Str
+	if !v.InChunk {
+		// In the tokenizer's memory, which the next token may reuse.
+		w.b64src = append(w.b64src[:0], s...)
+		s = w.b64src
+	}
+	end, ok := p.next()
+	if !ok || end.Kind != jsontext.EndObject {
+		// A second member: the rest of the object is read.
+		return nil, false, ok && p.skipOut(1)
+	}
+	return s, true, true
+}
+
+func unexpectedType(name []byte, k jsontext.Kind) error {
+	return apierr.InvalidArgumentf("Feature: %s has element with unexpected JSON type: %s", name, k)
 }

@@ -1,7 +1,6 @@
 package tfrequest
 
 import (
-	"bytes"
 	"slices"
 
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
@@ -18,53 +17,8 @@ import (
 // implementation of TF Serving's request rules: a whole body (Parse) is
 // one chunk, and a streamed body (NewDecoder) any number of them. It
 // decides every body itself, errors included, as TF Serving does;
-// decoder_judge.go says how, and ErrUndecided lists the few bodies a
+// decoder_record.go says how, and ErrUndecided lists the few bodies a
 // stream cannot tell, which the whole text settles (second.go).
-
-// Parse parses a TF Serving predict request body the way TF Serving's
-// FillPredictRequestFromJson does, check for check and in the same order
-// (docs/tfserving-rest.md §2.3, §3, §4): JSON syntax, top level is an
-// object, signature_name is a string; then resolve (its error is returned
-// as is); then an input map must exist, exactly one of "instances" /
-// "inputs", and the values are converted against the signature's input
-// names and dtypes. Last comes the input-count check TF's predictor makes
-// before the model (predict_util.cc VerifyRequestInputsSize), so a parsed
-// Request holds exactly one tensor per signature input.
-//
-// Every failure is an *apierr.Error carrying TF Serving's message. lim
-// bounds nesting depth and the total number of tensor elements. Strings
-// in the Request may alias body.
-func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
-	r, late, err := parseWhole(body, resolve, lim, nil)
-	if late != nil {
-		// The values were read against the default signature; read them
-		// again against the one the body names.
-		r, _, err = parseWhole(body, resolve, lim, late)
-	}
-	return r, err
-}
-
-// parseWhole is the decoder over body as one chunk; name, when set, is
-// the signature name to resolve before the body names it. late is the
-// name to read the body again with, when it names its signature after the
-// values.
-func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) (r *Request, late *string, err error) {
-	d := newDecoder(resolve, lim)
-	d.whole, d.body = true, body
-	if name != nil {
-		d.req.SignatureName, d.known = *name, true
-	}
-	// Every number of a single numeric input is followed by a comma but
-	// the last of each list, so the comma count sizes its buffer in one
-	// go (bytes.Count is vectorized).
-	d.hint = int64(bytes.Count(body, []byte{','})) + 1
-	d.Write(body)
-	r, err = d.Close()
-	if d.lost {
-		late = &d.req.SignatureName
-	}
-	return r, late, err
-}
 
 // Decoder reads one request body: Write it in chunks, then Close, which
 // returns what Parse over the whole text would, Request or *apierr.Error
@@ -97,11 +51,8 @@ type Decoder struct {
 	failed bool
 	dups   bool // an instance object named an input twice
 	inObjN int  // inputs the current instance object has named
-	// dumpOnly: every value is skipped, the root dump is all it makes
-	// (decoder_instdump.go).
-	dumpOnly bool
 
-	exactState
+	record
 }
 
 // opInput accumulates one signature input's tensor (input), plus the item being read — its shape as inferred so far (-1 for
@@ -169,27 +120,13 @@ type opFrame struct {
 	nextInput int32
 }
 
-func newDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
-	lim = lim.OrDefault()
-	d := &Decoder{resolve: resolve, lim: lim, req: &Request{},
-		exactState: exactState{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}}
-	d.tz.Reset(tfjson.Limits(lim))
-	return d
-}
-
 // NewDecoder returns a decoder for one streamed request body.
 func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
-	return newDecoder(resolve, lim)
-}
-
-// fail ends a decode at a path without an exact answer (a safety net no
-// test reaches): the body is undecided.
-func (d *Decoder) fail() error {
-	d.failed = true
-	if d.final == nil {
-		d.final = undecided("unsupported construct")
-	}
-	return d.final
+	lim = lim.OrDefault()
+	d := &Decoder{resolve: resolve, lim: lim, req: &Request{},
+		record: record{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}}
+	d.tz.Reset(tfjson.Limits(lim))
+	return d
 }
 
 // abort releases what a failed decode holds.
@@ -343,8 +280,8 @@ func (d *Decoder) ensureStrs(in *input) {
 // finish builds the Request's tensors, as the tape oracle does, after
 // checking that every used input holds exactly the values its shape says
 // (the rules above guarantee it; a broken invariant must not become a
-// panic or a wrong tensor).
-func (d *Decoder) finish() error {
+// panic or a wrong tensor: ok is false).
+func (d *Decoder) finish() bool {
 	for i := range d.ins {
 		in := &d.ins[i]
 		if !in.used {
@@ -359,7 +296,7 @@ func (d *Decoder) finish() error {
 			got = int64(in.dataLen() / in.spec.DataType.Size())
 		}
 		if got != want {
-			return d.fail()
+			return false
 		}
 	}
 	// Only a buffer for an input that got no value: room must not seal a
@@ -370,10 +307,7 @@ func (d *Decoder) finish() error {
 		}
 	}
 	buildTensors(d.req, len(d.ins), func(i int) *input { return &d.ins[i].input }, d.batch, giveBuf)
-	if err := verifyInputsSize(d.sig, d.req.Inputs); err != nil {
-		return d.fail()
-	}
-	return nil
+	return true
 }
 
 // arena holds string bytes copied out of chunks in blocks that never

@@ -8,9 +8,9 @@ import "github.com/tfsbridge/tfsbridge/translate/jsontext"
 // (a DumpStream fed token by token, numbers formatted); instead its text is
 // kept, a byte copy per chunk, while it is at most instRawMax long, and
 // dumped only if it misses a key. A longer instance hands its text so far
-// to a dump-only decoder, which then reads the rest of the instance as it
-// arrives until its dump is complete (at most 256 bytes of output, so it
-// soon stops). Once the instance has named every input it cannot miss
+// to a dumper (a tokenizer feeding a DumpStream), which then reads the
+// rest of the instance as it arrives until its dump is complete (at most
+// 256 bytes of output, so it soon stops). Once the instance has named every input it cannot miss
 // one, and its text is dropped: an image's long b64 string is not held a
 // second time. A whole body keeps no text: the dump is read from it.
 
@@ -20,20 +20,37 @@ const instRawMax = 64 << 10
 // instDump is the dump-to-be of the open instance object.
 type instDump struct {
 	on    bool
-	depth int      // stack index of the instance object
-	from  int      // where its text resumes in the chunk being written
-	end   int      // whole body: the offset after its closing brace
-	raw   []byte   // its text so far, while at most instRawMax long
-	sub   *Decoder // the dump-only decoder reading it once longer
+	depth int     // stack index of the instance object
+	from  int     // where its text resumes in the chunk being written
+	end   int     // whole body: the offset after its closing brace
+	raw   []byte  // its text so far, while at most instRawMax long
+	sub   *dumper // the dumper reading it once longer
 }
 
-// newDumpDecoder returns a decoder that only renders the dump of the
-// value it reads (every value skipped, no limits but nesting).
-func newDumpDecoder(d *Decoder) *Decoder {
-	sub := newDecoder(nil, d.lim)
-	sub.dumpOnly = true
-	sub.tz.Reset(jsontext.Limits{MaxDepth: d.lim.MaxDepth})
-	return sub
+// dumper renders the dump of the value whose text it is written.
+type dumper struct {
+	tz jsontext.Tokenizer
+	s  jsontext.DumpStream
+}
+
+func newDumper(maxDepth int) *dumper {
+	d := &dumper{}
+	d.tz.Reset(jsontext.Limits{MaxDepth: maxDepth})
+	d.s.Reset(nil)
+	return d
+}
+
+// write feeds the next bytes of the text to the dump until it is full.
+func (d *dumper) write(b []byte) {
+	for p := 0; !d.s.Full(); {
+		tok, q := d.tz.Next(b, p)
+		if tok.Kind == jsontext.NeedMore {
+			break
+		}
+		d.s.Feed(tok)
+		p = q
+	}
+	d.tz.EndChunk(len(b))
 }
 
 // instDumpStart starts keeping the instance object opening at buf[p] of
@@ -51,15 +68,13 @@ func (d *Decoder) instDumpFeed(b []byte) {
 	switch {
 	case d.whole:
 	case in.sub != nil:
-		if in.sub.dumps[dumpRoot].on {
-			in.sub.Write(b)
-		}
+		in.sub.write(b)
 	case len(in.raw)+len(b) <= instRawMax:
 		in.raw = append(in.raw, b...)
 	default:
-		in.sub = newDumpDecoder(d)
-		in.sub.Write(in.raw)
-		in.sub.Write(b)
+		in.sub = newDumper(d.lim.MaxDepth)
+		in.sub.write(in.raw)
+		in.sub.write(b)
 	}
 }
 
@@ -84,12 +99,12 @@ func (d *Decoder) instDumpDrop() {
 func (d *Decoder) instDumpBytes() []byte {
 	in := &d.inst
 	if in.sub == nil {
-		in.sub = newDumpDecoder(d)
+		in.sub = newDumper(d.lim.MaxDepth)
 		if d.whole {
-			in.sub.Write(d.body[in.from:in.end])
+			in.sub.write(d.body[in.from:in.end])
 		} else {
-			in.sub.Write(in.raw)
+			in.sub.write(in.raw)
 		}
 	}
-	return in.sub.dumpBytes(dumpRoot)
+	return in.sub.s.Bytes()
 }

@@ -157,7 +157,7 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 		f.n++
 	}
 	s := d.slot()
-	if d.skipping() || d.dumpOnly {
+	if d.skipping() {
 		s = slot{kind: slotSkip}
 	}
 	switch s.kind {
@@ -200,17 +200,18 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 	switch tok.Kind {
 	case jsontext.BeginArray, jsontext.BeginObject:
 		d.pos = p
-		d.open(s, tok.Kind == jsontext.BeginObject)
+		d.open(s, tok)
 	case jsontext.StringValue:
 		d.strDone(s, tok.Str, tok.InChunk)
 	default:
-		d.scalar(s, tok.ValueKind(), tok.Num)
+		d.scalar(s, tok)
 	}
 }
 
 // open starts a list (obj false) or an object for slot s: its frame says
 // what it is for. The nesting bound was checked at its bracket (value).
-func (d *Decoder) open(s slot, obj bool) {
+func (d *Decoder) open(s slot, tok jsontext.Token) {
+	obj := tok.Kind == jsontext.BeginObject
 	fr := opFrame{obj: obj, role: roleSkip}
 	if s.kind != slotSkip {
 		if obj {
@@ -219,7 +220,7 @@ func (d *Decoder) open(s slot, obj bool) {
 			d.listFrame(s, &fr)
 		}
 	}
-	d.feedOpen(obj)
+	d.feedToken(tok)
 	d.stack = append(d.stack, fr)
 }
 
@@ -253,7 +254,7 @@ func (d *Decoder) objectFrame(s slot, fr *opFrame) {
 		switch d.mode {
 		case instUndecided:
 			fr.role = roleFirstInst
-			d.dumpInstance(depth)
+			d.instDumpStart(depth, d.pos) // "keys must be equal to" prints it
 		case instPlain:
 			// Only a {"b64": …} value can follow plain first elements.
 			d.beginItem(0)
@@ -262,7 +263,7 @@ func (d *Decoder) objectFrame(s slot, fr *opFrame) {
 		default:
 			fr.role = roleInstance
 			d.resetInObj()
-			d.dumpInstance(depth)
+			d.instDumpStart(depth, d.pos) // "keys must be equal to" prints it
 		}
 	case slotTensor:
 		i := int(s.input)
@@ -280,12 +281,6 @@ func (d *Decoder) objectFrame(s slot, fr *opFrame) {
 	default:
 		d.otherValue(s, jsontext.Object)
 	}
-}
-
-// dumpInstance keeps what the dump of an instance object needs,
-// which "keys must be equal to" prints.
-func (d *Decoder) dumpInstance(depth int) {
-	d.instDumpStart(depth, d.pos)
 }
 
 // otherValue records what a value that is no tensor element tells: the root's kind, the signature name's, a "instances" that is no
@@ -347,7 +342,7 @@ func (d *Decoder) key(k []byte) {
 			}
 		}
 	case roleFirstInst:
-		if string(k) == tfjson.KeyB64 && (d.lookup(k) < 0 || !d.whole || d.b64Ahead()) {
+		if b64, _ := d.b64First(f, k); b64 {
 			// {"b64": …} first: plain values of the first input (TF feeds
 			// the first input even when there are several).
 			d.mode = instPlain
@@ -364,9 +359,9 @@ func (d *Decoder) key(k []byte) {
 	case roleInstance:
 		d.instanceKey(f, k)
 	case roleInputs:
-		switch {
-		case f.n != 1 || string(k) != tfjson.KeyB64 || d.whole && d.lookup(k) >= 0 && !d.b64Ahead():
-		case d.lookup(k) >= 0 && !d.whole:
+		switch b64, named := d.b64First(f, k); {
+		case !b64:
+		case named && !d.whole:
 			f.role = roleSkip
 			if d.ferr == nil {
 				d.ferr = undecided(`"inputs" object starting with "b64" while an input has that name`)
@@ -391,6 +386,18 @@ func (d *Decoder) key(k []byte) {
 	}
 }
 
+// b64First reports whether k, the first key of an object that may be a
+// {"b64": "…"} value, starts one (b64): always when it is "b64", unless an
+// input has that name (named) and the whole body, looked ahead, shows
+// that the object is no such value. A stream cannot look ahead.
+func (d *Decoder) b64First(f *opFrame, k []byte) (b64, named bool) {
+	if f.n != 1 || string(k) != tfjson.KeyB64 {
+		return false, false
+	}
+	named = d.lookup(k) >= 0
+	return !(named && d.whole && !d.b64Ahead()), named
+}
+
 // instanceKey maps a key of a named-inputs instance object to its input.
 // TF reads the key as a C string: it ends at its first NUL (rowKey).
 func (d *Decoder) instanceKey(f *opFrame, k []byte) {
@@ -404,9 +411,9 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 		d.keyBuf = append(d.keyBuf[:0], name...)
 		d.ekey = d.keyBuf
 	}
-	if f.n == 1 && string(k) == tfjson.KeyB64 && !(d.whole && d.lookup(k) >= 0 && !d.b64Ahead()) {
+	if b64, named := d.b64First(f, k); b64 {
 		// A b64 value where objects are expected, or an input named b64.
-		if d.lookup(k) >= 0 && !d.whole {
+		if named && !d.whole {
 			d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
 			return
 		}
@@ -490,9 +497,7 @@ func (d *Decoder) close() {
 		}
 		return
 	}
-	ok := true
 	switch f.role {
-	case roleTop:
 	case roleInstances:
 		d.batch = f.n
 		if f.n == 0 {
@@ -500,16 +505,12 @@ func (d *Decoder) close() {
 		}
 	case roleFirstInst, roleInstance:
 		// {} first is an object of named inputs, all missing.
-		for i := range d.ins {
-			ok = ok && d.ins[i].inObj
-		}
-		if !ok {
+		if d.inObjN < len(d.ins) {
 			names := sortedNames(len(d.ins), func(i int) string { return d.ins[i].spec.Name })
 			d.valueErr(0, errKeysMissing(d.elem, d.instDumpBytes(), names), false, false)
-			ok = true
 		}
 	case roleInputs:
-		ok = d.closeInputs()
+		d.closeInputs()
 	case roleTensor:
 		i := int(f.input)
 		if in := &d.ins[i]; !d.closeList(i, int(f.level), f.n) {
@@ -518,29 +519,26 @@ func (d *Decoder) close() {
 			d.endItemCheck(i)
 		}
 	case roleB64:
-		ok = d.closeB64(&f)
+		d.closeB64(&f)
 	case roleSkip:
 		if f.ctx != objNone {
 			d.closeLeafObject(&f)
 		}
 	}
-	if !ok {
-		d.fail()
-	}
 }
 
 // closeInputs ends the named "inputs" object: TF walks the signature's
 // inputs in order, each missing or holding its first error.
-func (d *Decoder) closeInputs() bool {
+func (d *Decoder) closeInputs() {
 	if d.ferr != nil {
-		return true
+		return
 	}
 	if d.colTrip && d.whole {
 		d.replayInputs()
 	}
 	if d.colTrip {
 		d.ferr = undecided("named inputs exceed the element limit together")
-		return true
+		return
 	}
 	for i := range d.ins {
 		switch {
@@ -553,7 +551,6 @@ func (d *Decoder) closeInputs() bool {
 		}
 		break
 	}
-	return true
 }
 
 // closeLeafObject tells the error of an object where a tensor value
@@ -574,7 +571,7 @@ func (d *Decoder) closeLeafObject(f *opFrame) {
 
 // closeB64 ends a roleB64 object: it tells what the object turned out to
 // be (TF's IsValBase64Object) and answers as TF does there.
-func (d *Decoder) closeB64(f *opFrame) bool {
+func (d *Decoder) closeB64(f *opFrame) {
 	isB64 := f.n == 1 && f.flags == b64Str
 	i := int(f.input)
 	switch f.ctx {
@@ -629,7 +626,6 @@ func (d *Decoder) closeB64(f *opFrame) bool {
 		}
 		d.b64Value(0, true)
 	}
-	return true
 }
 
 // b64Value adds the kept string of a {"b64": "…"} value, counted already,
@@ -735,11 +731,11 @@ func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) ([]byte, bool) {
 	in := &d.ins[i]
 	switch {
 	case !d.leafLevel(i, int(v.level)):
-		d.valueErr(i, errLevel(tokenDump(jsontext.String, jsontext.Num{}, s), int(v.level), in.curRank), true, false)
+		d.valueErr(i, errLevel(tokenDump(jsontext.Token{Kind: jsontext.StringValue, Str: s}), int(v.level), in.curRank), true, false)
 	case !d.countLeaf(i):
 		d.limitErr(i)
 	case in.spec.DataType != tensor.Bytes:
-		d.valueErr(i, errType(tokenDump(jsontext.String, jsontext.Num{}, s), jsontext.String, in.spec.DataType), true, false)
+		d.valueErr(i, errType(tokenDump(jsontext.Token{Kind: jsontext.StringValue, Str: s}), jsontext.String, in.spec.DataType), true, false)
 	default:
 		s = d.keep(s, inChunk)
 		d.ensureStrs(&in.input)
@@ -753,39 +749,40 @@ func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) ([]byte, bool) {
 }
 
 // scalar handles a number or literal value for slot v.
-func (d *Decoder) scalar(v slot, k jsontext.Kind, num jsontext.Num) {
+func (d *Decoder) scalar(v slot, tok jsontext.Token) {
 	switch v.kind {
 	case slotSkip:
 	case slotTensor:
-		d.scalarLeaf(v, k, num)
+		d.scalarLeaf(v, tok)
 	default:
-		d.otherValue(v, k)
+		d.otherValue(v, tok.ValueKind())
 	}
-	d.feedScalar(k, num)
+	d.feedToken(tok)
 }
 
 // scalarLeaf adds a number or literal where a tensor element belongs
 // (TF's checks in its order: level, element limit, type).
-func (d *Decoder) scalarLeaf(v slot, k jsontext.Kind, num jsontext.Num) {
+func (d *Decoder) scalarLeaf(v slot, tok jsontext.Token) {
+	k := tok.ValueKind()
 	i := int(v.input)
 	in := &d.ins[i]
 	dt := in.spec.DataType
 	switch {
 	case !d.leafLevel(i, int(v.level)):
-		d.valueErr(i, errLevel(tokenDump(k, num, nil), int(v.level), in.curRank), true, false)
+		d.valueErr(i, errLevel(tokenDump(tok), int(v.level), in.curRank), true, false)
 	case !d.countLeaf(i):
 		d.limitErr(i)
 	case dt == tensor.Bytes:
-		d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
+		d.valueErr(i, errType(tokenDump(tok), k, dt), true, false)
 	default:
 		d.ensureBuf(&in.input)
 		var res leafResult
-		in.data, res = appendLeaf(in.data, dt, k, num)
+		in.data, res = appendLeaf(in.data, dt, k, tok.Num)
 		switch res {
 		case leafTypeError:
-			d.valueErr(i, errType(tokenDump(k, num, nil), k, dt), true, false)
+			d.valueErr(i, errType(tokenDump(tok), k, dt), true, false)
 		case leafUnimplemented:
-			d.valueErr(i, errUnimplemented(tokenDump(k, num, nil), dt), true, false)
+			d.valueErr(i, errUnimplemented(tokenDump(tok), dt), true, false)
 		default:
 			if v.level == 0 {
 				d.endItemCheck(i)
@@ -933,4 +930,39 @@ func floatRun(buf []byte, p int, data []byte, wide bool, limit int64) (end int, 
 	room := min(limit, int64((cap(data)-len(data))>>shift))
 	data, end, n := jsontext.AppendDecimals(data, buf, p, wide, int(room))
 	return end, data, int64(n)
+}
+
+// replayInputs reads the values of the named "inputs" object that just
+// closed again, in signature order, with the element limit counted from
+// zero: which input meets the limit first, and so which error TF reports,
+// depends on that order. Each value is read by a tokenizer of its own
+// (the text around it was read already); the root dump, already fed, is
+// paused.
+func (d *Decoder) replayInputs() {
+	root := &d.dumps[dumpRoot]
+	rootOn, tz := root.on, d.tz
+	if rootOn {
+		d.dumpStop(dumpRoot)
+	}
+	d.replaying, d.total = true, 0
+	d.colErrs, d.colTrip = nil, false
+	d.stack = append(d.stack, opFrame{obj: true, role: roleInputs})
+	base := len(d.stack)
+	for i := range d.ins {
+		in := &d.ins[i]
+		if !in.used {
+			continue // missing: closeInputs says so in order
+		}
+		in.data, in.strs = in.data[:0], in.strs[:0]
+		d.stack[base-1].next, d.stack[base-1].nextInput = slotItem, int32(i)
+		d.tz = jsontext.Tokenizer{}
+		d.tz.Reset(jsontext.Limits{MaxDepth: d.lim.MaxDepth})
+		d.lex(d.body, in.from, base)
+	}
+	d.stack = d.stack[:base-1]
+	d.replaying, d.tz = false, tz
+	if rootOn {
+		root.on = true
+		d.ndump++
+	}
 }

@@ -1,6 +1,8 @@
 package tfrequest
 
 import (
+	"errors"
+
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -94,3 +96,29 @@ func errB64Format(dump []byte) error {
 }
 
 func errB64Decode() error { return apierr.InvalidArgumentf("Unable to base64 decode") }
+
+// ErrUndecided is wrapped by the 400 the decoder answers, for a stream,
+// for the few bodies whose TF Serving answer it cannot tell without the
+// whole text; Parse, which holds it, settles them (second.go), and so
+// does translate's RequestStream for bodies up to its ReplayBytes, so only
+// longer streams meet them:
+//   - a "signature_name" with a non-empty value after "instances" or
+//     "inputs" that resolves to inputs other than the default signature's
+//     (the values were read against the default signature);
+//   - an instance object or the "inputs" object whose first key is "b64"
+//     when the signature also has an input named "b64" (a b64 value or
+//     that input: TF tells them apart by the whole object);
+//   - named "inputs" that together exceed the element limit (TF counts
+//     them in signature order, the stream in document order);
+//   - a number longer than 4096 bytes (a long fraction or exponent;
+//     rapidjson refuses long integers early) cut by a chunk boundary.
+//
+// (One more text is a safety net no test reaches: "internal check
+// failed", for a broken invariant at the end.)
+var ErrUndecided = errors.New("tfrequest: body not decidable in one streaming pass")
+
+// undecided is the 400 for what the stream cannot decide.
+func undecided(why string) error {
+	return apierr.Wrap(apierr.InvalidArgument, ErrUndecided,
+		"Request cannot be checked in one streaming pass: "+why+"; send it as a smaller body")
+}

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"slices"
 
+	"github.com/tfsbridge/tfsbridge/translate/internal/jsontape"
+	"github.com/tfsbridge/tfsbridge/translate/internal/oracle"
+
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
 // The tape parser: TF Serving's FillPredictRequestFromJson written as its
-// control flow over a parsed document (jsontext.Parse), check for check.
+// control flow over a parsed document (jsontape.Parse), check for check.
 // It was production's exact parser before the decoder decided every body;
 // it stays as the test oracle the differential tests hold the decoder to
 // (whole, chunked and streamed bodies alike).
@@ -19,7 +22,7 @@ import (
 // released (its strings may back the Request): the collector takes it.
 func tapeParse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 	lim = lim.OrDefault()
-	doc, err := tfjson.ParseJSON(body, lim)
+	doc, err := oracle.ParseJSON(body, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -31,14 +34,14 @@ func tapeParse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, erro
 	return r, nil
 }
 
-func (r *Request) parse(doc *jsontext.Document, resolve Resolver, lim tensor.Limits) error {
+func (r *Request) parse(doc *jsontape.Document, resolve Resolver, lim tensor.Limits) error {
 	root := doc.Root()
 	if root.Kind() != jsontext.Object {
-		return tfjson.FormatError(root, msgNotObject)
+		return oracle.FormatError(root, msgNotObject)
 	}
 	if v, ok := root.Member(keySignature); ok {
 		if v.Kind() != jsontext.String {
-			return tfjson.FormatError(root, msgSignatureType)
+			return oracle.FormatError(root, msgSignatureType)
 		}
 		r.SignatureName = string(v.Str())
 	}
@@ -57,13 +60,13 @@ func (r *Request) parse(doc *jsontext.Document, resolve Resolver, lim tensor.Lim
 	p.init()
 	switch {
 	case hasInstances && hasInputs:
-		return tfjson.FormatError(root, msgBothKeys)
+		return oracle.FormatError(root, msgBothKeys)
 	case hasInstances:
 		if instances.Kind() != jsontext.Array {
-			return tfjson.FormatError(root, msgInstancesType)
+			return oracle.FormatError(root, msgInstancesType)
 		}
 		if instances.Len() == 0 {
-			return tfjson.FormatError(root, msgInstancesEmpty)
+			return oracle.FormatError(root, msgInstancesEmpty)
 		}
 		r.Format = tfjson.Row
 		err = p.rows(instances)
@@ -88,7 +91,7 @@ func (r *Request) parse(doc *jsontext.Document, resolve Resolver, lim tensor.Lim
 // AddValueToTensor, over the parsed document.
 type filler struct {
 	req   *Request
-	doc   *jsontext.Document
+	doc   *jsontape.Document
 	sig   *tensor.Signature
 	lim   tensor.Limits
 	ins   []input // parallel to sig.Inputs
@@ -120,7 +123,7 @@ func (p *filler) lookup(name []byte) int {
 // Two keys that differ only after a NUL then name the same input, which
 // behaves as a duplicated key: both values are added. Columnar names and
 // "b64" are looked up with their full length (FindMember) and keep it.
-func rowKey(k jsontext.Value) []byte {
+func rowKey(k jsontape.Value) []byte {
 	s := k.Str()
 	if i := bytes.IndexByte(s, 0); i >= 0 {
 		return s[:i]
@@ -129,12 +132,12 @@ func rowKey(k jsontext.Value) []byte {
 }
 
 // isElementObject tells a named-inputs instance object from a value.
-func isElementObject(v jsontext.Value) bool {
-	return v.Kind() == jsontext.Object && !tfjson.IsBase64Object(v)
+func isElementObject(v jsontape.Value) bool {
+	return v.Kind() == jsontext.Object && !oracle.IsBase64Object(v)
 }
 
 // rows fills the tensors from a non-empty "instances" array.
-func (p *filler) rows(list jsontext.Value) error {
+func (p *filler) rows(list jsontape.Value) error {
 	first, _ := list.First()
 	// TF tests IsObject here, not IsElementObject: a leading b64 object
 	// slips past this check even with several inputs (docs/tfserving-rest.md §4.2).
@@ -181,7 +184,7 @@ func (p *filler) rows(list jsontext.Value) error {
 		}
 		for j := range p.ins {
 			if !p.ins[j].inObj {
-				return errKeysMissing(int64(i), jsontext.AppendDump(nil, elem), sortedNames(len(p.ins), func(i int) string { return p.ins[i].spec.Name }))
+				return errKeysMissing(int64(i), jsontape.AppendDump(nil, elem), sortedNames(len(p.ins), func(i int) string { return p.ins[i].spec.Name }))
 			}
 		}
 	}
@@ -190,7 +193,7 @@ func (p *filler) rows(list jsontext.Value) error {
 
 // addItem is AddInstanceItem: one instance's value for input idx, whose
 // size and then shape must match the first instance's.
-func (p *filler) addItem(idx int, item jsontext.Value) error {
+func (p *filler) addItem(idx int, item jsontape.Value) error {
 	in := &p.ins[idx]
 	in.used = true
 	shape := denseShape(item, p.shape[:0])
@@ -240,8 +243,8 @@ func (p *filler) ensureBuf(in *input) {
 }
 
 // columns fills the tensors from the "inputs" value.
-func (p *filler) columns(v jsontext.Value) error {
-	if v.Kind() != jsontext.Object || tfjson.IsBase64Object(v) {
+func (p *filler) columns(v jsontape.Value) error {
+	if v.Kind() != jsontext.Object || oracle.IsBase64Object(v) {
 		if len(p.ins) > 1 {
 			return errInputsPlain()
 		}
@@ -262,7 +265,7 @@ func (p *filler) columns(v jsontext.Value) error {
 }
 
 // whole fills input idx from one value holding the entire tensor.
-func (p *filler) whole(idx int, v jsontext.Value) error {
+func (p *filler) whole(idx int, v jsontape.Value) error {
 	in := &p.ins[idx]
 	in.used = true
 	in.shape = denseShape(v, in.shape[:0])
@@ -276,7 +279,7 @@ func (p *filler) whole(idx int, v jsontext.Value) error {
 
 // denseShape is GetDenseTensorShape: the sizes of the first array at each
 // nesting level, stopping at a non-array or an empty array.
-func denseShape(v jsontext.Value, shape []int64) []int64 {
+func denseShape(v jsontape.Value, shape []int64) []int64 {
 	for v.Kind() == jsontext.Array {
 		shape = append(shape, int64(v.Len()))
 		first, ok := v.First()
@@ -291,11 +294,11 @@ func denseShape(v jsontext.Value, shape []int64) []int64 {
 // fill is FillTensorProto: it checks that every array sits above the
 // leaves with its level's inferred size and every scalar sits at the leaf
 // level, and appends the values in document order.
-func (p *filler) fill(in *input, v jsontext.Value, level int, shape []int64) error {
+func (p *filler) fill(in *input, v jsontape.Value, level int, shape []int64) error {
 	rank := len(shape)
 	if v.Kind() != jsontext.Array {
 		if level != rank {
-			return errLevel(jsontext.AppendDump(nil, v), level, rank)
+			return errLevel(jsontape.AppendDump(nil, v), level, rank)
 		}
 		return p.add(in, v)
 	}
@@ -317,13 +320,13 @@ func (p *filler) fill(in *input, v jsontext.Value, level int, shape []int64) err
 }
 
 // typeError is json_tensor.cc's TypeError.
-func typeError(v jsontext.Value, dt tensor.DataType) error {
-	return errType(jsontext.AppendDump(nil, v), v.Kind(), dt)
+func typeError(v jsontape.Value, dt tensor.DataType) error {
+	return errType(jsontape.AppendDump(nil, v), v.Kind(), dt)
 }
 
 // add appends one leaf value (AddValueToTensor, or a b64 object for a
 // string input) and counts it.
-func (p *filler) add(in *input, v jsontext.Value) error {
+func (p *filler) add(in *input, v jsontape.Value) error {
 	if p.total >= p.lim.MaxElements {
 		return errTooManyElements(p.lim.MaxElements)
 	}
@@ -334,8 +337,8 @@ func (p *filler) add(in *input, v jsontext.Value) error {
 			in.strs = append(in.strs, v.Str())
 		case v.Kind() != jsontext.Object:
 			return typeError(v, dt)
-		case !tfjson.IsBase64Object(v):
-			return errB64Format(jsontext.AppendDump(nil, v))
+		case !oracle.IsBase64Object(v):
+			return errB64Format(jsontape.AppendDump(nil, v))
 		default:
 			b, _ := v.Member(tfjson.KeyB64)
 			s := b.Str()
@@ -357,7 +360,7 @@ func (p *filler) add(in *input, v jsontext.Value) error {
 	case leafTypeError:
 		return typeError(v, dt)
 	case leafUnimplemented:
-		return errUnimplemented(jsontext.AppendDump(nil, v), dt)
+		return errUnimplemented(jsontape.AppendDump(nil, v), dt)
 	}
 	in.data = d
 	p.total++

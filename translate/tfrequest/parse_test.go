@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/translate/internal/jsontape"
+
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -435,9 +437,9 @@ func TestShapeString(t *testing.T) {
 	}
 }
 
-func jsonRoot(t *testing.T, s string) jsontext.Value {
+func jsonRoot(t *testing.T, s string) jsontape.Value {
 	t.Helper()
-	d, err := jsontext.Parse([]byte(s), jsontext.Limits{})
+	d, err := jsontape.Parse([]byte(s), jsontext.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

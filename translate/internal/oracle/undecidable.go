@@ -1,8 +1,10 @@
 // Package oracle holds what the tests judge the request decoder by and
-// production never runs: which bodies a stream may leave undecided.
+// production never runs: which bodies a stream may leave undecided, and
+// json_tensor.cc's readings over the tape (tape.go).
 package oracle
 
 import (
+	"github.com/tfsbridge/tfsbridge/translate/internal/jsontape"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
@@ -18,7 +20,7 @@ func Undecidable(body []byte, sig *tensor.Signature, lim tensor.Limits) bool {
 		return true
 	}
 	lim = lim.OrDefault()
-	doc, err := jsontext.Parse(body, jsontext.ForElements(lim.MaxDepth, lim.MaxElements))
+	doc, err := jsontape.Parse(body, jsontape.ForElements(lim.MaxDepth, lim.MaxElements))
 	if err != nil {
 		return false
 	}
@@ -63,7 +65,7 @@ func hasLongAtom(body []byte) bool {
 }
 
 // hasB64First reports an object anywhere in v whose first key is "b64".
-func hasB64First(v jsontext.Value) bool {
+func hasB64First(v jsontape.Value) bool {
 	switch v.Kind() {
 	case jsontext.Object:
 		first := true
@@ -84,7 +86,7 @@ func hasB64First(v jsontext.Value) bool {
 }
 
 // leaves counts the scalars in v.
-func leaves(v jsontext.Value) int64 {
+func leaves(v jsontape.Value) int64 {
 	var n int64
 	switch v.Kind() {
 	case jsontext.Object:

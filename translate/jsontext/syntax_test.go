@@ -7,14 +7,28 @@ import (
 	"testing"
 )
 
-func mustParse(t *testing.T, s string) *Document {
-	t.Helper()
-	d, err := Parse([]byte(s), Limits{})
-	if err != nil {
-		t.Fatalf("Parse(%q): %v", s, err)
+// readErr pulls every token of text and returns the error that ended it.
+func readErr(text string, lim Limits) error {
+	var p Pull
+	p.Reset([]byte(text), lim)
+	for {
+		if _, ok := p.Next(); !ok {
+			return p.Err()
+		}
 	}
-	t.Cleanup(d.Release)
-	return d
+}
+
+// first returns the first token of text, which must read without error,
+// and the offset after it.
+func first(t *testing.T, text string) (Token, int) {
+	t.Helper()
+	var p Pull
+	p.Reset([]byte(text), Limits{})
+	tok, ok := p.Next()
+	if !ok {
+		t.Fatalf("%q: %v", text, p.Err())
+	}
+	return tok, p.Pos()
 }
 
 // TestSyntaxErrors pins rapidjson 1.1.0's iterative parser: message and
@@ -83,53 +97,40 @@ func TestSyntaxErrors(t *testing.T) {
 		{`{"a\q":1}`, "Invalid escape character in string.", 3},
 	}
 	for _, tt := range tests {
-		_, err := Parse([]byte(tt.in), Limits{})
+		err := readErr(tt.in, Limits{})
 		var se *SyntaxError
 		if !errors.As(err, &se) {
-			t.Errorf("Parse(%q) = %v, want a SyntaxError", tt.in, err)
+			t.Errorf("%q: %v, want a SyntaxError", tt.in, err)
 			continue
 		}
 		if se.Msg != tt.msg || se.Offset != tt.offset {
-			t.Errorf("Parse(%q) = %q at %d, want %q at %d", tt.in, se.Msg, se.Offset, tt.msg, tt.offset)
+			t.Errorf("%q: %q at %d, want %q at %d", tt.in, se.Msg, se.Offset, tt.msg, tt.offset)
 		}
 	}
 }
 
 func TestSyntaxErrorText(t *testing.T) {
-	_, err := Parse([]byte("[1 2]"), Limits{})
+	err := readErr("[1 2]", Limits{})
 	if got, want := err.Error(), "Missing a comma or ']' after an array element. at offset: 3"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
 
-// TestStopWhenDone: the first complete value is the document.
-func TestStopWhenDone(t *testing.T) {
-	for _, s := range []string{"\xEF\xBB\xBF{\"a\":[1]}", `{"a":[1]} junk`, `{"a":[1]}}`, "{\"a\":[1]}\x00garbage", `{"a":[1]}{"b":2}`} {
-		d := mustParse(t, s)
-		if d.Root().Kind() != Object || d.Root().Len() != 1 {
-			t.Errorf("%q: root %v len %d", s, d.Root().Kind(), d.Root().Len())
-		}
-		if got := string(d.Root().Raw()); got != `{"a":[1]}` {
-			t.Errorf("%q: raw %q", s, got)
-		}
-	}
-}
-
 func TestLimits(t *testing.T) {
 	deep := strings.Repeat("[", 5) + strings.Repeat("]", 5)
-	if _, err := Parse([]byte(deep), Limits{MaxDepth: 5}); err != nil {
+	if err := readErr(deep, Limits{MaxDepth: 5}); err != nil {
 		t.Errorf("depth 5 at limit 5: %v", err)
 	}
 	var se *SyntaxError
-	if _, err := Parse([]byte(deep), Limits{MaxDepth: 4}); !errors.As(err, &se) || se.Msg != msgTooDeep || se.Offset != 4 {
+	if err := readErr(deep, Limits{MaxDepth: 4}); !errors.As(err, &se) || se.Msg != msgTooDeep || se.Offset != 4 {
 		t.Errorf("depth 5 at limit 4: %v", err)
 	}
 	// 2*MaxElements + 65536 nodes.
 	many := "[" + strings.Repeat("0,", 1<<16+3) + "0]"
-	if _, err := Parse([]byte(many), ForElements(0, 1)); !errors.As(err, &se) || se.Msg != msgTooManyVals {
+	if err := readErr(many, ForElements(0, 1)); !errors.As(err, &se) || se.Msg != msgTooManyVals {
 		t.Errorf("too many values: %v", err)
 	}
-	if _, err := Parse([]byte(many), ForElements(0, 1<<16)); err != nil {
+	if err := readErr(many, ForElements(0, 1<<16)); err != nil {
 		t.Errorf("values within limit: %v", err)
 	}
 }
@@ -190,27 +191,25 @@ func TestNumberClassification(t *testing.T) {
 		{"1234.5678901234567", D, 0, 0, math.Float64frombits(0x40934a4584fd0fe0)},
 	}
 	for _, tt := range tests {
-		d := mustParse(t, tt.in)
-		v := d.Root()
-		n := &d.nodes[0]
-		if v.Kind() != Number || n.flags&^flagNeg != tt.flags {
-			t.Errorf("%s: kind %v flags %05b, want Number %05b", tt.in, v.Kind(), n.flags&^flagNeg, tt.flags)
+		v, _ := first(t, tt.in)
+		if v.Kind != NumberValue || v.Num.flags&^flagNeg != tt.flags {
+			t.Errorf("%s: kind %v flags %05b, want a number %05b", tt.in, v.Kind, v.Num.flags&^flagNeg, tt.flags)
 			continue
 		}
-		if v.Num().IsInt64() && v.Num().Int64() != tt.i64 {
-			t.Errorf("%s: Int64 %d, want %d", tt.in, v.Num().Int64(), tt.i64)
+		if v.Num.IsInt64() && v.Num.Int64() != tt.i64 {
+			t.Errorf("%s: Int64 %d, want %d", tt.in, v.Num.Int64(), tt.i64)
 		}
-		if v.Num().IsUint64() && v.Num().Uint64() != tt.u64 {
-			t.Errorf("%s: Uint64 %d, want %d", tt.in, v.Num().Uint64(), tt.u64)
+		if v.Num.IsUint64() && v.Num.Uint64() != tt.u64 {
+			t.Errorf("%s: Uint64 %d, want %d", tt.in, v.Num.Uint64(), tt.u64)
 		}
-		if got := v.Num().Float64(); math.Float64bits(got) != math.Float64bits(tt.f) {
+		if got := v.Num.Float64(); math.Float64bits(got) != math.Float64bits(tt.f) {
 			t.Errorf("%s: Float64 %v (%#x), want %v (%#x)", tt.in, got, math.Float64bits(got), tt.f, math.Float64bits(tt.f))
 		}
 	}
 	for _, s := range []string{"NaN", "-NaN"} {
-		v := mustParse(t, s).Root()
-		if !v.Num().IsDouble() || math.Float64bits(v.Num().Float64()) != 0x7FF8000000000000 {
-			t.Errorf("%s: %#x, want C's quiet NaN", s, math.Float64bits(v.Num().Float64()))
+		v, _ := first(t, s)
+		if !v.Num.IsDouble() || math.Float64bits(v.Num.Float64()) != 0x7FF8000000000000 {
+			t.Errorf("%s: %#x, want C's quiet NaN", s, math.Float64bits(v.Num.Float64()))
 		}
 	}
 }
@@ -232,108 +231,15 @@ func TestStrings(t *testing.T) {
 		{"\"caf\xc3\xa9 \\n\"", "café \n", false},
 	}
 	for _, tt := range tests {
-		d := mustParse(t, tt.in)
-		v := d.Root()
-		if v.Kind() != String || string(v.Str()) != tt.want {
-			t.Errorf("%s: %v %q, want %q", tt.in, v.Kind(), v.Str(), tt.want)
+		v, end := first(t, tt.in)
+		if v.Kind != StringValue || string(v.Str) != tt.want {
+			t.Errorf("%s: %v %q, want %q", tt.in, v.Kind, v.Str, tt.want)
 		}
-		if got := d.nodes[0].flags&flagEscaped == 0; got != tt.aliased {
-			t.Errorf("%s: aliased %v, want %v", tt.in, got, tt.aliased)
+		if v.InChunk != tt.aliased {
+			t.Errorf("%s: aliased %v, want %v", tt.in, v.InChunk, tt.aliased)
 		}
-		if string(v.Raw()) != tt.in {
-			t.Errorf("%s: raw %q", tt.in, v.Raw())
+		if tt.in[v.Off:end] != tt.in {
+			t.Errorf("%s: raw %q", tt.in, tt.in[v.Off:end])
 		}
-	}
-}
-
-func TestNavigation(t *testing.T) {
-	d := mustParse(t, `{"a": [1, [2, 3], {"x": null}, true], "b": "s", "a": false, "e": {}, "f": []}`)
-	root := d.Root()
-	if root.Len() != 5 {
-		t.Fatalf("len %d", root.Len())
-	}
-	var keys []string
-	for k, v := range root.Members() {
-		keys = append(keys, string(k.Str())+":"+v.Kind().String())
-	}
-	if got := strings.Join(keys, ","); got != "a:Array,b:String,a:False,e:Object,f:Array" {
-		t.Errorf("members %s", got)
-	}
-	a, ok := root.Member("a")
-	if !ok || a.Kind() != Array || a.Len() != 4 {
-		t.Fatalf("first a: %v %d", a.Kind(), a.Len())
-	}
-	var kinds []string
-	for i, e := range a.Elems() {
-		kinds = append(kinds, e.Kind().String())
-		if i == 1 && (e.Len() != 2 || string(e.Raw()) != "[2, 3]") {
-			t.Errorf("a[1] = %q", e.Raw())
-		}
-	}
-	if got := strings.Join(kinds, ","); got != "Number,Array,Object,True" {
-		t.Errorf("elems %s", got)
-	}
-	if _, ok := root.Member("zz"); ok {
-		t.Error("found missing member")
-	}
-	if _, ok := a.Member("a"); ok {
-		t.Error("Member on an array")
-	}
-	e, _ := root.Member("e")
-	if _, ok := e.First(); ok || e.Len() != 0 {
-		t.Error("empty object has a first member")
-	}
-	for range e.Members() {
-		t.Error("empty object yields a member")
-	}
-	if k, _ := root.Member("b"); k.Offset() != strings.Index(string(d.Input()), `"s"`) {
-		t.Errorf("offset %d", k.Offset())
-	}
-}
-
-// TestDocumentReuse: a released document's memory is reused without
-// leaking the previous document's contents.
-func TestDocumentReuse(t *testing.T) {
-	for i := 0; i < 3; i++ {
-		d, err := Parse([]byte(`{"k\n": ["a\tb", 1]}`), Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, _ := d.Root().First()
-		if string(k.Str()) != "k\n" || d.Root().Len() != 1 {
-			t.Fatalf("round %d: %q", i, k.Str())
-		}
-		d.Release()
-	}
-	var nilDoc *Document
-	nilDoc.Release()
-}
-
-// TestReserveIsAnUpperBound: the tape is sized once, before parsing, for
-// any document shape, so a body never makes the parser regrow it by
-// doubling. Regression: object members' values were not counted, and a
-// body of 10^5 members allocated 37× its size.
-func TestReserveIsAnUpperBound(t *testing.T) {
-	docs := map[string]string{
-		"object members": `{"instances":[{` + strings.Repeat(`"a":1,`, 100_000) + `"b":"x"}]}`,
-		"nested objects": `[` + strings.Repeat(`{"k":{"v":[1,{}]}},`, 10_000) + `0]`,
-		"number list":    `[` + strings.Repeat(`0,`, 100_000) + `0]`,
-		"string list":    `[` + strings.Repeat(`"",`, 100_000) + `""]`,
-	}
-	for name, doc := range docs {
-		t.Run(name, func(t *testing.T) {
-			d := new(Document)
-			d.reserve([]byte(doc), ForElements(0, 64<<20).MaxValues)
-			reserved := cap(d.nodes)
-			if err := d.parse([]byte(doc), ForElements(0, 64<<20)); err != nil {
-				t.Fatal(err)
-			}
-			if cap(d.nodes) != reserved {
-				t.Errorf("tape regrown to %d nodes (%d used), reserve gave room for %d", cap(d.nodes), len(d.nodes), reserved)
-			}
-			if limit := len(doc)/2 + 1; reserved > limit {
-				t.Errorf("reserved %d nodes for %d bytes, more than one per two bytes", reserved, len(doc))
-			}
-		})
 	}
 }

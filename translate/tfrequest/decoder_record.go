@@ -1,12 +1,7 @@
 package tfrequest
 
 import (
-	"errors"
-	"slices"
-
-	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
-	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
@@ -38,36 +33,9 @@ import (
 // wraps ErrUndecided (listed at ErrUndecided); a whole body settles those
 // with a second look at its text (second.go).
 
-// ErrUndecided is wrapped by the 400 the decoder answers, for a stream,
-// for the few bodies whose TF Serving answer it cannot tell without the
-// whole text; Parse, which holds it, settles them (second.go), and so
-// does translate's RequestStream for bodies up to its ReplayBytes, so only
-// longer streams meet them:
-//   - a "signature_name" with a non-empty value after "instances" or
-//     "inputs" that resolves to inputs other than the default signature's
-//     (the values were read against the default signature);
-//   - an instance object or the "inputs" object whose first key is "b64"
-//     when the signature also has an input named "b64" (a b64 value or
-//     that input: TF tells them apart by the whole object);
-//   - named "inputs" that together exceed the element limit (TF counts
-//     them in signature order, the stream in document order);
-//   - a number longer than 4096 bytes (a long fraction or exponent;
-//     rapidjson refuses long integers early) cut by a chunk boundary.
-//
-// (Two more texts exist as safety nets that no test reaches: "unsupported
-// construct" for a decoder path without an exact answer, and "internal
-// check failed" for a broken invariant at the end.)
-var ErrUndecided = errors.New("tfrequest: body not decidable in one streaming pass")
-
-// undecided is the 400 for what the stream cannot decide.
-func undecided(why string) error {
-	return apierr.Wrap(apierr.InvalidArgument, ErrUndecided,
-		"Request cannot be checked in one streaming pass: "+why+"; send it as a smaller body")
-}
-
-// exactState is what the decoder records for TF's checks, judged at Close
+// record is what the decoder records for TF's checks, judged at Close
 // in TF's order.
-type exactState struct {
+type record struct {
 	final error // the answer once certain: a syntax error or an undecidable token
 	off   int64 // offset of the chunk being written
 
@@ -214,9 +182,10 @@ func (d *Decoder) dumpStop(k int) {
 	}
 }
 
-func (d *Decoder) feedOpen(obj bool) {
+// feedToken passes an opening bracket, a number or a literal.
+func (d *Decoder) feedToken(tok jsontext.Token) {
 	if d.ndump > 0 {
-		d.feed(func(s *jsontext.DumpStream) bool { return s.Open(obj) })
+		d.feed(func(s *jsontext.DumpStream) bool { return s.Feed(tok) })
 	}
 }
 
@@ -244,28 +213,11 @@ func (d *Decoder) feedString(v []byte, stable bool) {
 	}
 }
 
-func (d *Decoder) feedScalar(k jsontext.Kind, n jsontext.Num) {
-	if d.ndump > 0 {
-		d.feed(func(s *jsontext.DumpStream) bool { return scalarDump(s, k, n) })
-	}
-}
-
-func scalarDump(s *jsontext.DumpStream, k jsontext.Kind, n jsontext.Num) bool {
-	if k == jsontext.Number {
-		return s.Number(n)
-	}
-	return s.Literal(k)
-}
-
 // tokenDump returns the dump of one scalar token.
-func tokenDump(k jsontext.Kind, n jsontext.Num, str []byte) []byte {
+func tokenDump(tok jsontext.Token) []byte {
 	var s jsontext.DumpStream
 	s.Reset(nil)
-	if k == jsontext.String {
-		s.String(str)
-	} else {
-		scalarDump(&s, k, n)
-	}
+	s.Feed(tok)
 	return s.Bytes()
 }
 
@@ -275,135 +227,4 @@ func b64Dump(str []byte) []byte {
 	s.Reset(nil)
 	_ = s.Open(true) && s.String([]byte(tfjson.KeyB64)) && s.String(str) && s.Close(true)
 	return s.Bytes()
-}
-
-// --- Close ---
-
-// Close finishes the body and returns the Request, or TF Serving's error.
-func (d *Decoder) Close() (*Request, error) {
-	if d.off == 0 {
-		d.abort()
-		return nil, tfjson.ErrEmptyBody()
-	}
-	for tok, ok := d.tz.End(); ok && !d.failed; tok, ok = d.tz.End() {
-		d.token(tok, -1, 0) // a number or literal the body ends in
-	}
-	if !d.failed {
-		d.tokErr()
-	}
-	if d.failed {
-		d.abort()
-		return nil, d.final
-	}
-	if err := d.rootErr(); err != nil {
-		d.abort()
-		return nil, err
-	}
-	if d.ferr != nil {
-		d.abort()
-		return nil, d.ferr
-	}
-	// VerifyRequestInputsSize: only b64 values of the first input with a
-	// several-input signature get here without every input.
-	var sent []tensor.Tensor
-	for i := range d.ins {
-		if d.ins[i].used {
-			sent = append(sent, tensor.Tensor{Name: d.ins[i].spec.Name})
-		}
-	}
-	if err := verifyInputsSize(d.sig, sent); err != nil {
-		d.abort()
-		return nil, err
-	}
-	d.trimDuplicates()
-	if err := d.finish(); err != nil {
-		d.abort()
-		return nil, undecided("internal check failed")
-	}
-	return d.req, nil
-}
-
-// rootErr judges the root facts in TF's order.
-func (d *Decoder) rootErr() error {
-	root := func(msg string) error { return tfjson.FormatDumpError(d.dumpBytes(dumpRoot), msg) }
-	if d.rootKind != jsontext.Object {
-		return root(msgNotObject)
-	}
-	if d.sigSeen && d.sigKind != jsontext.String {
-		return root(msgSignatureType)
-	}
-	name := d.req.SignatureName
-	switch {
-	case !d.resolved:
-		// Neither "instances" nor "inputs": TF still resolves first.
-		sig, err := d.resolve(name)
-		if err != nil {
-			return err
-		}
-		if sig == nil || len(sig.Inputs) == 0 {
-			return errNoInputMap(name)
-		}
-	case d.lateSig:
-		sig, err := d.resolve(name)
-		if err != nil {
-			return err
-		}
-		if sig == nil || len(sig.Inputs) == 0 {
-			return errNoInputMap(name)
-		}
-		if !d.resolveOK || !sameInputs(sig, d.sig) {
-			// The values were read against other inputs; the root
-			// checks that follow do not depend on them.
-			d.lost = true
-			break
-		}
-		d.sig, d.req.Signature = sig, sig
-	case !d.resolveOK:
-		if d.resolveE != nil {
-			return d.resolveE
-		}
-		return errNoInputMap(name)
-	}
-	switch {
-	case d.both:
-		return root(msgBothKeys)
-	case d.instBad:
-		return root(msgInstancesType)
-	case d.instEmpty:
-		return root(msgInstancesEmpty)
-	case d.req.Format == 0:
-		return errMissingKey()
-	case d.lost:
-		return undecided(`"signature_name" after the inputs names another signature`)
-	}
-	return nil
-}
-
-// sameInputs reports two signatures whose inputs read a body alike.
-func sameInputs(a, b *tensor.Signature) bool {
-	return slices.EqualFunc(a.Inputs, b.Inputs, func(x, y tensor.Spec) bool {
-		return x.Name == y.Name && x.DataType == y.DataType
-	})
-}
-
-// trimDuplicates keeps, after an instance object named an input twice,
-// the first values each tensor holds, as TF's Tensor::FromProto does.
-func (d *Decoder) trimDuplicates() {
-	if !d.dups {
-		return
-	}
-	for i := range d.ins {
-		in := &d.ins[i].input
-		if !in.used {
-			continue
-		}
-		n := in.size * d.batch
-		if in.spec.DataType == tensor.Bytes {
-			if int64(len(in.strs)) > n {
-				in.strs = in.strs[:n]
-			}
-		} else if sz := n * int64(in.spec.DataType.Size()); int64(len(in.data)) > sz {
-			in.data = in.data[:sz]
-		}
-	}
 }

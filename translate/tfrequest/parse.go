@@ -1,0 +1,187 @@
+package tfrequest
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/tfsbridge/tfsbridge/translate/jsontext"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfjson"
+)
+
+// The decoder's two ends: Parse, a whole body as one chunk, and Close,
+// which judges what Write recorded (decoder_record.go) in TF's order.
+
+// Parse parses a TF Serving predict request body the way TF Serving's
+// FillPredictRequestFromJson does, check for check and in the same order
+// (docs/tfserving-rest.md §2.3, §3, §4): JSON syntax, top level is an
+// object, signature_name is a string; then resolve (its error is returned
+// as is); then an input map must exist, exactly one of "instances" /
+// "inputs", and the values are converted against the signature's input
+// names and dtypes. Last comes the input-count check TF's predictor makes
+// before the model (predict_util.cc VerifyRequestInputsSize), so a parsed
+// Request holds exactly one tensor per signature input.
+//
+// Every failure is an *apierr.Error carrying TF Serving's message. lim
+// bounds nesting depth and the total number of tensor elements. Strings
+// in the Request may alias body.
+func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
+	r, late, err := parseWhole(body, resolve, lim, nil)
+	if late != nil {
+		// The values were read against the default signature; read them
+		// again against the one the body names.
+		r, _, err = parseWhole(body, resolve, lim, late)
+	}
+	return r, err
+}
+
+// parseWhole is the decoder over body as one chunk; name, when set, is
+// the signature name to resolve before the body names it. late is the
+// name to read the body again with, when it names its signature after the
+// values.
+func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) (r *Request, late *string, err error) {
+	d := NewDecoder(resolve, lim)
+	d.whole, d.body = true, body
+	if name != nil {
+		d.req.SignatureName, d.known = *name, true
+	}
+	// Every number of a single numeric input is followed by a comma but
+	// the last of each list, so the comma count sizes its buffer in one
+	// go (bytes.Count is vectorized).
+	d.hint = int64(bytes.Count(body, []byte{','})) + 1
+	d.Write(body)
+	r, err = d.Close()
+	if d.lost {
+		late = &d.req.SignatureName
+	}
+	return r, late, err
+}
+
+// Close finishes the body and returns the Request, or TF Serving's error.
+func (d *Decoder) Close() (*Request, error) {
+	if d.off == 0 {
+		d.abort()
+		return nil, tfjson.ErrEmptyBody()
+	}
+	for tok, ok := d.tz.End(); ok && !d.failed; tok, ok = d.tz.End() {
+		d.token(tok, -1, 0) // a number or literal the body ends in
+	}
+	if !d.failed {
+		d.tokErr()
+	}
+	if d.failed {
+		d.abort()
+		return nil, d.final
+	}
+	if err := d.rootErr(); err != nil {
+		d.abort()
+		return nil, err
+	}
+	if d.ferr != nil {
+		d.abort()
+		return nil, d.ferr
+	}
+	// VerifyRequestInputsSize: only b64 values of the first input with a
+	// several-input signature get here without every input.
+	var sent []tensor.Tensor
+	for i := range d.ins {
+		if d.ins[i].used {
+			sent = append(sent, tensor.Tensor{Name: d.ins[i].spec.Name})
+		}
+	}
+	if err := verifyInputsSize(d.sig, sent); err != nil {
+		d.abort()
+		return nil, err
+	}
+	d.trimDuplicates()
+	if !d.finish() {
+		d.abort()
+		return nil, undecided("internal check failed")
+	}
+	return d.req, nil
+}
+
+// rootErr judges the root facts in TF's order.
+func (d *Decoder) rootErr() error {
+	root := func(msg string) error { return tfjson.FormatDumpError(d.dumpBytes(dumpRoot), msg) }
+	if d.rootKind != jsontext.Object {
+		return root(msgNotObject)
+	}
+	if d.sigSeen && d.sigKind != jsontext.String {
+		return root(msgSignatureType)
+	}
+	name := d.req.SignatureName
+	switch {
+	case !d.resolved:
+		// Neither "instances" nor "inputs": TF still resolves first.
+		sig, err := d.resolve(name)
+		if err != nil {
+			return err
+		}
+		if sig == nil || len(sig.Inputs) == 0 {
+			return errNoInputMap(name)
+		}
+	case d.lateSig:
+		sig, err := d.resolve(name)
+		if err != nil {
+			return err
+		}
+		if sig == nil || len(sig.Inputs) == 0 {
+			return errNoInputMap(name)
+		}
+		if !d.resolveOK || !sameInputs(sig, d.sig) {
+			// The values were read against other inputs; the root
+			// checks that follow do not depend on them.
+			d.lost = true
+			break
+		}
+		d.sig, d.req.Signature = sig, sig
+	case !d.resolveOK:
+		if d.resolveE != nil {
+			return d.resolveE
+		}
+		return errNoInputMap(name)
+	}
+	switch {
+	case d.both:
+		return root(msgBothKeys)
+	case d.instBad:
+		return root(msgInstancesType)
+	case d.instEmpty:
+		return root(msgInstancesEmpty)
+	case d.req.Format == 0:
+		return errMissingKey()
+	case d.lost:
+		return undecided(`"signature_name" after the inputs names another signature`)
+	}
+	return nil
+}
+
+// sameInputs reports two signatures whose inputs read a body alike.
+func sameInputs(a, b *tensor.Signature) bool {
+	return slices.EqualFunc(a.Inputs, b.Inputs, func(x, y tensor.Spec) bool {
+		return x.Name == y.Name && x.DataType == y.DataType
+	})
+}
+
+// trimDuplicates keeps, after an instance object named an input twice,
+// the first values each tensor holds, as TF's Tensor::FromProto does.
+func (d *Decoder) trimDuplicates() {
+	if !d.dups {
+		return
+	}
+	for i := range d.ins {
+		in := &d.ins[i].input
+		if !in.used {
+			continue
+		}
+		n := in.size * d.batch
+		if in.spec.DataType == tensor.Bytes {
+			if int64(len(in.strs)) > n {
+				in.strs = in.strs[:n]
+			}
+		} else if sz := n * int64(in.spec.DataType.Size()); int64(len(in.data)) > sz {
+			in.data = in.data[:sz]
+		}
+	}
+}
