@@ -7,12 +7,15 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
 	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
@@ -29,6 +32,24 @@ type tfGRPC struct {
 	addr string
 	mu   sync.Mutex
 	got  []tfGRPCCall
+	// in: whether the last message received came compressed.
+	in inPayloads
+}
+
+// inPayloads is a stats.Handler that records whether the last message
+// received came compressed (gRPC metadata never shows grpc-encoding).
+type inPayloads struct{ compressed atomic.Bool }
+
+func (p *inPayloads) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (p *inPayloads) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (p *inPayloads) HandleConn(context.Context, stats.ConnStats) {}
+func (p *inPayloads) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if in, ok := s.(*stats.InPayload); ok {
+		// Uncompressed, the wire length is the message's.
+		p.compressed.Store(in.CompressedLength != in.Length)
+	}
 }
 
 // tfGRPCCall is one call the stand-in received.
@@ -66,7 +87,7 @@ func startTFGRPC(t *testing.T) *tfGRPC {
 		t.Fatal(err)
 	}
 	tf := &tfGRPC{addr: lis.Addr().String()}
-	srv := grpc.NewServer(grpc.ForceServerCodec(grpcRawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+	srv := grpc.NewServer(grpc.ForceServerCodec(grpcRawCodec{}), grpc.StatsHandler(&tf.in), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
 		method, _ := grpc.MethodFromServerStream(stream)
 		var msg []byte
 		if err := stream.RecvMsg(&msg); err != nil {
@@ -176,6 +197,9 @@ func TestGRPCSplit(t *testing.T) {
 							continue
 						}
 						toTFS++
+						if tf.in.compressed.Load() {
+							t.Fatalf("%s: an uncompressed message seen compressed (the compression check below would prove nothing)", key)
+						}
 						if last.method != tfclient.MethodPredict || !bytes.Equal(last.msg, req) || strings.Join(last.md.Get("x-user-id"), ",") != key {
 							t.Fatalf("%s: TF Serving got %s % x (x-user-id %q), want the client's %s % x", key, last.method, last.msg, last.md.Get("x-user-id"), tfclient.MethodPredict, req)
 						}
@@ -192,6 +216,29 @@ func TestGRPCSplit(t *testing.T) {
 				}
 				if got := count("default") - def0; got != float64(toV2) {
 					t.Errorf("split_requests_total{default} grew by %v, the v2 share got %d", got, toV2)
+				}
+			})
+			t.Run("compressed both ways, unchanged", func(t *testing.T) {
+				// The stand-in answers with the request's compressor, as
+				// grpc-go does: the gzip message goes back to the client as
+				// TF Serving wrote it (tfsbridge would inflate a v2 one).
+				key := keyTo(t, split, "tfs")
+				var client inPayloads
+				cc, err := tfclient.Dial(c.Conn().Target(), grpc.WithStatsHandler(&client))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cc.Close()
+				var out []byte
+				err = cc.Conn().Invoke(metadata.AppendToOutgoingContext(ctx, "x-user-id", key), tfclient.MethodPredict, req, &out, grpc.UseCompressor(gzip.Name))
+				if err != nil || !bytes.Equal(out, tfGRPCAnswer) {
+					t.Fatalf("got % x %v, want TF Serving's answer", out, err)
+				}
+				if _, last := tf.calls(); !bytes.Equal(last.msg, req) || !tf.in.compressed.Load() {
+					t.Errorf("TF Serving got % x compressed %v, want the client's gzip message", last.msg, tf.in.compressed.Load())
+				}
+				if !client.compressed.Load() {
+					t.Error("the answer came uncompressed, want TF Serving's gzip message")
 				}
 			})
 			t.Run("TF Serving's error status unchanged", func(t *testing.T) {
