@@ -138,6 +138,9 @@ func (p *GRPCProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	aw := &answerWriter{ResponseWriter: w, rc: http.NewResponseController(w), metrics: p.cfg.Session.Metrics}
 	defer func() {
 		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http itself does
+				panic(v) // a forwarded answer cut midway (relay)
+			}
 			a := sess.Recover("grpc", v)
 			if aw.started {
 				panic(http.ErrAbortHandler)
@@ -180,27 +183,35 @@ func (p *GRPCProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if addr == "" {
 		addr = p.cfg.Upstream
 	}
-	p.call(ctx, aw, r, sess, addr, a)
+	p.call(ctx, aw, r, sess, addr, a, msg)
 }
 
 // call makes the upstream call with the translated message and answers
-// the client with the translated answer.
-func (p *GRPCProxy) call(ctx context.Context, w *answerWriter, r *http.Request, sess *session.Session, addr string, a session.Action) {
+// the client with the translated answer. A call the session forwards to
+// a TF Serving server (GRPCForward) goes there as the client made it —
+// its message (msg), :path and grpc-encoding — and its answer comes back
+// as that server gives it (relay).
+func (p *GRPCProxy) call(ctx context.Context, w *answerWriter, r *http.Request, sess *session.Session, addr string, a session.Action, msg []byte) {
 	timeout := p.cfg.RequestTimeout
 	if d, ok := parseGRPCTimeout(r.Header.Get("grpc-timeout")); ok {
 		timeout = d
 	}
 	uctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	path, _ := a.Get(":path")
-	out, err := http.NewRequestWithContext(uctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(a.Body))
+	forward := sess.GRPCForward()
+	path, body := r.URL.Path, msg
+	if !forward {
+		path, _ = a.Get(":path")
+		body = a.Body
+	}
+	out, err := http.NewRequestWithContext(uctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
 	if err != nil {
-		p.respond(w, sess.Fail(apierr.Wrap(apierr.Internal, err, "Invalid v2 gRPC address "+addr)))
+		p.respond(w, sess.Fail(apierr.Wrap(apierr.Internal, err, "Invalid gRPC address "+addr)))
 		return
 	}
-	out.ContentLength = int64(len(a.Body))
+	out.ContentLength = int64(len(body))
 	for k, vs := range r.Header {
-		if forwardedMetadata(k) {
+		if forwardedMetadata(k) || (forward && messageEncoding(k)) {
 			out.Header[k] = vs
 		}
 	}
@@ -234,6 +245,10 @@ func (p *GRPCProxy) call(ctx context.Context, w *answerWriter, r *http.Request, 
 		return
 	}
 	defer resp.Body.Close()
+	if forward {
+		p.relay(w, resp)
+		return
+	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, sess.MaxBodyBytes()+6))
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -289,6 +304,27 @@ func (p *GRPCProxy) call(ctx context.Context, w *answerWriter, r *http.Request, 
 	}
 }
 
+// relay answers a forwarded call with its server's answer as it comes:
+// headers, message and trailers unchanged. An answer cut midway aborts
+// the client's stream (a truncated message with OK trailers would read
+// as a success).
+func (p *GRPCProxy) relay(w *answerWriter, resp *http.Response) {
+	header := w.Header()
+	for k, vs := range resp.Header {
+		if !hopHeader(k) {
+			header[k] = vs
+		}
+	}
+	w.deadline(p.cfg.WriteTimeout)
+	w.WriteHeader(resp.StatusCode)
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	for k, vs := range resp.Trailer {
+		header[http.TrailerPrefix+k] = vs
+	}
+}
+
 // respond writes a Respond action: a gRPC refusal goes trailers-only
 // (its status in the headers, no body).
 func (p *GRPCProxy) respond(w *answerWriter, a session.Action) {
@@ -327,6 +363,17 @@ func forwardedMetadata(k string) bool {
 		return false
 	}
 	return true
+}
+
+// messageEncoding reports the headers about the message's compression,
+// which a forwarded call keeps as the client sent them (its message is
+// the client's own).
+func messageEncoding(k string) bool {
+	switch http.CanonicalHeaderKey(k) {
+	case "Grpc-Encoding", "Grpc-Accept-Encoding":
+		return true
+	}
+	return false
 }
 
 // hopHeader reports a response header that does not go back to the

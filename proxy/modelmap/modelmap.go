@@ -30,6 +30,11 @@ type Map struct {
 	Servers map[string]*Server
 	// Models are the mapped models, by the name TF clients use.
 	Models map[string]*Model
+	// SplitKeys are the distinct split_key header names of the map's
+	// splits, sorted: a gRPC exchange names its model only in its
+	// message, so it keeps these headers' values from its request
+	// headers for the split's pick at its body.
+	SplitKeys []string
 }
 
 // Server is one v2 server of the map.
@@ -45,8 +50,10 @@ type Server struct {
 	// BearerTokenFile, when set, is a file whose content is sent as
 	// "Authorization: Bearer …" to this server (re-read when it changes).
 	BearerTokenFile string
-	// GRPC, when set, is the server's v2 gRPC address (host:port, h2c),
-	// where the TF gRPC listener sends this server's models.
+	// GRPC, when set, is the server's gRPC address (host:port, h2c):
+	// a v2 server's GRPCInferenceService, where TF gRPC calls for its
+	// models go translated, or for KindTFServing TF Serving's own gRPC
+	// port (8500), where they go unchanged.
 	GRPC string
 }
 

@@ -123,7 +123,7 @@ func TestParseErrors(t *testing.T) {
 		{"root not mapping", "- a\n", 1, "top level: want a mapping, not a list"},
 		{"model unknown key", "models:\n  m:\n    modle: x\n", 3, `models.m: unknown key "modle" (want server, split, split_key, labels, model, inputs, outputs, metadata, signatures, shadow)`},
 		{"server unknown key", "servers:\n  s:\n    url: http://a:1\n    token: x\n", 4, `servers.s: unknown key "token" (want url, kind, bearer_token_file, grpc)`},
-		{"server bad grpc", "servers:\n  s:\n    url: http://a:1\n    grpc: http://a:2\n", 4, `servers.s.grpc: "http://a:2": want host:port (the server's v2 gRPC address)`},
+		{"server bad grpc", "servers:\n  s:\n    url: http://a:1\n    grpc: http://a:2\n", 4, `servers.s.grpc: "http://a:2": want host:port (the server's gRPC address)`},
 		{"signature unknown key", "models:\n  m:\n    signatures:\n      s: {server: x}\n", 4, `models.m.signatures.s: unknown key "server" (want model, inputs, outputs, metadata)`},
 		{"metadata unknown key", "models:\n  m:\n    metadata: {inputs: [{name: a, datatype: FP32, shape: [1]}], extra: 1}\n", 3, `models.m.metadata: unknown key "extra" (want inputs, outputs)`},
 		{"spec unknown key", "models:\n  m:\n    metadata:\n      inputs:\n        - {name: a, datatype: FP32, shape: [1], dims: [1]}\n", 5, `models.m.metadata.inputs[0]: unknown key "dims" (want name, datatype, shape)`},

@@ -11,7 +11,7 @@ import (
 
 const splitMap = `
 servers:
-  tfs:  {url: "http://tf-serving:8501", kind: tfserving}
+  tfs:  {url: "http://tf-serving:8501", kind: tfserving, grpc: "tf-serving:8500"}
   onnx: {url: "http://triton-onnx:8000", kind: v2}
 models:
   mnist:
@@ -29,7 +29,7 @@ func TestParseSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := m.Server("tfs"); !s.TFServing() || s.Kind != KindTFServing {
+	if s := m.Server("tfs"); !s.TFServing() || s.Kind != KindTFServing || s.GRPC != "tf-serving:8500" {
 		t.Errorf("tfs = %+v", s)
 	}
 	if s := m.Server("onnx"); s.TFServing() || s.Kind != "auto" {
@@ -50,6 +50,9 @@ func TestParseSplit(t *testing.T) {
 	}
 	if lg := m.Model("legacy"); lg.Split != nil || lg.Server != "tfs" {
 		t.Errorf("legacy = %+v", lg)
+	}
+	if !reflect.DeepEqual(m.SplitKeys, []string{"x-user-id"}) {
+		t.Errorf("SplitKeys = %q, want [x-user-id] (iris has no key)", m.SplitKeys)
 	}
 }
 

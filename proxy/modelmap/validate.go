@@ -103,8 +103,13 @@ func validate(raw *rawMap) (*Map, []problem) {
 		}
 	}
 	for name, rm := range raw.Models {
-		m.Models[name] = v.model(keyPath("models", name), name, rm, raw.Servers)
+		mm := v.model(keyPath("models", name), name, rm, raw.Servers)
+		m.Models[name] = mm
+		if mm.Split != nil && mm.Split.Key != "" && !slices.Contains(m.SplitKeys, mm.Split.Key) {
+			m.SplitKeys = append(m.SplitKeys, mm.Split.Key)
+		}
 	}
+	slices.Sort(m.SplitKeys)
 	return m, v.problems
 }
 
@@ -120,7 +125,7 @@ func (v *validator) server(p path, name string, rs *rawServer) *Server {
 		s := &Server{Name: name, URL: rs.URL, Kind: rs.Kind, BearerTokenFile: rs.BearerTokenFile, GRPC: rs.GRPC}
 		if s.GRPC != "" {
 			if _, port, err := net.SplitHostPort(s.GRPC); err != nil || port == "" {
-				v.add(p.key("grpc"), "%q: want host:port (the server's v2 gRPC address)", s.GRPC)
+				v.add(p.key("grpc"), "%q: want host:port (the server's gRPC address)", s.GRPC)
 			}
 		}
 		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {

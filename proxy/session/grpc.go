@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/binary"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
-	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/tracing"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -84,13 +84,27 @@ type grpcState struct {
 	reqEncoding, respEncoding string
 	// serverHeader: the client sent HeaderServer (always removed).
 	serverHeader bool
-	ex           *grpcmap.Exchange
-	opt          grpcmap.Options
+	// acceptEncoding is the client's grpc-accept-encoding, which a call
+	// forwarded to TF Serving gets back (the v2 server is asked for
+	// identity).
+	acceptEncoding string
+	// mp is the model map in force at the request headers: the model is
+	// resolved in it at the body, which names the model.
+	mp *Mapping
+	// keys are the request's values of the map's split_key headers
+	// (modelmap.Map.SplitKeys), kept for the split's pick at the body.
+	keys []Header
+	// forwarded: the model's server is a TF Serving server, which gets
+	// the call unchanged at upstream (grpcForward).
+	forwarded bool
+	ex        *grpcmap.Exchange
+	opt       grpcmap.Options
 	// routeErr and kindErr are the route's failures, reported by the
 	// resolver when grpcmap asks, which is TF Serving's order.
 	routeErr, kindErr error
-	// upstream is the v2 gRPC address of the model-map server the
-	// exchange goes to ("" for the default server).
+	// upstream is the gRPC address of the model-map server the exchange
+	// goes to ("" for the default server): a v2 server's, or for a
+	// forwarded call TF Serving's own.
 	upstream string
 	// answered: the response message was translated and sent on; the
 	// status still comes (trailers).
@@ -183,7 +197,15 @@ func grpcVerb(m grpcmap.Method) string {
 
 // grpcStart is the request-headers step of a TF gRPC call.
 func (s *Session) grpcStart(ctx context.Context, m grpcmap.Method, h HeaderGetter, endOfStream bool) Action {
-	g := &grpcState{method: m, path: h.Get(hdrPath), reqEncoding: h.Get(hdrGRPCEncoding), serverHeader: hasHeader(h, HeaderServer)}
+	g := &grpcState{method: m, path: h.Get(hdrPath), reqEncoding: h.Get(hdrGRPCEncoding), serverHeader: hasHeader(h, HeaderServer),
+		acceptEncoding: h.Get(hdrGRPCAcceptEncoding), mp: s.cfg.mapping()}
+	if g.mp != nil {
+		for _, k := range g.mp.Map.SplitKeys {
+			if v := h.Get(k); v != "" {
+				g.keys = append(g.keys, Header{k, v})
+			}
+		}
+	}
 	s.grpc = g
 	s.verb = grpcVerb(m)
 	s.rt = target{server: s.cfg.Backend}
@@ -278,6 +300,9 @@ func (s *Session) grpcRequest(ctx context.Context, body []byte, out Sink) Action
 		return s.fail(err)
 	}
 	s.grpcRoute(ctx, msg)
+	if s.rt.forward {
+		return s.grpcForward(body, out)
+	}
 	g.opt = grpcmap.Options{
 		Kind: s.kind, Encoding: s.cfg.GRPC.Encoding, Limits: s.cfg.Limits, MaxBytes: s.maxBody(), ID: s.requestID,
 		DefaultVersion: s.cfg.GRPC.DefaultVersion, HasDefaultVersion: s.cfg.GRPC.HasDefaultVersion,
@@ -313,9 +338,10 @@ func (s *Session) grpcRequest(ctx context.Context, body []byte, out Sink) Action
 
 // grpcRoute resolves the model a TF message names (its model_spec, field
 // 1 in every TF Serving request) before the message is translated: the
-// model map's target and, for Predict, the server's kind, which the
-// translation needs (BF16). Failures are kept for the resolver: TF
-// Serving checks the request's form first.
+// model map's target (for a split, the picked server, sticky on the
+// split_key metadata kept at the request headers) and, for Predict, the
+// server's kind, which the translation needs (BF16). Failures are kept
+// for the resolver: TF Serving checks the request's form first.
 func (s *Session) grpcRoute(ctx context.Context, msg []byte) {
 	g := s.grpc
 	spec, ok := messageSpec(msg)
@@ -326,18 +352,17 @@ func (s *Session) grpcRoute(ctx context.Context, msg []byte) {
 	if r.Verb == route.Status {
 		r.Label = "" // TF's status ignores labels
 	}
-	s.rt, g.routeErr = resolveTarget(s.cfg, r, serverHeader(g.serverHeader))
+	s.rt, g.routeErr = resolveTargetIn(s.cfg, g.mp, r, keptHeaders{g})
 	if g.routeErr != nil {
 		return
 	}
-	if s.rt.model != nil && s.cfg.Mapping != nil {
-		if mp := s.cfg.Mapping(); mp != nil {
-			if srv := mp.Map.Servers[s.rt.model.Server]; srv != nil && s.rt.model.Server != modelmap.DefaultServer {
-				g.upstream = srv.GRPC
-			}
+	if g.mp != nil {
+		// The picked server (Map.Server: nil for the default one).
+		if srv := g.mp.Map.Server(s.rt.srv); srv != nil {
+			g.upstream = srv.GRPC
 		}
 	}
-	if g.method == grpcmap.Predict {
+	if g.method == grpcmap.Predict && !s.rt.forward {
 		s.kind, g.kindErr = s.rt.kind(ctx)
 	}
 }
@@ -391,16 +416,70 @@ func grpcRouteVerb(m grpcmap.Method) route.Verb {
 	return route.Predict
 }
 
-// serverHeader is a HeaderGetter that only says whether the client sent
-// HeaderServer (all resolveTarget asks).
-type serverHeader bool
+// keptHeaders is the HeaderGetter of a gRPC exchange at its body: what
+// resolveTarget asks of the request headers, kept at the request headers
+// (whether the client sent HeaderServer, the split_key values).
+type keptHeaders struct{ g *grpcState }
 
-func (h serverHeader) Get(name string) string {
-	if bool(h) && name == HeaderServer {
-		return "1"
+func (h keptHeaders) Get(name string) string {
+	if name == HeaderServer {
+		if h.g.serverHeader {
+			return "1"
+		}
+		return ""
+	}
+	for _, kv := range h.g.keys {
+		if kv.Key == name {
+			return kv.Value
+		}
 	}
 	return ""
 }
+
+// grpcForward passes a call whose model a TF Serving server serves (a
+// kind: tfserving server of the map, picked by a split or not) on as the
+// client sent it to that server's gRPC port (its grpc: address): the
+// message (body, as it came, compressed or not), :path and
+// grpc-encoding are the client's; only the route changes
+// (HeaderServer and a clear route cache behind Envoy, the address for
+// the TF gRPC listener). The answer is TF Serving's own: the session
+// lets its events pass untouched, and, as a forwarded REST request, the
+// call is not counted in tfsbridge_requests_total (its split share is).
+func (s *Session) grpcForward(body []byte, out Sink) Action {
+	g := s.grpc
+	if g.routeErr != nil {
+		return s.fail(g.routeErr)
+	}
+	if g.upstream == "" {
+		return s.fail(apierr.Errorf(apierr.Unavailable,
+			"The model map's server %q is a TF Serving server without a grpc address (TF Serving's gRPC port, 8500): tfsbridge cannot pass gRPC calls to it", s.rt.srv))
+	}
+	g.forwarded = true
+	s.state = stPassThrough
+	if s.logs(slog.LevelDebug) {
+		s.Logger().Debug("tf gRPC call forwarded to a TF Serving server", "route", s.rt.tf.String(), "server", s.rt.srv, "grpc", g.upstream)
+	}
+	a := Action{Verdict: Continue, Set: s.rt.set, Remove: s.rt.remove, ClearRouteCache: true}
+	// The client's grpc-accept-encoding again (the request headers asked
+	// for identity, for a v2 server's answer tfsbridge reads).
+	if g.acceptEncoding != "" {
+		a.Set = append(a.Set[:len(a.Set):len(a.Set)], Header{hdrGRPCAcceptEncoding, g.acceptEncoding})
+	} else {
+		a.Remove = append(a.Remove[:len(a.Remove):len(a.Remove)], hdrGRPCAcceptEncoding)
+	}
+	if out == Whole {
+		// The body goes on as it is: nothing to replace. (Its
+		// reservation stays until the exchange ends: an adapter may hold
+		// it while the call is out.)
+		return a
+	}
+	return s.emit(out, a, [][]byte{body})
+}
+
+// GRPCForward reports a TF gRPC call passed unchanged to a TF Serving
+// server's gRPC address (UpstreamGRPC): its answer goes back as that
+// server gives it, without the session.
+func (s *Session) GRPCForward() bool { return s.grpc != nil && s.grpc.forwarded }
 
 // grpcResolver is grpcmap's Resolver for this exchange: the target
 // grpcRoute found, a label the map does not know refused as TF does, and

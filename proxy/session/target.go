@@ -73,16 +73,27 @@ type target struct {
 // label is left in the TF route for the verbs to report as TF does. On an
 // error the target is still the exchange's, for its logs and metrics.
 func resolveTarget(cfg *Config, r route.Route, h HeaderGetter) (target, error) {
+	return resolveTargetIn(cfg, cfg.mapping(), r, h)
+}
+
+// mapping returns the model map in force, nil for none.
+func (cfg *Config) mapping() *Mapping {
+	if cfg.Mapping == nil {
+		return nil
+	}
+	return cfg.Mapping()
+}
+
+// resolveTargetIn is resolveTarget in the model map mp (nil: no map): a
+// gRPC exchange reads the map at its request headers and resolves its
+// model at its body.
+func resolveTargetIn(cfg *Config, mp *Mapping, r route.Route, h HeaderGetter) (target, error) {
 	t := target{tf: r, wire: r, server: cfg.Backend}
 	if hasHeader(h, HeaderServer) {
 		// Only tfsbridge decides which server a model is on: every copy
 		// of a client's header goes, empty ones included.
 		t.remove, t.clearRoute = []string{HeaderServer}, true
 	}
-	if cfg.Mapping == nil {
-		return t, nil
-	}
-	mp := cfg.Mapping()
 	if mp == nil {
 		return t, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +26,7 @@ import (
 // and its TF gRPC listener, and the Envoy stand-in in front of the
 // ext_proc server in both body modes, routing to the mock's gRPC port.
 type grpcStack struct {
+	bridge  *bridge.Bridge
 	clients map[string]*tfclient.Client // by transport
 	// extproc and mockGRPC are the ext_proc server's and the mock's v2
 	// gRPC addresses.
@@ -33,7 +36,19 @@ type grpcStack struct {
 // grpcTransports are the ways a TF gRPC client reaches tfsbridge.
 var grpcTransports = []string{viaExtproc, viaExtprocFD, "proxy-grpc"}
 
+// grpcStackOptions add to a grpcStack: a model map and the Envoy routes
+// of its servers.
+type grpcStackOptions struct {
+	ModelMap string // --model-map document, "" for none
+	Routes   []envoysim.HeaderRoute
+}
+
 func newGRPCStack(t testing.TB, kind string) *grpcStack {
+	t.Helper()
+	return newGRPCStackWith(t, kind, grpcStackOptions{})
+}
+
+func newGRPCStackWith(t testing.TB, kind string, opt grpcStackOptions) *grpcStack {
 	t.Helper()
 	mock, err := mockv2.New(mockv2.Options{Kind: kind})
 	if err != nil {
@@ -51,6 +66,12 @@ func newGRPCStack(t testing.TB, kind string) *grpcStack {
 
 	o := bridge.DefaultOptions()
 	o.BackendURL, o.BackendKind, o.TFGRPCBackend, o.DrainDelay = rest.URL, kind, glis.Addr().String(), 0
+	if opt.ModelMap != "" {
+		o.ModelMapFile = filepath.Join(t.TempDir(), "models.yaml")
+		if err := os.WriteFile(o.ModelMapFile, []byte(opt.ModelMap), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b, err := bridge.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +89,7 @@ func newGRPCStack(t testing.TB, kind string) *grpcStack {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	st := &grpcStack{clients: map[string]*tfclient.Client{}, extproc: l.Extproc.Addr().String(), mockGRPC: glis.Addr().String()}
+	st := &grpcStack{bridge: b, clients: map[string]*tfclient.Client{}, extproc: l.Extproc.Addr().String(), mockGRPC: glis.Addr().String()}
 	dial := func(name, addr string) {
 		c, err := tfclient.Dial(addr)
 		if err != nil {
@@ -82,7 +103,8 @@ func newGRPCStack(t testing.TB, kind string) *grpcStack {
 	// FULL_DUPLEX_STREAMED.
 	for name, mode := range map[string]func() *extprocfilterv3.ProcessingMode{viaExtproc: envoysim.DefaultMode, viaExtprocFD: envoysim.FullDuplexMode} {
 		env, err := envoysim.Start(envoysim.Config{ProcessorAddr: l.Extproc.Addr().String(), Upstream: "http://" + glis.Addr().String(),
-			UpstreamHTTP2: true, Mode: mode(), AllowModeOverride: true, MessageTimeout: messageTimeout, BufferLimit: defaultBufferLimit})
+			UpstreamHTTP2: true, Mode: mode(), AllowModeOverride: true, MessageTimeout: messageTimeout, BufferLimit: defaultBufferLimit,
+			HeaderRoutes: opt.Routes})
 		if err != nil {
 			t.Fatal(err)
 		}
