@@ -21,8 +21,10 @@ import (
 // values:
 //
 //  1. Compute D, x correctly rounded to P = 9 (float) or 17 (double)
-//     significant digits (ties to even, as glibc): exactly, with integer
-//     arithmetic, for float32 in [1e-19, 1e9) (float32Digits); with
+//     significant digits (ties to even, as glibc): for float32 in
+//     [1e-4, 1e9), the fixed form, by one exact float64 product rounded by
+//     the FPU (f32Scale, in the FP32 loop); for other float32s in
+//     [1e-19, 1e9) exactly with integer arithmetic (float32Digits); with
 //     strconv's fixed-precision formatting otherwise.
 //  2. Let t be D's last P-6 digits as an integer: the distance, in units u
 //     of D's last digit, from the 6-digit decimal just below D
@@ -35,7 +37,7 @@ import (
 //     from x. So when t is at least 61 (float) or 13 (double) away from
 //     both 0 and 10^(P-6), %.6g cannot round-trip and D is the answer:
 //     about 88% of random float32s and nearly all random float64s. Where
-//     float32Digits applies it knows ulp(x) exactly and the bound tightens
+//     the exact paths apply they know ulp(x) and the bound tightens
 //     to floor(ulp(x)/2u) + 2, which lets about 97% of image-like values
 //     in [0,1) through.
 //  3. Otherwise t is far from the half-way point 10^(P-6)/2, so rounding
