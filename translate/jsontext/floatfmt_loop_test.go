@@ -135,3 +135,39 @@ func TestFloat32sRuns(t *testing.T) {
 		done += n
 	}
 }
+
+// FuzzFloat32s compares appendFloat32s with the loop it replaced
+// (appendFloat32sV1) and with the literal oracle on runs of arbitrary
+// bit patterns, list lengths and starting columns.
+func FuzzFloat32s(f *testing.F) {
+	seed := []byte{}
+	for _, v := range []float32{0.1, 1, 9.999999e-5, 1e-4, 0.099999994, 999999.94, 1e9, -0.5, 123456.79, 3e-45} {
+		seed = binary.LittleEndian.AppendUint32(seed, math.Float32bits(v))
+	}
+	f.Add(seed, uint8(3), uint8(1))
+	f.Add(seed, uint8(0), uint8(0))
+	f.Fuzz(func(t *testing.T, le []byte, row, col uint8) {
+		r, c := int(row%8), 0
+		if r > 0 {
+			c = int(col) % r
+		}
+		got := appendFloat32s([]byte("x"), le, r, c)
+		if v1 := appendFloat32sV1([]byte("x"), le, r, c); !bytes.Equal(got, v1) {
+			t.Fatalf("row %d col %d:\n got %q\n  v1 %q", r, c, got, v1)
+		}
+		want := []byte("x")
+		for i := 0; i+4 <= len(le); i += 4 {
+			if i > 0 {
+				if r > 0 && (c+i/4)%r == 0 {
+					want = append(want, "], ["...)
+				} else {
+					want = append(want, ", "...)
+				}
+			}
+			want = append(want, oracle32(math.Float32frombits(binary.LittleEndian.Uint32(le[i:])))...)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("row %d col %d:\n got %q\nwant %q", r, c, got, want)
+		}
+	})
+}
