@@ -200,7 +200,16 @@ func nearSix(b uint32, d uint64, exp int) (uint64, int, bool) {
 	if d6 == 1_000_000 {
 		d6, exp6 = 100_000, exp+1
 	}
-	if sixDigitsRoundTrip(float64(math.Float32frombits(b&^(1<<31))), d6, exp6-5, 32) {
+	// The round trip as sixDigitsRoundTrip decides it, written out: the
+	// exponent, -9…1, is always one it computes with a single exact
+	// float32 division or multiplication.
+	back, p := float32(d6), float32(pow10f64[max(5-exp6, exp6-5)])
+	if exp6 < 5 {
+		back = float32(back / p) // the conversions: rounded to float32, as strtof
+	} else {
+		back = float32(back * p)
+	}
+	if back == math.Float32frombits(b&^(1<<31)) {
 		// %.6g is in fixed form for exponents -4…5.
 		return d6 * 1000, exp6, exp6 <= 5
 	}
