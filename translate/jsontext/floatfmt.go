@@ -82,7 +82,7 @@ func AppendFloat32(dst []byte, f float32) []byte {
 //   - Every value is followed by ", "; the end of a list overwrites it
 //     with "], [", and the last separator is taken back at the end.
 //
-// Measured slower, and so not done: choosing the decade with a mask
+// Measured no faster, and so not done: choosing the decade with a mask
 // rather than a branch, building the text in two words stored at fixed
 // offsets, and calling out of line only from outside the loop.
 func appendFloat32s(dst, le []byte, row, col int) []byte {
