@@ -21,8 +21,10 @@ import (
 // values:
 //
 //  1. Compute D, x correctly rounded to P = 9 (float) or 17 (double)
-//     significant digits (ties to even, as glibc): exactly, with integer
-//     arithmetic, for float32 in [1e-19, 1e9) (float32Digits); with
+//     significant digits (ties to even, as glibc): for float32 in
+//     [1e-4, 1e9), the fixed form, by one exact float64 product rounded by
+//     the FPU (f32Scale, in the FP32 loop); for other float32s in
+//     [1e-19, 1e9) exactly with integer arithmetic (float32Digits); with
 //     strconv's fixed-precision formatting otherwise.
 //  2. Let t be D's last P-6 digits as an integer: the distance, in units u
 //     of D's last digit, from the 6-digit decimal just below D
@@ -35,7 +37,7 @@ import (
 //     from x. So when t is at least 61 (float) or 13 (double) away from
 //     both 0 and 10^(P-6), %.6g cannot round-trip and D is the answer:
 //     about 88% of random float32s and nearly all random float64s. Where
-//     float32Digits applies it knows ulp(x) exactly and the bound tightens
+//     the exact paths apply they know ulp(x) and the bound tightens
 //     to floor(ulp(x)/2u) + 2, which lets about 97% of image-like values
 //     in [0,1) through.
 //  3. Otherwise t is far from the half-way point 10^(P-6)/2, so rounding
@@ -62,95 +64,234 @@ func AppendFloat32(dst []byte, f float32) []byte {
 // AppendFloat32 does, ", " between them, or, with row > 0, as the
 // innermost lists of a single-line nested value: "], [" after every row-th
 // value, counting from col values already in the current list. It is the
-// inner loop of every FP32 response. The usual value (a normal float32 of
-// a tensor that step 2 settles, in fixed form) is written in the loop
-// itself, with whole-word stores into room grown for the whole run, its
-// separator stored unconditionally after it and counted only when a value
-// follows; the trailing zeros to drop are counted in the digits' word
-// rather than read back from memory. Only the rest calls out
-// (appendFloat32Other).
+// inner loop of every FP32 response, where an image model's answer spends
+// nearly all its time, so the usual value (a normal float32 in fixed form,
+// |x| in [1e-4, 1e9)) is written by hand in the loop; the rest calls out
+// (appendFloat32Other). The loop is bound by its instruction count, so:
+//
+//   - D, |x| rounded to nine digits, is a float64 product by a power of
+//     ten (one for each decade the binade may hold; the one used is exact,
+//     see f32Scale) rounded to an integer by adding 2^52, in the FPU's
+//     round-half-even: no decade arithmetic or 128-bit shifts.
+//   - Values step 2 does not settle (about one in twenty of an image) try
+//     %.6g in nearSix, whose answer the loop writes too.
+//   - The nine digits are one multiplication for the leading digit and
+//     three lane steps for the other eight (eightDigitsRev), stored as
+//     whole words into room reserved for a block of values at a time, the
+//     trailing zeros to drop counted in the digits' word.
+//   - Every value is followed by ", "; the end of a list overwrites it
+//     with "], [", and the last separator is taken back at the end.
+//
+// Measured no faster, and so not done: choosing the decade with a mask
+// rather than a branch, building the text in two words stored at fixed
+// offsets, and calling out of line only from outside the loop.
 func appendFloat32s(dst, le []byte, row, col int) []byte {
-	// The window one value is written into: "-0.000" + 9 digits, "], [".
-	const most = 19
+	// room is the window one value is written in: at most 15 bytes of text
+	// ("-0.000" + 9 digits) and 4 of separator, plus the slack the
+	// whole-word stores write past the end; block is the most values room
+	// is reserved for at once.
+	const room, block = 32, 256
+	le = le[:len(le)&^3]
+	if len(le) == 0 {
+		return dst
+	}
 	n := len(dst)
-	last := len(le)&^3 - 4 // offset of the last value
-	for j := 0; j <= last; j += 4 {
-		if cap(dst)-n < most {
-			dst = slices.Grow(dst[:n], (last-j)/4*most+most)
+	left := row - col // values until the current list ends (never when row is 0)
+	for len(le) > 0 {
+		run := le[:min(len(le), 4*block)]
+		le = le[len(run):]
+		if cap(dst)-n < len(run)/4*room {
+			dst = slices.Grow(dst[:n], len(run)/4*room)
 		}
 		dst = dst[:cap(dst)]
-		b := binary.LittleEndian.Uint32(le[j:])
-		// The separator after this value, as a little-endian word, and
-		// its length if a value follows.
-		sep, more := uint32(' '<<8|','), 2
-		if col++; col == row {
-			sep, col, more = '['<<24|' '<<16|','<<8|']', 0, 4
-		}
-		if j == last {
-			more = 0
-		}
-		var d, margin uint64
-		var exp int
-		ok := false
-		if e := b >> 23 & 0xFF; e != 0 && e != 0xFF {
-			// float32Digits' common case written out (V = m*5^k / 2^s,
-			// s in 1…63, no decade carried): a call per value, with the
-			// loop's registers saved around it, cost a tenth of a
-			// response. appendFloat32Other calls float32Digits for the
-			// rest; the oracle tests compare every output byte.
-			m := uint64(b&0x7FFFFF | 0x800000)
-			q := int(e) - 150
-			exp = log10Pow2(q+23) + int(bitIf(m >= uint64(decadeStart[e])))
-			k := 8 - exp
-			if s := uint(-(q + k)); uint(k) < uint(len(pow5)) && s-1 < 63 {
-				hi, lo := bits.Mul64(m, pow5[k])
-				v := hi<<((64-s)&63) | lo>>(s&63)
-				d = v + (lo&(1<<(s&63)-1)+(1<<((s-1)&63)-1)+v&1)>>(s&63)
-				margin = pow5[k]>>(s+1) + 2
-				ok = v >= 100_000_000 && d < 1_000_000_000
+		for j := 0; j <= len(run)-4; j += 4 {
+			b := binary.LittleEndian.Uint32(run[j:])
+			e := b >> 23 & 0xFF
+			sc := &f32Scales[e]
+			d, up := sc.digits(b)
+			exp := int(sc.exp[up])
+			w := (*[room]byte)(dst[n:])
+			i := int(b >> 31) // the sign
+			fast := true
+			if d%1000-uint32(sc.margin[up]) > uint32(sc.span[up]) {
+				// Not settled by step 2, or not a normal float32 in fixed
+				// form (margin noFast), or D has ten digits (9.99999999x
+				// rounded up a decade: D%1000 is 0).
+				fast = false
+				if sc.margin[up] != noFast {
+					var d9 uint64
+					d9, exp, fast = nearSix(b, uint64(d), exp)
+					d = uint32(d9)
+				}
+				if !fast {
+					i = len(appendFloat32Other(dst[:n], b, 0, 0, 0, false)) - n
+				}
+			}
+			if fast {
+				w[0] = '-'
+				lead := d / 100_000_000
+				raw := eightDigitsRev(d - lead*100_000_000)
+				// Zero digits ending the eight (the lead is not zero).
+				tz := bits.TrailingZeros64(raw|1<<63) >> 3
+				if raw == 0 {
+					tz = 8
+				}
+				digits := bits.ReverseBytes64(raw) | 0x3030_3030_3030_3030
+				if exp < 0 { // "0." and -exp-1 zeros, then the digits
+					binary.LittleEndian.PutUint64(w[i:], 0x3030_3030_3030_2e30) // "0.000000"
+					i = (i + 1 - exp) & 7
+					w[i] = byte('0' + lead)
+					binary.LittleEndian.PutUint64(w[i+1:], digits)
+					i += 9 - tz
+				} else {
+					// "ddd.ddd": the nine digits, then the point after
+					// exp+1 of them and the fraction's 8-exp digits
+					// stored over the rest, the trailing zeros dropped but
+					// at least ".0" kept.
+					w[i] = byte('0' + lead)
+					binary.LittleEndian.PutUint64(w[i+1:], digits)
+					point := (i + exp + 1) & 15
+					w[point] = '.'
+					binary.LittleEndian.PutUint64(w[point+1:], digits>>(8*exp&63))
+					if tz < 8-exp {
+						i += 10 - tz
+					} else {
+						w[point+1] = '0'
+						i = point + 2
+					}
+				}
+			}
+			binary.LittleEndian.PutUint32(w[i&15:], ' '<<8|',')
+			n += i + 2
+			if left--; left == 0 {
+				binary.LittleEndian.PutUint32(w[i&15:], '['<<24|' '<<16|','<<8|']')
+				n += 2
+				left = row
 			}
 		}
-		if t := d % 1000; !ok || t < margin || t > 1000-margin || exp < -4 || exp >= 9 {
-			dst = appendFloat32Other(dst[:n], b, d, exp, margin, ok)
-			dst = binary.LittleEndian.AppendUint32(dst, sep)[:len(dst)+more]
-			n = len(dst)
+	}
+	if row > 0 && left == row { // the last value ended a list
+		return dst[:n-4]
+	}
+	return dst[:n-2]
+}
+
+// eightDigitsRev returns v < 10^8 as eight digit values (0-9), one a
+// byte, the last digit in the low byte (bits.ReverseBytes64 puts them in
+// text order). Each step splits lanes in two by a multiplication for the
+// quotient and adds quotient*(2^w - divisor), which leaves the remainder
+// in the low half and the quotient in the high half of the lane: v into
+// two four-digit halves (v/10^4 for v < 10^8 is v*109951163 >> 40), each
+// into two pairs (/100 is *10486 >> 20 below 43699), each into two digits
+// (/10 is *103 >> 10 below 179). No lane's product reaches the next lane.
+func eightDigitsRev(v uint32) uint64 {
+	x := uint64(v)
+	q := x * 109_951_163 >> 40
+	x += q * (1<<32 - 10_000)
+	q = (x * 10486 >> 20) & 0x0000_007F_0000_007F
+	x += q * (1<<16 - 100)
+	q = (x * 103 >> 10) & 0x000F_000F_000F_000F
+	return x + q*(1<<8-10)
+}
+
+// nearSix is step 3 for appendFloat32s: the float32 with bits b, whose D
+// (nine digits, or 10^9 when it rounded up a decade) and exponent exp, in
+// -4…8, step 2 did not settle. It returns the digits and exponent to write
+// in fixed form, as nine digits (the six of %.6g followed by three zeros
+// when %.6g round-trips: trimmed, they are %.6g's text), or ok false when
+// the text is in exponent form.
+func nearSix(b uint32, d uint64, exp int) (uint64, int, bool) {
+	d6, exp6 := (d+500)/1000, exp // no tie: D%1000 is near 0 or 1000
+	if d6 == 1_000_000 {
+		d6, exp6 = 100_000, exp+1
+	}
+	// The round trip as sixDigitsRoundTrip decides it, written out: the
+	// exponent, -9…1, is always one it computes with a single exact
+	// float32 division or multiplication.
+	back, p := float32(d6), float32(pow10f64[max(5-exp6, exp6-5)])
+	if exp6 < 5 {
+		back = float32(back / p) // the conversions: rounded to float32, as strtof
+	} else {
+		back = float32(back * p)
+	}
+	if back == math.Float32frombits(b&^(1<<31)) {
+		// %.6g is in fixed form for exponents -4…5.
+		return d6 * 1000, exp6, exp6 <= 5
+	}
+	if d == 1_000_000_000 {
+		d, exp = 100_000_000, exp+1
+	}
+	return d, exp, exp <= 8
+}
+
+// f32Scale is appendFloat32s' step from a float32 x with biased exponent
+// e to D, |x| rounded to nine significant digits. |x| is either below the
+// first power of ten above 2^(e-127) or not, so its decimal exponent is
+// exp0 = floor((e-127)*log10(2)) or exp0+1, and V = |x|*10^(8-exp) has
+// nine integer digits: pow holds 10^(8-exp0) and 10^(7-exp0), and the loop
+// takes the second product when the first reaches 10^9. The product used
+// is exact in float64 for the decades filled, those of the fixed form
+// (exp in -4…8: 8-exp <= 12, and |x| has 24 significant bits, 5^12 <
+// 2^28), so rounding it to an integer is the FPU's own round half to
+// even. The first product decides the decade even where it is rounded
+// (exp0 = -5): rounding is monotonic, and the tests check the mantissas
+// on both sides of every decade's start.
+type f32Scale struct {
+	pow [2]float64
+	// margin is step 2's bound for each decade, floor(ulp(x)/2) in units
+	// of D's last digit plus 2; span is 1000-2*margin, so that D is
+	// settled when D%1000-margin <= span as unsigned integers. A decade
+	// the loop does not write has margin noFast and span 0: every value
+	// fails the test.
+	margin, span [2]uint16
+	exp          [2]int8
+}
+
+// digits returns D for the float32 with bits b, whose entry sc is, and
+// its decade (0 or 1): correct where the decade's margin is not noFast.
+func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
+	x := float64(math.Float32frombits(b &^ (1 << 31)))
+	// The conversions keep each product rounded on its own (no fused
+	// multiply-add, which would not change an exact product anyway).
+	va, vb := float64(x*sc.pow[0]), float64(x*sc.pow[1])
+	d = uint32(math.Float64bits(va + 0x1p52)) // the low 32 bits of 2^52+D are D
+	up = bitIf(va >= 1e9)
+	if up != 0 {
+		d = uint32(math.Float64bits(vb + 0x1p52))
+	}
+	return d, up & 1
+}
+
+// noFast is the margin of the f32Scales decades appendFloat32s leaves to
+// appendFloat32Other.
+const noFast = 0xFFFF
+
+// f32Scales is appendFloat32s' table, one entry per biased exponent. The
+// tests check every decade at both ends of its mantissa range against
+// strconv.
+var f32Scales = func() (t [256]f32Scale) {
+	for e := range t {
+		t[e].margin = [2]uint16{noFast, noFast}
+		q := e - 150 // |x| = m*2^q, m the 24-bit mantissa
+		exp0 := log10Pow2(q + 23)
+		if e == 0 || e == 0xFF || exp0 < -5 || exp0 > 8 {
 			continue
 		}
-		// Step 2 holds: D's nine digits in fixed form ("0.000ddd" or
-		// "ddd.ddd"), where nearly every value of a real tensor falls.
-		w := dst[n : n+most]
-		i := int(b >> 31) // the sign
-		w[0] = '-'
-		lead := byte('0' + d/100_000_000)
-		raw := eightDigitsRaw(uint32(d % 100_000_000))
-		tz := bits.LeadingZeros64(raw) >> 3 // zero digits ending the last eight (the lead is not zero)
-		digits := raw | 0x3030_3030_3030_3030
-		if exp < 0 { // "0." and -exp-1 zeros, then the digits
-			binary.LittleEndian.PutUint64(w[i:], 0x3030_3030_3030_2e30) // "0.000000"
-			i += 1 - exp
-			w[i] = lead
-			binary.LittleEndian.PutUint64(w[i+1:], digits)
-			i += 9 - tz
-		} else {
-			// "ddd.ddd": exp+1 integer digits, 8-exp fraction digits, of
-			// which the trailing zeros are dropped, keeping at least ".0".
-			w[i] = lead
-			binary.LittleEndian.PutUint64(w[i+1:], digits)
-			point := i + exp + 1
-			copy(w[point+1:i+10], w[point:i+9])
-			w[point] = '.'
-			if tz < 8-exp {
-				i += 10 - tz
-			} else {
-				w[point+1] = '0'
-				i = point + 2
+		t[e].pow = [2]float64{pow10f64[8-exp0], pow10f64[max(7-exp0, 0)]}
+		for up := range 2 {
+			exp := exp0 + up
+			if exp < -4 || exp > 8 {
+				continue
 			}
+			// floor(ulp(x)/2) in V's units: 2^(q-1) * 10^k.
+			k := 8 - exp
+			half := math.Floor(math.Ldexp(pow10f64[k], q-1))
+			margin := uint16(half + 2)
+			t[e].margin[up], t[e].span[up], t[e].exp[up] = margin, 1000-2*margin, int8(exp)
 		}
-		binary.LittleEndian.PutUint32(w[i:], sep)
-		n += i + more
 	}
-	return dst[:n]
-}
+	return t
+}()
 
 // appendFloat32Other is appendFloat32s for the float32 with bits b that
 // its loop does not write: non-finite, zero, subnormal, beyond the loop's
