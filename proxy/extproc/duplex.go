@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -151,6 +152,7 @@ type duplex struct {
 // received is one Recv result, passed from the receiving goroutine.
 type received struct {
 	req *extprocv3.ProcessingRequest
+	f   *framedRequest // a body chunk left in its frames, or nil
 	err error
 }
 
@@ -168,10 +170,16 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 	defer close(done)
 	go func() {
 		for {
-			m, err := d.stream.Recv()
+			f := &framedRequest{msg: new(extprocv3.ProcessingRequest), streamed: true}
+			err := d.stream.RecvMsg(f)
+			m := received{req: f.msg, err: err}
+			if err == nil && f.chunks != nil {
+				m.f = f
+			}
 			select {
-			case msgs <- received{m, err}:
+			case msgs <- m:
 			case <-done:
+				f.free()
 				return
 			}
 			if err != nil {
@@ -191,7 +199,11 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 		if m.err != nil {
 			return d.p.recvEnded(d.sess, m.err)
 		}
-		if err := d.handleSafely(m.req); err != nil {
+		err := d.handleSafely(m.req, m.f)
+		if m.f != nil {
+			m.f.free()
+		}
+		if err != nil {
 			return err
 		}
 		d.setHolding(d.heldReq != nil || d.heldResp != nil)
@@ -263,12 +275,31 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 var errWriteTimeout = fmt.Errorf("extproc: the answer was not taken within the write timeout")
 
 // handleSafely is handle with the buffered loop's panic recovery.
-func (d *duplex) handleSafely(req *extprocv3.ProcessingRequest) (err error) {
+func (d *duplex) handleSafely(req *extprocv3.ProcessingRequest, f *framedRequest) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = d.send(immediate(d.sess.Recover("extproc", v)))
 		}
 	}()
+	if f != nil && d.req && d.heldReq != nil && !req.GetObservabilityMode() {
+		// A request chunk being translated, in the frames it came in:
+		// the session reads them where they lie.
+		end := req.GetRequestBody().GetEndOfStream()
+		for i, c := range f.chunks {
+			last := i == len(f.chunks)-1
+			if err := d.body(d.st.ctx, c, end && last, true); err != nil || d.heldReq == nil && !last {
+				return err
+			}
+		}
+		if len(f.chunks) == 0 {
+			return d.body(d.st.ctx, nil, end, true)
+		}
+		return nil
+	}
+	if f != nil {
+		// Anything else has its body whole.
+		req.GetRequestBody().Body = bytes.Join(f.chunks, nil)
+	}
 	return d.handle(req)
 }
 

@@ -90,10 +90,11 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 	defer sess.Close()
 	st := &streamTrace{ctx: stream.Context()}
 	defer st.end()
-	req, err := stream.Recv()
+	f, err := recvFramed(stream)
 	if err != nil {
 		return p.recvEnded(sess, err)
 	}
+	req := f.msg
 	// Envoy announces its body modes on the first message of a stream.
 	dreq, dresp, err := p.duplexOf(req.GetProtocolConfig())
 	if err != nil {
@@ -106,8 +107,14 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 		return d.run(req)
 	}
 	for {
-		if resp := p.handleSafely(st, sess, req); resp != nil {
-			if err := stream.Send(resp); err != nil {
+		if resp, parts := p.handleFramed(st, sess, f); resp != nil {
+			var err error
+			if parts != nil {
+				err = stream.SendMsg(&partsResponse{msg: resp, parts: parts})
+			} else {
+				err = stream.Send(resp)
+			}
+			if err != nil {
 				p.logger(sess).Debug("ext_proc stream send failed", "error", err)
 				return err
 			}
@@ -118,10 +125,51 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 			// it. Nothing of ours is held for it any more.
 			sess.ReleaseAdmission()
 		}
-		if req, err = stream.Recv(); err != nil {
+		if f, err = recvFramed(stream); err != nil {
 			return p.recvEnded(sess, err)
 		}
 	}
+}
+
+// recvFramed receives the next message, a large request body left in the
+// frames it arrived in (see framedRequest).
+func recvFramed(stream extprocv3.ExternalProcessor_ProcessServer) (*framedRequest, error) {
+	f := &framedRequest{msg: new(extprocv3.ProcessingRequest)}
+	if err := stream.RecvMsg(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// handleFramed is handleSafely for a message received by recvFramed: a
+// request body left in its frames is translated from them
+// (session.RequestParts), and its reply's v2 body comes back in parts
+// for bodyCodec to send where they lie; the frames go once it is
+// translated.
+func (p *Processor) handleFramed(st *streamTrace, sess *session.Session, f *framedRequest) (resp *extprocv3.ProcessingResponse, parts [][]byte) {
+	if f.chunks == nil {
+		return p.handleSafely(st, sess, f.msg), nil
+	}
+	defer f.free()
+	defer func() {
+		if v := recover(); v != nil {
+			resp, parts = immediate(sess.Recover("extproc", v)), nil
+		}
+	}()
+	if f.msg.GetObservabilityMode() {
+		return nil, nil
+	}
+	body := f.msg.GetRequestBody()
+	if !body.GetEndOfStream() && sess.AwaitingBody() {
+		return bodyReply(withRequestID(sess.Fail(errPartialBody()), sess, false), true), nil
+	}
+	a, parts := sess.RequestParts(st.ctx, f.chunks)
+	f.free()
+	a = withRequestID(a, sess, false)
+	if a.Verdict != session.Continue {
+		parts = nil
+	}
+	return bodyReply(a, true), parts
 }
 
 // recvEnded is Process's result once Recv fails: io.EOF and
@@ -202,10 +250,15 @@ func (p *Processor) handle(st *streamTrace, sess *session.Session,
 func bodyAction(ctx context.Context, sess *session.Session, body *extprocv3.HttpBody,
 	event func(context.Context, []byte, bool, session.Sink) session.Action) session.Action {
 	if !body.GetEndOfStream() && sess.AwaitingBody() {
-		return sess.Fail(apierr.New(apierr.Internal,
-			"tfsbridge needs the ext_proc body mode BUFFERED or FULL_DUPLEX_STREAMED: received a partial body (STREAMED or BUFFERED_PARTIAL?)"))
+		return sess.Fail(errPartialBody())
 	}
 	return event(ctx, body.GetBody(), true, session.Whole)
+}
+
+// errPartialBody is the answer to a body chunk without end_of_stream.
+func errPartialBody() *apierr.Error {
+	return apierr.New(apierr.Internal,
+		"tfsbridge needs the ext_proc body mode BUFFERED or FULL_DUPLEX_STREAMED: received a partial body (STREAMED or BUFFERED_PARTIAL?)")
 }
 
 // headersReply answers a headers message.

@@ -141,6 +141,9 @@ type exchange struct {
 	respHeader http.Header
 	// body is the client's body (nil if none).
 	body *clientBody
+	// sent is the translated upstream request body, nil for a
+	// pass-through exchange.
+	sent *requestSink
 	// pump is closed when the goroutine translating the answer
 	// (streamResponse) is done with the session; nil without one.
 	pump chan struct{}
@@ -236,6 +239,7 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	// The whole body is here: no 100-continue dance upstream.
 	out.Header.Del("Expect")
 	ex.set = a
+	ex.sent = upstream
 	p.rp.ServeHTTP(w, out)
 }
 
@@ -306,6 +310,15 @@ func upstreamURL(base *url.URL, target string) *url.URL {
 type connectionKeeper struct{ http.RoundTripper }
 
 func (c connectionKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if ex := exchangeFrom(req.Context()); ex != nil && ex.sent != nil && len(ex.sent.parts) == 1 && req.Body != nil {
+		// ReverseProxy hands over the body in a wrapper of its own, which
+		// net/http cannot tell is in memory: it would flush the headers
+		// before the body, two writes for every small request. The body
+		// itself (a *bytes.Reader) goes out with the headers in one.
+		r := *req
+		r.Body = ex.sent.body()
+		req = &r
+	}
 	resp, err := c.RoundTripper.RoundTrip(req)
 	if err != nil {
 		return resp, err

@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -65,8 +66,15 @@ func (s *requestSink) Body(p []byte, _ bool) error {
 }
 
 // body returns a fresh reader over the gathered pieces (GetBody may ask
-// for it again on a retry).
+// for it again on a retry). A body of one piece (every small request: the
+// session gathers small parts into one) is a *bytes.Reader, which
+// net/http knows to be in memory: it then writes the request's headers and
+// body with one write instead of flushing the headers first (two writes,
+// two packets, for each small exchange).
 func (s *requestSink) body() io.ReadCloser {
+	if len(s.parts) == 1 {
+		return io.NopCloser(bytes.NewReader(s.parts[0]))
+	}
 	parts := append(net.Buffers(nil), s.parts...)
 	return io.NopCloser(&parts)
 }
