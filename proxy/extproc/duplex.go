@@ -169,17 +169,22 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
+		f := &framedRequest{streamed: true}
 		for {
-			f := &framedRequest{msg: new(extprocv3.ProcessingRequest), streamed: true}
+			f.msg = new(extprocv3.ProcessingRequest)
 			err := d.stream.RecvMsg(f)
 			m := received{req: f.msg, err: err}
 			if err == nil && f.chunks != nil {
-				m.f = f
+				// Handed over with its frames: the next message has its own.
+				m.f = &framedRequest{msg: f.msg, chunks: f.chunks, data: f.data}
+				f.chunks, f.data = nil, nil
 			}
 			select {
 			case msgs <- m:
 			case <-done:
-				f.free()
+				if m.f != nil {
+					m.f.free()
+				}
 				return
 			}
 			if err != nil {

@@ -90,7 +90,8 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 	defer sess.Close()
 	st := &streamTrace{ctx: stream.Context()}
 	defer st.end()
-	f, err := recvFramed(stream)
+	f := &framedRequest{}
+	err := recvFramed(stream, f)
 	if err != nil {
 		return p.recvEnded(sess, err)
 	}
@@ -125,20 +126,18 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 			// it. Nothing of ours is held for it any more.
 			sess.ReleaseAdmission()
 		}
-		if f, err = recvFramed(stream); err != nil {
+		if err = recvFramed(stream, f); err != nil {
 			return p.recvEnded(sess, err)
 		}
 	}
 }
 
-// recvFramed receives the next message, a large request body left in the
-// frames it arrived in (see framedRequest).
-func recvFramed(stream extprocv3.ExternalProcessor_ProcessServer) (*framedRequest, error) {
-	f := &framedRequest{msg: new(extprocv3.ProcessingRequest)}
-	if err := stream.RecvMsg(f); err != nil {
-		return nil, err
-	}
-	return f, nil
+// recvFramed receives the next message into f (one per stream), a large
+// request body left in the frames it arrived in (see framedRequest).
+func recvFramed(stream extprocv3.ExternalProcessor_ProcessServer, f *framedRequest) error {
+	f.free()
+	f.msg = new(extprocv3.ProcessingRequest)
+	return stream.RecvMsg(f)
 }
 
 // handleFramed is handleSafely for a message received by recvFramed: a
@@ -323,19 +322,30 @@ func common(a session.Action) *extprocv3.CommonResponse {
 }
 
 // mutation builds a header mutation: values in raw_value only (setting
-// value too makes Envoy reject the mutation), always overwriting.
+// value too makes Envoy reject the mutation), always overwriting. Its
+// messages and values share a few allocations, not three per header: it
+// is built for every reply that changes a header.
 func mutation(set []session.Header, remove []string) *extprocv3.HeaderMutation {
 	if len(set) == 0 && len(remove) == 0 {
 		return nil
 	}
 	hm := &extprocv3.HeaderMutation{RemoveHeaders: remove}
 	if len(set) > 0 {
+		n := 0
+		for _, h := range set {
+			n += len(h.Value)
+		}
+		raw := make([]byte, 0, n)
+		vals := make([]corev3.HeaderValue, len(set))
+		opts := make([]corev3.HeaderValueOption, len(set))
 		hm.SetHeaders = make([]*corev3.HeaderValueOption, len(set))
 		for i, h := range set {
-			hm.SetHeaders[i] = &corev3.HeaderValueOption{
-				Header:       &corev3.HeaderValue{Key: h.Key, RawValue: []byte(h.Value)},
-				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-			}
+			start := len(raw)
+			raw = append(raw, h.Value...)
+			vals[i].Key, vals[i].RawValue = h.Key, raw[start:len(raw):len(raw)]
+			opts[i].Header = &vals[i]
+			opts[i].AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+			hm.SetHeaders[i] = &opts[i]
 		}
 	}
 	return hm
