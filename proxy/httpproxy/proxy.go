@@ -190,7 +190,7 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	ex := &exchange{sess: sess, client: r.Context(), w: w, body: body}
 	defer ex.waitPump()
 
-	a := sess.RequestHeaders(ctx, r.Method, requestTarget(r), r.Header, noBody)
+	a := sess.RequestHeaders(ctx, r.Method, requestTarget(r), headerGetter(r.Header), noBody)
 	switch a.Verdict {
 	case session.Respond:
 		p.respond(w, a)
@@ -230,7 +230,9 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 	uctx, cancel := context.WithTimeout(context.WithValue(ctx, exchangeKey{}, ex), p.cfg.RequestTimeout)
 	defer cancel()
-	out := r.Clone(uctx)
+	// A shallow copy: ReverseProxy makes its own deep one, and r's header
+	// is not read again once translated.
+	out := r.WithContext(uctx)
 	out.Body = upstream.body()
 	out.ContentLength = upstream.n
 	out.TransferEncoding = nil
@@ -345,7 +347,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		// hand it over: with the headers its Connection header named.
 		h = ex.respHeader
 	}
-	a := ex.sess.ResponseHeaders(ctx, resp.StatusCode, h, false)
+	a := ex.sess.ResponseHeaders(ctx, resp.StatusCode, headerGetter(h), false)
 	switch a.Verdict {
 	case session.PassThrough:
 		return nil
@@ -467,12 +469,12 @@ func writeResponse(w http.ResponseWriter, a session.Action) {
 // and Content-Length are carried by the request/response fields instead.
 func applyHeaders(h http.Header, a session.Action) {
 	for _, k := range a.Remove {
-		h.Del(k)
+		delete(h, canonicalName(k))
 	}
 	for _, kv := range a.Set {
 		if strings.HasPrefix(kv.Key, ":") || strings.EqualFold(kv.Key, "content-length") {
 			continue
 		}
-		h.Set(kv.Key, kv.Value)
+		h[canonicalName(kv.Key)] = []string{kv.Value}
 	}
 }

@@ -26,8 +26,9 @@ import (
 // event until it stops answering Pending. A read error is returned with
 // the bytes read so far; the session has seen only those.
 func (p *Proxy) feed(body io.Reader, limit int64, event func(chunk []byte, end bool) session.Action) (session.Action, int64, error) {
-	buf := p.pool.Get()
-	defer p.pool.Put(buf)
+	bp := p.pool.getPtr()
+	defer p.pool.putPtr(bp)
+	buf := *bp
 	// One byte over the limit is enough for the session to refuse it.
 	r := io.LimitReader(body, limit+1)
 	var total int64
