@@ -508,15 +508,20 @@ func duplexHeadersReply(a session.Action, request bool) *extprocv3.ProcessingRes
 // streamedReply is a body reply carrying one streamed_response chunk:
 // the only body reply Envoy accepts in full-duplex mode.
 func streamedReply(p []byte, end, request bool) *extprocv3.ProcessingResponse {
-	br := &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
-		BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_StreamedResponse{
-			StreamedResponse: &extprocv3.StreamedBodyResponse{Body: p, EndOfStream: end},
-		}},
-	}}
+	r := &reply{}
+	r.sbr.Body, r.sbr.EndOfStream = p, end
+	r.sr.StreamedResponse = &r.sbr
+	r.bm.Mutation = &r.sr
+	r.cr.BodyMutation = &r.bm
+	r.br.Response = &r.cr
 	if request {
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}}
+		r.reqB.RequestBody = &r.br
+		r.resp.Response = &r.reqB
+	} else {
+		r.resB.ResponseBody = &r.br
+		r.resp.Response = &r.resB
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
+	return &r.resp
 }
 
 func (p *Processor) writeTimeout() time.Duration {

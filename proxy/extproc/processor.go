@@ -260,22 +260,40 @@ func errPartialBody() *apierr.Error {
 		"tfsbridge needs the ext_proc body mode BUFFERED or FULL_DUPLEX_STREAMED: received a partial body (STREAMED or BUFFERED_PARTIAL?)")
 }
 
+// reply holds the messages of one reply: a headers or body reply is a
+// nest of five or six small messages, allocated together here instead of
+// one by one for each of the four replies of every exchange.
+type reply struct {
+	resp extprocv3.ProcessingResponse
+	hr   extprocv3.HeadersResponse
+	br   extprocv3.BodyResponse
+	cr   extprocv3.CommonResponse
+	bm   extprocv3.BodyMutation
+	body extprocv3.BodyMutation_Body
+	sbr  extprocv3.StreamedBodyResponse
+	sr   extprocv3.BodyMutation_StreamedResponse
+	reqH extprocv3.ProcessingResponse_RequestHeaders
+	resH extprocv3.ProcessingResponse_ResponseHeaders
+	reqB extprocv3.ProcessingResponse_RequestBody
+	resB extprocv3.ProcessingResponse_ResponseBody
+}
+
 // headersReply answers a headers message.
 func headersReply(a session.Action, request bool) *extprocv3.ProcessingResponse {
 	if a.Verdict == session.Respond {
 		return immediate(a)
 	}
-	hr := &extprocv3.HeadersResponse{}
-	resp := &extprocv3.ProcessingResponse{}
+	r := &reply{}
+	hr, resp := &r.hr, &r.resp
 	if a.Verdict == session.PassThrough {
 		if request {
 			resp.ModeOverride = passThroughMode
-			hr.Response = common(a) // nil unless a header must go
+			hr.Response = r.common(a) // nil unless a header must go
 		} else {
 			resp.ModeOverride = localReplyMode
 		}
 	} else {
-		hr.Response = common(a)
+		hr.Response = r.common(a)
 		if a.ReplaceBody {
 			// A body set in reply to headers applies only with
 			// CONTINUE_AND_REPLACE (the message had no body).
@@ -283,9 +301,11 @@ func headersReply(a session.Action, request bool) *extprocv3.ProcessingResponse 
 		}
 	}
 	if request {
-		resp.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: hr}
+		r.reqH.RequestHeaders = hr
+		resp.Response = &r.reqH
 	} else {
-		resp.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}
+		r.resH.ResponseHeaders = hr
+		resp.Response = &r.resH
 	}
 	return resp
 }
@@ -295,28 +315,35 @@ func bodyReply(a session.Action, request bool) *extprocv3.ProcessingResponse {
 	if a.Verdict == session.Respond {
 		return immediate(a)
 	}
-	br := &extprocv3.BodyResponse{}
+	r := &reply{}
 	if a.Verdict == session.Continue {
-		br.Response = common(a)
+		r.br.Response = r.common(a)
 	}
 	if request {
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}}
+		r.reqB.RequestBody = &r.br
+		r.resp.Response = &r.reqB
+	} else {
+		r.resB.ResponseBody = &r.br
+		r.resp.Response = &r.resB
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
+	return &r.resp
 }
 
-// common builds the CommonResponse of a Continue action; nil when the
-// action changes nothing.
-func common(a session.Action) *extprocv3.CommonResponse {
+// common builds the CommonResponse of a Continue action in r; nil when
+// the action changes nothing.
+func (r *reply) common(a session.Action) *extprocv3.CommonResponse {
 	if len(a.Set) == 0 && len(a.Remove) == 0 && !a.ReplaceBody {
 		return nil
 	}
-	cr := &extprocv3.CommonResponse{HeaderMutation: mutation(a.Set, a.Remove)}
+	cr := &r.cr
+	cr.HeaderMutation = mutation(a.Set, a.Remove)
 	// Envoy re-picks the route (the model map's x-tfsbridge-server) only
 	// when asked, and only with a header mutation in the same reply.
 	cr.ClearRouteCache = a.ClearRouteCache && cr.HeaderMutation != nil
 	if a.ReplaceBody {
-		cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: a.Body}}
+		r.body.Body = a.Body
+		r.bm.Mutation = &r.body
+		cr.BodyMutation = &r.bm
 	}
 	return cr
 }
