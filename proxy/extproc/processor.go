@@ -350,8 +350,8 @@ func (r *reply) common(a session.Action) *extprocv3.CommonResponse {
 
 // mutation builds a header mutation: values in raw_value only (setting
 // value too makes Envoy reject the mutation), always overwriting. Its
-// messages and values share a few allocations, not three per header: it
-// is built for every reply that changes a header.
+// messages and values share four allocations, not three per header: it
+// is built for most replies.
 func mutation(set []session.Header, remove []string) *extprocv3.HeaderMutation {
 	if len(set) == 0 && len(remove) == 0 {
 		return nil
@@ -363,19 +363,25 @@ func mutation(set []session.Header, remove []string) *extprocv3.HeaderMutation {
 			n += len(h.Value)
 		}
 		raw := make([]byte, 0, n)
-		vals := make([]corev3.HeaderValue, len(set))
-		opts := make([]corev3.HeaderValueOption, len(set))
+		hs := make([]setHeader, len(set))
 		hm.SetHeaders = make([]*corev3.HeaderValueOption, len(set))
 		for i, h := range set {
 			start := len(raw)
 			raw = append(raw, h.Value...)
-			vals[i].Key, vals[i].RawValue = h.Key, raw[start:len(raw):len(raw)]
-			opts[i].Header = &vals[i]
-			opts[i].AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-			hm.SetHeaders[i] = &opts[i]
+			v := &hs[i]
+			v.val.Key, v.val.RawValue = h.Key, raw[start:len(raw):len(raw)]
+			v.opt.Header = &v.val
+			v.opt.AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+			hm.SetHeaders[i] = &v.opt
 		}
 	}
 	return hm
+}
+
+// setHeader is one header of a mutation, its two messages together.
+type setHeader struct {
+	opt corev3.HeaderValueOption
+	val corev3.HeaderValue
 }
 
 // immediate builds an ImmediateResponse: Envoy answers the client with it
