@@ -154,7 +154,7 @@ func (c bodyCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		if data.Len() >= r.min() {
 			return r.unmarshal(data)
 		}
-		return c.std.Unmarshal(data, r.msg)
+		return c.std.Unmarshal(data, r.ProcessingRequest)
 	}
 	return c.std.Unmarshal(data, v)
 }
@@ -164,8 +164,12 @@ func (c bodyCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // alias (msg's HttpBody.Body is then nil), until free. The BUFFERED loop
 // receives into it, so that a whole body is translated from the bytes
 // that arrived, never gathered into one slice.
+//
+// The message is embedded, so that a server with another codec (a
+// Processor registered on a grpc.Server of its own) decodes it as the
+// ProcessingRequest it is, bodies and all: chunks are then nil.
 type framedRequest struct {
-	msg    *extprocv3.ProcessingRequest
+	*extprocv3.ProcessingRequest
 	chunks [][]byte
 	data   mem.BufferSlice // held for chunks
 	// streamed: a full-duplex chunk, left in its frames from
@@ -208,21 +212,21 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 	for !c.done() {
 		num, typ, raw, ok := c.field()
 		if !ok {
-			return unmarshalBodyRequest(data.Materialize(), f.msg)
+			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 		}
 		if num == prResponseBody {
 			// A v2 answer: gathered, as the session reads it whole.
-			return unmarshalBodyRequest(data.Materialize(), f.msg)
+			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 		}
 		if num != prRequestBody || typ != protowire.BytesType {
 			rest = append(rest, raw...)
 			if !c.skipValue(typ, &rest) {
-				return unmarshalBodyRequest(data.Materialize(), f.msg)
+				return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 			}
 			continue
 		}
 		if seen {
-			return unmarshalBodyRequest(data.Materialize(), f.msg)
+			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 		}
 		seen = true
 		l, ok := c.varint()
@@ -250,20 +254,20 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 		}
 	}
 	if !seen || c.bad {
-		return unmarshalBodyRequest(data.Materialize(), f.msg)
+		return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 	}
-	if err := proto.Unmarshal(rest, f.msg); err != nil {
+	if err := proto.Unmarshal(rest, f.ProcessingRequest); err != nil {
 		return err
 	}
-	if f.msg.Request != nil {
+	if f.ProcessingRequest.Request != nil {
 		// Another member of the oneof too: the wire order decides.
-		return unmarshalBodyRequest(data.Materialize(), f.msg)
+		return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 	}
 	h := &extprocv3.HttpBody{}
 	if err := proto.Unmarshal(hbRest, h); err != nil {
 		return err
 	}
-	f.msg.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: h}
+	f.ProcessingRequest.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: h}
 	if body == nil {
 		body = [][]byte{}
 	}

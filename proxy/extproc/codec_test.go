@@ -2,10 +2,14 @@ package extproc
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	protoenc "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -65,20 +69,20 @@ func TestBodyCodecReceive(t *testing.T) {
 				t.Errorf("%s, frames of %d: decoded differently", name, size)
 			}
 			for _, streamed := range []bool{false, true} {
-				f := &framedRequest{msg: &extprocv3.ProcessingRequest{}, streamed: streamed}
+				f := &framedRequest{ProcessingRequest: &extprocv3.ProcessingRequest{}, streamed: streamed}
 				if err := c.Unmarshal(frames(wire, size), f); err != nil {
 					t.Fatalf("%s, frames of %d: %v", name, size, err)
 				}
 				if f.chunks != nil {
-					if f.msg.GetRequestBody().GetBody() != nil {
+					if f.ProcessingRequest.GetRequestBody().GetBody() != nil {
 						t.Errorf("%s: a framed body also in the message", name)
 					}
-					f.msg.GetRequestBody().Body = bytes.Join(f.chunks, nil)
+					f.ProcessingRequest.GetRequestBody().Body = bytes.Join(f.chunks, nil)
 				} else if name == "request body" && size < len(wire) {
 					t.Errorf("%s, frames of %d: not left in its frames", name, size)
 				}
 				f.free()
-				if !proto.Equal(f.msg, m) {
+				if !proto.Equal(f.ProcessingRequest, m) {
 					t.Errorf("%s, frames of %d, streamed %v: framed decoding differs", name, size, streamed)
 				}
 			}
@@ -124,5 +128,24 @@ func TestBodyCodecSend(t *testing.T) {
 	data, _ := c.Marshal(small)
 	if want, _ := proto.Marshal(small); !bytes.Equal(data.Materialize(), want) {
 		t.Errorf("small reply encoded differently")
+	}
+}
+
+// TestBufferedBodyAnyCodec: a large buffered predict body gets the same
+// reply, byte for byte once decoded, whether the server runs bodyCodec
+// (the body read in its frames, the v2 body sent in parts) or grpc-go's
+// own protobuf codec (a Processor on a server configured otherwise).
+func TestBufferedBodyAnyCodec(t *testing.T) {
+	body := []byte(`{"instances": [` + strings.TrimSuffix(strings.Repeat("1.5, ", 40000), ", ") + `]}`)
+	var replies []*extprocv3.ProcessingResponse
+	for _, opt := range []ServerOptions{{}, {GRPCOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(encoding.GetCodecV2(protoenc.Name))}}} {
+		h := startWith(t, opt)
+		s := h.stream(t)
+		exchange(t, s, requestHeaders(false, ":method", "POST", ":path", "/v1/models/half_plus_two:predict", "x-request-id", "r1"))
+		replies = append(replies, exchange(t, s, requestBody(body, true)))
+	}
+	b := replies[0].GetRequestBody().GetResponse().GetBodyMutation().GetBody()
+	if len(b) < 4*40000 || !proto.Equal(replies[0], replies[1]) {
+		t.Errorf("replies differ (a %d-byte v2 body with bodyCodec)", len(b))
 	}
 }

@@ -171,12 +171,12 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 	go func() {
 		f := &framedRequest{streamed: true}
 		for {
-			f.msg = new(extprocv3.ProcessingRequest)
+			f.ProcessingRequest = new(extprocv3.ProcessingRequest)
 			err := d.stream.RecvMsg(f)
-			m := received{req: f.msg, err: err}
+			m := received{req: f.ProcessingRequest, err: err}
 			if err == nil && f.chunks != nil {
 				// Handed over with its frames: the next message has its own.
-				m.f = &framedRequest{msg: f.msg, chunks: f.chunks, data: f.data}
+				m.f = &framedRequest{ProcessingRequest: f.ProcessingRequest, chunks: f.chunks, data: f.data}
 				f.chunks, f.data = nil, nil
 			}
 			select {

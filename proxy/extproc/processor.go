@@ -95,7 +95,7 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 	if err != nil {
 		return p.recvEnded(sess, err)
 	}
-	req := f.msg
+	req := f.ProcessingRequest
 	// Envoy announces its body modes on the first message of a stream.
 	dreq, dresp, err := p.duplexOf(req.GetProtocolConfig())
 	if err != nil {
@@ -136,7 +136,7 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 // request body left in the frames it arrived in (see framedRequest).
 func recvFramed(stream extprocv3.ExternalProcessor_ProcessServer, f *framedRequest) error {
 	f.free()
-	f.msg = new(extprocv3.ProcessingRequest)
+	f.ProcessingRequest = new(extprocv3.ProcessingRequest)
 	return stream.RecvMsg(f)
 }
 
@@ -147,7 +147,7 @@ func recvFramed(stream extprocv3.ExternalProcessor_ProcessServer, f *framedReque
 // translated.
 func (p *Processor) handleFramed(st *streamTrace, sess *session.Session, f *framedRequest) (resp *extprocv3.ProcessingResponse, parts [][]byte) {
 	if f.chunks == nil {
-		return p.handleSafely(st, sess, f.msg), nil
+		return p.handleSafely(st, sess, f.ProcessingRequest), nil
 	}
 	defer f.free()
 	defer func() {
@@ -155,10 +155,10 @@ func (p *Processor) handleFramed(st *streamTrace, sess *session.Session, f *fram
 			resp, parts = immediate(sess.Recover("extproc", v)), nil
 		}
 	}()
-	if f.msg.GetObservabilityMode() {
+	if f.ProcessingRequest.GetObservabilityMode() {
 		return nil, nil
 	}
-	body := f.msg.GetRequestBody()
+	body := f.ProcessingRequest.GetRequestBody()
 	if !body.GetEndOfStream() && sess.AwaitingBody() {
 		return bodyReply(withRequestID(sess.Fail(errPartialBody()), sess, false), true), nil
 	}
