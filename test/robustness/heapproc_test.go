@@ -114,10 +114,10 @@ type heapChild struct {
 	proxyURL       string
 	env, envFD     *envoysim.Envoy
 	client         *http.Client
-	clientTranport *http.Transport
+	clientTransport *http.Transport
 }
 
-// startHeapChild starts the child with the environment extra (GOGC).
+// startHeapChild starts the child, extra added to its environment.
 func startHeapChild(t *testing.T, upstream string, extra ...string) *heapChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHeapChild$")
@@ -152,8 +152,8 @@ func startHeapChild(t *testing.T, upstream string, extra ...string) *heapChild {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clientTranport = &http.Transport{Proxy: nil, DisableCompression: true}
-	c.client = &http.Client{Transport: c.clientTranport, Timeout: 5 * time.Minute}
+	c.clientTransport = &http.Transport{Proxy: nil, DisableCompression: true}
+	c.client = &http.Client{Transport: c.clientTransport, Timeout: 5 * time.Minute}
 	return c
 }
 
@@ -200,8 +200,8 @@ func (c *heapChild) peak(t *testing.T, f func()) uint64 {
 }
 
 func (c *heapChild) close() {
-	if c.clientTranport != nil {
-		c.clientTranport.CloseIdleConnections()
+	if c.clientTransport != nil {
+		c.clientTransport.CloseIdleConnections()
 	}
 	for _, e := range []*envoysim.Envoy{c.env, c.envFD} {
 		if e != nil {
@@ -226,7 +226,9 @@ func TestLargeRequestHeap(t *testing.T) {
 	const values = 64 << 20 / 5
 	tensorBytes := uint64(values * 4)
 	h := startHostile(t)
-	c := startHeapChild(t, h.URL())
+	// The collector at its default pace whatever this run's environment
+	// says: what a deployment's tfsbridge does.
+	c := startHeapChild(t, h.URL(), "GOGC=100", "GOMEMLIMIT=off")
 	for _, tc := range []struct {
 		via   string
 		bound float64
