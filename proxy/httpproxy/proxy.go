@@ -359,6 +359,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		_ = resp.Body.Close()
 		return p.replaceResponse(ex, resp, ex.sess.TooLarge())
 	}
+	if resp.ContentLength > 0 && resp.ContentLength <= smallAnswer {
+		return p.wholeResponse(ex, resp)
+	}
 	return p.streamResponse(ex, resp)
 }
 

@@ -217,6 +217,30 @@ func (p *Proxy) streamResponse(ex *exchange, resp *http.Response) error {
 	return nil
 }
 
+// smallAnswer is the largest v2 answer translated in place, without the
+// pump: one that fits a copy buffer (and the session's first TF piece).
+const smallAnswer = copyBufferSize
+
+// wholeResponse translates a small answer of known length where it is,
+// before its headers go: the answer streamResponse would give, without
+// its goroutine and pipe (two hand-offs in every small exchange).
+func (p *Proxy) wholeResponse(ex *exchange, resp *http.Response) error {
+	bp := p.pool.getPtr()
+	defer p.pool.putPtr(bp)
+	body := (*bp)[:resp.ContentLength]
+	_, err := io.ReadFull(resp.Body, body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errResponseBody, err)
+	}
+	a := ex.sess.ResponseChunk(resp.Request.Context(), body, true, session.Whole)
+	switch a.Verdict {
+	case session.Continue, session.Respond:
+		return p.replaceResponse(ex, resp, a)
+	}
+	return p.replaceResponse(ex, resp, ex.sess.Fail(apierr.New(apierr.Internal, "response was not translated")))
+}
+
 // pump feeds the upstream body to the session; a panic in it answers the
 // exchange as the handler's recovery would.
 func (p *Proxy) pump(ctx context.Context, ex *exchange, resp *http.Response, sink *responseSink) (res pumped) {

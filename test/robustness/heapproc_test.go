@@ -108,12 +108,12 @@ func TestHeapChild(t *testing.T) {
 // server behind two Envoy stand-ins (BUFFERED and full duplex) and its
 // proxy, all to upstream.
 type heapChild struct {
-	cmd            *exec.Cmd
-	in             io.WriteCloser
-	out            *bufio.Scanner
-	proxyURL       string
-	env, envFD     *envoysim.Envoy
-	client         *http.Client
+	cmd             *exec.Cmd
+	in              io.WriteCloser
+	out             *bufio.Scanner
+	proxyURL        string
+	env, envFD      *envoysim.Envoy
+	client          *http.Client
 	clientTransport *http.Transport
 }
 
