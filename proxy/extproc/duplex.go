@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -151,6 +152,7 @@ type duplex struct {
 // received is one Recv result, passed from the receiving goroutine.
 type received struct {
 	req *extprocv3.ProcessingRequest
+	f   *framedRequest // a body chunk left in its frames, or nil
 	err error
 }
 
@@ -167,11 +169,22 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
+		f := &framedRequest{streamed: true}
 		for {
-			m, err := d.stream.Recv()
+			f.ProcessingRequest = new(extprocv3.ProcessingRequest)
+			err := d.stream.RecvMsg(f)
+			m := received{req: f.ProcessingRequest, err: err}
+			if err == nil && f.chunks != nil {
+				// Handed over with its frames: the next message has its own.
+				m.f = &framedRequest{ProcessingRequest: f.ProcessingRequest, chunks: f.chunks, data: f.data}
+				f.chunks, f.data = nil, nil
+			}
 			select {
-			case msgs <- received{m, err}:
+			case msgs <- m:
 			case <-done:
+				if m.f != nil {
+					m.f.free()
+				}
 				return
 			}
 			if err != nil {
@@ -191,7 +204,11 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 		if m.err != nil {
 			return d.p.recvEnded(d.sess, m.err)
 		}
-		if err := d.handleSafely(m.req); err != nil {
+		err := d.handleSafely(m.req, m.f)
+		if m.f != nil {
+			m.f.free()
+		}
+		if err != nil {
 			return err
 		}
 		d.setHolding(d.heldReq != nil || d.heldResp != nil)
@@ -263,12 +280,31 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 var errWriteTimeout = fmt.Errorf("extproc: the answer was not taken within the write timeout")
 
 // handleSafely is handle with the buffered loop's panic recovery.
-func (d *duplex) handleSafely(req *extprocv3.ProcessingRequest) (err error) {
+func (d *duplex) handleSafely(req *extprocv3.ProcessingRequest, f *framedRequest) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = d.send(immediate(d.sess.Recover("extproc", v)))
 		}
 	}()
+	if f != nil && d.req && d.heldReq != nil && !req.GetObservabilityMode() {
+		// A request chunk being translated, in the frames it came in:
+		// the session reads them where they lie.
+		end := req.GetRequestBody().GetEndOfStream()
+		for i, c := range f.chunks {
+			last := i == len(f.chunks)-1
+			if err := d.body(d.st.ctx, c, end && last, true); err != nil || d.heldReq == nil && !last {
+				return err
+			}
+		}
+		if len(f.chunks) == 0 {
+			return d.body(d.st.ctx, nil, end, true)
+		}
+		return nil
+	}
+	if f != nil {
+		// Anything else has its body whole.
+		req.GetRequestBody().Body = bytes.Join(f.chunks, nil)
+	}
 	return d.handle(req)
 }
 
@@ -472,15 +508,20 @@ func duplexHeadersReply(a session.Action, request bool) *extprocv3.ProcessingRes
 // streamedReply is a body reply carrying one streamed_response chunk:
 // the only body reply Envoy accepts in full-duplex mode.
 func streamedReply(p []byte, end, request bool) *extprocv3.ProcessingResponse {
-	br := &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
-		BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_StreamedResponse{
-			StreamedResponse: &extprocv3.StreamedBodyResponse{Body: p, EndOfStream: end},
-		}},
-	}}
+	r := &reply{}
+	r.sbr.Body, r.sbr.EndOfStream = p, end
+	r.sr.StreamedResponse = &r.sbr
+	r.bm.Mutation = &r.sr
+	r.cr.BodyMutation = &r.bm
+	r.br.Response = &r.cr
 	if request {
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}}
+		r.reqB.RequestBody = &r.br
+		r.resp.Response = &r.reqB
+	} else {
+		r.resB.ResponseBody = &r.br
+		r.resp.Response = &r.resB
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
+	return &r.resp
 }
 
 func (p *Processor) writeTimeout() time.Duration {

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"strings"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -21,7 +22,10 @@ func (m headerMap) Get(name string) string {
 			continue
 		}
 		if raw := h.GetRawValue(); len(raw) > 0 {
-			return string(raw)
+			// The message is never written to once received: its bytes
+			// can be the string's (a copy per header read showed in
+			// every exchange's allocations).
+			return unsafe.String(&raw[0], len(raw))
 		}
 		return h.GetValue()
 	}

@@ -90,10 +90,12 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 	defer sess.Close()
 	st := &streamTrace{ctx: stream.Context()}
 	defer st.end()
-	req, err := stream.Recv()
+	f := &framedRequest{}
+	err := recvFramed(stream, f)
 	if err != nil {
 		return p.recvEnded(sess, err)
 	}
+	req := f.ProcessingRequest
 	// Envoy announces its body modes on the first message of a stream.
 	dreq, dresp, err := p.duplexOf(req.GetProtocolConfig())
 	if err != nil {
@@ -106,8 +108,14 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 		return d.run(req)
 	}
 	for {
-		if resp := p.handleSafely(st, sess, req); resp != nil {
-			if err := stream.Send(resp); err != nil {
+		if resp, parts := p.handleFramed(st, sess, f); resp != nil {
+			var err error
+			if parts != nil {
+				err = stream.SendMsg(&partsResponse{msg: resp, parts: parts})
+			} else {
+				err = stream.Send(resp)
+			}
+			if err != nil {
 				p.logger(sess).Debug("ext_proc stream send failed", "error", err)
 				return err
 			}
@@ -118,10 +126,49 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 			// it. Nothing of ours is held for it any more.
 			sess.ReleaseAdmission()
 		}
-		if req, err = stream.Recv(); err != nil {
+		if err = recvFramed(stream, f); err != nil {
 			return p.recvEnded(sess, err)
 		}
 	}
+}
+
+// recvFramed receives the next message into f (one per stream), a large
+// request body left in the frames it arrived in (see framedRequest).
+func recvFramed(stream extprocv3.ExternalProcessor_ProcessServer, f *framedRequest) error {
+	f.free()
+	f.ProcessingRequest = new(extprocv3.ProcessingRequest)
+	return stream.RecvMsg(f)
+}
+
+// handleFramed is handleSafely for a message received by recvFramed: a
+// request body left in its frames is translated from them
+// (session.RequestParts), and its reply's v2 body comes back in parts
+// for bodyCodec to send where they lie; the frames go once it is
+// translated.
+func (p *Processor) handleFramed(st *streamTrace, sess *session.Session, f *framedRequest) (resp *extprocv3.ProcessingResponse, parts [][]byte) {
+	if f.chunks == nil {
+		return p.handleSafely(st, sess, f.ProcessingRequest), nil
+	}
+	defer f.free()
+	defer func() {
+		if v := recover(); v != nil {
+			resp, parts = immediate(sess.Recover("extproc", v)), nil
+		}
+	}()
+	if f.ProcessingRequest.GetObservabilityMode() {
+		return nil, nil
+	}
+	body := f.ProcessingRequest.GetRequestBody()
+	if !body.GetEndOfStream() && sess.AwaitingBody() {
+		return bodyReply(withRequestID(sess.Fail(errPartialBody()), sess, false), true), nil
+	}
+	a, parts := sess.RequestParts(st.ctx, f.chunks)
+	f.free()
+	a = withRequestID(a, sess, false)
+	if a.Verdict != session.Continue {
+		parts = nil
+	}
+	return bodyReply(a, true), parts
 }
 
 // recvEnded is Process's result once Recv fails: io.EOF and
@@ -209,10 +256,33 @@ func bodyAction(ctx context.Context, sess *session.Session, body *extprocv3.Http
 		return event(ctx, body.GetBody(), body.GetEndOfStream(), session.Whole)
 	}
 	if !body.GetEndOfStream() && sess.AwaitingBody() {
-		return sess.Fail(apierr.New(apierr.Internal,
-			"tfsbridge needs the ext_proc body mode BUFFERED or FULL_DUPLEX_STREAMED: received a partial body (STREAMED or BUFFERED_PARTIAL?)"))
+		return sess.Fail(errPartialBody())
 	}
 	return event(ctx, body.GetBody(), true, session.Whole)
+}
+
+// errPartialBody is the answer to a body chunk without end_of_stream.
+func errPartialBody() *apierr.Error {
+	return apierr.New(apierr.Internal,
+		"tfsbridge needs the ext_proc body mode BUFFERED or FULL_DUPLEX_STREAMED: received a partial body (STREAMED or BUFFERED_PARTIAL?)")
+}
+
+// reply holds the messages of one reply: a headers or body reply is a
+// nest of five or six small messages, allocated together here instead of
+// one by one for each of the four replies of every exchange.
+type reply struct {
+	resp extprocv3.ProcessingResponse
+	hr   extprocv3.HeadersResponse
+	br   extprocv3.BodyResponse
+	cr   extprocv3.CommonResponse
+	bm   extprocv3.BodyMutation
+	body extprocv3.BodyMutation_Body
+	sbr  extprocv3.StreamedBodyResponse
+	sr   extprocv3.BodyMutation_StreamedResponse
+	reqH extprocv3.ProcessingResponse_RequestHeaders
+	resH extprocv3.ProcessingResponse_ResponseHeaders
+	reqB extprocv3.ProcessingResponse_RequestBody
+	resB extprocv3.ProcessingResponse_ResponseBody
 }
 
 // headersReply answers a headers message.
@@ -220,17 +290,17 @@ func headersReply(a session.Action, request bool) *extprocv3.ProcessingResponse 
 	if a.Verdict == session.Respond {
 		return immediate(a)
 	}
-	hr := &extprocv3.HeadersResponse{}
-	resp := &extprocv3.ProcessingResponse{}
+	r := &reply{}
+	hr, resp := &r.hr, &r.resp
 	if a.Verdict == session.PassThrough {
 		if request {
 			resp.ModeOverride = passThroughMode
-			hr.Response = common(a) // nil unless a header must go
+			hr.Response = r.common(a) // nil unless a header must go
 		} else {
 			resp.ModeOverride = localReplyMode
 		}
 	} else {
-		hr.Response = common(a)
+		hr.Response = r.common(a)
 		if a.ReplaceBody {
 			// A body set in reply to headers applies only with
 			// CONTINUE_AND_REPLACE (the message had no body).
@@ -238,9 +308,11 @@ func headersReply(a session.Action, request bool) *extprocv3.ProcessingResponse 
 		}
 	}
 	if request {
-		resp.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: hr}
+		r.reqH.RequestHeaders = hr
+		resp.Response = &r.reqH
 	} else {
-		resp.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}
+		r.resH.ResponseHeaders = hr
+		resp.Response = &r.resH
 	}
 	return resp
 }
@@ -250,49 +322,73 @@ func bodyReply(a session.Action, request bool) *extprocv3.ProcessingResponse {
 	if a.Verdict == session.Respond {
 		return immediate(a)
 	}
-	br := &extprocv3.BodyResponse{}
+	r := &reply{}
 	if a.Verdict == session.Continue {
-		br.Response = common(a)
+		r.br.Response = r.common(a)
 	}
 	if request {
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}}
+		r.reqB.RequestBody = &r.br
+		r.resp.Response = &r.reqB
+	} else {
+		r.resB.ResponseBody = &r.br
+		r.resp.Response = &r.resB
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
+	return &r.resp
 }
 
-// common builds the CommonResponse of a Continue action; nil when the
-// action changes nothing.
-func common(a session.Action) *extprocv3.CommonResponse {
+// common builds the CommonResponse of a Continue action in r; nil when
+// the action changes nothing.
+func (r *reply) common(a session.Action) *extprocv3.CommonResponse {
 	if len(a.Set) == 0 && len(a.Remove) == 0 && !a.ReplaceBody {
 		return nil
 	}
-	cr := &extprocv3.CommonResponse{HeaderMutation: mutation(a.Set, a.Remove)}
+	cr := &r.cr
+	cr.HeaderMutation = mutation(a.Set, a.Remove)
 	// Envoy re-picks the route (the model map's x-tfsbridge-server) only
 	// when asked, and only with a header mutation in the same reply.
 	cr.ClearRouteCache = a.ClearRouteCache && cr.HeaderMutation != nil
 	if a.ReplaceBody {
-		cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: a.Body}}
+		r.body.Body = a.Body
+		r.bm.Mutation = &r.body
+		cr.BodyMutation = &r.bm
 	}
 	return cr
 }
 
 // mutation builds a header mutation: values in raw_value only (setting
-// value too makes Envoy reject the mutation), always overwriting.
+// value too makes Envoy reject the mutation), always overwriting. Its
+// messages and values share four allocations, not three per header: it
+// is built for most replies.
 func mutation(set []session.Header, remove []string) *extprocv3.HeaderMutation {
 	if len(set) == 0 && len(remove) == 0 {
 		return nil
 	}
 	hm := &extprocv3.HeaderMutation{RemoveHeaders: remove}
 	if len(set) > 0 {
+		n := 0
+		for _, h := range set {
+			n += len(h.Value)
+		}
+		raw := make([]byte, 0, n)
+		hs := make([]setHeader, len(set))
 		hm.SetHeaders = make([]*corev3.HeaderValueOption, len(set))
 		for i, h := range set {
-			hm.SetHeaders[i] = &corev3.HeaderValueOption{
-				Header:       &corev3.HeaderValue{Key: h.Key, RawValue: []byte(h.Value)},
-				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-			}
+			start := len(raw)
+			raw = append(raw, h.Value...)
+			v := &hs[i]
+			v.val.Key, v.val.RawValue = h.Key, raw[start:len(raw):len(raw)]
+			v.opt.Header = &v.val
+			v.opt.AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+			hm.SetHeaders[i] = &v.opt
 		}
 	}
 	return hm
+}
+
+// setHeader is one header of a mutation, its two messages together.
+type setHeader struct {
+	opt corev3.HeaderValueOption
+	val corev3.HeaderValue
 }
 
 // immediate builds an ImmediateResponse: Envoy answers the client with it

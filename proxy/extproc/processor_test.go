@@ -47,8 +47,8 @@ func start(t testing.TB) *harness {
 	return startWith(t, ServerOptions{})
 }
 
-// startWith is start with the server options given (their GRPCOptions
-// are replaced by the harness's interceptor).
+// startWith is start with the server options given (the harness's
+// interceptor is added to their GRPCOptions).
 func startWith(t testing.TB, opt ServerOptions) *harness {
 	t.Helper()
 	return startOpts(t, opt, Options{})
@@ -66,13 +66,12 @@ func startOpts(t testing.TB, opt ServerOptions, popt Options) *harness {
 	// A budget no test here exhausts, so that what exchanges reserve and
 	// release shows in tfsbridge_inflight_bytes.
 	cfg := &session.Config{Backend: be, Metrics: h.metrics, Admission: admission.New(1<<30, h.metrics)}
-	opt.GRPCOptions = []grpc.ServerOption{
+	opt.GRPCOptions = append(opt.GRPCOptions,
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 			err := handler(srv, ss)
 			h.results <- err
 			return err
-		}),
-	}
+		}))
 	h.srv = NewServer(NewProcessor(cfg, popt), opt)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -18,7 +18,7 @@ func TestClearRouteCache(t *testing.T) {
 		{"client's header removed", session.Action{Remove: []string{session.HeaderServer}, ClearRouteCache: true}, true},
 		{"no routing change", session.Action{Set: []session.Header{{Key: ":path", Value: "/v2/models/m/infer"}}}, false},
 	} {
-		cr := common(tc.a)
+		cr := (&reply{}).common(tc.a)
 		if cr.GetClearRouteCache() != tc.want {
 			t.Errorf("%s: clear_route_cache = %v, want %v", tc.name, cr.GetClearRouteCache(), tc.want)
 		}
@@ -26,7 +26,7 @@ func TestClearRouteCache(t *testing.T) {
 			t.Errorf("%s: clear_route_cache without a header mutation", tc.name)
 		}
 	}
-	if cr := common(session.Action{ClearRouteCache: true}); cr != nil {
+	if cr := (&reply{}).common(session.Action{ClearRouteCache: true}); cr != nil {
 		t.Errorf("an action that changes nothing answered %v", cr)
 	}
 }

@@ -88,6 +88,8 @@ func NewServer(p *Processor, opt ServerOptions) *Server {
 	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(clampInt(maxRecv)),
+		// BUFFERED bodies are read and sent without protobuf's copies.
+		grpc.ForceServerCodecV2(newBodyCodec()),
 		// A reply carries at most one translated answer, which the session
 		// caps at OutputExpansion × the body limit; a lower send limit
 		// would turn an answer the session accepted into a failed stream

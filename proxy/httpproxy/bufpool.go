@@ -21,6 +21,13 @@ func newBufferPool() *bufferPool {
 // Get returns a buffer of copyBufferSize bytes.
 func (bp *bufferPool) Get() []byte { return *bp.p.Get().(*[]byte) }
 
+// getPtr is Get for the proxy's own reads: the buffer with the pointer
+// the pool keeps, so that putPtr gives it back without allocating one.
+func (bp *bufferPool) getPtr() *[]byte { return bp.p.Get().(*[]byte) }
+
+// putPtr returns a buffer from getPtr.
+func (bp *bufferPool) putPtr(b *[]byte) { bp.p.Put(b) }
+
 // Put returns b to the pool; a buffer of another size is dropped.
 func (bp *bufferPool) Put(b []byte) {
 	if cap(b) != copyBufferSize {

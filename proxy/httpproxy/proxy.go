@@ -145,6 +145,9 @@ type exchange struct {
 	respHeader http.Header
 	// body is the client's body (nil if none).
 	body *clientBody
+	// sent is the translated upstream request body, nil for a
+	// pass-through exchange.
+	sent *requestSink
 	// pump is closed when the goroutine translating the answer
 	// (streamResponse) is done with the session; nil without one.
 	pump chan struct{}
@@ -191,7 +194,7 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	ex := &exchange{sess: sess, client: r.Context(), w: w, body: body}
 	defer ex.waitPump()
 
-	a := sess.RequestHeaders(ctx, r.Method, requestTarget(r), r.Header, noBody)
+	a := sess.RequestHeaders(ctx, r.Method, requestTarget(r), headerGetter(r.Header), noBody)
 	switch a.Verdict {
 	case session.Respond:
 		p.respond(w, a)
@@ -234,7 +237,9 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 	uctx, cancel := context.WithTimeout(context.WithValue(ctx, exchangeKey{}, ex), p.cfg.RequestTimeout)
 	defer cancel()
-	out := r.Clone(uctx)
+	// A shallow copy: ReverseProxy makes its own deep one, and r's header
+	// is not read again once translated.
+	out := r.WithContext(uctx)
 	out.Body = upstream.body()
 	out.ContentLength = upstream.n
 	out.TransferEncoding = nil
@@ -243,6 +248,7 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	// The whole body is here: no 100-continue dance upstream.
 	out.Header.Del("Expect")
 	ex.set = a
+	ex.sent = upstream
 	p.rp.ServeHTTP(w, out)
 }
 
@@ -316,6 +322,15 @@ func upstreamURL(base *url.URL, target string) *url.URL {
 type connectionKeeper struct{ http.RoundTripper }
 
 func (c connectionKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if ex := exchangeFrom(req.Context()); ex != nil && ex.sent != nil && len(ex.sent.parts) == 1 && req.Body != nil {
+		// ReverseProxy hands over the body in a wrapper of its own, which
+		// net/http cannot tell is in memory: it would flush the headers
+		// before the body, two writes for every small request. The body
+		// itself (a *bytes.Reader) goes out with the headers in one.
+		r := *req
+		r.Body = ex.sent.body()
+		req = &r
+	}
 	resp, err := c.RoundTripper.RoundTrip(req)
 	if err != nil {
 		return resp, err
@@ -342,7 +357,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		// hand it over: with the headers its Connection header named.
 		h = ex.respHeader
 	}
-	a := ex.sess.ResponseHeaders(ctx, resp.StatusCode, h, false)
+	a := ex.sess.ResponseHeaders(ctx, resp.StatusCode, headerGetter(h), false)
 	switch a.Verdict {
 	case session.PassThrough:
 		return nil
@@ -353,6 +368,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if resp.ContentLength > ex.sess.MaxBodyBytes() {
 		_ = resp.Body.Close()
 		return p.replaceResponse(ex, resp, ex.sess.TooLarge())
+	}
+	if resp.ContentLength > 0 && resp.ContentLength <= smallAnswer {
+		return p.wholeResponse(ex, resp)
 	}
 	return p.streamResponse(ex, resp)
 }
@@ -464,12 +482,12 @@ func writeResponse(w http.ResponseWriter, a session.Action) {
 // and Content-Length are carried by the request/response fields instead.
 func applyHeaders(h http.Header, a session.Action) {
 	for _, k := range a.Remove {
-		h.Del(k)
+		delete(h, canonicalName(k))
 	}
 	for _, kv := range a.Set {
 		if strings.HasPrefix(kv.Key, ":") || strings.EqualFold(kv.Key, "content-length") {
 			continue
 		}
-		h.Set(kv.Key, kv.Value)
+		h[canonicalName(kv.Key)] = []string{kv.Value}
 	}
 }

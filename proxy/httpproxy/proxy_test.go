@@ -50,6 +50,8 @@ type setup struct {
 	upstream string // override of the proxy's upstream (default: v2)
 	maxBody  int64
 	timeout  time.Duration
+	// transport, when set, makes the proxy's upstream calls.
+	transport http.RoundTripper
 }
 
 func (s *setup) start(t *testing.T) {
@@ -70,6 +72,7 @@ func (s *setup) start(t *testing.T) {
 		Session:        &session.Config{Backend: be, MaxBodyBytes: s.maxBody, Metrics: observe.NewMetrics()},
 		Upstream:       u,
 		RequestTimeout: s.timeout,
+		Transport:      s.transport,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -105,8 +105,8 @@ func (b *clientBody) GaveWay() bool { return b != nil && b.gaveWay.Load() }
 
 func (b *clientBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	var ne net.Error
 	switch {
+	case err == nil:
 	case err == io.EOF:
 		if b.rc != nil {
 			b.mu.Lock()
@@ -118,10 +118,17 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		b.truncated.Store(true)
-	case errors.As(err, &ne) && ne.Timeout():
+	case isTimeout(err):
 		b.timedOut.Store(true)
 	}
 	return n, err
+}
+
+// isTimeout reports a net.Error timeout (its target escapes: only a
+// failed read pays for it).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // cut ends a body read in progress at once (the shutdown's time ran out):

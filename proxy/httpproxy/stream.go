@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,8 +26,9 @@ import (
 // event until it stops answering Pending. A read error is returned with
 // the bytes read so far; the session has seen only those.
 func (p *Proxy) feed(body io.Reader, limit int64, event func(chunk []byte, end bool) session.Action) (session.Action, int64, error) {
-	buf := p.pool.Get()
-	defer p.pool.Put(buf)
+	bp := p.pool.getPtr()
+	defer p.pool.putPtr(bp)
+	buf := *bp
 	// One byte over the limit is enough for the session to refuse it.
 	r := io.LimitReader(body, limit+1)
 	var total int64
@@ -65,8 +67,15 @@ func (s *requestSink) Body(p []byte, _ bool) error {
 }
 
 // body returns a fresh reader over the gathered pieces (GetBody may ask
-// for it again on a retry).
+// for it again on a retry). A body of one piece (every small request: the
+// session gathers small parts into one) is a *bytes.Reader, which
+// net/http knows to be in memory: it then writes the request's headers and
+// body with one write instead of flushing the headers first (two writes,
+// two packets, for each small exchange).
 func (s *requestSink) body() io.ReadCloser {
+	if len(s.parts) == 1 {
+		return io.NopCloser(bytes.NewReader(s.parts[0]))
+	}
 	parts := append(net.Buffers(nil), s.parts...)
 	return io.NopCloser(&parts)
 }
@@ -206,6 +215,30 @@ func (p *Proxy) streamResponse(ex *exchange, resp *http.Response) error {
 	resp.TransferEncoding = nil
 	resp.Uncompressed = false
 	return nil
+}
+
+// smallAnswer is the largest v2 answer translated in place, without the
+// pump: one that fits a copy buffer (and the session's first TF piece).
+const smallAnswer = copyBufferSize
+
+// wholeResponse translates a small answer of known length where it is,
+// before its headers go: the answer streamResponse would give, without
+// its goroutine and pipe (two hand-offs in every small exchange).
+func (p *Proxy) wholeResponse(ex *exchange, resp *http.Response) error {
+	bp := p.pool.getPtr()
+	defer p.pool.putPtr(bp)
+	body := (*bp)[:resp.ContentLength]
+	_, err := io.ReadFull(resp.Body, body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errResponseBody, err)
+	}
+	a := ex.sess.ResponseChunk(resp.Request.Context(), body, true, session.Whole)
+	switch a.Verdict {
+	case session.Continue, session.Respond:
+		return p.replaceResponse(ex, resp, a)
+	}
+	return p.replaceResponse(ex, resp, ex.sess.Fail(apierr.New(apierr.Internal, "response was not translated")))
 }
 
 // pump feeds the upstream body to the session; a panic in it answers the

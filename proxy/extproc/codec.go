@@ -1,0 +1,469 @@
+package extproc
+
+import (
+	"errors"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc/encoding"
+	protoenc "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// bodyCodec is the ext_proc server's gRPC codec: grpc-go's protobuf codec,
+// except for the messages that carry a large body (BUFFERED mode sends a
+// whole request or response body as one message, and gets the translated
+// one back as another).
+//
+// The default codec costs such a body two extra copies each way. On
+// receipt it gathers the message's frames into one pooled buffer and
+// protobuf copies the body out of it; bodyCodec gathers them into a fresh
+// buffer and lets HttpBody.body alias it (the body is then held once,
+// not three times, while it is translated). On sending it marshals the
+// whole message into a pooled buffer; bodyCodec encodes the message
+// without its body mutation, appends the body mutation's framing as a
+// second occurrence of the same fields (protobuf merges repeated
+// occurrences of a singular message field, Envoy's parser included), and
+// hands gRPC the body itself as the last buffer of the message: the
+// transport copies it into its frames and nothing else does.
+type bodyCodec struct{ std encoding.CodecV2 }
+
+// largeBody is the size from which a body skips the default codec: below
+// it the copies cost less than the framing work.
+const largeBody = 64 << 10
+
+func newBodyCodec() encoding.CodecV2 {
+	return bodyCodec{std: encoding.GetCodecV2(protoenc.Name)}
+}
+
+func (c bodyCodec) Name() string { return protoenc.Name }
+
+// The field numbers the codec reads and writes, from the descriptors.
+var (
+	prRequestBody  = fieldNumber(&extprocv3.ProcessingRequest{}, "request_body")
+	prResponseBody = fieldNumber(&extprocv3.ProcessingRequest{}, "response_body")
+	hbBody         = fieldNumber(&extprocv3.HttpBody{}, "body")
+	respReqBody    = fieldNumber(&extprocv3.ProcessingResponse{}, "request_body")
+	respRespBody   = fieldNumber(&extprocv3.ProcessingResponse{}, "response_body")
+	brResponse     = fieldNumber(&extprocv3.BodyResponse{}, "response")
+	crBodyMutation = fieldNumber(&extprocv3.CommonResponse{}, "body_mutation")
+	bmBody         = fieldNumber(&extprocv3.BodyMutation{}, "body")
+)
+
+func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
+	f := m.ProtoReflect().Descriptor().Fields().ByName(name)
+	if f == nil {
+		panic("extproc: no field " + string(name))
+	}
+	return f.Number()
+}
+
+func (c bodyCodec) Marshal(v any) (mem.BufferSlice, error) {
+	switch r := v.(type) {
+	case *extprocv3.ProcessingResponse:
+		if out, ok, err := marshalBodyResponse(r, nil); ok || err != nil {
+			return out, err
+		}
+	case *partsResponse:
+		if out, ok, err := marshalBodyResponse(r.msg, r.parts); ok || err != nil {
+			return out, err
+		}
+		return nil, errors.New("extproc: parts given to a message without a body mutation")
+	}
+	return c.std.Marshal(v)
+}
+
+// partsResponse is a body reply whose body mutation's body is parts (its
+// own Body is left empty): bodyCodec sends the parts where they lie.
+type partsResponse struct {
+	msg   *extprocv3.ProcessingResponse
+	parts [][]byte
+}
+
+// marshalBodyResponse encodes a body reply whose body mutation carries a
+// large body (parts, when given, or its Body) without copying the body;
+// ok is false for any other message.
+func marshalBodyResponse(r *extprocv3.ProcessingResponse, parts [][]byte) (_ mem.BufferSlice, ok bool, _ error) {
+	var br *extprocv3.BodyResponse
+	field := respReqBody
+	switch m := r.GetResponse().(type) {
+	case *extprocv3.ProcessingResponse_RequestBody:
+		br = m.RequestBody
+	case *extprocv3.ProcessingResponse_ResponseBody:
+		br, field = m.ResponseBody, respRespBody
+	default:
+		return nil, false, nil
+	}
+	cr := br.GetResponse()
+	bm := cr.GetBodyMutation()
+	body, isBody := bm.GetMutation().(*extprocv3.BodyMutation_Body)
+	if !isBody || bm.ProtoReflect().GetUnknown() != nil {
+		return nil, false, nil
+	}
+	given := parts != nil
+	if !given {
+		parts = [][]byte{body.Body}
+	} else if len(body.Body) > 0 {
+		return nil, false, errors.New("extproc: a body reply with both a body and parts")
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n < largeBody && !given {
+		return nil, false, nil
+	}
+	// The message without its body mutation, then the mutation alone as a
+	// second occurrence of request_body { response { body_mutation { body } } }.
+	cr.BodyMutation = nil
+	head, err := proto.MarshalOptions{}.MarshalAppend(make([]byte, 0, proto.Size(r)+32), r)
+	cr.BodyMutation = bm
+	if err != nil {
+		return nil, true, err
+	}
+	bmLen := protowire.SizeTag(bmBody) + protowire.SizeBytes(n)
+	crLen := protowire.SizeTag(crBodyMutation) + protowire.SizeBytes(bmLen)
+	brLen := protowire.SizeTag(brResponse) + protowire.SizeBytes(crLen)
+	head = protowire.AppendTag(head, field, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(brLen))
+	head = protowire.AppendTag(head, brResponse, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(crLen))
+	head = protowire.AppendTag(head, crBodyMutation, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(bmLen))
+	head = protowire.AppendTag(head, bmBody, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(n))
+	out := make(mem.BufferSlice, 0, 1+len(parts))
+	out = append(out, mem.SliceBuffer(head))
+	for _, p := range parts {
+		if len(p) > 0 {
+			out = append(out, mem.SliceBuffer(p))
+		}
+	}
+	return out, true, nil
+}
+
+func (c bodyCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	switch r := v.(type) {
+	case *extprocv3.ProcessingRequest:
+		if data.Len() >= largeBody {
+			return unmarshalBodyRequest(data.Materialize(), r)
+		}
+	case *framedRequest:
+		if data.Len() >= r.min() {
+			return r.unmarshal(data)
+		}
+		return c.std.Unmarshal(data, r.ProcessingRequest)
+	}
+	return c.std.Unmarshal(data, v)
+}
+
+// framedRequest is a ProcessingRequest received in place: a large
+// request_body's body is left in the gRPC message's frames, which chunks
+// alias (msg's HttpBody.Body is then nil), until free. The BUFFERED loop
+// receives into it, so that a whole body is translated from the bytes
+// that arrived, never gathered into one slice.
+//
+// The message is embedded, so that a server with another codec (a
+// Processor registered on a grpc.Server of its own) decodes it as the
+// ProcessingRequest it is, bodies and all: chunks are then nil.
+type framedRequest struct {
+	*extprocv3.ProcessingRequest
+	chunks [][]byte
+	data   mem.BufferSlice // held for chunks
+	// streamed: a full-duplex chunk, left in its frames from
+	// fdFramedBytes bytes on (the session parses it where it lies, and the
+	// frames go back to gRPC's pool instead of becoming garbage).
+	streamed bool
+}
+
+// fdFramedBytes is the size from which a full-duplex chunk is left in its
+// frames.
+const fdFramedBytes = 16 << 10
+
+func (f *framedRequest) min() int {
+	if f.streamed {
+		return fdFramedBytes
+	}
+	return largeBody
+}
+
+// free lets the frames go (back to gRPC's pool).
+func (f *framedRequest) free() {
+	if f.data != nil {
+		f.data.Free()
+		f.data, f.chunks = nil, nil
+	}
+}
+
+// unmarshal decodes data into f: a request_body's body as chunks of the
+// frames, everything else by protobuf (a few bytes, copied out). A
+// message of any other shape is gathered and decoded as usual.
+func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
+	bufs := make([][]byte, len(data))
+	for i, b := range data {
+		bufs[i] = b.ReadOnlyData()
+	}
+	c := &cursor{bufs: bufs}
+	var rest, hbRest []byte
+	var body [][]byte
+	seen := false
+	for !c.done() {
+		num, typ, raw, ok := c.field()
+		if !ok {
+			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
+		}
+		if num == prResponseBody {
+			// A v2 answer: gathered, as the session reads it whole.
+			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
+		}
+		if num != prRequestBody || typ != protowire.BytesType {
+			rest = append(rest, raw...)
+			if !c.skipValue(typ, &rest) {
+				return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
+			}
+			continue
+		}
+		if seen {
+			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
+		}
+		seen = true
+		l, ok := c.varint()
+		if !ok || l > uint64(c.left()) {
+			return errMalformed
+		}
+		end := c.pos + int(l)
+		for c.pos < end {
+			num, typ, raw, ok := c.field()
+			if !ok || c.pos > end {
+				return errMalformed
+			}
+			if num == hbBody && typ == protowire.BytesType {
+				n, ok := c.varint()
+				if !ok || n > uint64(end-c.pos) {
+					return errMalformed
+				}
+				body = c.take(int(n))
+				continue
+			}
+			hbRest = append(hbRest, raw...)
+			if !c.skipValue(typ, &hbRest) || c.pos > end {
+				return errMalformed
+			}
+		}
+	}
+	if !seen || c.bad {
+		return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
+	}
+	if err := proto.Unmarshal(rest, f.ProcessingRequest); err != nil {
+		return err
+	}
+	if f.ProcessingRequest.Request != nil {
+		// Another member of the oneof too: the wire order decides.
+		return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
+	}
+	h := &extprocv3.HttpBody{}
+	if err := proto.Unmarshal(hbRest, h); err != nil {
+		return err
+	}
+	f.ProcessingRequest.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: h}
+	if body == nil {
+		body = [][]byte{}
+	}
+	f.chunks = body
+	data.Ref()
+	f.data = data
+	return nil
+}
+
+// cursor reads protobuf wire format across the buffers of a message.
+type cursor struct {
+	bufs [][]byte
+	i    int  // current buffer
+	off  int  // offset in it
+	pos  int  // offset in the message
+	bad  bool // a group or a truncated value: decode it the usual way
+}
+
+func (c *cursor) done() bool {
+	for c.i < len(c.bufs) && c.off == len(c.bufs[c.i]) {
+		c.i, c.off = c.i+1, 0
+	}
+	return c.i == len(c.bufs)
+}
+
+func (c *cursor) left() int {
+	n := 0
+	for j := c.i; j < len(c.bufs); j++ {
+		n += len(c.bufs[j])
+	}
+	return n - c.off
+}
+
+func (c *cursor) byte() (byte, bool) {
+	if c.done() {
+		return 0, false
+	}
+	b := c.bufs[c.i][c.off]
+	c.off++
+	c.pos++
+	return b, true
+}
+
+// varint reads a varint.
+func (c *cursor) varint() (uint64, bool) {
+	var v uint64
+	for shift := 0; shift < 64; shift += 7 {
+		b, ok := c.byte()
+		if !ok {
+			return 0, false
+		}
+		v |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// field reads a tag and returns it with its encoding.
+func (c *cursor) field() (protowire.Number, protowire.Type, []byte, bool) {
+	t, ok := c.varint()
+	if !ok {
+		return 0, 0, nil, false
+	}
+	num, typ := protowire.DecodeTag(t)
+	if num <= 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
+		c.bad = true
+		return 0, 0, nil, false
+	}
+	return num, typ, protowire.AppendVarint(nil, t), true
+}
+
+// skipValue copies a value of type typ to out.
+func (c *cursor) skipValue(typ protowire.Type, out *[]byte) bool {
+	var n int
+	switch typ {
+	case protowire.VarintType:
+		v, ok := c.varint()
+		if !ok {
+			c.bad = true
+			return false
+		}
+		*out = protowire.AppendVarint(*out, v)
+		return true
+	case protowire.Fixed32Type:
+		n = 4
+	case protowire.Fixed64Type:
+		n = 8
+	case protowire.BytesType:
+		l, ok := c.varint()
+		if !ok || l > uint64(c.left()) {
+			c.bad = true
+			return false
+		}
+		*out = protowire.AppendVarint(*out, l)
+		n = int(l)
+	default:
+		c.bad = true
+		return false
+	}
+	if n > c.left() {
+		c.bad = true
+		return false
+	}
+	for _, p := range c.take(n) {
+		*out = append(*out, p...)
+	}
+	return true
+}
+
+// take returns the next n bytes as slices of the buffers.
+func (c *cursor) take(n int) [][]byte {
+	var out [][]byte
+	for n > 0 && !c.done() {
+		b := c.bufs[c.i][c.off:]
+		k := min(n, len(b))
+		out = append(out, b[:k:k])
+		c.off += k
+		c.pos += k
+		n -= k
+	}
+	return out
+}
+
+// errMalformed is a message the wire format cannot read.
+var errMalformed = errors.New("extproc: malformed ProcessingRequest")
+
+// unmarshalBodyRequest decodes buf, a fresh buffer nothing else holds,
+// into r, the body of a request_body or response_body aliasing buf.
+// Anything unusual (a body message in two occurrences) is decoded by
+// protobuf itself, which copies.
+func unmarshalBodyRequest(buf []byte, r *extprocv3.ProcessingRequest) error {
+	var rest []byte              // the message but for its body field
+	var hb []byte                // the HttpBody message
+	field := protowire.Number(0) // its field number
+	for b := buf; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return errMalformed
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return errMalformed
+		}
+		if (num == prRequestBody || num == prResponseBody) && typ == protowire.BytesType {
+			if field != 0 {
+				return proto.Unmarshal(buf, r)
+			}
+			field = num
+			hb, _ = protowire.ConsumeBytes(b[n:])
+		} else {
+			rest = append(rest, b[:n+m]...)
+		}
+		b = b[n+m:]
+	}
+	if field == 0 {
+		return proto.Unmarshal(buf, r)
+	}
+	// The HttpBody: every field but the body decoded by protobuf, the
+	// body (the last occurrence wins, as for any scalar) aliased.
+	var hbRest, body []byte
+	for b := hb; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return errMalformed
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return errMalformed
+		}
+		if num == hbBody && typ == protowire.BytesType {
+			body, _ = protowire.ConsumeBytes(b[n:])
+		} else {
+			hbRest = append(hbRest, b[:n+m]...)
+		}
+		b = b[n+m:]
+	}
+	if err := proto.Unmarshal(rest, r); err != nil {
+		return err
+	}
+	if r.Request != nil {
+		// Another member of the oneof too: the wire order decides.
+		return proto.Unmarshal(buf, r)
+	}
+	h := &extprocv3.HttpBody{}
+	if err := proto.Unmarshal(hbRest, h); err != nil {
+		return err
+	}
+	if body != nil {
+		h.Body = body[:len(body):len(body)]
+	}
+	if field == prRequestBody {
+		r.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: h}
+	} else {
+		r.Request = &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: h}
+	}
+	return nil
+}
