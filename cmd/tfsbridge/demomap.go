@@ -9,12 +9,12 @@ import (
 
 // demoMap is the model map the demo starts with when --model-map is not
 // given: one of each thing a map does, on the mock's models, and the
-// migration's split and shadow. The shadow is on half_plus_two, not on
-// the split model: an exchange whose primary is a TF Serving server
-// passes through unseen and is not shadowed (proxy/session/shadow.go),
-// and the split's converted share would be compared with itself. The
-// client always gets the primary's answer, so the printed curls keep
-// theirs. %[1]s is the mock's TF Serving face, %[2]s the
+// migration's split and shadow. The shadow goes to TF Serving: an
+// exchange whose primary is a TF Serving server passes through unseen
+// and is not shadowed (proxy/session/shadow.go), so what a migration can
+// check live is the converted share's answers against TF Serving's. The
+// split model is half_plus_two under a name of its own, so the other
+// printed curls keep their answers. %[1]s is the mock's TF Serving face, %[2]s the
 // perturbed mock, %[3]s its kind.
 const demoMap = `# tfsbridge demo's model map (give --model-map FILE to use your own).
 servers:
@@ -23,7 +23,6 @@ servers:
 models:
   half_plus_two:
     labels: {stable: 1}        # /v1/models/half_plus_two/labels/stable → version 1
-    shadow: {server: converted, sample: 1.0}   # every request also goes to converted, compared in the background
   calculator:                  # a TF name for the mock's multi_out model
     model: multi_out
     inputs: {pair: x}          # TF input "pair" is the v2 input "x"
@@ -32,6 +31,7 @@ models:
     model: half_plus_two       # the v2 name, for the converted share (TF Serving gets the path as sent)
     split: {tf-serving: 90, converted: 10}
     split_key: x-user-id       # the same user always reaches the same server
+    shadow: {server: tf-serving, sample: 1.0}   # the converted share's requests also go to TF Serving, compared
 `
 
 // demoFaceMap is the model map of the mock's TF Serving face: it serves
@@ -116,9 +116,9 @@ type demoMigration struct {
 func printDemoMigration(w io.Writer, m demoMigration) {
 	predict := fmt.Sprintf(`-d '{"instances": [1.0]}' -X POST http://%s/v1/models/%s:predict`, m.proxy, demoSplitModel)
 	fmt.Fprintf(w, "\nMigration: %s is split 90/10 between \"TF Serving\" (the mock's TF face) and the\n", demoSplitModel)
-	fmt.Fprintf(w, "converted model (the mock with %s %+g), sticky on x-user-id; each %s request\n", demoPerturbModel, demoPerturbDelta, demoPerturbModel)
-	fmt.Fprintf(w, "is also shadowed to the converted model and compared. The split (about 180 of 2.5, 20 of 2.501),\n")
-	fmt.Fprintf(w, "one user on one server, the shadow's mismatches after the first curl above, the drift offline (exit 1):\n\n")
+	fmt.Fprintf(w, "converted model (the mock with %s %+g), sticky on x-user-id; each request the converted\n", demoPerturbModel, demoPerturbDelta)
+	fmt.Fprintf(w, "model answers is also sent to TF Serving and compared. The split (about 180 of 2.5, 20 of 2.501),\n")
+	fmt.Fprintf(w, "one user on one server, the shadow's mismatches (one per 2.501), the drift found offline (exit 1):\n\n")
 	fmt.Fprintf(w, "  for i in $(seq 200); do curl -s %s | tr -d ' \\n'; echo; done | sort | uniq -c\n", predict)
 	fmt.Fprintf(w, "  for i in $(seq 20); do curl -s -H 'x-user-id: 42' %s | tr -d ' \\n'; echo; done | sort | uniq -c\n", predict)
 	if m.admin != "" {

@@ -142,8 +142,7 @@ func TestDemoBinary(t *testing.T) {
 		t.Log("curl not installed: only its request bytes were replayed")
 	}
 
-	// The migration block, pasted into a shell (after the README's
-	// request above, which the shadow has copied).
+	// The migration block, pasted into a shell.
 	pasteMigration(t, out, filepath.Dir(bin))
 
 	// The demo's ext_proc server, behind Envoy, in front of its mock.
@@ -190,7 +189,7 @@ func TestDemoBinary(t *testing.T) {
 // the demo's output) in sh, as a user pastes it, with binDir (the built
 // tfsbridge) first on PATH, and checks what each prints: the split's
 // counts within binomial bounds, one answer for one user, the shadow's
-// mismatches, and compare's exit 1 with the drifted output's row.
+// mismatches (the converted answers against TF Serving's), and compare's exit 1 with the drifted output's row.
 func pasteMigration(t *testing.T, out, binDir string) {
 	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
@@ -247,7 +246,7 @@ func pasteMigration(t *testing.T, out, binDir string) {
 		t.Errorf("sticky loop printed:\n%s\nwant one answer 20 times", text)
 	}
 	// The shadow compares in the background: wait for its counter.
-	mismatch := regexp.MustCompile(`(?m)^tfsbridge_shadow_comparisons_total\{model="half_plus_two",result="mismatch"\} [1-9]`)
+	mismatch := regexp.MustCompile(`(?m)^tfsbridge_shadow_comparisons_total\{model="half_plus_two_split",result="mismatch"\} [1-9]`)
 	if !waitFor(settleTimeout, func() bool { text, _ = sh(cmds[2]); return mismatch.MatchString(text) }) {
 		t.Errorf("the metrics grep never showed a shadow mismatch:\n%s", text)
 	}
