@@ -16,14 +16,20 @@ import (
 
 const demoSummary = `Starts the mock v2 server, the HTTP proxy in front of it and the ext_proc service
 (for an Envoy you run yourself) in one process, then prints ready-to-paste curl
-commands. Stops cleanly on Ctrl-C or SIGTERM.`
+commands. A model mid-migration is split between the mock's TF Serving face and a
+second, perturbed mock, and shadowed to it. Stops cleanly on Ctrl-C or SIGTERM.`
 
 // demoOptions are the flags of "tfsbridge demo".
 type demoOptions struct {
 	servingConfig
 	mockAddr     string
 	mockGRPCAddr string
-	kind         string
+	// mockTFAddr serves the mock's TF Serving face ("TF Serving" in the
+	// demo's split); mockPerturbedAddr a second mock, perturbed (the
+	// converted model).
+	mockTFAddr        string
+	mockPerturbedAddr string
+	kind              string
 }
 
 // The demo binds loopback addresses only: it is for trying tfsbridge
@@ -34,7 +40,11 @@ func newDemoOptions() *demoOptions {
 		servingConfig: newServingConfig(bridge.Addrs{Proxy: "127.0.0.1:8501", Extproc: "127.0.0.1:9002", Admin: "127.0.0.1:9090", TFGRPC: "127.0.0.1:8500"}),
 		mockAddr:      "127.0.0.1:8000",
 		mockGRPCAddr:  "127.0.0.1:8001",
-		kind:          "triton",
+		// Next to the ports they stand for: TF Serving's 8501 (taken by
+		// the proxy) and the mock's 8000.
+		mockTFAddr:        "127.0.0.1:8502",
+		mockPerturbedAddr: "127.0.0.1:8002",
+		kind:              "triton",
 	}
 	o.bridge.DrainDelay = 0
 	return o
@@ -44,6 +54,8 @@ func (o *demoOptions) bindings() []binding {
 	bs := slices.Concat([]binding{
 		addrFlag(&o.mockAddr, "mock-addr", "Address of the mock v2 server.", false, false),
 		addrFlag(&o.mockGRPCAddr, "mock-grpc-addr", "Address of the mock v2 server's gRPC port (inference.GRPCInferenceService).", false, false),
+		addrFlag(&o.mockTFAddr, "mock-tf-addr", "Address of the mock's TF Serving REST face (as mock --tf-addr): the kind tfserving server of the demo map's split model.", false, false),
+		addrFlag(&o.mockPerturbedAddr, "mock-perturbed-addr", "Address of a second mock v2 server, whose half_plus_two answers 0.001 more: the converted model of the demo map's split, shadow and compare.", false, false),
 		kindFlag(&o.kind),
 		addrFlag(&o.addrs.Proxy, "http-addr", "Address of the HTTP proxy.", true, false),
 		addrFlag(&o.addrs.Extproc, "grpc-addr", "Address of the ext_proc gRPC server.", true, false),
@@ -53,7 +65,7 @@ func (o *demoOptions) bindings() []binding {
 	// "proxy" must not move the demo.
 	for i, b := range bs {
 		switch b.name {
-		case "http-addr", "grpc-addr", "metrics-addr", "drain-delay", "mock-grpc-addr", "tf-grpc-addr":
+		case "http-addr", "grpc-addr", "metrics-addr", "drain-delay", "mock-grpc-addr", "tf-grpc-addr", "mock-tf-addr", "mock-perturbed-addr":
 			bs[i] = b.commandEnv()
 		}
 	}
@@ -77,13 +89,28 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	o.bridge.BackendURL = "http://" + mockAddr.String()
 	o.bridge.BackendKind = o.kind
 	o.bridge.TFGRPCBackend = mockGRPCAddr.String()
+	// The migration's servers: "TF Serving" (the mock's TF face, with a
+	// map of its own for the split model's name) and the converted model.
+	maps, err := newDemoMaps()
+	if err != nil {
+		return err
+	}
+	defer maps.cleanup()
+	faceAddr, err := startMockTF(ctx, g, o.mockTFAddr, mockAddr, o.kind, maps.face, log)
+	if err != nil {
+		return err
+	}
+	convertedAddr, err := startMock(ctx, g, o.mockPerturbedAddr, mockv2.Options{Kind: o.kind, Logger: log,
+		Perturb: map[string]float64{demoPerturbModel: demoPerturbDelta}})
+	if err != nil {
+		return err
+	}
 	ownMap := o.bridge.ModelMapFile == ""
 	if ownMap {
-		file, cleanup, err := writeDemoMap()
+		file, err := maps.writeMain(dialable(faceAddr), dialable(convertedAddr), o.kind)
 		if err != nil {
 			return err
 		}
-		defer cleanup()
 		o.bridge.ModelMapFile = file
 	}
 	b, err := buildBridge(&o.servingConfig, stderr)
@@ -100,7 +127,14 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if ownMap {
 		demoMapFile = o.bridge.ModelMapFile
 	}
-	printDemo(stdout, o.kind, mockAddr, l.Proxy.Addr(), l.Extproc.Addr(), bridge.Addr(l.Admin), demoMapFile)
+	printDemo(stdout, o.kind, mockAddr, faceAddr, convertedAddr, l.Proxy.Addr(), l.Extproc.Addr(), bridge.Addr(l.Admin), demoMapFile)
+	if ownMap {
+		m := demoMigration{proxy: clientAddr(l.Proxy.Addr()), face: clientAddr(faceAddr), converted: clientAddr(convertedAddr)}
+		if a := bridge.Addr(l.Admin); a != nil {
+			m.admin = clientAddr(a)
+		}
+		printDemoMigration(stdout, m)
+	}
 	tfGRPC := demoTFGRPCAddr
 	if l.TFGRPC != nil {
 		tfGRPC = clientAddr(l.TFGRPC.Addr())
@@ -113,10 +147,12 @@ func (o *demoOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 
 // printDemo tells the user what runs where and what to paste.
 // demoMapFile is the demo's own model map, "" when the user gave one.
-func printDemo(w io.Writer, kind string, mock, proxy, grpc, admin net.Addr, demoMapFile string) {
+func printDemo(w io.Writer, kind string, mock, face, converted, proxy, grpc, admin net.Addr, demoMapFile string) {
 	p := clientAddr(proxy)
 	fmt.Fprintf(w, "tfsbridge demo is running:\n")
 	fmt.Fprintf(w, "  %-24s http://%s\n", "mock v2 server ("+kind+")", clientAddr(mock))
+	fmt.Fprintf(w, "  %-24s http://%s\n", "mock as TF Serving", clientAddr(face))
+	fmt.Fprintf(w, "  %-24s http://%s  (%s %+g)\n", "mock, perturbed", clientAddr(converted), demoPerturbModel, demoPerturbDelta)
 	fmt.Fprintf(w, "  %-24s http://%s\n", "TF Serving REST proxy", p)
 	fmt.Fprintf(w, "  %-24s %s\n", "Envoy ext_proc (gRPC)", clientAddr(grpc))
 	if admin != nil {

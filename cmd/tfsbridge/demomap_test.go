@@ -19,7 +19,8 @@ func startDemo(t *testing.T, metricsAddr string) (string, context.CancelFunc, ch
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	args := []string{"demo", "--mock-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-		"--grpc-addr", "127.0.0.1:0", "--mock-grpc-addr", "127.0.0.1:0", "--tf-grpc-addr", "127.0.0.1:0", "--metrics-addr", metricsAddr, "--log-level", "error"}
+		"--grpc-addr", "127.0.0.1:0", "--mock-grpc-addr", "127.0.0.1:0", "--tf-grpc-addr", "127.0.0.1:0",
+		"--mock-tf-addr", "127.0.0.1:0", "--mock-perturbed-addr", "127.0.0.1:0", "--metrics-addr", metricsAddr, "--log-level", "error"}
 	go func() { done <- run(ctx, args, envOf(nil), &stdout, io.Discard) }()
 	deadline := time.Now().Add(time.Minute) // a bound for a hang: a busy machine can start slowly
 	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
@@ -47,6 +48,10 @@ func TestDemoMap(t *testing.T) {
 	_, section, ok := strings.Cut(out, "The model map")
 	if !ok {
 		t.Fatalf("no model map section in:\n%s", out)
+	}
+	section, _, ok = strings.Cut(section, "\nMigration:")
+	if !ok {
+		t.Fatalf("no migration section after the model map's in:\n%s", out)
 	}
 	post := regexp.MustCompile(`curl -d '([^']*)' -X POST (http://\S+)`).FindAllStringSubmatch(section, -1)
 	get := regexp.MustCompile(`curl (http://\S+/metadata)`).FindAllStringSubmatch(section, -1)

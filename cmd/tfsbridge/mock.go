@@ -70,7 +70,7 @@ func (o *mockOptions) run(ctx context.Context, _, stderr io.Writer) error {
 	}
 	attrs := []any{"http_addr", addr.String(), "kind", o.kind, "models", strings.Join(mockv2.Models(), ",")}
 	if o.tfAddr != "" {
-		tf, err := startMockTF(ctx, g, o.tfAddr, addr, o.kind, log)
+		tf, err := startMockTF(ctx, g, o.tfAddr, addr, o.kind, "", log)
 		if err != nil {
 			cancel()
 			return errors.Join(err, g.Wait())

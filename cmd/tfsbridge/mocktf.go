@@ -14,14 +14,15 @@ import (
 
 // startMockTF binds addr and serves TF Serving's REST API there in g
 // until ctx is done: tfsbridge's translation in front of the mock v2
-// server listening on v2 (mock --tf-addr).
-func startMockTF(ctx context.Context, g *errgroup.Group, addr string, v2 net.Addr, kind string, log *slog.Logger) (net.Addr, error) {
+// server listening on v2 (mock --tf-addr), with the model map mapFile
+// ("" for none).
+func startMockTF(ctx context.Context, g *errgroup.Group, addr string, v2 net.Addr, kind, mapFile string, log *slog.Logger) (net.Addr, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("mock TF Serving listener: %w", err)
 	}
 	g.Go(func() error {
-		return mocktf.Serve(ctx, lis, mocktf.Options{V2URL: "http://" + dialable(v2), Kind: kind, Logger: log})
+		return mocktf.Serve(ctx, lis, mocktf.Options{V2URL: "http://" + dialable(v2), Kind: kind, Logger: log, ModelMapFile: mapFile})
 	})
 	return lis.Addr(), nil
 }

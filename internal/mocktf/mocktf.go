@@ -29,6 +29,10 @@ type Options struct {
 	Kind string
 	// Logger receives the bridge's logs; nil discards them.
 	Logger *slog.Logger
+	// ModelMapFile is a model map for the face (empty: none), so that it
+	// can serve a mock model under another TF name, as the demo's split
+	// model on "TF Serving".
+	ModelMapFile string
 }
 
 // Serve serves TF Serving's REST API on lis until ctx is done, then
@@ -59,6 +63,7 @@ func New(o Options) (*bridge.Bridge, error) {
 		bo.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	bo.DrainDelay = 0
+	bo.ModelMapFile = o.ModelMapFile
 	b, err := bridge.New(bo)
 	if err != nil {
 		return nil, fmt.Errorf("TF Serving mock: %w", err)

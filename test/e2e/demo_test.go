@@ -94,7 +94,8 @@ func TestDemoBinary(t *testing.T) {
 	bin := buildTfsbridge(t)
 	cmd := exec.Command(bin, "demo",
 		"--mock-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-		"--grpc-addr", "127.0.0.1:0", "--mock-grpc-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-level", "warn")
+		"--grpc-addr", "127.0.0.1:0", "--mock-grpc-addr", "127.0.0.1:0", "--tf-grpc-addr", "127.0.0.1:0",
+		"--mock-tf-addr", "127.0.0.1:0", "--mock-perturbed-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-level", "warn")
 	var stdout, stderr syncBuffer
 	exited := startBinary(t, cmd, &stdout, &stderr)
 
@@ -141,6 +142,9 @@ func TestDemoBinary(t *testing.T) {
 		t.Log("curl not installed: only its request bytes were replayed")
 	}
 
+	// The migration block, pasted into a shell.
+	pasteMigration(t, out, filepath.Dir(bin))
+
 	// The demo's ext_proc server, behind Envoy, in front of its mock.
 	env, err := envoysim.Start(envoysim.Config{ProcessorAddr: grpc, Upstream: "http://" + mock,
 		AllowModeOverride: true, MessageTimeout: messageTimeout})
@@ -178,6 +182,77 @@ func TestDemoBinary(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", proxy, time.Second); err == nil {
 		t.Errorf("the proxy still accepts connections after the demo exited")
+	}
+}
+
+// pasteMigration runs each command of the demo's migration block (out is
+// the demo's output) in sh, as a user pastes it, with binDir (the built
+// tfsbridge) first on PATH, and checks what each prints: the split's
+// counts within binomial bounds, one answer for one user, the shadow's
+// mismatches (the converted answers against TF Serving's), and compare's exit 1 with the drifted output's row.
+func pasteMigration(t *testing.T, out, binDir string) {
+	t.Helper()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Log("curl not installed: the migration block is checked in cmd/tfsbridge only")
+		return
+	}
+	_, section, ok := strings.Cut(out, "\nMigration:")
+	if !ok {
+		t.Fatalf("no migration section in:\n%s", out)
+	}
+	section, _, _ = strings.Cut(section, "\ngRPC:")
+	var cmds []string
+	for line := range strings.Lines(section) {
+		if c, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "  "); ok {
+			cmds = append(cmds, c)
+		}
+	}
+	if len(cmds) != 4 || !strings.HasPrefix(cmds[0], "for i in $(seq 200)") || !strings.Contains(cmds[1], "x-user-id: 42") ||
+		!strings.Contains(cmds[2], "/metrics | grep tfsbridge_shadow_comparisons_total") || !strings.HasPrefix(cmds[3], "tfsbridge compare ") {
+		t.Fatalf("want the split loop, the sticky loop, the metrics grep and compare in:\n%s", section)
+	}
+	sh := func(c string) (string, int) {
+		cmd := exec.Command("sh", "-c", c)
+		cmd.Env = append(cleanEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if stderr.Len() > 0 {
+			t.Logf("%s: stderr: %s", c, stderr.String())
+		}
+		return stdout.String(), cmd.ProcessState.ExitCode()
+	}
+	// uniq -c's lines, as answer → count.
+	uniq := func(text string) map[string]int {
+		counts := map[string]int{}
+		for _, m := range regexp.MustCompile(`(?m)^\s*(\d+) (\S+)$`).FindAllStringSubmatch(text, -1) {
+			counts[m[2]], _ = strconv.Atoi(m[1])
+		}
+		return counts
+	}
+	const tfAnswer, convertedAnswer = `{"predictions":[2.5]}`, `{"predictions":[2.501]}`
+	// 200 requests split 90/10: the converted model's count is
+	// binomial(200, 0.1), 20±4.2; 4.5 standard deviations either side.
+	text, _ := sh(cmds[0])
+	if c := uniq(text); len(c) != 2 || c[tfAnswer]+c[convertedAnswer] != 200 || c[convertedAnswer] < 1 || c[convertedAnswer] > 39 {
+		t.Errorf("split loop printed:\n%s\nwant %s 1…39 times and %s the rest of 200", text, convertedAnswer, tfAnswer)
+	}
+	text, _ = sh(cmds[1])
+	if c := uniq(text); len(c) != 1 || c[tfAnswer]+c[convertedAnswer] != 20 {
+		t.Errorf("sticky loop printed:\n%s\nwant one answer 20 times", text)
+	}
+	// The shadow compares in the background: wait for its counter.
+	mismatch := regexp.MustCompile(`(?m)^tfsbridge_shadow_comparisons_total\{model="half_plus_two_split",result="mismatch"\} [1-9]`)
+	if !waitFor(settleTimeout, func() bool { text, _ = sh(cmds[2]); return mismatch.MatchString(text) }) {
+		t.Errorf("the metrics grep never showed a shadow mismatch:\n%s", text)
+	}
+	text, code := sh(cmds[3])
+	if code != 1 || !regexp.MustCompile(`(?m)^half_plus_two\s+outputs\s+float\s+50\s+0\s+0\s+50\s+0\.001\s`).MatchString(text) {
+		t.Errorf("%s exited %d, printed:\n%s\nwant exit 1 and half_plus_two's drifted output (50 mismatches, max abs 0.001)", cmds[3], code, text)
 	}
 }
 
