@@ -12,7 +12,6 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
 	istionetworking "istio.io/api/networking/v1alpha3"
 	appsv1 "k8s.io/api/apps/v1"
@@ -92,9 +91,7 @@ func checkGRPCListener(t *testing.T, g *grpcEnvoy, clusters map[string]*clusterv
 	if !ok {
 		t.Fatalf("TF gRPC routes go to unknown cluster %q", cluster)
 	}
-	anyOpts, ok := c.GetTypedExtensionProtocolOptions()[httpOptionsKey]
-	opts := &upstreamhttpv3.HttpProtocolOptions{}
-	if !ok || anyOpts.UnmarshalTo(opts) != nil || opts.GetExplicitHttpConfig().GetHttp2ProtocolOptions() == nil {
+	if !http2Cluster(c) {
 		t.Errorf("cluster %s: the v2 server's gRPC port needs http2_protocol_options", c.GetName())
 	}
 	g.backendAddr = singleEndpoint(t, c).GetSocketAddress()

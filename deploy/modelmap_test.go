@@ -158,9 +158,8 @@ func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *mod
 	}
 	clusters := map[string]string{}
 	for _, c := range b.GetStaticResources().GetClusters() {
-		if eps := c.GetLoadAssignment().GetEndpoints(); len(eps) == 1 && len(eps[0].GetLbEndpoints()) == 1 {
-			a := eps[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
-			clusters[c.GetName()] = net.JoinHostPort(a.GetAddress(), strconv.Itoa(int(a.GetPortValue())))
+		if addr := clusterAddr(c); addr != "" {
+			clusters[c.GetName()] = addr
 			if c.GetPerConnectionBufferLimitBytes().GetValue() < minBufferLimit {
 				t.Errorf("cluster %s: buffer limit below %d", c.GetName(), minBufferLimit)
 			}
@@ -170,6 +169,7 @@ func checkTwoServerEnvoy(t *testing.T, r *rendered, d *appsv1.Deployment, m *mod
 	for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
 		checkServerRoutes(t, vh.GetRoutes(), clusters, m)
 	}
+	checkTwoServerGRPC(t, r, d, b, m)
 }
 
 // checkServerRoutes checks the routes of the TF listener of a bootstrap
@@ -292,15 +292,17 @@ func checkRefusalBody(status int, contentType, body string) error {
 	return nil
 }
 
-// tfsListener returns the bootstrap's listener that runs ext_proc.
+// tfsListener returns the bootstrap's TF REST listener: the one on TF
+// Serving's REST port that runs ext_proc (the TF gRPC listener runs it
+// too, on 8500).
 func tfsListener(t *testing.T, b *bootstrapv3.Bootstrap) *listenerv3.Listener {
 	t.Helper()
 	for _, l := range b.GetStaticResources().GetListeners() {
-		if httpFilter(listenerHCM(t, l), extProcFilterName) != nil {
+		if l.GetAddress().GetSocketAddress().GetPortValue() == tfsPort && httpFilter(listenerHCM(t, l), extProcFilterName) != nil {
 			return l
 		}
 	}
-	t.Fatal("no listener runs ext_proc")
+	t.Fatalf("no listener on %d runs ext_proc", tfsPort)
 	return nil
 }
 
@@ -317,16 +319,10 @@ func extProcEndpoint(t *testing.T, b *bootstrapv3.Bootstrap) *corev3.Address {
 	return nil
 }
 
-// tfsExtProc returns the ext_proc filter of the bootstrap's TF listener.
+// tfsExtProc returns the ext_proc filter of the bootstrap's TF REST listener.
 func tfsExtProc(t *testing.T, b *bootstrapv3.Bootstrap) *extprocv3.ExternalProcessor {
 	t.Helper()
-	for _, l := range b.GetStaticResources().GetListeners() {
-		if hcm := listenerHCM(t, l); httpFilter(hcm, extProcFilterName) != nil {
-			return checkFilterChainOrder(t, hcm)
-		}
-	}
-	t.Fatal("no listener runs ext_proc")
-	return nil
+	return checkFilterChainOrder(t, listenerHCM(t, tfsListener(t, b)))
 }
 
 // checkGatewayServerRoutes checks the Envoy Gateway overlay's HTTPRoute
