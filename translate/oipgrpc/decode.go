@@ -3,7 +3,6 @@ package oipgrpc
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/tfsbridge/tfsbridge/translate/internal/pbwire"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -102,7 +101,7 @@ func decodeInfer(msg []byte, request bool, lim tensor.Limits) (*Message, error) 
 			case f.Num == fTensorDatatype && f.Typ == protowire.BytesType:
 				dtName, err = str(f.V)
 			case f.Num == fTensorShape && (f.Typ == protowire.VarintType || f.Typ == protowire.BytesType):
-				t.Shape, err = pbwire.AppendInt64s(t.Shape, f)
+				t.Shape, err = appendInt64s(t.Shape, f)
 			case f.Num == fTensorParameters && f.Typ == protowire.BytesType:
 				return checkParameters(f.V)
 			case f.Num == fTensorContents && f.Typ == protowire.BytesType:

@@ -3,10 +3,10 @@ package oipgrpc
 import (
 	"errors"
 	"fmt"
-	"github.com/tfsbridge/tfsbridge/translate/internal/pbwire"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/tfsbridge/tfsbridge/internal/pbwire"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
 
@@ -21,6 +21,13 @@ func walk(msg []byte, f func(fl *field) error) error { return pbwire.Walk(msg, f
 
 // str returns a proto3 string field's value, refusing invalid UTF-8.
 func str(v []byte) (string, error) { return pbwire.Str(v) }
+
+// appendInt64s appends one occurrence of a repeated int64 field (a shape's
+// dims), packed or not, to dst.
+func appendInt64s(dst []int64, f *field) ([]int64, error) {
+	err := pbwire.Scalars(f, pbwire.Varint, func(u uint64) { dst = append(dst, int64(u)) })
+	return dst, err
+}
 
 func sizeBytesField(num protowire.Number, n int) int {
 	return protowire.SizeTag(num) + protowire.SizeBytes(n)

@@ -1,8 +1,11 @@
-// Package pbwire walks protobuf messages field by field for the gRPC wire
-// packages (translate/tfgrpc, translate/oipgrpc). They read messages with
-// protowire rather than generated types so that a tensor's bytes are
-// sliced out of the message, not copied; this is the part of that reading
-// both share.
+// Package pbwire walks protobuf messages field by field: the generic wire
+// reading under the translator's gRPC packages (translate/tfgrpc,
+// translate/oipgrpc), the v2 mock's gRPC service (internal/mockv2) and the
+// tests' TF gRPC client (test/internal/tfclient). They read messages with
+// protowire rather than generated types so that a tensor's bytes are sliced
+// out of the message, not copied. Only the wire format lives here: what a
+// field number means stays with each reader, so the mock and the test client
+// still check the translator's reading of the messages independently.
 package pbwire
 
 import (
@@ -74,20 +77,43 @@ func Str(v []byte) (string, error) {
 	return string(v), nil
 }
 
-// AppendInt64s appends the values of one occurrence of a repeated int64
-// field to dst: a single varint, or a packed run of them (protobuf readers
-// take both forms).
-func AppendInt64s(dst []int64, f *Field) ([]int64, error) {
-	if f.Typ == protowire.VarintType {
-		return append(dst, int64(f.U)), nil
+// Width is how a repeated scalar field's values are laid out when packed.
+type Width int
+
+// The packed layouts of the protobuf scalar types.
+const (
+	Varint  Width = 0 // int32, int64, uint32, uint64, bool, enum
+	Fixed32 Width = 4 // float, fixed32, sfixed32
+	Fixed64 Width = 8 // double, fixed64, sfixed64
+)
+
+// Scalars calls add with each value of one occurrence of a repeated scalar
+// field: a single value, or a packed run of them of width w (protobuf
+// readers take both forms). Values come as the raw 64 bits: the caller
+// converts (int64(u), math.Float32frombits(uint32(u)), u != 0).
+func Scalars(f *Field, w Width, add func(u uint64)) error {
+	if f.Typ != protowire.BytesType {
+		add(f.U)
+		return nil
 	}
 	for v := f.V; len(v) > 0; {
-		d, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return dst, ErrMalformed
+		var u uint64
+		var n int
+		switch w {
+		case Fixed32:
+			var x uint32
+			x, n = protowire.ConsumeFixed32(v)
+			u = uint64(x)
+		case Fixed64:
+			u, n = protowire.ConsumeFixed64(v)
+		default:
+			u, n = protowire.ConsumeVarint(v)
 		}
-		dst = append(dst, int64(d))
+		if n < 0 {
+			return ErrMalformed
+		}
+		add(u)
 		v = v[n:]
 	}
-	return dst, nil
+	return nil
 }
