@@ -105,7 +105,8 @@ func checkParameters(entry []byte) error {
 
 // checkContents checks every packed field of an InferTensorContents (the
 // ones of other datatypes than the tensor's included), as protobuf parses
-// them.
+// them. Like fromContents it reads the runs inline rather than with
+// pbwire.Scalars, whose call per value would cost the path about an eighth.
 func checkContents(contents []byte) error {
 	return walk(contents, func(f *field) error {
 		if f.Typ != protowire.BytesType || f.Num < fBoolContents || f.Num > fFP64Contents {
