@@ -87,16 +87,83 @@ const (
 	Fixed64 Width = 8 // double, fixed64, sfixed64
 )
 
+// ErrTooMany reports a repeated field with more values than AppendScalars
+// was allowed to keep.
+var ErrTooMany = errors.New("more values than allowed")
+
+// errFull stops appendPacked when dst holds limit values.
+var errFull = errors.New("pbwire: buffer full")
+
+// AppendScalars appends to dst the values of one occurrence of a repeated
+// scalar field (a single value, or a packed run of them of width w: protobuf
+// readers take both forms) as their raw 64 bits; the caller converts
+// (int64(u), math.Float32frombits(uint32(u)), u != 0). It never lets dst
+// hold more than max values (max < 0: no bound), returning ErrTooMany
+// instead. Per value it calls nothing: this is the form for hot paths.
+func AppendScalars(dst []uint64, f *Field, w Width, max int) ([]uint64, error) {
+	if f.Typ != protowire.BytesType {
+		if len(dst) == max {
+			return dst, ErrTooMany
+		}
+		return append(dst, f.U), nil
+	}
+	dst, _, err := appendPacked(dst, f.V, w, max)
+	if err == errFull {
+		err = ErrTooMany
+	}
+	return dst, err
+}
+
 // Scalars calls add with each value of one occurrence of a repeated scalar
-// field: a single value, or a packed run of them of width w (protobuf
-// readers take both forms). Values come as the raw 64 bits: the caller
-// converts (int64(u), math.Float32frombits(uint32(u)), u != 0).
+// field, as AppendScalars reads them. It decodes in chunks on the stack, so
+// that it allocates nothing and makes one call per value only to add.
 func Scalars(f *Field, w Width, add func(u uint64)) error {
 	if f.Typ != protowire.BytesType {
 		add(f.U)
 		return nil
 	}
+	var buf [32]uint64
 	for v := f.V; len(v) > 0; {
+		var vals []uint64
+		var err error
+		vals, v, err = appendPacked(buf[:0], v, w, len(buf))
+		for _, u := range vals {
+			add(u)
+		}
+		if err != nil && err != errFull {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckScalars checks the encoding of one occurrence of a repeated scalar
+// field of width w, as protobuf's parsers do, without reading the values: a
+// packed run of fixed-width values only needs a whole number of them.
+func CheckScalars(f *Field, w Width) error {
+	if f.Typ != protowire.BytesType {
+		return nil
+	}
+	if w != Varint {
+		if len(f.V)%int(w) != 0 {
+			return ErrMalformed
+		}
+		return nil
+	}
+	for v := f.V; len(v) > 0; {
+		_, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return ErrMalformed
+		}
+		v = v[n:]
+	}
+	return nil
+}
+
+// appendPacked appends the values of the packed run v to dst until the run
+// ends or dst holds limit values (errFull, with the run's unread rest).
+func appendPacked(dst []uint64, v []byte, w Width, limit int) ([]uint64, []byte, error) {
+	for len(v) > 0 {
 		var u uint64
 		var n int
 		switch w {
@@ -110,10 +177,13 @@ func Scalars(f *Field, w Width, add func(u uint64)) error {
 			u, n = protowire.ConsumeVarint(v)
 		}
 		if n < 0 {
-			return ErrMalformed
+			return dst, v, ErrMalformed
 		}
-		add(u)
+		if len(dst) == limit {
+			return dst, v, errFull
+		}
+		dst = append(dst, u)
 		v = v[n:]
 	}
-	return nil
+	return dst, v, nil
 }

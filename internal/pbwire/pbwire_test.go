@@ -121,6 +121,108 @@ func TestScalars(t *testing.T) {
 	}
 }
 
+func TestAppendScalars(t *testing.T) {
+	run := func(n int) *Field {
+		var b []byte
+		for i := range n {
+			b = protowire.AppendVarint(b, uint64(i))
+		}
+		return &Field{Typ: protowire.BytesType, V: b}
+	}
+	upTo := func(n int) []uint64 {
+		out := make([]uint64, n)
+		for i := range out {
+			out[i] = uint64(i)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		dst  []uint64
+		f    *Field
+		max  int
+		want []uint64
+		err  error
+	}{
+		{"no bound", nil, run(100), -1, upTo(100), nil},
+		{"exactly max", nil, run(5), 5, upTo(5), nil},
+		{"past max", nil, run(6), 5, upTo(5), ErrTooMany},
+		{"max counts what dst held", []uint64{9}, run(5), 5, append([]uint64{9}, upTo(4)...), ErrTooMany},
+		{"one value at max", []uint64{9}, &Field{Typ: protowire.VarintType, U: 1}, 1, []uint64{9}, ErrTooMany},
+		{"one value", nil, &Field{Typ: protowire.Fixed64Type, U: 7}, 1, []uint64{7}, nil},
+		{"malformed before max", nil, &Field{Typ: protowire.BytesType, V: []byte{1, 0x80}}, 5, []uint64{1}, ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := AppendScalars(tc.dst, tc.f, Varint, tc.max)
+			if err != tc.err {
+				t.Fatalf("err = %v, want %v", err, tc.err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestScalarsChunks crosses Scalars' stack chunks: every value arrives once,
+// in order, and a malformed tail after a full chunk still fails.
+func TestScalarsChunks(t *testing.T) {
+	var b []byte
+	for i := range 100 {
+		b = protowire.AppendFixed64(b, uint64(i))
+	}
+	for _, tc := range []struct {
+		name string
+		v    []byte
+		n    int
+		err  error
+	}{
+		{"100 values", b, 100, nil},
+		{"truncated 65th", b[:64*8+3], 64, ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []uint64
+			err := Scalars(&Field{Typ: protowire.BytesType, V: tc.v}, Fixed64, func(u uint64) { got = append(got, u) })
+			if err != tc.err || len(got) != tc.n {
+				t.Fatalf("got %d values, err %v; want %d, %v", len(got), err, tc.n, tc.err)
+			}
+			for i, u := range got {
+				if u != uint64(i) {
+					t.Fatalf("value %d = %d", i, u)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckScalars(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    *Field
+		w    Width
+		ok   bool
+	}{
+		{"single value", &Field{Typ: protowire.VarintType, U: 1}, Fixed32, true},
+		{"fixed32 run", &Field{Typ: protowire.BytesType, V: make([]byte, 8)}, Fixed32, true},
+		{"fixed32 partial", &Field{Typ: protowire.BytesType, V: make([]byte, 6)}, Fixed32, false},
+		{"fixed64 partial", &Field{Typ: protowire.BytesType, V: make([]byte, 12)}, Fixed64, false},
+		{"varints", &Field{Typ: protowire.BytesType, V: []byte{1, 0x80, 1}}, Varint, true},
+		{"varint truncated", &Field{Typ: protowire.BytesType, V: []byte{1, 0x80}}, Varint, false},
+		{"varint overflow", &Field{Typ: protowire.BytesType, V: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}}, Varint, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckScalars(tc.f, tc.w)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want ok %v", err, tc.ok)
+			}
+			// The check agrees with reading the values.
+			if rerr := Scalars(tc.f, tc.w, func(uint64) {}); (rerr == nil) != tc.ok {
+				t.Fatalf("Scalars err = %v, want ok %v", rerr, tc.ok)
+			}
+		})
+	}
+}
+
 func TestStr(t *testing.T) {
 	if s, err := Str([]byte("héllo")); err != nil || s != "héllo" {
 		t.Fatalf("Str(valid) = %q, %v", s, err)
