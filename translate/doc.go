@@ -21,7 +21,7 @@
 //   - route: the TF Serving URL grammar and the v2 paths built from it;
 //   - oip: v2 request encoding (binary extension or JSON) and response decoding;
 //   - tfgrpc, oipgrpc, grpcmap: TF Serving's and the v2 gRPC messages on
-//     the protobuf wire (sharing internal/pbwire) and the per-verb
+//     the protobuf wire (over the module's internal/pbwire) and the per-verb
 //     translation between them, not yet served by any transport;
 //   - tfcompare: two TF answers compared in TF terms (tfsbridge compare).
 //

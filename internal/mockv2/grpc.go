@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tfsbridge/tfsbridge/internal/pbwire"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -112,7 +113,7 @@ func (s *Server) grpcServiceDesc() *grpc.ServiceDesc {
 
 // malformed is what the servers' protobuf runtimes answer to bytes they cannot parse.
 func malformed() error {
-	return status.Error(codes.Internal, "grpc: error unmarshalling request: "+errWire.Error())
+	return status.Error(codes.Internal, "grpc: error unmarshalling request: "+pbwire.ErrMalformed.Error())
 }
 
 func (s *Server) grpcServerMetadata(context.Context, []byte) ([]byte, error) {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/tfsbridge/tfsbridge/internal/pbwire"
 	"github.com/tfsbridge/tfsbridge/translate/oipgrpc"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/x448/float16"
@@ -81,8 +82,8 @@ func f16Bytes(vs ...float32) []byte {
 func hasRaw(t *testing.T, msg []byte) bool {
 	t.Helper()
 	raw := false
-	if err := pbWalk(msg, func(f pbField) error {
-		raw = raw || f.num == 6
+	if err := pbwire.Walk(msg, func(f *pbwire.Field) error {
+		raw = raw || f.Num == 6
 		return nil
 	}); err != nil {
 		t.Fatal(err)

@@ -2,88 +2,17 @@ package mockv2
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tfsbridge/tfsbridge/internal/pbwire"
 )
 
 // The v2 gRPC messages (KServe's grpc_predict_v2.proto, Triton's grpc_service.proto), read
-// and written with protowire by the mock's own code: it shares nothing with the
-// translator's v2 wire package (translate/oipgrpc), so a misreading there shows here.
-
-var errWire = errors.New("malformed protobuf message")
-
-// pbField is one field occurrence: v for length-delimited fields, u for the others.
-type pbField struct {
-	num protowire.Number
-	typ protowire.Type
-	v   []byte
-	u   uint64
-}
-
-// pbWalk calls f for every field of msg in wire order.
-func pbWalk(msg []byte, f func(fl pbField) error) error {
-	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 {
-			return errWire
-		}
-		msg = msg[n:]
-		fl := pbField{num: num, typ: typ}
-		switch typ {
-		case protowire.VarintType:
-			fl.u, n = protowire.ConsumeVarint(msg)
-		case protowire.Fixed32Type:
-			var x uint32
-			x, n = protowire.ConsumeFixed32(msg)
-			fl.u = uint64(x)
-		case protowire.Fixed64Type:
-			fl.u, n = protowire.ConsumeFixed64(msg)
-		case protowire.BytesType:
-			fl.v, n = protowire.ConsumeBytes(msg)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, msg)
-		}
-		if n < 0 {
-			return errWire
-		}
-		msg = msg[n:]
-		if err := f(fl); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pbScalars reads a repeated scalar occurrence, packed or not, of width w (0 varint, 4
-// fixed32, 8 fixed64).
-func pbScalars(fl pbField, w int, add func(u uint64)) error {
-	if fl.typ != protowire.BytesType {
-		add(fl.u)
-		return nil
-	}
-	for p := fl.v; len(p) > 0; {
-		var u uint64
-		var n int
-		switch w {
-		case 4:
-			var x uint32
-			x, n = protowire.ConsumeFixed32(p)
-			u = uint64(x)
-		case 8:
-			u, n = protowire.ConsumeFixed64(p)
-		default:
-			u, n = protowire.ConsumeVarint(p)
-		}
-		if n < 0 {
-			return errWire
-		}
-		add(u)
-		p = p[n:]
-	}
-	return nil
-}
+// and written by the mock's own code. Only the generic protobuf wire walk (internal/pbwire)
+// is shared with the translator's v2 wire package (translate/oipgrpc): what each field
+// number means is the mock's own reading, so a misreading there shows here.
 
 // grpcContents is a decoded InferTensorContents: the typed values of one tensor.
 type grpcContents struct {
@@ -100,24 +29,24 @@ type grpcContents struct {
 
 func decodeContents(msg []byte) (grpcContents, error) {
 	c := grpcContents{set: true}
-	err := pbWalk(msg, func(fl pbField) error {
-		switch fl.num {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case 1:
-			return pbScalars(fl, 0, func(u uint64) { c.bools = append(c.bools, u != 0) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { c.bools = append(c.bools, u != 0) })
 		case 2:
-			return pbScalars(fl, 0, func(u uint64) { c.ints = append(c.ints, int32(u)) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { c.ints = append(c.ints, int32(u)) })
 		case 3:
-			return pbScalars(fl, 0, func(u uint64) { c.int64s = append(c.int64s, int64(u)) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { c.int64s = append(c.int64s, int64(u)) })
 		case 4:
-			return pbScalars(fl, 0, func(u uint64) { c.uints = append(c.uints, uint32(u)) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { c.uints = append(c.uints, uint32(u)) })
 		case 5:
-			return pbScalars(fl, 0, func(u uint64) { c.uint64s = append(c.uint64s, u) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { c.uint64s = append(c.uint64s, u) })
 		case 6:
-			return pbScalars(fl, 4, func(u uint64) { c.fp32s = append(c.fp32s, math.Float32frombits(uint32(u))) })
+			return pbwire.Scalars(fl, pbwire.Fixed32, func(u uint64) { c.fp32s = append(c.fp32s, math.Float32frombits(uint32(u))) })
 		case 7:
-			return pbScalars(fl, 8, func(u uint64) { c.fp64s = append(c.fp64s, math.Float64frombits(u)) })
+			return pbwire.Scalars(fl, pbwire.Fixed64, func(u uint64) { c.fp64s = append(c.fp64s, math.Float64frombits(u)) })
 		case 8:
-			c.bytes = append(c.bytes, fl.v)
+			c.bytes = append(c.bytes, fl.V)
 		}
 		return nil
 	})
@@ -144,26 +73,26 @@ type grpcInferRequest struct {
 // are skipped (the sample models take none).
 func decodeInferRequest(msg []byte) (*grpcInferRequest, error) {
 	r := &grpcInferRequest{}
-	err := pbWalk(msg, func(fl pbField) error {
-		switch fl.num {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case 1:
-			r.modelName = string(fl.v)
+			r.modelName = string(fl.V)
 		case 2:
-			r.modelVersion = string(fl.v)
+			r.modelVersion = string(fl.V)
 		case 3:
-			r.id = string(fl.v)
+			r.id = string(fl.V)
 		case 5:
 			var in grpcInput
-			err := pbWalk(fl.v, func(f pbField) error {
-				switch f.num {
+			err := pbwire.Walk(fl.V, func(f *pbwire.Field) error {
+				switch f.Num {
 				case 1:
-					in.name = string(f.v)
+					in.name = string(f.V)
 				case 2:
-					in.datatype = string(f.v)
+					in.datatype = string(f.V)
 				case 3:
-					return pbScalars(f, 0, func(u uint64) { in.shape = append(in.shape, int64(u)) })
+					return pbwire.Scalars(f, pbwire.Varint, func(u uint64) { in.shape = append(in.shape, int64(u)) })
 				case 5:
-					c, err := decodeContents(f.v)
+					c, err := decodeContents(f.V)
 					in.contents = c
 					return err
 				}
@@ -172,14 +101,14 @@ func decodeInferRequest(msg []byte) (*grpcInferRequest, error) {
 			r.inputs = append(r.inputs, in)
 			return err
 		case 6:
-			return pbWalk(fl.v, func(f pbField) error {
-				if f.num == 1 {
-					r.outputs = append(r.outputs, string(f.v))
+			return pbwire.Walk(fl.V, func(f *pbwire.Field) error {
+				if f.Num == 1 {
+					r.outputs = append(r.outputs, string(f.V))
 				}
 				return nil
 			})
 		case 7:
-			r.raw = append(r.raw, fl.v)
+			r.raw = append(r.raw, fl.V)
 		}
 		return nil
 	})
@@ -188,12 +117,12 @@ func decodeInferRequest(msg []byte) (*grpcInferRequest, error) {
 
 // decodeModelRequest reads {name=1, version=2} (ModelReady, ModelMetadata requests).
 func decodeModelRequest(msg []byte) (name, version string, err error) {
-	err = pbWalk(msg, func(fl pbField) error {
-		switch fl.num {
+	err = pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case 1:
-			name = string(fl.v)
+			name = string(fl.V)
 		case 2:
-			version = string(fl.v)
+			version = string(fl.V)
 		}
 		return nil
 	})

@@ -6,12 +6,15 @@ import (
 	"math"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tfsbridge/tfsbridge/internal/pbwire"
 )
 
 // The mock's own tf.Example reader, written against
-// tensorflow/core/example/{example,feature}.proto with protowire and
-// nothing of translate/: the classify and regress models really parse what
-// tfsbridge serialized, so a bug in its writer shows up here.
+// tensorflow/core/example/{example,feature}.proto over the generic wire walk
+// of internal/pbwire and nothing of translate/: the classify and regress
+// models really parse what tfsbridge serialized, so a bug in its writer shows
+// up here.
 
 // exFeature is one decoded Feature: the last oneof case set wins, a case
 // repeated merges (its values append), as protobuf parsing does.
@@ -30,17 +33,20 @@ var errExample = errors.New("malformed tf.Example")
 // replacing an earlier one of the same name.
 func parseExample(b []byte) (map[string]*exFeature, error) {
 	feats := map[string]*exFeature{}
-	err := walkFields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if num != 1 || typ != protowire.BytesType { // Example.features
+	err := pbwire.Walk(b, func(ex *pbwire.Field) error {
+		if ex.Num != 1 || ex.Typ != protowire.BytesType { // Example.features
 			return nil
 		}
-		return walkFields(v, func(num protowire.Number, typ protowire.Type, entry []byte, _ uint64) error {
-			if num != 1 || typ != protowire.BytesType { // Features.feature
+		return pbwire.Walk(ex.V, func(fs *pbwire.Field) error {
+			if fs.Num != 1 || fs.Typ != protowire.BytesType { // Features.feature
 				return nil
 			}
-			return parseEntry(entry, feats)
+			return parseEntry(fs.V, feats)
 		})
 	})
+	if errors.Is(err, pbwire.ErrMalformed) {
+		err = errExample
+	}
 	return feats, err
 }
 
@@ -48,12 +54,12 @@ func parseExample(b []byte) (map[string]*exFeature, error) {
 func parseEntry(entry []byte, feats map[string]*exFeature) error {
 	var key string
 	f := &exFeature{}
-	err := walkFields(entry, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+	err := pbwire.Walk(entry, func(e *pbwire.Field) error {
 		switch {
-		case num == 1 && typ == protowire.BytesType:
-			key = string(v)
-		case num == 2 && typ == protowire.BytesType:
-			return parseFeature(v, f)
+		case e.Num == 1 && e.Typ == protowire.BytesType:
+			key = string(e.V)
+		case e.Num == 2 && e.Typ == protowire.BytesType:
+			return parseFeature(e.V, f)
 		}
 		return nil
 	})
@@ -62,80 +68,31 @@ func parseEntry(entry []byte, feats map[string]*exFeature) error {
 }
 
 func parseFeature(b []byte, f *exFeature) error {
-	return walkFields(b, func(num protowire.Number, typ protowire.Type, list []byte, _ uint64) error {
-		if num < 1 || num > 3 || typ != protowire.BytesType {
+	return pbwire.Walk(b, func(kind *pbwire.Field) error {
+		num := kind.Num
+		if num < 1 || num > 3 || kind.Typ != protowire.BytesType {
 			return nil
 		}
 		if f.kind != num {
 			*f = exFeature{kind: num}
 		}
-		return walkFields(list, func(n protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-			if n != 1 {
+		return pbwire.Walk(kind.V, func(v *pbwire.Field) error {
+			if v.Num != 1 {
 				return nil
 			}
 			switch {
-			case num == 1 && typ == protowire.BytesType:
-				f.bytes = append(f.bytes, v)
-			case num == 2 && typ == protowire.Fixed32Type:
-				f.floats = append(f.floats, math.Float32frombits(uint32(x)))
-			case num == 2 && typ == protowire.BytesType: // packed
-				for len(v) > 0 {
-					u, m := protowire.ConsumeFixed32(v)
-					if m < 0 {
-						return errExample
-					}
-					f.floats, v = append(f.floats, math.Float32frombits(u)), v[m:]
-				}
-			case num == 3 && typ == protowire.VarintType:
-				f.ints = append(f.ints, int64(x))
-			case num == 3 && typ == protowire.BytesType: // packed
-				for len(v) > 0 {
-					u, m := protowire.ConsumeVarint(v)
-					if m < 0 {
-						return errExample
-					}
-					f.ints, v = append(f.ints, int64(u)), v[m:]
-				}
+			case num == 1 && v.Typ == protowire.BytesType:
+				f.bytes = append(f.bytes, v.V)
+			case num == 2 && (v.Typ == protowire.Fixed32Type || v.Typ == protowire.BytesType):
+				return pbwire.Scalars(v, pbwire.Fixed32, func(u uint64) { f.floats = append(f.floats, math.Float32frombits(uint32(u))) })
+			case num == 3 && (v.Typ == protowire.VarintType || v.Typ == protowire.BytesType):
+				return pbwire.Scalars(v, pbwire.Varint, func(u uint64) { f.ints = append(f.ints, int64(u)) })
 			default:
 				return errExample
 			}
 			return nil
 		})
 	})
-}
-
-// walkFields calls fn for every field of a message: its number, wire type,
-// and its bytes (length-delimited) or value (varint, fixed).
-func walkFields(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errExample
-		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed32Type:
-			var u uint32
-			u, n = protowire.ConsumeFixed32(b)
-			x = uint64(u)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return errExample
-		}
-		b = b[n:]
-		if err := fn(num, typ, v, x); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // number returns the first value of a float or int64 feature.

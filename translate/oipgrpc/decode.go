@@ -3,10 +3,10 @@ package oipgrpc
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/tfsbridge/tfsbridge/translate/internal/pbwire"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/tfsbridge/tfsbridge/internal/pbwire"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -102,7 +102,7 @@ func decodeInfer(msg []byte, request bool, lim tensor.Limits) (*Message, error) 
 			case f.Num == fTensorDatatype && f.Typ == protowire.BytesType:
 				dtName, err = str(f.V)
 			case f.Num == fTensorShape && (f.Typ == protowire.VarintType || f.Typ == protowire.BytesType):
-				t.Shape, err = pbwire.AppendInt64s(t.Shape, f)
+				t.Shape, err = appendInt64s(t.Shape, f)
 			case f.Num == fTensorParameters && f.Typ == protowire.BytesType:
 				return checkParameters(f.V)
 			case f.Num == fTensorContents && f.Typ == protowire.BytesType:
@@ -206,37 +206,13 @@ func fromContents(t *tensor.Tensor, contents []byte, n int64) error {
 			}
 			return nil
 		}
-		switch f.Typ {
-		case protowire.BytesType:
-			for v := f.V; len(v) > 0; {
-				var u uint64
-				var m int
-				switch num {
-				case fFP32Contents:
-					var x uint32
-					x, m = protowire.ConsumeFixed32(v)
-					u = uint64(x)
-				case fFP64Contents:
-					u, m = protowire.ConsumeFixed64(v)
-				default:
-					u, m = protowire.ConsumeVarint(v)
-				}
-				if m < 0 {
-					return errMalformed
-				}
-				if count++; count > n {
-					return &sizeError{"typed contents values", n, count}
-				}
-				packed = append(packed, u)
-				v = v[m:]
-			}
-		default:
-			if count++; count > n {
-				return &sizeError{"typed contents values", n, count}
-			}
-			packed = append(packed, f.U)
+		var err error
+		packed, err = pbwire.AppendScalars(packed, f, contentsWidth(num), int(n))
+		count = int64(len(packed))
+		if err == pbwire.ErrTooMany {
+			return &sizeError{"typed contents values", n, count + 1}
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err

@@ -154,6 +154,7 @@ func TestDecodeInferResponse(t *testing.T) {
 		{"raw size mismatch", v2Resp(t, []map[string]any{out("y", "FP32", []int64{2})}, [][]byte{f32s(1)}), nil, "raw contents bytes: want 8, have 4"},
 		{"raw count mismatch", v2Resp(t, []map[string]any{out("y", "FP32", []int64{1}), out("z", "FP32", []int64{1})}, [][]byte{f32s(1)}), nil, "1 raw contents for 2 tensors"},
 		{"typed count mismatch", v2Resp(t, []map[string]any{typed("y", "FP32", []int64{3}, "fp32_contents", vals(protoreflect.ValueOfFloat32, 1))}, nil), nil, "typed contents values: want 3, have 1"},
+		{"typed values past the count", v2Resp(t, []map[string]any{typed("y", "INT64", []int64{2}, "int64_contents", vals(protoreflect.ValueOfInt64, 1, 2, 3, 4))}, nil), nil, "typed contents values: want 2, have 3"},
 		{"unknown datatype", v2Resp(t, []map[string]any{out("y", "FP8", []int64{1})}, [][]byte{{1}}), nil, `unknown datatype "FP8"`},
 		{"bytes element overruns", v2Resp(t, []map[string]any{out("y", "BYTES", []int64{1})}, [][]byte{[]byte("\x09\x00\x00\x00ab")}), nil, "raw BYTES element bytes"},
 		{"negative dim", v2Resp(t, []map[string]any{out("y", "FP32", []int64{-1})}, [][]byte{{}}), nil, "negative dimension"},

@@ -1,7 +1,6 @@
 package oipgrpc
 
 import (
-	"github.com/tfsbridge/tfsbridge/translate/internal/pbwire"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -127,7 +126,7 @@ func metaSpecs(what string, ts [][]byte, dims *int) ([]tensor.Spec, error) {
 			case f.Num == fMetaTDatatype && f.Typ == protowire.BytesType:
 				dt, err = str(f.V)
 			case f.Num == fMetaTShape && (f.Typ == protowire.VarintType || f.Typ == protowire.BytesType):
-				if sp.Shape, err = pbwire.AppendInt64s(sp.Shape, f); err != nil {
+				if sp.Shape, err = appendInt64s(sp.Shape, f); err != nil {
 					return err
 				}
 			}

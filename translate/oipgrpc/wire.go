@@ -3,10 +3,10 @@ package oipgrpc
 import (
 	"errors"
 	"fmt"
-	"github.com/tfsbridge/tfsbridge/translate/internal/pbwire"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/tfsbridge/tfsbridge/internal/pbwire"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
 
@@ -21,6 +21,13 @@ func walk(msg []byte, f func(fl *field) error) error { return pbwire.Walk(msg, f
 
 // str returns a proto3 string field's value, refusing invalid UTF-8.
 func str(v []byte) (string, error) { return pbwire.Str(v) }
+
+// appendInt64s appends one occurrence of a repeated int64 field (a shape's
+// dims), packed or not, to dst.
+func appendInt64s(dst []int64, f *field) ([]int64, error) {
+	err := pbwire.Scalars(f, pbwire.Varint, func(u uint64) { dst = append(dst, int64(u)) })
+	return dst, err
+}
 
 func sizeBytesField(num protowire.Number, n int) int {
 	return protowire.SizeTag(num) + protowire.SizeBytes(n)
@@ -104,21 +111,17 @@ func checkContents(contents []byte) error {
 		if f.Typ != protowire.BytesType || f.Num < fBoolContents || f.Num > fFP64Contents {
 			return nil
 		}
-		for v := f.V; len(v) > 0; {
-			var n int
-			switch f.Num {
-			case fFP32Contents:
-				_, n = protowire.ConsumeFixed32(v)
-			case fFP64Contents:
-				_, n = protowire.ConsumeFixed64(v)
-			default:
-				_, n = protowire.ConsumeVarint(v)
-			}
-			if n < 0 {
-				return errMalformed
-			}
-			v = v[n:]
-		}
-		return nil
+		return pbwire.CheckScalars(f, contentsWidth(f.Num))
 	})
+}
+
+// contentsWidth is the packed layout of a typed InferTensorContents field.
+func contentsWidth(num protowire.Number) pbwire.Width {
+	switch num {
+	case fFP32Contents:
+		return pbwire.Fixed32
+	case fFP64Contents:
+		return pbwire.Fixed64
+	}
+	return pbwire.Varint
 }

@@ -1,9 +1,9 @@
 package tfgrpc
 
 import (
-	"github.com/tfsbridge/tfsbridge/translate/internal/pbwire"
-
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tfsbridge/tfsbridge/internal/pbwire"
 )
 
 // ErrMalformed reports bytes that are not a valid protobuf message of the

@@ -1,105 +1,29 @@
 package tfclient
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/tfsbridge/tfsbridge/internal/pbwire"
 )
-
-// errMalformed reports bytes that are not a valid protobuf message.
-var errMalformed = errors.New("tfclient: malformed protobuf message")
-
-// field is one field occurrence: v for length-delimited fields, u for the others.
-type field struct {
-	num protowire.Number
-	typ protowire.Type
-	v   []byte
-	u   uint64
-}
-
-// walk calls f for every field of msg in wire order.
-func walk(msg []byte, f func(fl field) error) error {
-	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 {
-			return errMalformed
-		}
-		msg = msg[n:]
-		fl := field{num: num, typ: typ}
-		switch typ {
-		case protowire.VarintType:
-			fl.u, n = protowire.ConsumeVarint(msg)
-		case protowire.Fixed32Type:
-			var x uint32
-			x, n = protowire.ConsumeFixed32(msg)
-			fl.u = uint64(x)
-		case protowire.Fixed64Type:
-			fl.u, n = protowire.ConsumeFixed64(msg)
-		case protowire.BytesType:
-			fl.v, n = protowire.ConsumeBytes(msg)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, msg)
-		}
-		if n < 0 {
-			return errMalformed
-		}
-		msg = msg[n:]
-		if err := f(fl); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// scalars reads a repeated scalar field occurrence, packed or not, with width w (0 varint,
-// 4 fixed32, 8 fixed64), calling add for each value.
-func scalars(fl field, w int, add func(u uint64)) error {
-	if fl.typ != protowire.BytesType {
-		add(fl.u)
-		return nil
-	}
-	p := fl.v
-	for len(p) > 0 {
-		var u uint64
-		var n int
-		switch w {
-		case 4:
-			var x uint32
-			x, n = protowire.ConsumeFixed32(p)
-			u = uint64(x)
-		case 8:
-			u, n = protowire.ConsumeFixed64(p)
-		default:
-			u, n = protowire.ConsumeVarint(p)
-		}
-		if n < 0 {
-			return errMalformed
-		}
-		add(u)
-		p = p[n:]
-	}
-	return nil
-}
 
 // DecodeTensorProto decodes a TensorProto (both packed and unpacked scalar fields).
 func DecodeTensorProto(msg []byte) (TensorProto, error) {
 	var t TensorProto
-	err := walk(msg, func(fl field) error {
-		switch fl.num {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case fDType:
-			t.DType = DType(int32(fl.u))
+			t.DType = DType(int32(fl.U))
 		case fShape:
 			t.Shape = []int64{}
-			return walk(fl.v, func(d field) error {
-				if d.num != 2 {
+			return pbwire.Walk(fl.V, func(d *pbwire.Field) error {
+				if d.Num != 2 {
 					return nil
 				}
 				var size int64
-				err := walk(d.v, func(s field) error {
-					if s.num == 1 {
-						size = int64(s.u)
+				err := pbwire.Walk(d.V, func(s *pbwire.Field) error {
+					if s.Num == 1 {
+						size = int64(s.U)
 					}
 					return nil
 				})
@@ -107,25 +31,25 @@ func DecodeTensorProto(msg []byte) (TensorProto, error) {
 				return err
 			})
 		case fContent:
-			t.TensorContent = append([]byte(nil), fl.v...)
+			t.TensorContent = append([]byte(nil), fl.V...)
 		case fFloatVal:
-			return scalars(fl, 4, func(u uint64) { t.FloatVal = append(t.FloatVal, math.Float32frombits(uint32(u))) })
+			return pbwire.Scalars(fl, pbwire.Fixed32, func(u uint64) { t.FloatVal = append(t.FloatVal, math.Float32frombits(uint32(u))) })
 		case fDoubleVal:
-			return scalars(fl, 8, func(u uint64) { t.DoubleVal = append(t.DoubleVal, math.Float64frombits(u)) })
+			return pbwire.Scalars(fl, pbwire.Fixed64, func(u uint64) { t.DoubleVal = append(t.DoubleVal, math.Float64frombits(u)) })
 		case fIntVal:
-			return scalars(fl, 0, func(u uint64) { t.IntVal = append(t.IntVal, int32(u)) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { t.IntVal = append(t.IntVal, int32(u)) })
 		case fStringVal:
-			t.StringVal = append(t.StringVal, append([]byte{}, fl.v...))
+			t.StringVal = append(t.StringVal, append([]byte{}, fl.V...))
 		case fInt64Val:
-			return scalars(fl, 0, func(u uint64) { t.Int64Val = append(t.Int64Val, int64(u)) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { t.Int64Val = append(t.Int64Val, int64(u)) })
 		case fBoolVal:
-			return scalars(fl, 0, func(u uint64) { t.BoolVal = append(t.BoolVal, u != 0) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { t.BoolVal = append(t.BoolVal, u != 0) })
 		case fHalfVal:
-			return scalars(fl, 0, func(u uint64) { t.HalfVal = append(t.HalfVal, int32(u)) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { t.HalfVal = append(t.HalfVal, int32(u)) })
 		case fUint32Val:
-			return scalars(fl, 0, func(u uint64) { t.Uint32Val = append(t.Uint32Val, uint32(u)) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { t.Uint32Val = append(t.Uint32Val, uint32(u)) })
 		case fUint64Val:
-			return scalars(fl, 0, func(u uint64) { t.Uint64Val = append(t.Uint64Val, u) })
+			return pbwire.Scalars(fl, pbwire.Varint, func(u uint64) { t.Uint64Val = append(t.Uint64Val, u) })
 		}
 		return nil
 	})
@@ -135,24 +59,24 @@ func DecodeTensorProto(msg []byte) (TensorProto, error) {
 // DecodeModelSpec decodes a ModelSpec.
 func DecodeModelSpec(msg []byte) (ModelSpec, error) {
 	var s ModelSpec
-	err := walk(msg, func(fl field) error {
-		switch fl.num {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case 1:
-			s.Name = string(fl.v)
+			s.Name = string(fl.V)
 		case 2:
 			v := int64(0)
 			s.Version = &v
-			return walk(fl.v, func(x field) error {
-				if x.num == 1 {
-					v = int64(x.u)
+			return pbwire.Walk(fl.V, func(x *pbwire.Field) error {
+				if x.Num == 1 {
+					v = int64(x.U)
 					s.Version = &v
 				}
 				return nil
 			})
 		case 3:
-			s.SignatureName = string(fl.v)
+			s.SignatureName = string(fl.V)
 		case 4:
-			s.Label = string(fl.v)
+			s.Label = string(fl.V)
 		}
 		return nil
 	})
@@ -163,12 +87,12 @@ func DecodeModelSpec(msg []byte) (ModelSpec, error) {
 func mapEntry(msg []byte) (string, []byte, error) {
 	var k string
 	var v []byte
-	err := walk(msg, func(fl field) error {
-		switch fl.num {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case 1:
-			k = string(fl.v)
+			k = string(fl.V)
 		case 2:
-			v = fl.v
+			v = fl.V
 		}
 		return nil
 	})
@@ -186,10 +110,10 @@ type PredictResponse struct {
 // DecodePredictResponse decodes a PredictResponse: outputs=1 (map), model_spec=2.
 func DecodePredictResponse(msg []byte) (*PredictResponse, error) {
 	r := &PredictResponse{Outputs: map[string]TensorProto{}}
-	err := walk(msg, func(fl field) error {
-		switch fl.num {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case 1:
-			k, v, err := mapEntry(fl.v)
+			k, v, err := mapEntry(fl.V)
 			if err != nil {
 				return err
 			}
@@ -199,7 +123,7 @@ func DecodePredictResponse(msg []byte) (*PredictResponse, error) {
 			}
 			r.Outputs[k] = t
 		case 2:
-			s, err := DecodeModelSpec(fl.v)
+			s, err := DecodeModelSpec(fl.V)
 			r.ModelSpec, r.HasModelSpec = s, true
 			return err
 		}
@@ -224,25 +148,25 @@ type ClassificationResponse struct {
 // score=2}}}, model_spec=2.
 func DecodeClassificationResponse(msg []byte) (*ClassificationResponse, error) {
 	r := &ClassificationResponse{}
-	err := walk(msg, func(fl field) error {
-		switch fl.num {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case 1:
-			return walk(fl.v, func(c field) error {
-				if c.num != 1 {
+			return pbwire.Walk(fl.V, func(c *pbwire.Field) error {
+				if c.Num != 1 {
 					return nil
 				}
 				classes := []Class{}
-				err := walk(c.v, func(cl field) error {
-					if cl.num != 1 {
+				err := pbwire.Walk(c.V, func(cl *pbwire.Field) error {
+					if cl.Num != 1 {
 						return nil
 					}
 					var x Class
-					err := walk(cl.v, func(f field) error {
-						switch f.num {
+					err := pbwire.Walk(cl.V, func(f *pbwire.Field) error {
+						switch f.Num {
 						case 1:
-							x.Label = string(f.v)
+							x.Label = string(f.V)
 						case 2:
-							x.Score = math.Float32frombits(uint32(f.u))
+							x.Score = math.Float32frombits(uint32(f.U))
 						}
 						return nil
 					})
@@ -253,7 +177,7 @@ func DecodeClassificationResponse(msg []byte) (*ClassificationResponse, error) {
 				return err
 			})
 		case 2:
-			s, err := DecodeModelSpec(fl.v)
+			s, err := DecodeModelSpec(fl.V)
 			r.ModelSpec = s
 			return err
 		}
@@ -271,17 +195,17 @@ type RegressionResponse struct {
 // DecodeRegressionResponse decodes result=1 {regressions=1 {value=1}}, model_spec=2.
 func DecodeRegressionResponse(msg []byte) (*RegressionResponse, error) {
 	r := &RegressionResponse{}
-	err := walk(msg, func(fl field) error {
-		switch fl.num {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case 1:
-			return walk(fl.v, func(rg field) error {
-				if rg.num != 1 {
+			return pbwire.Walk(fl.V, func(rg *pbwire.Field) error {
+				if rg.Num != 1 {
 					return nil
 				}
 				var v float32
-				err := walk(rg.v, func(f field) error {
-					if f.num == 1 {
-						v = math.Float32frombits(uint32(f.u))
+				err := pbwire.Walk(rg.V, func(f *pbwire.Field) error {
+					if f.Num == 1 {
+						v = math.Float32frombits(uint32(f.U))
 					}
 					return nil
 				})
@@ -289,7 +213,7 @@ func DecodeRegressionResponse(msg []byte) (*RegressionResponse, error) {
 				return err
 			})
 		case 2:
-			s, err := DecodeModelSpec(fl.v)
+			s, err := DecodeModelSpec(fl.V)
 			r.ModelSpec = s
 			return err
 		}
@@ -327,34 +251,34 @@ const SignatureDefMapURL = "type.googleapis.com/tensorflow.serving.SignatureDefM
 // DecodeMetadataResponse decodes model_spec=1, metadata=2 (map<string, Any>).
 func DecodeMetadataResponse(msg []byte) (*MetadataResponse, error) {
 	r := &MetadataResponse{SignatureDefs: map[string]SignatureDef{}}
-	err := walk(msg, func(fl field) error {
-		switch fl.num {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case 1:
-			s, err := DecodeModelSpec(fl.v)
+			s, err := DecodeModelSpec(fl.V)
 			r.ModelSpec = s
 			return err
 		case 2:
-			k, anyMsg, err := mapEntry(fl.v)
+			k, anyMsg, err := mapEntry(fl.V)
 			if err != nil || k != "signature_def" {
 				return err
 			}
 			var value []byte
-			if err := walk(anyMsg, func(a field) error {
-				switch a.num {
+			if err := pbwire.Walk(anyMsg, func(a *pbwire.Field) error {
+				switch a.Num {
 				case 1:
-					r.TypeURL = string(a.v)
+					r.TypeURL = string(a.V)
 				case 2:
-					value = a.v
+					value = a.V
 				}
 				return nil
 			}); err != nil {
 				return err
 			}
-			return walk(value, func(e field) error {
-				if e.num != 1 {
+			return pbwire.Walk(value, func(e *pbwire.Field) error {
+				if e.Num != 1 {
 					return nil
 				}
-				name, def, err := mapEntry(e.v)
+				name, def, err := mapEntry(e.V)
 				if err != nil {
 					return err
 				}
@@ -370,35 +294,35 @@ func DecodeMetadataResponse(msg []byte) (*MetadataResponse, error) {
 
 func decodeSignatureDef(msg []byte) (SignatureDef, error) {
 	sd := SignatureDef{Inputs: map[string]TensorInfo{}, Outputs: map[string]TensorInfo{}}
-	err := walk(msg, func(fl field) error {
-		switch fl.num {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		switch fl.Num {
 		case 1, 2:
-			k, v, err := mapEntry(fl.v)
+			k, v, err := mapEntry(fl.V)
 			if err != nil {
 				return err
 			}
 			var ti TensorInfo
-			err = walk(v, func(f field) error {
-				switch f.num {
+			err = pbwire.Walk(v, func(f *pbwire.Field) error {
+				switch f.Num {
 				case 1:
-					ti.Name = string(f.v)
+					ti.Name = string(f.V)
 				case 2:
-					ti.DType = DType(int32(f.u))
+					ti.DType = DType(int32(f.U))
 				case 3:
-					shape, err := DecodeTensorProto(appendBytes(nil, fShape, f.v))
+					shape, err := DecodeTensorProto(appendBytes(nil, fShape, f.V))
 					ti.Shape = shape.Shape
 					return err
 				}
 				return nil
 			})
-			if fl.num == 1 {
+			if fl.Num == 1 {
 				sd.Inputs[k] = ti
 			} else {
 				sd.Outputs[k] = ti
 			}
 			return err
 		case 3:
-			sd.MethodName = string(fl.v)
+			sd.MethodName = string(fl.V)
 		}
 		return nil
 	})
@@ -418,24 +342,24 @@ type ModelVersionStatus struct {
 // {error_code=1, error_message=2}}.
 func DecodeStatusResponse(msg []byte) ([]ModelVersionStatus, error) {
 	var out []ModelVersionStatus
-	err := walk(msg, func(fl field) error {
-		if fl.num != 1 {
+	err := pbwire.Walk(msg, func(fl *pbwire.Field) error {
+		if fl.Num != 1 {
 			return nil
 		}
 		var s ModelVersionStatus
-		err := walk(fl.v, func(f field) error {
-			switch f.num {
+		err := pbwire.Walk(fl.V, func(f *pbwire.Field) error {
+			switch f.Num {
 			case 1:
-				s.Version = int64(f.u)
+				s.Version = int64(f.U)
 			case 2:
-				s.State = int32(f.u)
+				s.State = int32(f.U)
 			case 3:
-				return walk(f.v, func(e field) error {
-					switch e.num {
+				return pbwire.Walk(f.V, func(e *pbwire.Field) error {
+					switch e.Num {
 					case 1:
-						s.ErrorCode = int32(e.u)
+						s.ErrorCode = int32(e.U)
 					case 2:
-						s.ErrorMessage = string(e.v)
+						s.ErrorMessage = string(e.V)
 					}
 					return nil
 				})
