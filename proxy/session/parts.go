@@ -42,8 +42,9 @@ func (s *Session) RequestParts(ctx context.Context, chunks [][]byte) (Action, []
 	}
 	s.req.started = true
 	n := 0
-	for _, c := range chunks {
+	for i, c := range chunks {
 		n += len(c)
+		s.shadow.request(c, i == len(chunks)-1) // a shadow's copy sees the body as RequestChunk would show it
 	}
 	s.cfg.Metrics.BodySize(observe.StageTFRequest, n)
 	if err := s.checkSize("Request", int64(n)); err != nil {
