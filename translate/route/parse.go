@@ -2,7 +2,6 @@ package route
 
 import (
 	"errors"
-	"regexp"
 	"strconv"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -14,31 +13,17 @@ import (
 // *apierr.Error, because no client must ever see it.
 var ErrNotTFServing = errors.New("route: not a TF Serving path")
 
-// TF Serving's regexes, verbatim from http_server.cc (dispatch) and
-// http_rest_api_util.cc (kPredictionApiGegex, kModelStatusApiRegex), used
-// with RE2::FullMatch. Go's regexp is RE2 with the same leftmost-first
-// submatch semantics, so wrapping them in \A…\z gives exactly FullMatch's
-// captures, including the surprising ones: for GET /v1/models/metadata the
-// optional name group wins and captures "metadata" (a status request for a
-// model of that name), and for GET /v1/models/versions/3 no name is
-// captured at all. The (?i) makes the whole path case-insensitive, so the
-// captured verb and subresource keep the client's case and are compared
-// case-sensitively afterwards, as TF does.
-var (
-	// dispatchRE decides whether TF Serving's REST handler sees the request.
-	// "." does not match "\n", in RE2 as here.
-	dispatchRE = regexp.MustCompile(`\A(?i)/v1/.*\z`)
+// TF Serving routes with three RE2 patterns, matched with RE2::FullMatch
+// (http_server.cc dispatches, http_rest_api_util.cc parses): match.go
+// decides exactly what they decide, with the same captures, including the
+// surprising ones: for GET /v1/models/metadata the optional name group wins
+// and captures "metadata" (a status request for a model of that name), and
+// for GET /v1/models/versions/3 no name is captured at all. The (?i) makes
+// the whole path case-insensitive, so the captured verb and subresource
+// keep the client's case and are compared case-sensitively afterwards, as
+// TF does.
 
-	// predictRE: POST /v1/models/NAME[/versions/DIGITS|/labels/LABEL]:VERB.
-	// Groups: 1 name, 2 version, 3 label, 4 verb.
-	predictRE = regexp.MustCompile(`\A(?i)/v1/models/([^/:]+)(?:(?:/versions/(\d+))|(?:/labels/([^/:]+)))?:(classify|regress|predict)\z`)
-
-	// statusRE: GET /v1/models[/NAME][/versions/DIGITS|/labels/LABEL][/metadata].
-	// Groups: 1 name, 2 version, 3 label, 4 subresource.
-	statusRE = regexp.MustCompile(`\A(?i)/v1/models(?:/([^/:]+))?(?:(?:/versions/(\d+))|(?:/labels/([^/:]+)))?(?:/(metadata))?\z`)
-)
-
-// Capture group numbers shared by predictRE and statusRE.
+// Capture group numbers shared by the predict and status patterns.
 const (
 	groupName    = 1
 	groupVersion = 2
@@ -54,29 +39,28 @@ const (
 // It returns ErrNotTFServing for targets outside (?i)/v1/.*, and otherwise
 // either a Route or an *apierr.Error (INVALID_ARGUMENT, HTTP 400) carrying
 // TF Serving's text, checked in TF's order: request-target syntax, the
-// method's regex, name decoding, version conversion, label decoding, then
+// method's pattern, name decoding, version conversion, label decoding, then
 // the case-sensitive verb, then the missing GET model name.
 //
 // Methods other than GET and POST are all "Malformed request: M PATH".
 // OPTIONS never reaches TF Serving's handler (its CORS preflight answers
 // it first), so callers should answer OPTIONS before calling Parse.
 func Parse(method, path string) (Route, error) {
-	if !dispatchRE.MatchString(path) {
+	if !isTFServingPath(path) {
 		return Route{}, ErrNotTFServing
 	}
-	var re *regexp.Regexp
+	var g groups
+	var ok bool
 	switch method {
 	case "POST":
-		re = predictRE
+		g, ok = matchPredict(path)
 	case "GET":
-		re = statusRE
-	default:
+		g, ok = matchStatus(path)
+	}
+	if !ok {
 		return Route{}, malformed(method, path)
 	}
-	m := re.FindStringSubmatchIndex(path)
-	if m == nil {
-		return Route{}, malformed(method, path)
-	}
+	m := g[:]
 	if bad := invalidTargetByte(path); bad >= 0 {
 		return Route{}, targetError(method, path, m, bad)
 	}
@@ -88,7 +72,7 @@ func Parse(method, path string) (Route, error) {
 	if digits := group(path, m, groupVersion); digits != "" {
 		v, err := strconv.ParseInt(digits, 10, 64)
 		if err != nil {
-			// Only overflow can fail here: the regex admits digits alone.
+			// Only overflow can fail here: the pattern admits digits alone.
 			return Route{}, apierr.Wrap(apierr.InvalidArgument, err,
 				"Failed to convert version: "+digits+" to numeric.")
 		}
@@ -108,7 +92,7 @@ func Parse(method, path string) (Route, error) {
 		case "regress":
 			r.Verb = Regress
 		default:
-			// ":PREDICT" matched the case-insensitive regex but no verb.
+			// ":PREDICT" matched the case-insensitive pattern but no verb.
 			return Route{}, malformed(method, path)
 		}
 		return r, nil
@@ -124,7 +108,7 @@ func Parse(method, path string) (Route, error) {
 	return r, nil
 }
 
-// group returns capture i of a FindStringSubmatchIndex result, "" when the
+// group returns capture i of a match (FindStringSubmatchIndex's layout), "" when the
 // group did not take part (RE2 gives non-participating groups "" too, and
 // every group here needs at least one byte when it does).
 func group(s string, m []int, i int) string {
@@ -134,7 +118,7 @@ func group(s string, m []int, i int) string {
 	return s[m[2*i]:m[2*i+1]]
 }
 
-// malformed is TF Serving's default answer for anything its regexes and
+// malformed is TF Serving's default answer for anything its patterns and
 // verb checks do not accept.
 func malformed(method, path string) *apierr.Error {
 	return apierr.InvalidArgumentf("Malformed request: %s %s", method, path)

@@ -238,21 +238,30 @@ func TestInvalidTargetByte(t *testing.T) {
 	}
 }
 
+// BenchmarkParse compares Parse (the hand-written matcher, "hand") with
+// parseOracle (TF Serving's regexes, as Parse was before issue #23,
+// "regexp") on the same request lines in the same run.
 func BenchmarkParse(b *testing.B) {
 	for _, bc := range []struct{ name, method, path string }{
 		{"predict", "POST", "/v1/models/half_plus_two:predict"},
 		{"predict-version", "POST", "/v1/models/half_plus_two/versions/123:predict"},
+		{"status", "GET", "/v1/models/half_plus_two"},
 		{"metadata-escaped", "GET", "/v1/models/my%2Fmodel/labels/stable/metadata"},
 		{"not-tf", "POST", "/v2/models/half_plus_two/infer"},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := Parse(bc.method, bc.path); err != nil && !errors.Is(err, ErrNotTFServing) {
-					b.Fatal(err)
+		for _, impl := range []struct {
+			name  string
+			parse func(method, path string) (Route, error)
+		}{{"regexp", parseOracle}, {"hand", Parse}} {
+			b.Run(bc.name+"/"+impl.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := impl.parse(bc.method, bc.path); err != nil && !errors.Is(err, ErrNotTFServing) {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
