@@ -22,9 +22,14 @@ import (
 // grpc.health.v1.Health itself.
 
 // handler is the listener's whole handler: request id, then the span,
-// then the access line around the call.
+// then the access line around the call. Health checks (every few
+// seconds from each checker) get neither span nor access line, as
+// /readyz on the admin port.
 func (p *GRPCProxy) handler() http.Handler {
 	return WithRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.health(w, r) {
+			return
+		}
 		ctx, span := tracing.StartExchange(r.Context(), "grpc", r.Header.Get)
 		defer span.End()
 		r = r.WithContext(ctx)
