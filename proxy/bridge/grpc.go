@@ -43,7 +43,9 @@ func (o *Options) tfGRPCProxy(sess *session.Config) (*httpproxy.GRPCProxy, error
 	return gp, nil
 }
 
-// newTFGRPCServer builds the TF gRPC listener's h2c server.
+// newTFGRPCServer builds the TF gRPC listener's h2c server, its
+// grpc.health.v1 answering from Ready, as the ext_proc server's does.
 func (b *Bridge) newTFGRPCServer() *http.Server {
+	b.grpc.SetReady(b.Ready)
 	return b.grpc.NewServer(slog.NewLogLogger(b.Log.Handler(), slog.LevelDebug))
 }

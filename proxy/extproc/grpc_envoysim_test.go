@@ -3,6 +3,8 @@ package extproc
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"math"
 	"net"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
@@ -101,6 +104,15 @@ func TestGRPCThroughEnvoySim(t *testing.T) {
 			if !bytes.Equal(out, want) {
 				t.Errorf("PredictResponse % x\nwant % x", out, want)
 			}
+			// A message over the codec's largeBody: the request arrives
+			// left in its frames, the reply body goes as its own buffer.
+			big, bigWant := largePredict(20000)
+			if err := conn.Invoke(cctx, grpctest.PredictPath, &big, &out); err != nil {
+				t.Fatalf("large Predict: %v", err)
+			}
+			if !bytes.Equal(out, bigWant) {
+				t.Errorf("large PredictResponse: %d bytes, want %d", len(out), len(bigWant))
+			}
 			for _, c := range []struct {
 				name string
 				in   []byte
@@ -131,4 +143,26 @@ func TestGRPCThroughEnvoySim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// largePredict returns a Predict of half_plus_two with n float32 values
+// (1, 2, ..., n) as tensor_content and the PredictResponse the mock's
+// answer becomes (x/2+2, typed fields).
+func largePredict(n int) (req, want []byte) {
+	x := make([]byte, 4*n)
+	y := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(x[4*i:], math.Float32bits(float32(i+1)))
+		binary.LittleEndian.PutUint32(y[4*i:], math.Float32bits(float32(i+1)/2+2))
+	}
+	// TensorProto{dtype: DT_FLOAT, tensor_shape{dim{size: n}}, tensor_content: x}
+	dim := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), uint64(n))
+	shape := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), dim)
+	tp := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)
+	tp = protowire.AppendBytes(protowire.AppendTag(tp, 2, protowire.BytesType), shape)
+	tp = protowire.AppendBytes(protowire.AppendTag(tp, 4, protowire.BytesType), x)
+	req = grpctest.Predict(tfgrpc.ModelSpec{Name: "half_plus_two"}, "x", tp)
+	want = tfgrpc.AppendPredictResponse(nil, []tensor.Tensor{{Name: "y", DataType: tensor.FP32, Shape: []int64{int64(n)}, Data: y}},
+		tfgrpc.ModelSpec{Name: "half_plus_two", Version: 1, HasVersion: true, SignatureName: "serving_default"}, tfgrpc.TypedFields)
+	return req, want
 }

@@ -38,6 +38,9 @@ type GRPCConfig struct {
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
 	WriteTimeout      time.Duration
+	// Ready backs the listener's grpc.health.v1.Health: SERVING while it
+	// passes (nil: always), NOT_SERVING while it fails (draining).
+	Ready func(context.Context) error
 }
 
 // GRPCProxy is the TF gRPC listener (h2c): TF Serving's
@@ -85,6 +88,9 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
+// SetReady sets GRPCConfig.Ready; call it before serving.
+func (p *GRPCProxy) SetReady(ready func(context.Context) error) { p.cfg.Ready = ready }
+
 // Inflight returns the tracker of the calls in progress (see
 // Proxy.Inflight).
 func (p *GRPCProxy) Inflight() *inflight.Tracker { return &p.inflight }
@@ -103,12 +109,13 @@ func NewGRPCTransport() *http.Transport {
 	}
 }
 
-// NewServer returns the h2c http.Server that serves p.
+// NewServer returns the h2c http.Server that serves p, with its request
+// ids, spans, access lines and health service (grpc_ops.go).
 func (p *GRPCProxy) NewServer(errorLog *log.Logger) *http.Server {
 	var prot http.Protocols
 	prot.SetUnencryptedHTTP2(true)
 	return &http.Server{
-		Handler:           p,
+		Handler:           p.handler(),
 		Protocols:         &prot,
 		ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
 		IdleTimeout:       p.cfg.IdleTimeout,
@@ -132,6 +139,9 @@ func (h grpcRequestHeaders) Get(name string) string {
 
 // ServeHTTP runs one unary call.
 func (p *GRPCProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.health(w, r) {
+		return
+	}
 	defer p.cfg.Session.Metrics.StreamStarted("grpc")()
 	sess := session.New(p.cfg.Session)
 	defer sess.Close()

@@ -105,6 +105,14 @@ func float32FromLE(b []byte) float32 { return math.Float32frombits(binary.Little
 // stand-in (gRPC) and the mock (REST metadata), and a TF client.
 func grpcSetup(t *testing.T) (*grpc.ClientConn, *v2GRPC) {
 	t.Helper()
+	cc, v2, _ := grpcSetupWith(t, nil)
+	return cc, v2
+}
+
+// grpcSetupWith is grpcSetup with the listener's configuration changed
+// by edit (when not nil); it also returns the listener's address.
+func grpcSetupWith(t *testing.T, edit func(*GRPCConfig)) (*grpc.ClientConn, *v2GRPC, string) {
+	t.Helper()
 	v2 := startV2GRPC(t)
 	mock, err := mockv2.New(mockv2.Options{Kind: "triton"})
 	if err != nil {
@@ -116,7 +124,11 @@ func grpcSetup(t *testing.T) (*grpc.ClientConn, *v2GRPC) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewGRPC(GRPCConfig{Session: &session.Config{Backend: be}, Upstream: v2.addr})
+	cfg := GRPCConfig{Session: &session.Config{Backend: be}, Upstream: v2.addr}
+	if edit != nil {
+		edit(&cfg)
+	}
+	p, err := NewGRPC(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +145,7 @@ func grpcSetup(t *testing.T) (*grpc.ClientConn, *v2GRPC) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return cc, v2
+	return cc, v2, lis.Addr().String()
 }
 
 // TestGRPCProxy calls the listener as tensorflow-serving-api does, over
@@ -174,7 +186,8 @@ func TestGRPCProxy(t *testing.T) {
 			codes.InvalidArgument, "Signature input alias: x(feed name: x:0) not found in request and no default value provided. Inputs expected to be in the request {images}, or default input alias set: "},
 		{"multi inference", "/tensorflow.serving.PredictionService/MultiInference", nil,
 			codes.Unimplemented, "MultiInference is not supported: tfsbridge translates to a v2 inference server, which has no equivalent"},
-		{"not a TF service", "/grpc.health.v1.Health/Check", nil, codes.Unimplemented, "unknown service or method /grpc.health.v1.Health/Check"},
+		{"not a TF service", "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", nil, codes.Unimplemented,
+			"unknown service or method /grpc.reflection.v1.ServerReflection/ServerReflectionInfo"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,7 +30,9 @@ import (
 // the bodies that are not read as streams (a content-encoding, classify
 // and regress) are joined and translated whole.
 func (s *Session) RequestParts(ctx context.Context, chunks [][]byte) (Action, [][]byte) {
-	if s.state != stRequestBody || s.req.started {
+	if s.state != stRequestBody || s.req.started || s.grpc != nil {
+		// A TF gRPC message is translated whole (grpcRequest): its v2
+		// message is built once, into the Action's Body.
 		return s.RequestChunk(ctx, bytes.Join(chunks, nil), true, Whole), nil
 	}
 	rs := s.body.requestStream(s.resolver(ctx), s.partsOptions())
