@@ -213,14 +213,22 @@ func pathOnly(p string) string {
 // against the memory cap as they come, as part of c's reservation
 // (released when the copy ends).
 func (e *Engine) readBody(c *Copy, r io.Reader, length int64) ([]byte, error) {
-	var body []byte
-	size := 32 << 10
-	if length >= 0 && length < int64(size) {
-		// A small answer of declared length (most): no 32 KiB buffer
-		// for it.
-		size = int(length) + 1
+	if length >= 0 && length <= e.o.MaxBodyBytes {
+		// A declared length (most answers): read into a slice of that
+		// size, reserved at once, one allocation and no copy.
+		if !e.Reserve(length) {
+			return nil, errOverCap
+		}
+		body := make([]byte, length)
+		if _, err := io.ReadFull(r, body); err != nil {
+			e.Release(length)
+			return nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+		}
+		c.Reserved += length
+		return body, nil
 	}
-	buf := make([]byte, size)
+	var body []byte
+	buf := make([]byte, 32<<10)
 	for {
 		k, err := r.Read(buf)
 		if k > 0 {
