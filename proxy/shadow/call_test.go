@@ -1,0 +1,56 @@
+package shadow
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestPartsReader: the parts come out in order whole, through Read in
+// small steps and through WriteTo, and the parts are left unchanged.
+func TestPartsReader(t *testing.T) {
+	tests := []struct {
+		name  string
+		parts []string
+	}{
+		{"none", nil},
+		{"one", []string{"abc"}},
+		{"several with empty ones", []string{"", "ab", "", "cdefg", "h", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := strings.Join(tt.parts, "")
+			parts := make([][]byte, len(tt.parts))
+			for i, p := range tt.parts {
+				parts[i] = []byte(p)
+			}
+			var got bytes.Buffer
+			buf := make([]byte, 2)
+			r := &partsReader{parts: parts}
+			for {
+				n, err := r.Read(buf)
+				got.Write(buf[:n])
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got.String() != want {
+				t.Errorf("Read: %q, want %q", got.String(), want)
+			}
+			got.Reset()
+			n, err := (&partsReader{parts: parts}).WriteTo(&got)
+			if err != nil || got.String() != want || n != int64(len(want)) {
+				t.Errorf("WriteTo: %q, %d, %v; want %q", got.String(), n, err, want)
+			}
+			for i, p := range parts {
+				if string(p) != tt.parts[i] {
+					t.Errorf("part %d changed: %q", i, p)
+				}
+			}
+		})
+	}
+}
