@@ -3,8 +3,12 @@ package shadow
 import (
 	"bytes"
 	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
 
 // TestPartsReader: the parts come out in order whole, through Read in
@@ -52,5 +56,34 @@ func TestPartsReader(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCopiesReuseConnection: copies one after another go over one
+// connection: an answer of declared length is read to its end, so the
+// HTTP client keeps the connection for the next copy.
+func TestCopiesReuseConnection(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]bool{} // client addresses of inference calls
+	h := newHarness(t, Options{}, 1)
+	target := v2Target(t, 0, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/infer") {
+				mu.Lock()
+				conns[r.RemoteAddr] = true
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	const n = 20
+	for range n {
+		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+		h.e.run(c)
+		h.e.Release(c.Reserved)
+	}
+	h.expect(map[string]int{observe.ShadowMatch: n})
+	if len(conns) != 1 {
+		t.Errorf("%d copies over %d connections, want 1", n, len(conns))
 	}
 }
