@@ -1,7 +1,6 @@
 package shadow
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -166,13 +165,11 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	u := *base
 	u.Path = strings.TrimSuffix(u.Path, "/") + pathOnly(path)
 	u.RawQuery = ""
-	readers := make([]io.Reader, len(parts))
 	n := 0
-	for i, p := range parts {
-		readers[i] = bytes.NewReader(p)
+	for _, p := range parts {
 		n += len(p)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), io.MultiReader(readers...))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), &partsReader{parts: parts})
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
@@ -203,6 +200,42 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	return resp.StatusCode, resp.Header, body, nil
 }
 
+// partsReader reads byte slices in turn. net/http sends a request body
+// through its WriteTo, which writes the slices as they are: an
+// io.MultiReader's would allocate a 32 KiB buffer for every copy. It
+// never changes the slices (they may be the translation's pooled
+// blocks).
+type partsReader struct {
+	parts [][]byte
+	i     int // the slice being read
+	off   int // bytes of parts[i] already read
+}
+
+func (r *partsReader) Read(b []byte) (int, error) {
+	for r.i < len(r.parts) && r.off == len(r.parts[r.i]) {
+		r.i, r.off = r.i+1, 0
+	}
+	if r.i == len(r.parts) {
+		return 0, io.EOF
+	}
+	n := copy(b, r.parts[r.i][r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for ; r.i < len(r.parts); r.i, r.off = r.i+1, 0 {
+		n, err := w.Write(r.parts[r.i][r.off:])
+		total += int64(n)
+		r.off += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
 // pathOnly is a TF request path without its query.
 func pathOnly(p string) string {
 	p, _, _ = strings.Cut(p, "?")
@@ -213,14 +246,22 @@ func pathOnly(p string) string {
 // against the memory cap as they come, as part of c's reservation
 // (released when the copy ends).
 func (e *Engine) readBody(c *Copy, r io.Reader, length int64) ([]byte, error) {
-	var body []byte
-	size := 32 << 10
-	if length >= 0 && length < int64(size) {
-		// A small answer of declared length (most): no 32 KiB buffer
-		// for it.
-		size = int(length) + 1
+	if length >= 0 && length <= e.o.MaxBodyBytes {
+		// A declared length (most answers): read into a slice of that
+		// size, reserved at once, one allocation and no copy.
+		if !e.Reserve(length) {
+			return nil, errOverCap
+		}
+		body := make([]byte, length)
+		if _, err := io.ReadFull(r, body); err != nil {
+			e.Release(length)
+			return nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+		}
+		c.Reserved += length
+		return body, nil
 	}
-	buf := make([]byte, size)
+	var body []byte
+	buf := make([]byte, 32<<10)
 	for {
 		k, err := r.Read(buf)
 		if k > 0 {

@@ -38,14 +38,14 @@ const (
 // harness is an engine, its metrics and a model entry with a shadow
 // block for half_plus_two.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	e       *Engine
 	m       *observe.Metrics
 	entry   *modelmap.Model
 	logFile string
 }
 
-func newHarness(t *testing.T, o Options, maxInflight int) *harness {
+func newHarness(t testing.TB, o Options, maxInflight int) *harness {
 	t.Helper()
 	h := &harness{t: t, m: observe.NewMetrics(), logFile: filepath.Join(t.TempDir(), "mismatches.jsonl")}
 	doc := "models:\n  half_plus_two:\n    shadow: {server: default, sample: 1, max_inflight: " + strconv.Itoa(maxInflight) +
@@ -63,7 +63,7 @@ func newHarness(t *testing.T, o Options, maxInflight int) *harness {
 
 // v2Target is a mock v2 server (its half_plus_two perturbed by delta)
 // behind handler wrap, with its backend client.
-func v2Target(t *testing.T, delta float64, wrap func(http.Handler) http.Handler) Target {
+func v2Target(t testing.TB, delta float64, wrap func(http.Handler) http.Handler) Target {
 	t.Helper()
 	opt := mockv2.Options{}
 	if delta != 0 {

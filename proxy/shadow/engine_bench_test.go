@@ -1,0 +1,63 @@
+package shadow
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/tfsbridge/tfsbridge/proxy/observe"
+)
+
+// BenchmarkEngineCopy is one copy's whole run in the engine, as the
+// worker does it: the TF request translated for a v2 server, the HTTP
+// exchange, the answer translated back and compared with the primary's
+// (identical: the faithful shadow's common case). The shadow server
+// replays the answer the mock gave the first call, the request drained
+// unparsed, so the time is the engine's and net/http's, not a model's.
+func BenchmarkEngineCopy(b *testing.B) {
+	h := newHarness(b, Options{}, 1)
+	target := v2Target(b, 0, replay)
+	b.ReportAllocs()
+	for b.Loop() {
+		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+		h.e.run(c)
+		h.e.Release(c.Reserved)
+	}
+	b.StopTimer()
+	if got := h.count(observe.ShadowMatch); got == 0 || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
+		b.Fatalf("%d matches, %d mismatches, %d errors", got, h.count(observe.ShadowMismatch), h.count(observe.ShadowError))
+	}
+}
+
+// replay answers every inference call with next's answer to the first.
+func replay(next http.Handler) http.Handler {
+	var (
+		once   sync.Once
+		rec    *httptest.ResponseRecorder
+		header http.Header
+	)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !bytes.HasSuffix([]byte(r.URL.Path), []byte("/infer")) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		first := false
+		once.Do(func() {
+			rec = httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			header = rec.Header().Clone()
+			first = true
+		})
+		if !first {
+			_, _ = io.Copy(io.Discard, r.Body)
+		}
+		for k, v := range header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
