@@ -30,7 +30,11 @@ import (
 // the bodies that are not read as streams (a content-encoding, classify
 // and regress) are joined and translated whole.
 func (s *Session) RequestParts(ctx context.Context, chunks [][]byte) (Action, [][]byte) {
-	if s.state != stRequestBody || s.req.started {
+	if s.state != stRequestBody {
+		// Not translated: nothing to join, the body goes on as it is.
+		return s.observeRequestParts(chunks), nil
+	}
+	if s.req.started {
 		return s.RequestChunk(ctx, bytes.Join(chunks, nil), true, Whole), nil
 	}
 	rs := s.body.requestStream(s.resolver(ctx), s.partsOptions())
