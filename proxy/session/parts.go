@@ -45,6 +45,7 @@ func (s *Session) RequestParts(ctx context.Context, chunks [][]byte) (Action, []
 		return s.RequestChunk(ctx, bytes.Join(chunks, nil), true, Whole), nil
 	}
 	s.req.started = true
+	s.shadow.requestParts(chunks)
 	n := 0
 	for _, c := range chunks {
 		n += len(c)

@@ -143,24 +143,10 @@ func (s *Session) observeRequest(chunk []byte, end bool) Action {
 }
 
 // observeRequestParts is observeRequest for a whole body in pieces
-// (RequestParts, ext_proc BUFFERED's frames): they are never joined, and
-// the tee copies them once, into a copy of their exact size.
+// (RequestParts, ext_proc BUFFERED's frames): they are never joined.
 func (s *Session) observeRequestParts(chunks [][]byte) Action {
-	if t := s.shadow; t != nil && t.forward && !t.ended {
-		n := 0
-		for _, c := range chunks {
-			n += len(c)
-		}
-		if !t.dropped && n > 0 && t.eng.Reserve(int64(n)) {
-			t.c.Reserved += int64(n)
-			t.req = append(make([]byte, 0, len(t.req)+n), t.req...)
-			for _, c := range chunks {
-				t.req = append(t.req, c...)
-			}
-		} else if !t.dropped && n > 0 {
-			t.drop()
-		}
-		t.ended = true
+	if t := s.shadow; t != nil && t.forward {
+		t.requestParts(chunks)
 	}
 	return Action{Verdict: PassThrough}
 }
@@ -276,6 +262,31 @@ func (t *shadowTee) request(chunk []byte, end bool) {
 	}
 	t.keep(&t.req, chunk)
 	t.ended = t.ended || end
+}
+
+// requestParts keeps a whole request body that arrived in pieces
+// (RequestParts), copied once into a slice of its size (nil-safe).
+func (t *shadowTee) requestParts(chunks [][]byte) {
+	if t == nil || t.ended {
+		return
+	}
+	t.ended = true
+	n := 0
+	for _, c := range chunks {
+		n += len(c)
+	}
+	if t.dropped || n == 0 {
+		return
+	}
+	if !t.eng.Reserve(int64(n)) {
+		t.drop()
+		return
+	}
+	t.c.Reserved += int64(n)
+	t.req = append(make([]byte, 0, len(t.req)+n), t.req...)
+	for _, c := range chunks {
+		t.req = append(t.req, c...)
+	}
 }
 
 // answer keeps a piece of the TF answer.
