@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strings"
@@ -16,7 +18,7 @@ import (
 // server tfs (forwarded, never reached here: the adapters send it) and is
 // shadowed on ts at the given sample; hpt is split between tfs and the
 // shadow server itself.
-func forwardShadowEnv(t *testing.T, ts *tfShadow, sample string) (*env, *shadow.Engine, *modelmap.Map) {
+func forwardShadowEnv(t testing.TB, ts *tfShadow, sample string) (*env, *shadow.Engine, *modelmap.Map) {
 	t.Helper()
 	e := newEnv(t, "triton")
 	doc := `
@@ -229,5 +231,50 @@ func TestShadowForwardPartsNotJoined(t *testing.T) {
 	// A join, or a copy grown by appends, would allocate twice the body.
 	if got := after.TotalAlloc - before.TotalAlloc; got > uint64(body)+32<<10 {
 		t.Errorf("%d bytes allocated for a %d-byte body in parts", got, body)
+	}
+}
+
+// BenchmarkShadowForward is one forwarded predict exchange as the
+// adapters drive it: without a shadow block ("plain"), with one whose
+// draw fails ("unsampled": the PassThrough at the request headers, its
+// bodies never seen) and sampled ("observed": the bodies pass through the
+// session and the tee, the copy handed over and dropped, max_inflight
+// spent on a stalled shadow), so that what observing costs the client's
+// path shows, and no copy's CPU.
+func BenchmarkShadowForward(b *testing.B) {
+	release := make(chan struct{})
+	stalled := &tfShadow{}
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	stalled.url, _ = url.Parse(srv.URL)
+	req := []byte(`{"instances": [1.0, 2.0, 5.0]}`)
+	answer := []byte("{\n    \"predictions\": [2.5, 3.0, 4.5\n    ]\n}")
+	for _, mode := range []string{"plain", "unsampled", "observed"} {
+		b.Run(mode, func(b *testing.B) {
+			sample := map[string]string{"plain": "0", "unsampled": "0", "observed": "1"}[mode]
+			e, _, m := forwardShadowEnv(b, stalled, sample)
+			m.Model("half_plus_two").Shadow.MaxInflight = 1
+			if mode == "plain" {
+				m.Model("half_plus_two").Shadow = nil
+			}
+			ctx := context.Background()
+			exchange := func() {
+				s := New(e.cfg)
+				defer s.Close()
+				a := s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", hdr{"content-type": "application/json"}, false)
+				if !a.Observe {
+					return // mode NONE: nothing more reaches tfsbridge
+				}
+				s.RequestChunk(ctx, req, true, Whole)
+				s.ResponseHeaders(ctx, 200, hdr{"content-type": "application/json"}, false)
+				s.ResponseChunk(ctx, answer, true, Whole)
+			}
+			exchange()
+			b.ReportAllocs()
+			for b.Loop() {
+				exchange()
+			}
+		})
 	}
 }

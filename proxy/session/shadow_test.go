@@ -27,7 +27,7 @@ type tfShadow struct {
 	answer string
 }
 
-func newTFShadow(t *testing.T, status int, answer string) *tfShadow {
+func newTFShadow(t testing.TB, status int, answer string) *tfShadow {
 	t.Helper()
 	ts := &tfShadow{status: status, answer: answer}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
