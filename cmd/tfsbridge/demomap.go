@@ -9,12 +9,14 @@ import (
 
 // demoMap is the model map the demo starts with when --model-map is not
 // given: one of each thing a map does, on the mock's models, and the
-// migration's split and shadow. The shadow goes to TF Serving: an
-// exchange whose primary is a TF Serving server passes through unseen
-// and is not shadowed (proxy/session/shadow.go), so what a migration can
-// check live is the converted share's answers against TF Serving's. The
-// split model is half_plus_two under a name of its own, so the other
-// printed curls keep their answers. %[1]s is the mock's TF Serving face, %[2]s the
+// migration's split and shadow. The shadow goes to TF Serving, so the
+// converted share's answers are checked against TF Serving's and every
+// 2.501 shows as a mismatch; TF Serving's own share is not shadowed (a
+// server is never compared with itself). The other direction works too:
+// `shadow: {server: converted}` would compare TF Serving's share with the
+// converted model, its sampled exchanges observed as they pass through
+// (proxy/session/shadow.go). The split model is half_plus_two under a
+// name of its own, so the other printed curls keep their answers. %[1]s is the mock's TF Serving face, %[2]s the
 // perturbed mock, %[3]s its kind.
 const demoMap = `# tfsbridge demo's model map (give --model-map FILE to use your own).
 servers:

@@ -402,6 +402,9 @@ func (d *duplex) body(ctx context.Context, chunk []byte, end, request bool) erro
 		held, event = &d.heldReq, d.sess.RequestChunk
 	}
 	if *held == nil {
+		// Not translated: it goes on unchanged, once the session has
+		// seen it (an observed forward keeps a copy, Action.Observe).
+		event(ctx, chunk, end, sink{d, request})
 		if chunk == nil && end {
 			return nil // trailers after a body already ended
 		}

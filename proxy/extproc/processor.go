@@ -293,10 +293,15 @@ func headersReply(a session.Action, request bool) *extprocv3.ProcessingResponse 
 	r := &reply{}
 	hr, resp := &r.hr, &r.resp
 	if a.Verdict == session.PassThrough {
-		if request {
+		switch {
+		case a.Observe:
+			// The bodies still come, in the filter's own modes, for the
+			// session to look at (an observed forward): no override.
+			hr.Response = r.common(a)
+		case request:
 			resp.ModeOverride = passThroughMode
 			hr.Response = r.common(a) // nil unless a header must go
-		} else {
+		default:
 			resp.ModeOverride = localReplyMode
 		}
 	} else {

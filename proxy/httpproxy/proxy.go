@@ -148,6 +148,9 @@ type exchange struct {
 	// sent is the translated upstream request body, nil for a
 	// pass-through exchange.
 	sent *requestSink
+	// obs streams an observed exchange's bodies through the session
+	// (observe.go), nil for any other.
+	obs *observer
 	// pump is closed when the goroutine translating the answer
 	// (streamResponse) is done with the session; nil without one.
 	pump chan struct{}
@@ -205,6 +208,10 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 		if u := sess.UpstreamURL(); u != nil {
 			ex.forward, ex.set = u, a // untranslated, to another server
+		}
+		if a.Observe {
+			ex.observe(ctx, r, noBody)
+			defer ex.obs.detach() // before the session closes
 		}
 		p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, exchangeKey{}, ex)))
 		return
@@ -348,6 +355,9 @@ func (c connectionKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	ex := exchangeFrom(resp.Request.Context())
 	if ex == nil || ex.path == "" {
+		if ex != nil && ex.obs != nil {
+			ex.obs.response(resp)
+		}
 		return nil
 	}
 	ctx := resp.Request.Context()

@@ -72,6 +72,15 @@ type Action struct {
 	// ClearRouteCache asks the proxy to pick the route again after the
 	// header changes (the model map sent the request to another server).
 	ClearRouteCache bool
+	// Observe, on a PassThrough of the request or response headers, asks
+	// the adapter to keep handing this exchange's bodies to the session
+	// (RequestChunk, RequestParts, ResponseChunk), which only looks at
+	// them and answers PassThrough: each goes on unchanged. ext_proc then
+	// sends no mode_override (the filter's body modes stay), the reverse
+	// proxy feeds the bodies to the session as they stream. A sampled
+	// exchange forwarded to a TF Serving server is observed so that its
+	// shadow copy gets the request and the answer (shadow.go).
+	Observe bool
 	// Reason is a short token for proxy access logs (Envoy's
 	// %RESPONSE_CODE_DETAILS%), e.g. "tfsbridge_INVALID_ARGUMENT".
 	Reason string

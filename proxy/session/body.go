@@ -141,7 +141,7 @@ func (rp *responseStream) endSpan() {
 //   - Reset: out failed midway; end the exchange without an answer.
 func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out Sink) Action {
 	if s.state != stRequestBody {
-		return Action{Verdict: PassThrough}
+		return s.observeRequest(chunk, end)
 	}
 	s.shadow.request(chunk, end)
 	rq := &s.req
@@ -366,7 +366,7 @@ func (s *Session) reset(err error) Action {
 // end.
 func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out Sink) Action {
 	if s.state != stResponseBody {
-		return Action{Verdict: PassThrough}
+		return s.observeResponse(chunk, end)
 	}
 	if s.grpc != nil {
 		return s.grpcResponseChunk(ctx, chunk, end, out)

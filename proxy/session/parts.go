@@ -30,7 +30,11 @@ import (
 // the bodies that are not read as streams (a content-encoding, classify
 // and regress) are joined and translated whole.
 func (s *Session) RequestParts(ctx context.Context, chunks [][]byte) (Action, [][]byte) {
-	if s.state != stRequestBody || s.req.started || s.grpc != nil {
+	if s.state != stRequestBody {
+		// Not translated: nothing to join, the body goes on as it is.
+		return s.observeRequestParts(chunks), nil
+	}
+	if s.req.started || s.grpc != nil {
 		// A TF gRPC message is translated whole (grpcRequest): its v2
 		// message is built once, into the Action's Body.
 		return s.RequestChunk(ctx, bytes.Join(chunks, nil), true, Whole), nil
@@ -43,10 +47,10 @@ func (s *Session) RequestParts(ctx context.Context, chunks [][]byte) (Action, []
 		return s.RequestChunk(ctx, bytes.Join(chunks, nil), true, Whole), nil
 	}
 	s.req.started = true
+	s.shadow.requestParts(chunks)
 	n := 0
-	for i, c := range chunks {
+	for _, c := range chunks {
 		n += len(c)
-		s.shadow.request(c, i == len(chunks)-1) // a shadow's copy sees the body as RequestChunk would show it
 	}
 	s.cfg.Metrics.BodySize(observe.StageTFRequest, n)
 	if err := s.checkSize("Request", int64(n)); err != nil {

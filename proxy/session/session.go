@@ -284,10 +284,7 @@ func (s *Session) RequestHeaders(ctx context.Context, method, path string, h Hea
 	if err != nil {
 		return s.fail(err)
 	}
-	if s.rt.forward {
-		return s.forward()
-	}
-	p := pipelineFor(r.Verb)
+	p := s.rt.via(pipelineFor(r.Verb))
 	if p == nil {
 		return s.fail(apierr.Errorf(apierr.Internal, "unhandled route %s", r))
 	}
@@ -447,6 +444,8 @@ func (s *Session) ResponseHeaders(ctx context.Context, status int, h HeaderGette
 		// before ext_proc (a buffer filter's 413): no request of ours.
 		s.state = stPassThrough
 		return Action{Verdict: PassThrough}
+	case stPassThrough:
+		return s.observeResponseHeaders(status, h, endOfStream)
 	default:
 		return Action{Verdict: PassThrough}
 	}
@@ -536,6 +535,7 @@ func (s *Session) Close() {
 		// Nobody was answered: no error to report, the status says why.
 		s.complete(statusAbandoned, nil)
 	}
+	s.shadow.abandon() // an observed forward's copy that never got its answer
 	s.state = stDone
 }
 

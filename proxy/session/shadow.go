@@ -21,27 +21,52 @@ import (
 // held back: the tee only copies them, within the engine's memory cap,
 // and the copy runs on the engine's goroutine.
 //
-// Only exchanges the session translates are shadowed. An exchange whose
-// primary is a TF Serving server (the split branch's forward, a
-// PassThrough) is not seen past its headers; to shadow it, forward must
-// become a Continue that lets the bodies through unchanged while
-// shadowTee.request and shadowTee.answer keep them (they take raw bytes).
+// An exchange forwarded to a TF Serving server (forwardPipeline, the
+// split's TF Serving share or a model on TF Serving) is shadowed too, but
+// only when it is sampled: the decision is made once, at the request
+// headers, and an unsampled forward stays a PassThrough whose bodies
+// never reach tfsbridge. A sampled one becomes an observedForward: still
+// untranslated, but its action asks the adapter to hand the bodies to
+// the session (Action.Observe), which keeps a copy of the request and of
+// TF Serving's answer as they pass (observeRequest, observeResponse) and
+// lets every byte go on unchanged.
+//
+// A server is not compared with itself: an exchange whose primary is the
+// shadow server (a split's share on it) is not shadowed.
 
 // shadowed wraps p for the shadow comparison when the exchange's model
 // has a shadow block and the engine samples this exchange; else it
 // returns p. path is the TF request path, for a TF Serving shadow.
 func (s *Session) shadowed(p pipeline, path string) pipeline {
 	eng := s.cfg.Shadow
-	ip, ok := p.(inferencePipeline)
-	if eng == nil || !ok || s.rt.model == nil || s.rt.tf.Label != "" || !eng.Sample(s.rt.model.Shadow) {
+	if eng == nil || s.rt.model == nil || s.rt.tf.Label != "" || !shadowable(p) {
 		return p
 	}
-	target, ok := s.shadowTarget(s.rt.model.Shadow.Server)
+	sh := s.rt.model.Shadow
+	if sh == nil || sh.Server == s.rt.srv || !eng.Sample(sh) {
+		return p
+	}
+	target, ok := s.shadowTarget(sh.Server)
 	if !ok {
 		return p
 	}
 	s.shadow = &shadowTee{eng: eng, c: shadow.Copy{RequestID: s.requestID, Path: path, Route: s.rt.tf, Entry: s.rt.model, Target: target}}
-	return shadowPipeline{inferencePipeline: ip, tee: s.shadow}
+	if fp, ok := p.(forwardPipeline); ok {
+		return observedForward{forwardPipeline: fp, tee: s.shadow}
+	}
+	return shadowPipeline{inferencePipeline: p.(inferencePipeline), tee: s.shadow}
+}
+
+// shadowable reports a pipeline whose exchanges a shadow copies: an
+// inference verb, translated or forwarded.
+func shadowable(p pipeline) bool {
+	switch p := p.(type) {
+	case inferencePipeline:
+		return true
+	case forwardPipeline:
+		return p.inference
+	}
+	return false
 }
 
 // shadowTarget is the server a shadow block names, from the map in force.
@@ -89,6 +114,98 @@ func (p shadowPipeline) responseStream(headerLength int, ex translate.Exchange, 
 	})
 }
 
+// observedForward is the forward of a sampled exchange: passed through
+// untranslated, its bodies observed by the tee.
+type observedForward struct {
+	forwardPipeline
+	tee *shadowTee
+}
+
+func (p observedForward) start(ctx context.Context, s *Session, h HeaderGetter, eos bool) Action {
+	a := p.forwardPipeline.start(ctx, s, h, eos)
+	s.reqEncoding = h.Get(hdrContentEnc)
+	p.tee.forward = true
+	if eos {
+		p.tee.request(nil, true)
+	}
+	a.Observe = true
+	return a
+}
+
+// observeRequest is RequestChunk for an exchange the session does not
+// translate: an observed forward's tee keeps the chunk; it goes on
+// unchanged either way.
+func (s *Session) observeRequest(chunk []byte, end bool) Action {
+	if t := s.shadow; t != nil && t.forward && !t.ended {
+		t.request(chunk, end)
+	}
+	return Action{Verdict: PassThrough}
+}
+
+// observeRequestParts is observeRequest for a whole body in pieces
+// (RequestParts, ext_proc BUFFERED's frames): they are never joined.
+func (s *Session) observeRequestParts(chunks [][]byte) Action {
+	if t := s.shadow; t != nil && t.forward {
+		t.requestParts(chunks)
+	}
+	return Action{Verdict: PassThrough}
+}
+
+// observeResponseHeaders is ResponseHeaders for a pass-through exchange:
+// an observed forward's tee notes TF Serving's status and encoding, and
+// the answer's body is asked for (Observe) but left as it is.
+func (s *Session) observeResponseHeaders(status int, h HeaderGetter, eos bool) Action {
+	t := s.shadow
+	if t == nil || !t.forward || t.status != 0 {
+		return Action{Verdict: PassThrough}
+	}
+	t.status, t.ansEncoding = status, h.Get(hdrContentEnc)
+	if eos {
+		s.observed()
+	}
+	return Action{Verdict: PassThrough, Observe: true}
+}
+
+// observeResponse is ResponseChunk for an exchange the session does not
+// translate: an observed forward's tee keeps TF Serving's answer, and
+// hands the copy over at its end.
+func (s *Session) observeResponse(chunk []byte, end bool) Action {
+	if t := s.shadow; t != nil && t.forward && t.status != 0 && !t.dropped {
+		t.answer(chunk)
+		if end {
+			s.observed()
+		}
+	}
+	return Action{Verdict: PassThrough}
+}
+
+// observed hands an observed forward's copy to the engine once TF
+// Serving's answer is complete: its status and body, decoded when TF
+// Serving compressed it, as the client got them.
+func (s *Session) observed() {
+	t := s.shadow
+	if t.dropped {
+		return
+	}
+	if !t.ended {
+		t.abandon()
+		return
+	}
+	ans, err := decodeResponseBody(t.ansEncoding, t.ans, s.maxBody())
+	if err != nil {
+		t.abandon() // nothing to compare with
+		return
+	}
+	if len(t.ans) > 0 && len(ans) > 0 && &ans[0] != &t.ans[0] {
+		if !t.eng.Reserve(int64(len(ans))) {
+			t.drop()
+			return
+		}
+		t.c.Reserved += int64(len(ans))
+	}
+	t.submit(s, tfcompare.Answer{Status: t.status, Body: ans})
+}
+
 // shadowTee keeps one sampled exchange's request body and TF answer,
 // their bytes reserved against the engine's memory cap as they come.
 type shadowTee struct {
@@ -97,7 +214,12 @@ type shadowTee struct {
 	req     []byte
 	ans     []byte
 	ended   bool // the whole request body was seen
-	dropped bool // over the cap: counted, nothing more kept
+	dropped bool // over the cap: counted, nothing more kept (or handed over)
+	// forward: an observed forward (observedForward), whose answer is
+	// TF Serving's own, with its status and content-encoding.
+	forward     bool
+	status      int
+	ansEncoding string
 }
 
 // keep appends b to *dst within the memory cap; over it the copy is
@@ -121,6 +243,17 @@ func (t *shadowTee) drop() {
 	t.c.Reserved, t.req, t.ans = 0, nil, nil
 }
 
+// abandon lets a copy that will not be sent go, uncounted (nil-safe; a
+// copy already handed over or dropped is not touched).
+func (t *shadowTee) abandon() {
+	if t == nil || t.dropped {
+		return
+	}
+	t.eng.Release(t.c.Reserved)
+	t.dropped = true
+	t.c.Reserved, t.req, t.ans = 0, nil, nil
+}
+
 // request keeps a chunk of the request body (nil-safe: most exchanges
 // have no tee).
 func (t *shadowTee) request(chunk []byte, end bool) {
@@ -129,6 +262,31 @@ func (t *shadowTee) request(chunk []byte, end bool) {
 	}
 	t.keep(&t.req, chunk)
 	t.ended = t.ended || end
+}
+
+// requestParts keeps a whole request body that arrived in pieces
+// (RequestParts), copied once into a slice of its size (nil-safe).
+func (t *shadowTee) requestParts(chunks [][]byte) {
+	if t == nil || t.ended {
+		return
+	}
+	t.ended = true
+	n := 0
+	for _, c := range chunks {
+		n += len(c)
+	}
+	if t.dropped || n == 0 {
+		return
+	}
+	if !t.eng.Reserve(int64(n)) {
+		t.drop()
+		return
+	}
+	t.c.Reserved += int64(n)
+	t.req = append(make([]byte, 0, len(t.req)+n), t.req...)
+	for _, c := range chunks {
+		t.req = append(t.req, c...)
+	}
 }
 
 // answer keeps a piece of the TF answer.
@@ -142,14 +300,22 @@ func (t *shadowTee) done(s *Session, status int, e *apierr.Error) {
 		return
 	}
 	if !t.ended || (e == nil && status != 200) {
-		t.eng.Release(t.c.Reserved)
-		t.c.Reserved = 0
+		t.abandon()
 		return
 	}
+	primary := tfcompare.Answer{Status: status, Body: t.ans}
+	if e != nil {
+		primary.Body = tfresponse.Error(nil, e.Msg)
+	}
+	t.submit(s, primary)
+}
+
+// submit hands the copy, with the primary's answer, to the engine: the
+// request identity-encoded, as TF Serving reads it.
+func (t *shadowTee) submit(s *Session, primary tfcompare.Answer) {
 	c := t.c
 	c.Request = t.req
 	if s.reqEncoding != "" {
-		// The copy goes out identity-encoded, as TF Serving reads it.
 		body, err := decodeRequestBody(s.reqEncoding, t.req, s.maxBody())
 		if err != nil {
 			body = nil // TF reads an undecodable body as empty
@@ -161,10 +327,7 @@ func (t *shadowTee) done(s *Session, status int, e *apierr.Error) {
 		c.Reserved += int64(len(body))
 		c.Request = body
 	}
-	c.Primary = tfcompare.Answer{Status: status, Body: t.ans}
-	if e != nil {
-		c.Primary.Body = tfresponse.Error(nil, e.Msg)
-	}
+	c.Primary = primary
 	t.dropped, t.req, t.ans = true, nil, nil // the engine's now
 	t.eng.Submit(&c)
 }

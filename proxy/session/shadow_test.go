@@ -27,7 +27,7 @@ type tfShadow struct {
 	answer string
 }
 
-func newTFShadow(t *testing.T, status int, answer string) *tfShadow {
+func newTFShadow(t testing.TB, status int, answer string) *tfShadow {
 	t.Helper()
 	ts := &tfShadow{status: status, answer: answer}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -105,7 +105,7 @@ func TestShadowTee(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		gzip        bool
-		chunk       int // 0: whole bodies (ext_proc BUFFERED)
+		chunk       int // 0: whole bodies (ext_proc BUFFERED); -1: the request whole in parts (its frames)
 		status      int // the v2 server's
 		body        []byte
 		wantStatus  int
@@ -115,6 +115,7 @@ func TestShadowTee(t *testing.T) {
 		result      string
 	}{
 		{name: "whole", status: 200, body: binOK, wantStatus: 200, wantBody: want, shadowState: 200, shadowAns: want, result: observe.ShadowMatch},
+		{name: "whole in parts", chunk: -1, status: 200, body: binOK, wantStatus: 200, wantBody: want, shadowState: 200, shadowAns: want, result: observe.ShadowMatch},
 		{name: "streamed", chunk: 7, status: 200, body: binOK, wantStatus: 200, wantBody: want, shadowState: 200, shadowAns: want, result: observe.ShadowMatch},
 		{name: "gzip request", gzip: true, status: 200, body: binOK, wantStatus: 200, wantBody: want, shadowState: 200, shadowAns: want, result: observe.ShadowMatch},
 		{name: "drifted shadow", chunk: 7, status: 200, body: binOK, wantStatus: 200, wantBody: want, shadowState: 200,
@@ -136,9 +137,12 @@ func TestShadowTee(t *testing.T) {
 			}
 			s.RequestHeaders(ctx, "POST", "/v1/models/half_plus_two:predict", h, false)
 			var a Action
-			if tc.chunk == 0 {
+			switch tc.chunk {
+			case -1:
+				a, _ = s.RequestParts(ctx, [][]byte{body[:10], body[10:]})
+			case 0:
 				a = s.bufferedRequest(ctx, body)
-			} else {
+			default:
 				a = streamRequest(t, s, body, tc.chunk)
 			}
 			if a.Verdict != Continue {
@@ -149,7 +153,7 @@ func TestShadowTee(t *testing.T) {
 				rh = hdr{"content-type": "application/octet-stream", "inference-header-content-length": strconv.Itoa(len(binHeader))}
 			}
 			s.ResponseHeaders(ctx, tc.status, rh, false)
-			if tc.chunk == 0 || tc.status != 200 {
+			if tc.chunk <= 0 || tc.status != 200 {
 				a = s.bufferedResponse(ctx, tc.body)
 			} else {
 				a = streamBody(t, s.ResponseChunk, tc.body, tc.chunk)

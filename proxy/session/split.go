@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
@@ -40,4 +41,29 @@ func (s *Session) forward() Action {
 		s.Logger().Debug("tf request forwarded to a TF Serving server", "route", s.rt.tf.String(), "server", s.rt.srv)
 	}
 	return Action{Verdict: PassThrough, Set: s.rt.set, Remove: s.rt.remove, ClearRouteCache: s.rt.clearRoute}
+}
+
+// forwardPipeline is the way of an exchange whose server is TF Serving
+// (target.forward): passed through at the request headers, whatever its
+// verb. A sampled exchange of a shadowed model is observed instead
+// (observedForward, shadow.go).
+type forwardPipeline struct {
+	// inference: the verb has bodies (predict, classify, regress), the
+	// exchanges a shadow copies.
+	inference bool
+}
+
+func (forwardPipeline) start(_ context.Context, s *Session, _ HeaderGetter, _ bool) Action {
+	return s.forward()
+}
+
+// via returns the pipeline of an exchange going to t whose verb's
+// pipeline is p: p itself, or the forward pipeline when t is a TF
+// Serving server.
+func (t *target) via(p pipeline) pipeline {
+	if !t.forward {
+		return p
+	}
+	_, inference := p.(inferencePipeline)
+	return forwardPipeline{inference: inference}
 }
