@@ -98,17 +98,17 @@ var errFull = errors.New("pbwire: buffer full")
 // scalar field (a single value, or a packed run of them of width w: protobuf
 // readers take both forms) as their raw 64 bits; the caller converts
 // (int64(u), math.Float32frombits(uint32(u)), u != 0). It never lets dst
-// hold more than max values (max < 0: no bound), returning ErrTooMany
+// hold more than limit values (limit < 0: no bound), returning ErrTooMany
 // instead. Per value it calls nothing: this is the form for hot paths.
-func AppendScalars(dst []uint64, f *Field, w Width, max int) ([]uint64, error) {
+func AppendScalars(dst []uint64, f *Field, w Width, limit int) ([]uint64, error) {
 	if f.Typ != protowire.BytesType {
-		if len(dst) == max {
+		if len(dst) == limit {
 			return dst, ErrTooMany
 		}
 		return append(dst, f.U), nil
 	}
-	dst, _, err := appendPacked(dst, f.V, w, max)
-	if err == errFull {
+	dst, _, err := appendPacked(dst, f.V, w, limit)
+	if errors.Is(err, errFull) {
 		err = ErrTooMany
 	}
 	return dst, err
@@ -130,7 +130,7 @@ func Scalars(f *Field, w Width, add func(u uint64)) error {
 		for _, u := range vals {
 			add(u)
 		}
-		if err != nil && err != errFull {
+		if err != nil && !errors.Is(err, errFull) {
 			return err
 		}
 	}

@@ -48,7 +48,7 @@ func TestWalk(t *testing.T) {
 
 	stop := errors.New("stop")
 	calls := 0
-	if err := Walk(msg, func(*Field) error { calls++; return stop }); err != stop || calls != 1 {
+	if err := Walk(msg, func(*Field) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
 		t.Fatalf("callback error: got %v after %d calls, want stop after 1", err, calls)
 	}
 }
@@ -154,7 +154,7 @@ func TestAppendScalars(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := AppendScalars(tc.dst, tc.f, Varint, tc.max)
-			if err != tc.err {
+			if !errors.Is(err, tc.err) {
 				t.Fatalf("err = %v, want %v", err, tc.err)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
@@ -183,7 +183,7 @@ func TestScalarsChunks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []uint64
 			err := Scalars(&Field{Typ: protowire.BytesType, V: tc.v}, Fixed64, func(u uint64) { got = append(got, u) })
-			if err != tc.err || len(got) != tc.n {
+			if !errors.Is(err, tc.err) || len(got) != tc.n {
 				t.Fatalf("got %d values, err %v; want %d, %v", len(got), err, tc.n, tc.err)
 			}
 			for i, u := range got {

@@ -259,7 +259,7 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 	if err := proto.Unmarshal(rest, f.ProcessingRequest); err != nil {
 		return err
 	}
-	if f.ProcessingRequest.Request != nil {
+	if f.Request != nil {
 		// Another member of the oneof too: the wire order decides.
 		return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 	}
@@ -267,7 +267,7 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 	if err := proto.Unmarshal(hbRest, h); err != nil {
 		return err
 	}
-	f.ProcessingRequest.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: h}
+	f.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: h}
 	if body == nil {
 		body = [][]byte{}
 	}

@@ -155,10 +155,10 @@ func (p *Processor) handleFramed(st *streamTrace, sess *session.Session, f *fram
 			resp, parts = immediate(sess.Recover("extproc", v)), nil
 		}
 	}()
-	if f.ProcessingRequest.GetObservabilityMode() {
+	if f.GetObservabilityMode() {
 		return nil, nil
 	}
-	body := f.ProcessingRequest.GetRequestBody()
+	body := f.GetRequestBody()
 	if !body.GetEndOfStream() && sess.AwaitingBody() {
 		return bodyReply(withRequestID(sess.Fail(errPartialBody()), sess, false), true), nil
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -271,7 +272,7 @@ func (s *Session) grpcMessage(body []byte, encoding, what string) ([]byte, error
 	}
 	out, err := decodeResponseBody(enc, msg, s.maxBody())
 	switch {
-	case err == errTooLarge:
+	case errors.Is(err, errTooLarge):
 		return nil, s.tooLarge("Decompressed " + strings.ToLower(what[:1]) + what[1:])
 	case err != nil:
 		return nil, apierr.Wrap(apierr.Internal, err, "Failed to decompress the "+what+" message: "+err.Error())

@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -35,7 +36,7 @@ func TestPartsReader(t *testing.T) {
 			for {
 				n, err := r.Read(buf)
 				got.Write(buf[:n])
-				if err == io.EOF {
+				if errors.Is(err, io.EOF) {
 					break
 				}
 				if err != nil {

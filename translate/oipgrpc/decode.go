@@ -2,6 +2,7 @@ package oipgrpc
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -209,7 +210,7 @@ func fromContents(t *tensor.Tensor, contents []byte, n int64) error {
 		var err error
 		packed, err = pbwire.AppendScalars(packed, f, contentsWidth(num), int(n))
 		count = int64(len(packed))
-		if err == pbwire.ErrTooMany {
+		if errors.Is(err, pbwire.ErrTooMany) {
 			return &sizeError{"typed contents values", n, count + 1}
 		}
 		return err

@@ -10,9 +10,6 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
 
-// errMalformed reports bytes that are not a valid protobuf message.
-var errMalformed = pbwire.ErrMalformed
-
 // field is one field occurrence as walk reads it (pbwire.Field).
 type field = pbwire.Field
 
