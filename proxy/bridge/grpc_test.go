@@ -41,9 +41,7 @@ func TestTFGRPCHealthDrain(t *testing.T) {
 		}
 	}
 	cancel()
-	for b.Ready(context.Background()) == nil {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, 30*time.Second, "the bridge draining", func() bool { return b.Ready(context.Background()) != nil })
 	for _, svc := range []string{"", "tensorflow.serving.ModelService"} {
 		if got := healthOf(t, hc, svc); got != healthpb.HealthCheckResponse_NOT_SERVING {
 			t.Errorf("TF gRPC health %q while draining = %v, want NOT_SERVING", svc, got)
