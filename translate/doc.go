@@ -22,7 +22,7 @@
 //   - oip: v2 request encoding (binary extension or JSON) and response decoding;
 //   - tfgrpc, oipgrpc, grpcmap: TF Serving's and the v2 gRPC messages on
 //     the protobuf wire (over the module's internal/pbwire) and the per-verb
-//     translation between them, not yet served by any transport;
+//     translation between them (the session's gRPC pipelines serve it);
 //   - tfcompare: two TF answers compared in TF terms (tfsbridge compare).
 //
 // tfrequest, tfexample and tfresponse import none of one another: what
