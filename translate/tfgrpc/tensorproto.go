@@ -115,6 +115,11 @@ func packedCount(v []byte, w protowire.Type) (int64, bool) {
 			return 0, false
 		}
 		if c < 0x80 {
+			// A tenth byte carries bit 63 only: more overflows 64 bits,
+			// and protobuf's parsers refuse the message.
+			if run == 10 && c > 1 {
+				return 0, false
+			}
 			n++
 			run = 0
 		}
