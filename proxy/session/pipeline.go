@@ -46,11 +46,12 @@ type bodyPipeline interface {
 	unknownSignature(name string) error
 }
 
-// The verbs' pipelines (package values: choosing one allocates nothing).
+// The verbs' pipelines (package values: choosing one allocates nothing,
+// since a pointer or a zero-size value goes into an interface as it is).
 var (
-	predictVerb  = inferencePipeline{tp: translatorOf(route.Predict), wrongSignature: "Serving signature name: \"%s\" not found in signature def"}
-	classifyVerb = inferencePipeline{tp: translatorOf(route.Classify), wrongSignature: "No signature was found with the name: %s"}
-	regressVerb  = inferencePipeline{tp: translatorOf(route.Regress), wrongSignature: "No signature was found with the name: %s"}
+	predictVerb  = &inferencePipeline{tp: translatorOf(route.Predict), wrongSignature: "Serving signature name: \"%s\" not found in signature def"}
+	classifyVerb = &inferencePipeline{tp: translatorOf(route.Classify), wrongSignature: "No signature was found with the name: %s"}
+	regressVerb  = &inferencePipeline{tp: translatorOf(route.Regress), wrongSignature: "No signature was found with the name: %s"}
 	statusVerb   = statusPipeline{}
 	metadataVerb = metadataPipeline{}
 )
@@ -92,27 +93,27 @@ type inferencePipeline struct {
 	wrongSignature string
 }
 
-func (p inferencePipeline) start(ctx context.Context, s *Session, h HeaderGetter, eos bool) Action {
+func (p *inferencePipeline) start(ctx context.Context, s *Session, h HeaderGetter, eos bool) Action {
 	return s.awaitBody(ctx, p, h, eos)
 }
 
-func (p inferencePipeline) request(body []byte, resolve tfrequest.Resolver, opt translate.RequestOptions) (translate.V2Request, translate.Exchange, error) {
+func (p *inferencePipeline) request(body []byte, resolve tfrequest.Resolver, opt translate.RequestOptions) (translate.V2Request, translate.Exchange, error) {
 	return p.tp.Request(body, resolve, opt)
 }
 
-func (p inferencePipeline) requestStream(resolve tfrequest.Resolver, opt translate.RequestOptions) *translate.RequestStream {
+func (p *inferencePipeline) requestStream(resolve tfrequest.Resolver, opt translate.RequestOptions) *translate.RequestStream {
 	return p.tp.NewRequestStream(resolve, opt)
 }
 
-func (p inferencePipeline) response(body []byte, headerLength int, ex translate.Exchange, lim tensor.Limits) ([]byte, error) {
+func (p *inferencePipeline) response(body []byte, headerLength int, ex translate.Exchange, lim tensor.Limits) ([]byte, error) {
 	return p.tp.Response(body, headerLength, ex, lim)
 }
 
-func (p inferencePipeline) responseStream(headerLength int, ex translate.Exchange, lim tensor.Limits, out func([]byte) error) *translate.ResponseStream {
+func (p *inferencePipeline) responseStream(headerLength int, ex translate.Exchange, lim tensor.Limits, out func([]byte) error) *translate.ResponseStream {
 	return p.tp.NewResponseStream(headerLength, ex, lim, out)
 }
 
-func (p inferencePipeline) unknownSignature(name string) error {
+func (p *inferencePipeline) unknownSignature(name string) error {
 	return apierr.InvalidArgumentf(p.wrongSignature, name)
 }
 

@@ -54,14 +54,14 @@ func (s *Session) shadowed(p pipeline, path string) pipeline {
 	if fp, ok := p.(forwardPipeline); ok {
 		return observedForward{forwardPipeline: fp, tee: s.shadow}
 	}
-	return shadowPipeline{inferencePipeline: p.(inferencePipeline), tee: s.shadow}
+	return shadowPipeline{inferencePipeline: p.(*inferencePipeline), tee: s.shadow}
 }
 
 // shadowable reports a pipeline whose exchanges a shadow copies: an
 // inference verb, translated or forwarded.
 func shadowable(p pipeline) bool {
 	switch p := p.(type) {
-	case inferencePipeline:
+	case *inferencePipeline:
 		return true
 	case forwardPipeline:
 		return p.inference
@@ -91,7 +91,7 @@ func (s *Session) shadowTarget(name string) (shadow.Target, bool) {
 // shadowPipeline is an inference pipeline whose TF answers are copied to
 // the exchange's shadow tee.
 type shadowPipeline struct {
-	inferencePipeline
+	*inferencePipeline
 	tee *shadowTee
 }
 

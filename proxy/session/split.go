@@ -64,6 +64,6 @@ func (t *target) via(p pipeline) pipeline {
 	if !t.forward {
 		return p
 	}
-	_, inference := p.(inferencePipeline)
+	_, inference := p.(*inferencePipeline)
 	return forwardPipeline{inference: inference}
 }
