@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
 
@@ -83,12 +84,8 @@ func TestBudget(t *testing.T) {
 // a broken build.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond) // the poll interval, not a wait for the event
+	if !poll.Until(30*time.Second, cond) {
+		t.Fatalf("timed out waiting until %s", what)
 	}
 }
 

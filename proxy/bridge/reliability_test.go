@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 	"github.com/tfsbridge/tfsbridge/proxy/internal/testcerts"
 	"github.com/tfsbridge/tfsbridge/proxy/tlsconfig"
 )
@@ -27,12 +28,8 @@ import (
 // busy machine never fails the test; a broken cond fails it at the end.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not seen within %v", what, within)
-		}
-		time.Sleep(5 * time.Millisecond) // the poll interval, not a wait for the event
+	if !poll.Until(within, cond) {
+		t.Fatalf("%s: not seen within %v", what, within)
 	}
 }
 

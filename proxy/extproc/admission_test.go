@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 )
 
 // halfPlusTwoAnswer is the binary v2 answer to three instances.
@@ -41,13 +43,7 @@ func TestBufferedReleasesOnReply(t *testing.T) {
 // reports whether cond held. The 30 s deadline only bounds a failure: a
 // loaded 2-core machine may deschedule the server for seconds.
 func waitFor(cond func() bool) bool {
-	for end := time.Now().Add(30 * time.Second); !cond(); {
-		if time.Now().After(end) {
-			return false
-		}
-		time.Sleep(time.Millisecond) // the poll interval, not a wait for the event
-	}
-	return true
+	return poll.Until(30*time.Second, cond)
 }
 
 // In full-duplex mode, an answer Envoy stops pulling (its client does not

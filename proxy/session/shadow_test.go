@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/proxy/shadow"
@@ -76,21 +77,19 @@ func shadowResults(m *observe.Metrics) map[string]int {
 // busy machine).
 func waitResults(t *testing.T, m *observe.Metrics, eng *shadow.Engine, n int) map[string]int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := shadowResults(m)
+	var got map[string]int
+	done := poll.Until(30*time.Second, func() bool {
+		got = shadowResults(m)
 		total := 0
 		for _, v := range got {
 			total += v
 		}
-		if total >= n && eng.Held() == 0 {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("results %v (want %d), %d bytes held", got, n, eng.Held())
-		}
-		time.Sleep(5 * time.Millisecond) // a poll interval
+		return total >= n && eng.Held() == 0
+	})
+	if !done {
+		t.Fatalf("results %v (want %d), %d bytes held", got, n, eng.Held())
 	}
+	return got
 }
 
 // The tee keeps the request as the client sent it (gunzipped) and the

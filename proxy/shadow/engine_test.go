@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
@@ -108,16 +109,12 @@ func (h *harness) count(result string) int {
 // wait waits until n copies have a result and every byte is released.
 func (h *harness) wait(n int) {
 	h.t.Helper()
-	deadline := time.Now().Add(settle)
-	for {
-		got := h.count(observe.ShadowMatch) + h.count(observe.ShadowMismatch) + h.count(observe.ShadowError) + h.count(observe.ShadowDropped)
-		if got >= n && h.e.Held() == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%d results (want %d), %d bytes held", got, n, h.e.Held())
-		}
-		time.Sleep(5 * time.Millisecond) // a poll interval
+	got := 0
+	if !poll.Until(settle, func() bool {
+		got = h.count(observe.ShadowMatch) + h.count(observe.ShadowMismatch) + h.count(observe.ShadowError) + h.count(observe.ShadowDropped)
+		return got >= n && h.e.Held() == 0
+	}) {
+		h.t.Fatalf("%d results (want %d), %d bytes held", got, n, h.e.Held())
 	}
 }
 

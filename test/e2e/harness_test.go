@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
@@ -439,16 +440,7 @@ const settleTimeout = 30 * time.Second
 // waitFor polls cond until it holds or the deadline passes; it is how the
 // tests wait for asynchronous effects without sleeping blindly.
 func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return poll.Until(timeout, cond)
 }
 
 // stableGoroutines returns the goroutine count once it has not changed

@@ -14,6 +14,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
+
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 )
 
 // responder scripts a processor: the replies to message n of a stream (nil = stay silent).
@@ -262,13 +264,7 @@ func (ev *env) wantViolation(substr string) {
 // to signal it. Callers give a generous within (tens of seconds); it only
 // bounds a failure.
 func waitFor(within time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(within); !cond(); {
-		if time.Now().After(end) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond) // the poll interval, not a wait for the event
-	}
-	return true
+	return poll.Until(within, cond)
 }
 
 // checkNoLeaks waits for every goroutine of the stand-in, the test servers and their

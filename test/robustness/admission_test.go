@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 )
 
@@ -29,13 +30,7 @@ func waitMetric(t *testing.T, s *stack, name string, ok func(float64) bool, dead
 // Callers give a generous within (a loaded 2-core machine); it only bounds
 // a failure.
 func waitFor(within time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(within); !cond(); {
-		if time.Now().After(end) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond) // the poll interval, not a wait for the event
-	}
-	return true
+	return poll.Until(within, cond)
 }
 
 // TestDeclaredBytesHoldNothing: 64 connections that each declare a 64 MiB

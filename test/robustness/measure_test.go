@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
 
@@ -85,21 +86,17 @@ const settleTimeout = 30 * time.Second
 // CloseIdleConnections right after the last request can miss it.
 func waitGoroutines(t *testing.T, want int, deadline time.Duration, kick ...func()) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for {
+	n := 0
+	if !poll.Until(deadline, func() bool {
 		for _, k := range kick {
 			k()
 		}
-		n := runtime.NumGoroutine()
-		if n <= want {
-			return
-		}
-		if time.Now().After(end) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("%d goroutines still running after %v, want at most %d:\n%s", n, deadline, want, buf)
-		}
-		time.Sleep(20 * time.Millisecond) // the poll interval, not a wait for the event
+		n = runtime.NumGoroutine()
+		return n <= want
+	}) {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("%d goroutines still running after %v, want at most %d:\n%s", n, deadline, want, buf)
 	}
 }
 
