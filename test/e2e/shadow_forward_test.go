@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
 
 // tfPrimaryMap puts half_plus_two on TF Serving (passed through
@@ -89,17 +87,8 @@ func TestShadowTFServingPrimary(t *testing.T) {
 					}
 				}
 			}
-			s.waitShadow(t, sent)
 			mismatches := tc.mismatches * len(transports)
-			if got := s.shadowCount(observe.ShadowMismatch); got != mismatches {
-				t.Errorf("mismatches = %d, want %d", got, mismatches)
-			}
-			if got := s.shadowCount(observe.ShadowMatch); got != sent-mismatches {
-				t.Errorf("matches = %d, want %d (the client error matches by status)", got, sent-mismatches)
-			}
-			if n := s.shadowCount(observe.ShadowError) + s.shadowCount(observe.ShadowDropped); n != 0 {
-				t.Errorf("%d shadow errors or drops, want none", n)
-			}
+			s.expectShadowResults(t, sent, mismatches)
 			if got := int(ss.infers.Load()); got != 2*len(transports) {
 				t.Errorf("the shadow server got %d inference calls, want %d (none for the client error, nor the unsampled model)", got, 2*len(transports))
 			}

@@ -126,6 +126,23 @@ func (s *stack) waitShadow(t *testing.T, n int) {
 	}
 }
 
+// expectShadowResults waits for sent copies' results and checks that
+// mismatches of them mismatched, the rest matched (a client error matches
+// by status), and none failed or was dropped.
+func (s *stack) expectShadowResults(t *testing.T, sent, mismatches int) {
+	t.Helper()
+	s.waitShadow(t, sent)
+	if got := s.shadowCount(observe.ShadowMismatch); got != mismatches {
+		t.Errorf("mismatches = %d, want %d", got, mismatches)
+	}
+	if got := s.shadowCount(observe.ShadowMatch); got != sent-mismatches {
+		t.Errorf("matches = %d, want %d (a client error matches by status)", got, sent-mismatches)
+	}
+	if n := s.shadowCount(observe.ShadowError) + s.shadowCount(observe.ShadowDropped); n != 0 {
+		t.Errorf("%d shadow errors or drops, want none", n)
+	}
+}
+
 // TestShadowComparison: through both Envoy body modes and the proxy, the
 // client's answers are byte for byte those of a stack without a shadow; a
 // shadow whose model is perturbed by 1e-3 shows a mismatch per successful
@@ -164,17 +181,8 @@ func TestShadowComparison(t *testing.T) {
 					}
 				}
 			}
-			s.waitShadow(t, sent)
 			mismatches := tc.mismatches * len(transports)
-			if got := s.shadowCount(observe.ShadowMismatch); got != mismatches {
-				t.Errorf("mismatches = %d, want %d", got, mismatches)
-			}
-			if got := s.shadowCount(observe.ShadowMatch); got != sent-mismatches {
-				t.Errorf("matches = %d, want %d", got, sent-mismatches)
-			}
-			if n := s.shadowCount(observe.ShadowError) + s.shadowCount(observe.ShadowDropped); n != 0 {
-				t.Errorf("%d shadow errors or drops, want none", n)
-			}
+			s.expectShadowResults(t, sent, mismatches)
 			if got := int(ss.infers.Load()); got != 2*len(transports) {
 				t.Errorf("the shadow server got %d inference calls, want %d (the client error is refused before)", got, 2*len(transports))
 			}
