@@ -267,6 +267,7 @@ func TestTensorProtoWire(t *testing.T) {
 		{"unpacked float_val", "08 01 12 04 12 02 08 02 2d 00 00 80 3f 2d 00 00 00 40", f32s(1, 2), nil},
 		{"packed then unpacked", "08 01 12 04 12 02 08 03 2a 04 00 00 80 3f 2d 00 00 00 40", f32s(1, 2, 2), nil},
 		{"unknown fields skipped", "08 01 12 00 18 05 9a 01 01 ff 2a 04 00 00 80 3f", f32s(1), nil},
+		{"signalling NaN keeps its bits", "08 01 12 04 12 02 08 01 2a 04 30 30 80 ff", []byte{0x30, 0x30, 0x80, 0xff}, nil},
 		{"rank 255", "08 01 12 fc 07 " + dims, nil, ErrParse},
 		{"truncated", "08 01 12 04 12 02", nil, ErrMalformed},
 		{"packed float not a multiple of 4", "08 01 12 00 2a 03 00 00 80", nil, ErrMalformed},
