@@ -66,31 +66,33 @@ func AppendFloat32(dst []byte, f float32) []byte {
 // value, counting from col values already in the current list. It is the
 // inner loop of every FP32 response, where an image model's answer spends
 // nearly all its time, so the usual value (a normal float32 in fixed form,
-// |x| in [1e-4, 1e9)) is written by hand in the loop; the rest calls out
-// (appendFloat32Other). The loop is bound by its instruction count, so:
+// |x| in [1e-4, 1e9)) is written by hand in a loop of its own
+// (appendFixedRun); the rest is written out of line (appendFloat32Other)
+// between runs. The loop is bound by its instruction count, so:
 //
 //   - D, |x| rounded to nine digits, is a float64 product by a power of
 //     ten (one for each decade the binade may hold; the one used is exact,
 //     see f32Scale) rounded to an integer by adding 2^52, in the FPU's
 //     round-half-even: no decade arithmetic or 128-bit shifts.
 //   - Values step 2 does not settle (about one in twenty of an image) try
-//     %.6g in nearSix, whose answer the loop writes too.
+//     %.6g (step 3), whose answer the loop writes too.
 //   - The nine digits are one multiplication for the leading digit and
 //     three lane steps for the other eight (eightDigitsRev), stored as
 //     whole words into room reserved for a block of values at a time, the
 //     trailing zeros to drop counted in the digits' word.
 //   - Every value is followed by ", "; the end of a list overwrites it
 //     with "], [", and the last separator is taken back at the end.
+//   - The run loop makes no call and holds only the run's
+//     state, so that its variables stay in registers: with the rare
+//     values' call and the block bookkeeping in the same loop, the
+//     compiler reloaded nine of them from the stack for every value.
 //
 // Measured no faster, and so not done: choosing the decade with a mask
-// rather than a branch, building the text in two words stored at fixed
-// offsets, and calling out of line only from outside the loop.
+// rather than a branch, and building the text in two words stored at
+// fixed offsets.
 func appendFloat32s(dst, le []byte, row, col int) []byte {
-	// room is the window one value is written in: at most 15 bytes of text
-	// ("-0.000" + 9 digits) and 4 of separator, plus the slack the
-	// whole-word stores write past the end; block is the most values room
-	// is reserved for at once.
-	const room, block = 32, 256
+	// block is the most values room is reserved for at once.
+	const block = 256
 	le = le[:len(le)&^3]
 	if len(le) == 0 {
 		return dst
@@ -100,80 +102,134 @@ func appendFloat32s(dst, le []byte, row, col int) []byte {
 	for len(le) > 0 {
 		run := le[:min(len(le), 4*block)]
 		le = le[len(run):]
-		if cap(dst)-n < len(run)/4*room {
-			dst = slices.Grow(dst[:n], len(run)/4*room)
+		if cap(dst)-n < len(run)/4*valueRoom {
+			dst = slices.Grow(dst[:n], len(run)/4*valueRoom)
 		}
 		dst = dst[:cap(dst)]
-		for j := 0; j <= len(run)-4; j += 4 {
-			b := binary.LittleEndian.Uint32(run[j:])
-			e := b >> 23 & 0xFF
-			sc := &f32Scales[e]
-			d, up := sc.digits(b)
-			exp := int(sc.exp[up])
-			w := (*[room]byte)(dst[n:])
-			i := int(b >> 31) // the sign
-			fast := true
-			if d%1000-uint32(sc.margin[up]) > uint32(sc.span[up]) {
-				// Not settled by step 2, or not a normal float32 in fixed
-				// form (margin noFast), or D has ten digits (9.99999999x
-				// rounded up a decade: D%1000 is 0).
-				fast = false
-				if sc.margin[up] != noFast {
-					var d9 uint64
-					d9, exp, fast = nearSix(b, uint64(d), exp)
-					d = uint32(d9)
-				}
-				if !fast {
-					i = len(appendFloat32Other(dst[:n], b, 0, 0, 0, false)) - n
-				}
+		for {
+			var j int
+			j, n, left = appendFixedRun(dst, run, n, left, row)
+			if j >= len(run) {
+				break
 			}
-			if fast {
-				w[0] = '-'
-				lead := d / 100_000_000
-				raw := eightDigitsRev(d - lead*100_000_000)
-				// Zero digits ending the eight (the lead is not zero).
-				tz := bits.TrailingZeros64(raw|1<<63) >> 3
-				if raw == 0 {
-					tz = 8
-				}
-				digits := bits.ReverseBytes64(raw) | 0x3030_3030_3030_3030
-				if exp < 0 { // "0." and -exp-1 zeros, then the digits
-					binary.LittleEndian.PutUint64(w[i:], 0x3030_3030_3030_2e30) // "0.000000"
-					i = (i + 1 - exp) & 7
-					w[i] = byte('0' + lead)
-					binary.LittleEndian.PutUint64(w[i+1:], digits)
-					i += 9 - tz
-				} else {
-					// "ddd.ddd": the nine digits, then the point after
-					// exp+1 of them and the fraction's 8-exp digits
-					// stored over the rest, the trailing zeros dropped but
-					// at least ".0" kept.
-					w[i] = byte('0' + lead)
-					binary.LittleEndian.PutUint64(w[i+1:], digits)
-					point := (i + exp + 1) & 15
-					w[point] = '.'
-					binary.LittleEndian.PutUint64(w[point+1:], digits>>(8*exp&63))
-					if tz < 8-exp {
-						i += 10 - tz
-					} else {
-						w[point+1] = '0'
-						i = point + 2
-					}
-				}
-			}
-			binary.LittleEndian.PutUint32(w[i&15:], ' '<<8|',')
-			n += i + 2
-			if left--; left == 0 {
-				binary.LittleEndian.PutUint32(w[i&15:], '['<<24|' '<<16|','<<8|']')
-				n += 2
-				left = row
-			}
+			// A value the run loop leaves: written out of line, then its
+			// separator as the loop writes it.
+			i := len(appendFloat32Other(dst[:n], binary.LittleEndian.Uint32(run[j:]), 0, 0, 0, false)) - n
+			n, left = endValue((*[valueRoom]byte)(dst[n:n+valueRoom]), i, n, left, row)
+			run = run[j+4:]
 		}
 	}
 	if row > 0 && left == row { // the last value ended a list
 		return dst[:n-4]
 	}
 	return dst[:n-2]
+}
+
+// valueRoom is the window one value is written in: at most 15 bytes of
+// text ("-0.000" + 9 digits) and 4 of separator, plus the slack the
+// whole-word stores write past the end.
+const valueRoom = 32
+
+// appendFixedRun writes the values at the start of run that
+// appendFloat32s writes itself (normal, in fixed form), each followed by
+// its separator (endValue), into dst from n on, until the run ends or a
+// value it does not write. dst has valueRoom bytes for every value of run
+// past n. It returns the offset in run where it stopped (len(run) at the
+// end) and the new n and left.
+func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
+	j := 0
+	for ; j < len(run)-3; j += 4 { // this form proves run[j:] needs no check
+		b := binary.LittleEndian.Uint32(run[j:])
+		sc := &f32Scales[b>>23&0xFF]
+		d, up := sc.digits(b)
+		exp := int(sc.exp[up])
+		if d%1000-uint32(sc.margin[up]) > uint32(sc.span[up]) {
+			// Not settled by step 2, or not a normal float32 in fixed
+			// form (margin noFast), or D has ten digits (9.99999999x
+			// rounded up a decade: D%1000 is 0).
+			if sc.margin[up] == noFast {
+				break
+			}
+			// Step 3, written out here rather than called, so that
+			// the loop makes no call: D rounded to six digits (no tie:
+			// D%1000 is near 0 or 1000) and its round trip as
+			// sixDigitsRoundTrip decides it, with a single exact
+			// float32 division or multiplication (the exponent is
+			// -9…1), rounded to float32 as strtof rounds.
+			d6, exp6 := (d+500)/1000, exp
+			if d6 == 1_000_000 {
+				d6, exp6 = 100_000, exp+1
+			}
+			back, p := float32(d6), float32(pow10f64[max(5-exp6, exp6-5)])
+			if exp6 < 5 {
+				back = float32(back / p)
+			} else {
+				back = float32(back * p)
+			}
+			if back == math.Float32frombits(b&^(1<<31)) {
+				// %.6g's six digits followed by three zeros (trimmed,
+				// its text), in fixed form for exponents -4…5.
+				d, exp = d6*1000, exp6
+				if exp > 5 {
+					break
+				}
+			} else {
+				if d == 1_000_000_000 {
+					d, exp = 100_000_000, exp+1
+				}
+				if exp > 8 {
+					break
+				}
+			}
+		}
+		w := (*[valueRoom]byte)(dst[n : n+valueRoom])
+		i := int(b >> 31) // the sign
+		w[0] = '-'
+		lead := d / 100_000_000
+		raw := eightDigitsRev(d - lead*100_000_000)
+		// Zero digits ending the eight (the lead is not zero); 8 when
+		// raw is 0, as TrailingZeros64(0) is 64.
+		tz := bits.TrailingZeros64(raw) >> 3
+		digits := bits.ReverseBytes64(raw) | 0x3030_3030_3030_3030
+		if exp < 0 { // "0." and -exp-1 zeros, then the digits
+			binary.LittleEndian.PutUint64(w[i:], 0x3030_3030_3030_2e30) // "0.000000"
+			i = (i + 1 - exp) & 7
+			w[i] = byte('0' + lead)
+			binary.LittleEndian.PutUint64(w[i+1:], digits)
+			i += 9 - tz
+		} else {
+			// "ddd.ddd": the nine digits, then the point after exp+1 of
+			// them and the fraction's 8-exp digits stored over the rest,
+			// the trailing zeros dropped but at least ".0" kept.
+			w[i] = byte('0' + lead)
+			binary.LittleEndian.PutUint64(w[i+1:], digits)
+			point := (i + exp + 1) & 15
+			w[point] = '.'
+			binary.LittleEndian.PutUint64(w[point+1:], digits>>(8*exp&63))
+			if tz < 8-exp {
+				i += 10 - tz
+			} else {
+				w[point+1] = '0'
+				i = point + 2
+			}
+		}
+		n, left = endValue(w, i, n, left, row)
+	}
+	return j, n, left
+}
+
+// endValue writes the separator after a value of i bytes written at the
+// start of w, the window at n: ", ", or "], [" when the value ends a list
+// (left reaches 0; never when row is 0). It returns the new n and left.
+func endValue(w *[valueRoom]byte, i, n, left, row int) (int, int) {
+	binary.LittleEndian.PutUint32(w[i&15:], ' '<<8|',')
+	n += i + 2
+	if left--; left == 0 {
+		binary.LittleEndian.PutUint32(w[i&15:], '['<<24|' '<<16|','<<8|']')
+		n += 2
+		left = row
+	}
+	return n, left
 }
 
 // eightDigitsRev returns v < 10^8 as eight digit values (0-9), one a
@@ -192,36 +248,6 @@ func eightDigitsRev(v uint32) uint64 {
 	x += q * (1<<16 - 100)
 	q = (x * 103 >> 10) & 0x000F_000F_000F_000F
 	return x + q*(1<<8-10)
-}
-
-// nearSix is step 3 for appendFloat32s: the float32 with bits b, whose D
-// (nine digits, or 10^9 when it rounded up a decade) and exponent exp, in
-// -4…8, step 2 did not settle. It returns the digits and exponent to write
-// in fixed form, as nine digits (the six of %.6g followed by three zeros
-// when %.6g round-trips: trimmed, they are %.6g's text), or ok false when
-// the text is in exponent form.
-func nearSix(b uint32, d uint64, exp int) (uint64, int, bool) {
-	d6, exp6 := (d+500)/1000, exp // no tie: D%1000 is near 0 or 1000
-	if d6 == 1_000_000 {
-		d6, exp6 = 100_000, exp+1
-	}
-	// The round trip as sixDigitsRoundTrip decides it, written out: the
-	// exponent, -9…1, is always one it computes with a single exact
-	// float32 division or multiplication.
-	back, p := float32(d6), float32(pow10f64[max(5-exp6, exp6-5)])
-	if exp6 < 5 {
-		back = float32(back / p) // the conversions: rounded to float32, as strtof
-	} else {
-		back = float32(back * p)
-	}
-	if back == math.Float32frombits(b&^(1<<31)) {
-		// %.6g is in fixed form for exponents -4…5.
-		return d6 * 1000, exp6, exp6 <= 5
-	}
-	if d == 1_000_000_000 {
-		d, exp = 100_000_000, exp+1
-	}
-	return d, exp, exp <= 8
 }
 
 // f32Scale is appendFloat32s' step from a float32 x with biased exponent

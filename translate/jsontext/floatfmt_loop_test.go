@@ -49,7 +49,7 @@ func TestF32Scales(t *testing.T) {
 					t.Fatalf("%g (e %d, m %#x): decade %d, want %d", f(m), e, m, gotUp, up)
 				}
 				exp := int(sc.exp[up])
-				if d == 1_000_000_000 { // rounded up a decade (the loop hands it to nearSix)
+				if d == 1_000_000_000 { // rounded up a decade (the loop takes it to step 3)
 					d, exp = 100_000_000, exp+1
 				}
 				wd, wexp := strconvDigits(f(m), 32, 9)
