@@ -87,9 +87,13 @@ func AppendFloat32(dst []byte, f float32) []byte {
 //     values' call and the block bookkeeping in the same loop, the
 //     compiler reloaded nine of them from the stack for every value.
 //
-// Measured no faster, and so not done: choosing the decade with a mask
-// rather than a branch, and building the text in two words stored at
-// fixed offsets.
+// Measured no faster, and so not done (valgrind counts the loop's
+// instructions repeatably, which a busy machine's timings do not):
+// choosing the decade with a mask rather than a branch, building the text
+// in two words stored at fixed offsets, packing a decade's exponent,
+// margin and span into one word or a flat table, windows at a masked
+// offset of a fixed-size array (no bounds check, yet more instructions),
+// and the lead digit added into the "0.000" word.
 func appendFloat32s(dst, le []byte, row, col int) []byte {
 	// block is the most values room is reserved for at once.
 	const block = 256
