@@ -521,7 +521,7 @@ func atomEnd(buf []byte, p int) int {
 // or number before the token's), else ErrTokenTooLong.
 func (t *Tokenizer) longAtom() (Token, bool) {
 	tok := t.pend
-	_, end, err := scanNumber(tok, 0)
+	_, end, err := parseNumber(tok, 0)
 	if c := tok[0]; c != 'n' && c != 't' && c != 'f' &&
 		(err == nil && end == len(tok) || err != nil && err.Offset >= len(tok)) {
 		t.err = ErrTokenTooLong
@@ -560,7 +560,7 @@ func (t *Tokenizer) atomDone(tok []byte) (Token, bool) {
 		}
 	} else {
 		var err *SyntaxError
-		if out.Num, end, err = scanNumber(tok, 0); err != nil {
+		if out.Num, end, err = parseNumber(tok, 0); err != nil {
 			t.failAt(err.Msg, t.tokOff+int64(err.Offset))
 			return Token{}, false
 		}
@@ -572,11 +572,4 @@ func (t *Tokenizer) atomDone(tok []byte) (Token, bool) {
 	}
 	t.valueEnd()
 	return out, true
-}
-
-// scanNumber is ParseNumber with rapidjson's error: the message and its
-// offset in data when the token is not a number.
-func scanNumber(data []byte, p int) (n Num, end int, err *SyntaxError) {
-	end, flags, bits, err := parseNumber(data, p)
-	return Num{flags, bits}, end, err
 }

@@ -1,6 +1,7 @@
 package tfrequest
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -28,19 +29,11 @@ type input struct {
 // <CODE>: <msg>" (absl::Status::ToString of the inner error).
 func wrapElement(i int, key []byte, err error) error {
 	inner := apierr.As(err)
-	var b strings.Builder
-	b.Grow(len(key) + len(inner.Msg) + 96)
-	b.WriteString("Failed to process element: ")
-	b.WriteString(strconv.Itoa(i))
+	k := ""
 	if key != nil {
-		b.WriteString(" key: ")
-		b.Write(key)
+		k = " key: " + string(key)
 	}
-	b.WriteString(" of 'instances' list. Error: ")
-	b.WriteString(inner.Code.String())
-	b.WriteString(": ")
-	b.WriteString(inner.Msg)
-	return apierr.Wrap(apierr.InvalidArgument, err, b.String())
+	return apierr.Wrap(apierr.InvalidArgument, err, fmt.Sprintf("Failed to process element: %d%s of 'instances' list. Error: %s: %s", i, k, inner.Code, inner.Msg))
 }
 
 // sortedNames joins the input names as TF's std::set<string> orders them.
