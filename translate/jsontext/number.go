@@ -442,12 +442,13 @@ values:
 					}
 				}
 			}
-		} else if isDigit(data[q]) {
-			break // "01": ParseNumber stops after the 0
 		} else {
-			// An integer, exact in a double; "-0" is the integer 0, not
-			// the double -0.
-			f, neg = float64(m), neg && m != 0
+			// An integer, exact in a double. Left to ParseNumber: "01",
+			// where it stops after the 0, and "-0", the integer 0.
+			if isDigit(data[q]) || neg && m == 0 {
+				break
+			}
+			f = float64(m)
 		}
 		if data[q]|0x20 == 'e' {
 			break
@@ -531,28 +532,21 @@ func digitsValue(x uint64, k int) uint64 {
 // digits are added at once while no digit of the run can meet the 2^53
 // cut-off, which gives the same m, sig and expFrac as one by one.
 func fracDigits(data []byte, p int, m uint64, sig, expFrac int) (uint64, int, int, int) {
-	// digitRun written out here: a call per run showed in profiles.
 	for m < 0x1FFFFFFFFFFFFF/100000000 && p+8 <= len(data) {
 		x := binary.LittleEndian.Uint64(data[p:])
-		// A digit byte is 0x30…0x39: its high nibble is 3, and adding 6
-		// keeps it 3. A carry out of a non-digit byte only reaches later
-		// bytes.
-		t := x&0xF0F0F0F0F0F0F0F0 | (x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0>>4
-		k := bits.TrailingZeros64(t^0x3333333333333333) >> 3
+		k := digitRun(x) // inlined, as digitsValue
 		if k == 0 {
 			break
 		}
-		x &= 0x0F0F0F0F0F0F0F0F // digit values, the first in the low byte
-		x <<= 8 * (8 - k) & 63  // keep the run, zero digits in front
+		v := digitsValue(x, k)
 		if m != 0 {
 			sig += k
-		} else if x != 0 {
-			sig += k - (bits.TrailingZeros64(x)>>3 - (8 - k)) // less the run's leading zeros
+		} else if v != 0 {
+			// Less the run's leading zeros (the first digit is in the
+			// low byte; a non-zero one is in the run).
+			sig += k - bits.TrailingZeros64(x&0x0F0F0F0F0F0F0F0F)>>3
 		}
-		x = x * (1 + 10<<8) >> 8 // pairs of digits
-		x = (x & 0x00FF00FF00FF00FF) * (1 + 100<<16) >> 16
-		x = (x & 0x0000FFFF0000FFFF) * (1 + 10000<<32) >> 32
-		m = m*pow10u[k] + x
+		m = m*pow10u[k] + v
 		p += k
 		expFrac -= k
 		if k < 8 {

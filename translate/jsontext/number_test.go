@@ -107,7 +107,7 @@ func TestAppendDecimalsTokens(t *testing.T) {
 			appendDecimalsAgrees(t, []byte(tok+tail+pad), 2)
 		}
 	}
-	for _, tok := range []string{"0", "-0", "7", "-12", "123456789012345", "0.5", "-0.0", "0.1234567", "0.8444218515250481",
+	for _, tok := range []string{"0", "7", "-12", "123456789012345", "0.5", "-0.0", "0.1234567", "0.8444218515250481",
 		"0.08444218515250481", "-12.5", "0.12345678901234567"} {
 		if _, _, took := AppendDecimals(make([]byte, 0, 8), []byte(tok+pad), 0, true, 1); took != 1 {
 			t.Errorf("%q: not taken", tok)

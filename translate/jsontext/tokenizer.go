@@ -77,23 +77,12 @@ type Token struct {
 
 // ValueKind returns the kind of the value a token is or, for an opening
 // bracket, starts.
-func (t Token) ValueKind() Kind {
-	switch t.Kind {
-	case BeginArray:
-		return Array
-	case BeginObject:
-		return Object
-	case StringValue:
-		return String
-	case NumberValue:
-		return Number
-	case TrueValue:
-		return True
-	case FalseValue:
-		return False
-	}
-	return Null
-}
+func (t Token) ValueKind() Kind { return valueKinds[t.Kind] }
+
+// valueKinds maps the token kinds to the value kinds (Null for the
+// others); a TokenKind indexes it without a bounds check.
+var valueKinds = [256]Kind{BeginArray: Array, BeginObject: Object, StringValue: String, NumberValue: Number,
+	TrueValue: True, FalseValue: False}
 
 // MaxPending bounds a number or literal a chunk boundary cuts. A longer
 // one is legal JSON (digits beyond the 17th are read and dropped) but
