@@ -427,8 +427,7 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 	if d.ins[i].inObj {
 		// A duplicated key: TF adds both values (trimDuplicates).
 		d.dups = true
-	}
-	if !d.ins[i].inObj {
+	} else {
 		d.ins[i].inObj = true
 		if d.inObjN++; d.inObjN == len(d.ins) && d.inst.on {
 			d.instDumpDrop()
