@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
-	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
@@ -75,13 +74,7 @@ func encodeBinaryParts(inputs []tensor.Tensor, data func(int) [][]byte, opt Enco
 // (data as for EncodeRequestParts, nil for whole tensors) and returns it
 // with the total size of the blocks that follow it.
 func appendBinaryHeader(hdr []byte, inputs []tensor.Tensor, data func(int) [][]byte, opt EncodeOptions) ([]byte, int, error) {
-	hdr = append(hdr, '{')
-	if opt.ID != "" {
-		hdr = append(hdr, `"id":`...)
-		hdr = jsontext.AppendString(hdr, opt.ID)
-		hdr = append(hdr, ',')
-	}
-	hdr = append(hdr, `"inputs":[`...)
+	hdr = appendBodyStart(hdr, opt.ID)
 	total := 0
 	for i := range inputs {
 		t := &inputs[i]

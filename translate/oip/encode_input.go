@@ -130,3 +130,15 @@ func kindTitle(k ServerKind) string {
 	}
 	return "Triton"
 }
+
+// appendBodyStart appends what every v2 request body starts with: '{',
+// the "id" when there is one, and `"inputs":[`.
+func appendBodyStart(dst []byte, id string) []byte {
+	dst = append(dst, '{')
+	if id != "" {
+		dst = append(dst, `"id":`...)
+		dst = jsontext.AppendString(dst, id)
+		dst = append(dst, ',')
+	}
+	return append(dst, `"inputs":[`...)
+}
