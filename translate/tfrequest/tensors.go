@@ -1,7 +1,6 @@
 package tfrequest
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -29,11 +28,20 @@ type input struct {
 // <CODE>: <msg>" (absl::Status::ToString of the inner error).
 func wrapElement(i int, key []byte, err error) error {
 	inner := apierr.As(err)
-	k := ""
+	// Built in one allocation: the key and the message may be a MiB long.
+	var b strings.Builder
+	b.Grow(len(key) + len(inner.Msg) + 96)
+	b.WriteString("Failed to process element: ")
+	b.WriteString(strconv.Itoa(i))
 	if key != nil {
-		k = " key: " + string(key)
+		b.WriteString(" key: ")
+		b.Write(key)
 	}
-	return apierr.Wrap(apierr.InvalidArgument, err, fmt.Sprintf("Failed to process element: %d%s of 'instances' list. Error: %s: %s", i, k, inner.Code, inner.Msg))
+	b.WriteString(" of 'instances' list. Error: ")
+	b.WriteString(inner.Code.String())
+	b.WriteString(": ")
+	b.WriteString(inner.Msg)
+	return apierr.Wrap(apierr.InvalidArgument, err, b.String())
 }
 
 // sortedNames joins the input names as TF's std::set<string> orders them.
