@@ -21,6 +21,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
 )
 
 // Bodies come in one way: chunks with an end flag, to RequestChunk and
@@ -93,6 +94,9 @@ type requestStream struct {
 	dec             *translate.RequestStream // parsed as it comes (predict, identity encoding)
 	text            []byte                   // the gathered body otherwise
 	v2              translate.V2Request      // the translated body, released at Close
+	// held: the adapter holds the whole text (RequestParts), which
+	// settles what the decoder cannot and is reserved as whole bodies are.
+	held bool
 }
 
 // close releases what the request body holds (at Close).
@@ -140,23 +144,35 @@ func (rp *responseStream) endSpan() {
 //     adapter forwards the chunk itself unchanged.
 //   - Reset: out failed midway; end the exchange without an answer.
 func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out Sink) Action {
+	return s.requestBody(ctx, [][]byte{chunk}, end, out)
+}
+
+// requestBody is the one request body path: the next pieces of the body
+// (one chunk, or a whole body in the pieces an adapter holds, see
+// RequestParts), end set with the last.
+func (s *Session) requestBody(ctx context.Context, body [][]byte, end bool, out Sink) Action {
 	if s.state != stRequestBody {
-		return s.observeRequest(chunk, end)
+		return s.observeRequest(body, end)
 	}
-	s.shadow.request(chunk, end)
+	s.shadow.request(body, end)
 	rq := &s.req
+	n := size(body)
 	if !rq.started {
 		rq.started = true
 		if out == Whole && end {
-			return s.translateRequest(ctx, chunk, out)
+			return s.translateRequest(ctx, body[0], out)
 		}
+		// A whole body in pieces the adapter holds is held whole, like
+		// a Whole one, however it is read.
+		_, rq.held = out.(*partsSink)
+		rq.held = rq.held && end
 		if s.reqEncoding == "" && out != Whole && s.grpc == nil {
 			opt := s.requestOptions()
 			opt.ReplayBytes = replayBytes
 			rq.dec = s.body.requestStream(s.resolver(ctx), opt)
 		}
 	}
-	rq.n += int64(len(chunk))
+	rq.n += int64(n)
 	if err := s.checkSize("Request", rq.n); err != nil {
 		return s.fail(err)
 	}
@@ -174,20 +190,26 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	}
 	need := rq.n * s.streamFactor()
 	if s.strings() {
-		rq.quotes += int64(bytes.Count(chunk, quote))
+		for _, c := range body {
+			rq.quotes += int64(bytes.Count(c, quote))
+		}
 		need += rq.quotes * admission.QuoteCost
 	}
 	if err := s.reserveUpTo(ctx, need); err != nil {
 		return s.fail(err)
 	}
-	if rq.dec != nil {
-		if len(chunk) > 0 {
+	if rq.dec == nil && len(body) > 1 {
+		rq.text = grown(rq.text, n)
+	}
+	for _, c := range body {
+		switch {
+		case rq.dec == nil:
+			rq.text = append(rq.text, c...)
+		case len(c) > 0:
 			// An error is final and Close returns it again; the rest
 			// of the body is still read (and bounded) like any other.
-			_ = rq.dec.Write(chunk)
+			_ = rq.dec.Write(c)
 		}
-	} else {
-		rq.text = append(rq.text, chunk...)
 	}
 	if !end {
 		return Action{Verdict: Pending}
@@ -202,19 +224,46 @@ func (s *Session) RequestChunk(ctx context.Context, chunk []byte, end bool, out 
 	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
 	req, ex, err := rq.dec.Close()
 	rq.dec = nil
+	if rq.held && errors.Is(err, tfrequest.ErrUndecided) {
+		// Settled by the whole text, as a whole body always is.
+		req, ex, err = s.body.request(bytes.Join(body, nil), s.resolver(ctx), s.requestOptions())
+	}
 	span.End()
 	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
 	if err != nil {
 		return s.fail(err)
 	}
-	// The body's parts alias the decoder's blocks until the exchange
-	// ends (the proxy's upstream request reads them where they are).
-	rq.v2 = req
+	if !rq.held {
+		// The body's parts alias the decoder's blocks until the
+		// exchange ends (the proxy's upstream request reads them where
+		// they are). Parts handed back whole are not released: a
+		// transport may still be writing them after Close.
+		rq.v2 = req
+	}
 	// The tensors may come out larger than reserved (integers: "1,"
 	// becomes 8 bytes of INT64): count what is really held.
 	s.holdAtLeast(int64(req.Len()))
 	s.exchange = ex
 	return s.emit(out, s.requestAction(req), req.Chunks())
+}
+
+// grown is b with room for n more bytes, allocated once to that size
+// when it has not (a whole body in pieces is copied once, not grown by
+// appends; slices.Grow's is not elided under -race).
+func grown(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	return append(make([]byte, 0, len(b)+n), b...)
+}
+
+// size is the length of a body in pieces.
+func size(body [][]byte) int {
+	n := 0
+	for _, c := range body {
+		n += len(c)
+	}
+	return n
 }
 
 // translateRequest translates a whole request body and hands it to out.
@@ -250,10 +299,11 @@ func (s *Session) translateRequest(ctx context.Context, body []byte, out Sink) A
 
 // streamFactor is what a streamed request body holds per byte:
 // admission.StreamFactor when it is parsed as it comes, RequestFactor
-// when it is gathered and translated whole.
+// when it is gathered and translated whole or its text is held whole
+// (RequestParts).
 func (s *Session) streamFactor() int64 {
 	switch {
-	case s.req.dec == nil:
+	case s.req.dec == nil || s.req.held:
 		return admission.RequestFactor
 	case s.strings():
 		return admission.StringStreamFactor
@@ -268,7 +318,7 @@ var quote = []byte{'"'}
 // has a BYTES input, or is not known before the body names it (a mapped
 // model's other signature).
 func (s *Session) strings() bool {
-	return s.req.dec != nil && (s.sig == nil || s.rt.model != nil || hasBytesInput(s.sig))
+	return s.req.dec != nil && !s.req.held && (s.sig == nil || s.rt.model != nil || hasBytesInput(s.sig))
 }
 
 // hasBytesInput reports a signature with a BYTES input.
@@ -282,17 +332,25 @@ func hasBytesInput(sig *tensor.Signature) bool {
 }
 
 // emit hands a translated body, given in parts, with the headers action
-// a to out: for Whole, a itself carries the body; any other Sink gets
+// a to out: for Whole, a itself carries the body; for RequestParts' sink
+// a carries one part and the sink keeps several; any other Sink gets
 // both through streamOut.
 func (s *Session) emit(out Sink, a Action, parts [][]byte) Action {
-	if out != Whole {
-		return s.streamOut(out, a, parts)
+	switch o := out.(type) {
+	case whole:
+		a.Body, a.ReplaceBody = parts[0], true
+		for _, p := range parts[1:] {
+			a.Body = append(a.Body[:len(a.Body):len(a.Body)], p...)
+		}
+		return a
+	case *partsSink:
+		a.ReplaceBody = true
+		if a.Body = parts[0]; len(parts) > 1 {
+			a.Body, o.parts = nil, parts
+		}
+		return a
 	}
-	a.Body, a.ReplaceBody = parts[0], true
-	for _, p := range parts[1:] {
-		a.Body = append(a.Body[:len(a.Body):len(a.Body)], p...)
-	}
-	return a
+	return s.streamOut(out, a, parts)
 }
 
 // streamOut hands a translated body, given in parts, to out: the headers

@@ -468,7 +468,7 @@ func (s *Session) grpcForward(body []byte, out Sink) Action {
 	} else {
 		a.Remove = append(a.Remove[:len(a.Remove):len(a.Remove)], hdrGRPCAcceptEncoding)
 	}
-	if out == Whole {
+	if _, parts := out.(*partsSink); parts || out == Whole {
 		// The body goes on as it is: nothing to replace. (Its
 		// reservation stays until the exchange ends: an adapter may hold
 		// it while the call is out.)

@@ -1,17 +1,6 @@
 package session
 
-import (
-	"bytes"
-	"context"
-	"errors"
-	"time"
-
-	"github.com/tfsbridge/tfsbridge/proxy/admission"
-	"github.com/tfsbridge/tfsbridge/proxy/observe"
-	"github.com/tfsbridge/tfsbridge/proxy/tracing"
-	"github.com/tfsbridge/tfsbridge/translate"
-	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
-)
+import "context"
 
 // RequestParts is RequestChunk with Whole for a whole request body that
 // arrived in pieces the adapter still holds (ext_proc BUFFERED: the
@@ -25,76 +14,22 @@ import (
 // collector frees them), so a transport may write them after Close; the
 // chunks are not needed once RequestParts returns.
 //
-// A predict body is read by the streaming decoder chunk by chunk; the
-// few bodies it cannot settle in one pass (tfrequest.ErrUndecided) and
-// the bodies that are not read as streams (a content-encoding, classify
-// and regress) are joined and translated whole.
+// The pieces take the one body path (requestBody) at once, end set: a
+// predict body is read by the streaming decoder piece by piece, and the
+// few bodies it cannot settle alone (tfrequest.ErrUndecided) are settled
+// from the whole text, which is held; the bodies that are not read as
+// streams (a content-encoding, a TF gRPC message, classify and regress)
+// are gathered and translated whole.
 func (s *Session) RequestParts(ctx context.Context, chunks [][]byte) (Action, [][]byte) {
-	if s.state != stRequestBody {
-		// Not translated: nothing to join, the body goes on as it is.
-		return s.observeRequestParts(chunks), nil
-	}
-	if s.req.started || s.grpc != nil {
-		// A TF gRPC message is translated whole (grpcRequest): its v2
-		// message is built once, into the Action's Body.
-		return s.RequestChunk(ctx, bytes.Join(chunks, nil), true, Whole), nil
-	}
-	rs := s.body.requestStream(s.resolver(ctx), s.partsOptions())
-	if s.reqEncoding != "" || rs == nil {
-		if rs != nil {
-			rs.Abort()
-		}
-		return s.RequestChunk(ctx, bytes.Join(chunks, nil), true, Whole), nil
-	}
-	s.req.started = true
-	s.shadow.requestParts(chunks)
-	n := 0
-	for _, c := range chunks {
-		n += len(c)
-	}
-	s.cfg.Metrics.BodySize(observe.StageTFRequest, n)
-	if err := s.checkSize("Request", int64(n)); err != nil {
-		rs.Abort()
-		return s.fail(err), nil
-	}
-	if err := s.reserveUpTo(ctx, int64(n)*admission.RequestFactor); err != nil {
-		rs.Abort()
-		return s.fail(err), nil
-	}
-	t0 := time.Now()
-	_, span := tracing.Start(ctx, tracing.SpanTranslateRequest)
-	for _, c := range chunks {
-		if len(c) > 0 && rs.Write(c) != nil {
-			break // final: Close returns it
-		}
-	}
-	req, ex, err := rs.Close()
-	if errors.Is(err, tfrequest.ErrUndecided) {
-		// Settled by the whole text, as a whole body always is.
-		req, ex, err = s.body.request(bytes.Join(chunks, nil), s.resolver(ctx), s.requestOptions())
-	}
-	span.End()
-	s.cfg.Metrics.Translation(observe.DirRequest, time.Since(t0))
-	if err != nil {
-		return s.fail(err), nil
-	}
-	s.exchange = ex
-	a := s.requestAction(req)
-	a.ReplaceBody = true
-	if req.Parts == nil {
-		a.Body = req.Body
-		return a, nil
-	}
-	// Not released to the decoder's pool at Close: a transport may still
-	// be writing the parts then.
-	return a, req.Parts
+	var out partsSink
+	a := s.requestBody(ctx, chunks, true, &out)
+	return a, out.parts
 }
 
-// partsOptions are the streaming decoder's options for RequestParts: the
-// first replayBytes of text kept for the decoder's own second look, the
-// rest of the undecided bodies settled from the chunks.
-func (s *Session) partsOptions() (opt translate.RequestOptions) {
-	opt = s.requestOptions()
-	opt.ReplayBytes = replayBytes
-	return opt
-}
+// partsSink is RequestParts' Sink: like Whole it is answered with one
+// message, the Action, which carries a one-part body itself; a body in
+// several parts is left here instead. Nothing is ever written to it.
+type partsSink struct{ parts [][]byte }
+
+func (*partsSink) Headers(Action) error    { return errSink }
+func (*partsSink) Body([]byte, bool) error { return errSink }

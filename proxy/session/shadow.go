@@ -133,20 +133,11 @@ func (p observedForward) start(ctx context.Context, s *Session, h HeaderGetter, 
 }
 
 // observeRequest is RequestChunk for an exchange the session does not
-// translate: an observed forward's tee keeps the chunk; it goes on
+// translate: an observed forward's tee keeps the pieces; they go on
 // unchanged either way.
-func (s *Session) observeRequest(chunk []byte, end bool) Action {
-	if t := s.shadow; t != nil && t.forward && !t.ended {
-		t.request(chunk, end)
-	}
-	return Action{Verdict: PassThrough}
-}
-
-// observeRequestParts is observeRequest for a whole body in pieces
-// (RequestParts, ext_proc BUFFERED's frames): they are never joined.
-func (s *Session) observeRequestParts(chunks [][]byte) Action {
+func (s *Session) observeRequest(body [][]byte, end bool) Action {
 	if t := s.shadow; t != nil && t.forward {
-		t.requestParts(chunks)
+		t.request(body, end)
 	}
 	return Action{Verdict: PassThrough}
 }
@@ -222,18 +213,25 @@ type shadowTee struct {
 	ansEncoding string
 }
 
-// keep appends b to *dst within the memory cap; over it the copy is
-// dropped and counted once.
-func (t *shadowTee) keep(dst *[]byte, b []byte) {
-	if t.dropped || len(b) == 0 {
+// keep appends the pieces to *dst within the memory cap; over it the
+// copy is dropped and counted once. Several pieces at once (a whole body
+// in the frames it came in) grow *dst once, to their size.
+func (t *shadowTee) keep(dst *[]byte, pieces ...[]byte) {
+	n := size(pieces)
+	if t.dropped || n == 0 {
 		return
 	}
-	if !t.eng.Reserve(int64(len(b))) {
+	if !t.eng.Reserve(int64(n)) {
 		t.drop()
 		return
 	}
-	t.c.Reserved += int64(len(b))
-	*dst = append(*dst, b...)
+	t.c.Reserved += int64(n)
+	if len(pieces) > 1 {
+		*dst = grown(*dst, n)
+	}
+	for _, b := range pieces {
+		*dst = append(*dst, b...)
+	}
 }
 
 // drop counts the copy as dropped and lets its bytes go.
@@ -254,39 +252,14 @@ func (t *shadowTee) abandon() {
 	t.c.Reserved, t.req, t.ans = 0, nil, nil
 }
 
-// request keeps a chunk of the request body (nil-safe: most exchanges
-// have no tee).
-func (t *shadowTee) request(chunk []byte, end bool) {
-	if t == nil {
-		return
-	}
-	t.keep(&t.req, chunk)
-	t.ended = t.ended || end
-}
-
-// requestParts keeps a whole request body that arrived in pieces
-// (RequestParts), copied once into a slice of its size (nil-safe).
-func (t *shadowTee) requestParts(chunks [][]byte) {
+// request keeps the next pieces of the request body, end set with the
+// last (nil-safe: most exchanges have no tee).
+func (t *shadowTee) request(body [][]byte, end bool) {
 	if t == nil || t.ended {
 		return
 	}
-	t.ended = true
-	n := 0
-	for _, c := range chunks {
-		n += len(c)
-	}
-	if t.dropped || n == 0 {
-		return
-	}
-	if !t.eng.Reserve(int64(n)) {
-		t.drop()
-		return
-	}
-	t.c.Reserved += int64(n)
-	t.req = append(make([]byte, 0, len(t.req)+n), t.req...)
-	for _, c := range chunks {
-		t.req = append(t.req, c...)
-	}
+	t.keep(&t.req, body...)
+	t.ended = end
 }
 
 // answer keeps a piece of the TF answer.

@@ -66,11 +66,11 @@ const (
 
 func isDigit(c byte) bool { return c-'0' < 10 }
 
-// parseNumber parses the number token starting at data[p] and returns the
-// offset after it, its flags and its payload bits (int64/uint64 bits for
-// integers, float64 bits for doubles). Past the end of data the stream
-// reads as NUL, like rapidjson's MemoryStream.
-func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *SyntaxError) {
+// parseNumber parses the number token starting at data[p] and returns it
+// with the offset after it, or rapidjson's error (its message, and its
+// offset in data). Past the end of data the stream reads as NUL, like
+// rapidjson's MemoryStream.
+func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 	start := p
 	n := len(data)
 	peek := func(i int) byte {
@@ -101,26 +101,20 @@ func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *Sy
 	case c >= '1' && c <= '9':
 		i = uint32(c - '0')
 		p++
+		// On in 64 bits where the next digit would pass int32's range
+		// (negative) or uint32's.
+		lim, last := uint32(429496729), byte('5')
 		if minus {
-			for p < n && isDigit(data[p]) {
-				if i >= 214748364 && (i != 214748364 || data[p] > '8') {
-					i64, use64 = uint64(i), true
-					break
-				}
-				i = i*10 + uint32(data[p]-'0')
-				p++
-				sig++
+			lim, last = 214748364, '8'
+		}
+		for p < n && isDigit(data[p]) {
+			if i >= lim && (i != lim || data[p] > last) {
+				i64, use64 = uint64(i), true
+				break
 			}
-		} else {
-			for p < n && isDigit(data[p]) {
-				if i >= 429496729 && (i != 429496729 || data[p] > '5') {
-					i64, use64 = uint64(i), true
-					break
-				}
-				i = i*10 + uint32(data[p]-'0')
-				p++
-				sig++
-			}
+			i = i*10 + uint32(data[p]-'0')
+			p++
+			sig++
 		}
 	case c == 'I' || c == 'N':
 		// Sequential consumes, as rapidjson: a failed "NaN" falls through
@@ -134,43 +128,37 @@ func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *Sy
 				d = math.Inf(-1)
 			}
 			if peek(p) == 'i' && !(consume('i') && consume('n') && consume('i') && consume('t') && consume('y')) {
-				return p, 0, 0, &SyntaxError{msgValueInvalid, p}
+				return Num{}, p, &SyntaxError{msgValueInvalid, p}
 			}
 		} else {
-			return p, 0, 0, &SyntaxError{msgValueInvalid, p}
+			return Num{}, p, &SyntaxError{msgValueInvalid, p}
 		}
 	default:
-		return p, 0, 0, &SyntaxError{msgValueInvalid, p}
+		return Num{}, p, &SyntaxError{msgValueInvalid, p}
 	}
 
 	useDouble := false
 	if use64 {
+		// On in a double where the next digit would pass int64's range
+		// (negative) or uint64's.
+		lim, last := uint64(0x1999999999999999), byte('5')
 		if minus {
-			for p < n && isDigit(data[p]) {
-				if i64 >= 0x0CCCCCCCCCCCCCCC && (i64 != 0x0CCCCCCCCCCCCCCC || data[p] > '8') {
-					d, useDouble = float64(i64), true
-					break
-				}
-				i64 = i64*10 + uint64(data[p]-'0')
-				p++
-				sig++
+			lim, last = 0x0CCCCCCCCCCCCCCC, '8'
+		}
+		for p < n && isDigit(data[p]) {
+			if i64 >= lim && (i64 != lim || data[p] > last) {
+				d, useDouble = float64(i64), true
+				break
 			}
-		} else {
-			for p < n && isDigit(data[p]) {
-				if i64 >= 0x1999999999999999 && (i64 != 0x1999999999999999 || data[p] > '5') {
-					d, useDouble = float64(i64), true
-					break
-				}
-				i64 = i64*10 + uint64(data[p]-'0')
-				p++
-				sig++
-			}
+			i64 = i64*10 + uint64(data[p]-'0')
+			p++
+			sig++
 		}
 	}
 	if useDouble {
 		for p < n && isDigit(data[p]) {
 			if d >= 1.7976931348623157e307 {
-				return p, 0, 0, &SyntaxError{msgNumberTooBig, start}
+				return Num{}, p, &SyntaxError{msgNumberTooBig, start}
 			}
 			// The explicit conversion forbids a fused multiply-add, which
 			// C++ (SSE2) does not use either.
@@ -182,7 +170,7 @@ func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *Sy
 	expFrac := 0
 	if consume('.') {
 		if !isDigit(peek(p)) {
-			return p, 0, 0, &SyntaxError{msgNumberMissFraction, p}
+			return Num{}, p, &SyntaxError{msgNumberMissFraction, p}
 		}
 		if !useDouble {
 			if !use64 {
@@ -208,7 +196,7 @@ func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *Sy
 		// A sign: '+' is consumed and changes nothing.
 		expMinus := !consume('+') && consume('-')
 		if !isDigit(peek(p)) {
-			return p, 0, 0, &SyntaxError{msgNumberMissExponent, p}
+			return Num{}, p, &SyntaxError{msgNumberMissExponent, p}
 		}
 		exp = int(data[p] - '0')
 		p++
@@ -229,7 +217,7 @@ func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *Sy
 				exp = exp*10 + int(data[p]-'0')
 				p++
 				if exp > maxExp {
-					return p, 0, 0, &SyntaxError{msgNumberTooBig, start}
+					return Num{}, p, &SyntaxError{msgNumberTooBig, start}
 				}
 			}
 		}
@@ -241,18 +229,18 @@ func parseNumber(data []byte, p int) (end int, flags uint8, bits uint64, err *Sy
 		if minus {
 			d = -d
 		}
-		return p, flagDouble, math.Float64bits(d), nil
+		return Num{flagDouble, math.Float64bits(d)}, p, nil
 	case nanOrInf:
-		return p, flagDouble, math.Float64bits(d), nil
+		return Num{flagDouble, math.Float64bits(d)}, p, nil
 	case use64 && minus:
-		return p, intFlags(int64(^i64 + 1)), ^i64 + 1, nil
+		return Num{intFlags(int64(^i64 + 1)), ^i64 + 1}, p, nil
 	case use64:
-		return p, uintFlags(i64), i64, nil
+		return Num{uintFlags(i64), i64}, p, nil
 	case minus:
 		v := int64(int32(^i + 1))
-		return p, intFlags(v), uint64(v), nil
+		return Num{intFlags(v), uint64(v)}, p, nil
 	default:
-		return p, uintFlags(uint64(i)), uint64(i), nil
+		return Num{uintFlags(uint64(i)), uint64(i)}, p, nil
 	}
 }
 
@@ -320,8 +308,8 @@ type Num struct {
 // input reads as NUL, so a caller streaming chunks must hand it a token
 // that is known to be complete.
 func ParseNumber(data []byte, p int) (n Num, end int, ok bool) {
-	end, flags, bits, err := parseNumber(data, p)
-	return Num{flags, bits}, end, err == nil
+	n, end, err := parseNumber(data, p)
+	return n, end, err == nil
 }
 
 // IsInt reports an integer in int32 range (rapidjson IsInt).
@@ -368,50 +356,28 @@ func (n Num) Float64() float64 {
 	}
 }
 
-// ParseDecimal is the common case of ParseNumber, for hot loops: a token
-// -?int[.frac][e±exp] with at most 15 integer digits and at most 3
-// exponent digits, returned as Num.Float64 would return it. It follows
-// parseNumber's arithmetic step for step for that grammar (an integer
-// part that short never leaves the integer accumulators; the fraction
-// goes on in 64 bits up to 2^53, then in a double up to 17 significant
-// digits; one normalPrecision scaling), so the bits are the same; it only
-// drops the branches that grammar cannot reach. ok is false for every
-// other token, and for one that reaches the end of data (it may go on in a
-// later chunk); the caller then uses ParseNumber, which decides it.
+// AppendDecimals reads numbers as ParseNumber does, for the hottest loop
+// of a request: up to limit numbers "v, v, v" (a comma, then at most one
+// space, between them) from data[p:], each appended to dst as Num.Float64
+// would return it, as a little-endian float32 (or float64 when wide),
+// which needs that much room in dst: it does not grow it. It returns the
+// offset just after the last number it took and how many it took (end is
+// p for none). It stops before anything else, and before any token it
+// leaves to ParseNumber, so that the caller goes on at the last number's
+// separator.
 //
-// The usual token of a tensor, an integer part of a few digits and a
-// fraction without exponent, with room to read ahead, is read without a
-// loop (AppendDecimals, through decimalWords); the rest takes parseDecimalBytes, the same
-// arithmetic digit by digit.
-func ParseDecimal(data []byte, p int) (f float64, end int, ok bool) {
-	if p+decimalLookahead <= len(data) {
-		if f, end, ok = decimalWords(data, p); ok {
-			return f, end, true
-		}
-	}
-	return parseDecimalBytes(data, p)
-}
-
-// AppendDecimals is ParseDecimal over the values of a list, for the
-// hottest loop of a request: it reads up to limit numbers "v, v, v" (a
-// comma, then at most one space, between them) from data[p:] and appends
-// each to dst as a little-endian float32 (or float64 when wide), which
-// needs that much room in dst: it does not grow it. It returns the offset
-// just after the last number it took and how many it took (end is p for
-// none). It stops before anything else, a token ParseDecimal would leave
-// included, so that the caller goes on at the last number's separator.
-//
-// It takes the token of a tensor, -?int.frac with an integer part of at
-// most 15 digits and room to read decimalLookahead bytes ahead, without a
-// loop over its digits, and leaves the rest (exponents, integers, "01",
-// long mixed tokens, the end of data) to the digit-by-digit path. Why
-// whole runs give rapidjson's values: every digit goes into the 64-bit
-// significand m while m <= 2^53-1 before it. With ni significant integer
-// digits (none for "0") and L fraction digits, m stays below 10^15 up to
-// the 16th digit, so when ni+L <= 16 every digit is taken: m is the digits
-// as one integer and the exponent -L, and the one scaling is
-// float64(m) / 10^L. Only an integer part of "0" goes on past 16 fraction
-// digits here (a double's repr is 16 or 17 of them), in longFraction.
+// It takes the tokens of a tensor, -?int[.frac] with an integer part of
+// at most 15 digits and room to read decimalLookahead bytes ahead,
+// without a loop over the fraction's digits, and leaves the rest
+// (exponents, "01", long mixed tokens, the end of data) to ParseNumber.
+// An integer is exact in a double. Why whole runs of fraction digits give
+// rapidjson's values: every digit goes into the 64-bit significand m
+// while m <= 2^53-1 before it. With ni significant integer digits (none
+// for "0") and L fraction digits, m stays below 10^15 up to the 16th
+// digit, so when ni+L <= 16 every digit is taken: m is the digits as one
+// integer and the exponent -L, and the one scaling is float64(m) / 10^L.
+// Only an integer part of "0" goes on past 16 fraction digits here (a
+// double's repr is 16 or 17 of them), in longFraction.
 //
 // The token is read in the loop itself, not in a function per value: the
 // call and the registers saved around it were a tenth of a request's time.
@@ -442,41 +408,47 @@ values:
 				break
 			}
 		}
-		if data[q] != '.' {
-			break // an integer, an exponent or not this grammar
-		}
-		q++
-		x1 := binary.LittleEndian.Uint64(data[q:])
-		k1 := digitRun(x1)
-		if k1 == 0 {
-			break // "Miss fraction part"
-		}
-		v1 := digitsValue(x1, k1)
 		var f float64
-		if k1 < 8 {
-			if ni+k1 > 16 {
+		if data[q] == '.' {
+			q++
+			x1 := binary.LittleEndian.Uint64(data[q:])
+			k1 := digitRun(x1)
+			if k1 == 0 {
+				break // "Miss fraction part"
+			}
+			v1 := digitsValue(x1, k1)
+			if k1 < 8 {
+				if ni+k1 > 16 {
+					break
+				}
+				q += k1
+				// m < 2^63: the signed conversion is the same value, without
+				// the unsigned one's branch.
+				f = float64(int64(m*pow10u[k1]+v1)) / pow10[k1]
+			} else {
+				x2 := binary.LittleEndian.Uint64(data[q+8:])
+				k2 := digitRun(x2)
+				L := 8 + k2
+				if ni+L <= 16 && (k2 < 8 || !isDigit(data[q+16])) {
+					f = float64(int64((m*100_000_000+v1)*pow10u[k2]+digitsValue(x2, k2))) / pow10[L]
+					q += L
+				} else {
+					ok := false
+					if ni != 0 {
+						break
+					}
+					if f, q, ok = longFraction(data, q, v1, x1, x2); !ok {
+						break
+					}
+				}
+			}
+		} else {
+			// An integer, exact in a double. Left to ParseNumber: "01",
+			// where it stops after the 0, and "-0", the integer 0.
+			if isDigit(data[q]) || neg && m == 0 {
 				break
 			}
-			q += k1
-			// m < 2^63: the signed conversion is the same value, without
-			// the unsigned one's branch.
-			f = float64(int64(m*pow10u[k1]+v1)) / pow10[k1]
-		} else {
-			x2 := binary.LittleEndian.Uint64(data[q+8:])
-			k2 := digitRun(x2)
-			L := 8 + k2
-			if ni+L <= 16 && (k2 < 8 || !isDigit(data[q+16])) {
-				f = float64(int64((m*100_000_000+v1)*pow10u[k2]+digitsValue(x2, k2))) / pow10[L]
-				q += L
-			} else {
-				ok := false
-				if ni != 0 {
-					break
-				}
-				if f, q, ok = longFraction(data, q, v1, x1, x2); !ok {
-					break
-				}
-			}
+			f = float64(m)
 		}
 		if data[q]|0x20 == 'e' {
 			break
@@ -510,16 +482,6 @@ values:
 // read: a sign, 15 integer digits and the point (17), two words of
 // fraction digits (16) and the byte after them.
 const decimalLookahead = 34
-
-// decimalWords is ParseDecimal for the tokens AppendDecimals takes (one
-// value, as a float64); ok is false for the others.
-func decimalWords(data []byte, p int) (f float64, end int, ok bool) {
-	var b [8]byte
-	if _, end, took := AppendDecimals(b[:0], data, p, true, 1); took == 1 {
-		return math.Float64frombits(binary.LittleEndian.Uint64(b[:])), end, true
-	}
-	return 0, 0, false
-}
 
 // longFraction finishes AppendDecimals' token "0." followed by more than
 // 16 fraction digits at data[p:], the first eight being x1 (value v1) and
@@ -564,115 +526,27 @@ func digitsValue(x uint64, k int) uint64 {
 	return (x & 0x0000FFFF0000FFFF) * (1 + 10000<<32) >> 32
 }
 
-// parseDecimalBytes is ParseDecimal digit by digit (runs of eight in the
-// fraction where fracDigits can), for the tokens decimalWords leaves and
-// near the end of data.
-func parseDecimalBytes(data []byte, p int) (f float64, end int, ok bool) {
-	n := len(data)
-	neg := p < n && data[p] == '-'
-	if neg {
-		p++
-	}
-	start := p
-	var m uint64
-	sig := 0
-	if p < n && data[p] == '0' {
-		p++
-	} else {
-		for p < n && isDigit(data[p]) {
-			m = m*10 + uint64(data[p]-'0')
-			p++
-		}
-		sig = p - start - 1
-	}
-	digits := p - start
-	if digits == 0 || digits > 15 || p >= n {
-		return 0, 0, false
-	}
-	isInt := true
-	expFrac := 0
-	d := 0.0
-	if data[p] == '.' {
-		isInt = false
-		p++
-		if p >= n || !isDigit(data[p]) {
-			return 0, 0, false
-		}
-		m, p, sig, expFrac = fracDigits(data, p, m, sig, expFrac)
-		d, p, _, expFrac = fracTail(data, p, float64(m), sig, expFrac)
-		if p >= n {
-			return 0, 0, false
-		}
-	} else {
-		d = float64(m)
-	}
-	exp := 0
-	if data[p]|0x20 == 'e' {
-		isInt = false
-		p++
-		expNeg := false
-		if p < n && (data[p] == '+' || data[p] == '-') {
-			expNeg = data[p] == '-'
-			p++
-		}
-		es := p
-		for p < n && isDigit(data[p]) && p-es < 3 {
-			exp = exp*10 + int(data[p]-'0')
-			p++
-		}
-		if p == es || p >= n || isDigit(data[p]) {
-			return 0, 0, false
-		}
-		if expNeg {
-			exp = -exp
-		} else if exp > 308-expFrac {
-			return 0, 0, false // "Number too big": parseNumber says it
-		}
-	}
-	if isDigit(data[p]) {
-		return 0, 0, false // "01": not this grammar
-	}
-	if isInt {
-		if neg {
-			return float64(-int64(m)), p, true
-		}
-		return float64(m), p, true
-	}
-	f = normalPrecision(d, exp+expFrac)
-	if neg {
-		f = -f
-	}
-	return f, p, true
-}
-
 // fracDigits is rapidjson's fraction loop while the significand m is an
 // integer: digits are added while m <= 2^53-1, each one lowering expFrac
 // and, from the first non-zero one, counting in sig. Runs of up to eight
 // digits are added at once while no digit of the run can meet the 2^53
 // cut-off, which gives the same m, sig and expFrac as one by one.
 func fracDigits(data []byte, p int, m uint64, sig, expFrac int) (uint64, int, int, int) {
-	// digitRun written out here: a call per run showed in profiles.
 	for m < 0x1FFFFFFFFFFFFF/100000000 && p+8 <= len(data) {
 		x := binary.LittleEndian.Uint64(data[p:])
-		// A digit byte is 0x30…0x39: its high nibble is 3, and adding 6
-		// keeps it 3. A carry out of a non-digit byte only reaches later
-		// bytes.
-		t := x&0xF0F0F0F0F0F0F0F0 | (x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0>>4
-		k := bits.TrailingZeros64(t^0x3333333333333333) >> 3
+		k := digitRun(x) // inlined, as digitsValue
 		if k == 0 {
 			break
 		}
-		x &= 0x0F0F0F0F0F0F0F0F // digit values, the first in the low byte
-		x <<= 8 * (8 - k) & 63  // keep the run, zero digits in front
+		v := digitsValue(x, k)
 		if m != 0 {
 			sig += k
-		} else if x != 0 {
-			sig += k - (bits.TrailingZeros64(x)>>3 - (8 - k)) // less the run's leading zeros
+		} else if v != 0 {
+			// Less the run's leading zeros (the first digit is in the
+			// low byte; a non-zero one is in the run).
+			sig += k - bits.TrailingZeros64(x&0x0F0F0F0F0F0F0F0F)>>3
 		}
-		x = x * (1 + 10<<8) >> 8 // pairs of digits
-		x = (x & 0x00FF00FF00FF00FF) * (1 + 100<<16) >> 16
-		x = (x & 0x0000FFFF0000FFFF) * (1 + 10000<<32) >> 32
-		m = m*pow10u[k] + x
+		m = m*pow10u[k] + v
 		p += k
 		expFrac -= k
 		if k < 8 {

@@ -77,23 +77,12 @@ type Token struct {
 
 // ValueKind returns the kind of the value a token is or, for an opening
 // bracket, starts.
-func (t Token) ValueKind() Kind {
-	switch t.Kind {
-	case BeginArray:
-		return Array
-	case BeginObject:
-		return Object
-	case StringValue:
-		return String
-	case NumberValue:
-		return Number
-	case TrueValue:
-		return True
-	case FalseValue:
-		return False
-	}
-	return Null
-}
+func (t Token) ValueKind() Kind { return valueKinds[t.Kind] }
+
+// valueKinds maps the token kinds to the value kinds (Null for the
+// others); a TokenKind indexes it without a bounds check.
+var valueKinds = [256]Kind{BeginArray: Array, BeginObject: Object, StringValue: String, NumberValue: Number,
+	TrueValue: True, FalseValue: False}
 
 // MaxPending bounds a number or literal a chunk boundary cuts. A longer
 // one is legal JSON (digits beyond the 17th are read and dropped) but
@@ -521,7 +510,7 @@ func atomEnd(buf []byte, p int) int {
 // or number before the token's), else ErrTokenTooLong.
 func (t *Tokenizer) longAtom() (Token, bool) {
 	tok := t.pend
-	_, end, err := scanNumber(tok, 0)
+	_, end, err := parseNumber(tok, 0)
 	if c := tok[0]; c != 'n' && c != 't' && c != 'f' &&
 		(err == nil && end == len(tok) || err != nil && err.Offset >= len(tok)) {
 		t.err = ErrTokenTooLong
@@ -560,7 +549,7 @@ func (t *Tokenizer) atomDone(tok []byte) (Token, bool) {
 		}
 	} else {
 		var err *SyntaxError
-		if out.Num, end, err = scanNumber(tok, 0); err != nil {
+		if out.Num, end, err = parseNumber(tok, 0); err != nil {
 			t.failAt(err.Msg, t.tokOff+int64(err.Offset))
 			return Token{}, false
 		}
@@ -572,11 +561,4 @@ func (t *Tokenizer) atomDone(tok []byte) (Token, bool) {
 	}
 	t.valueEnd()
 	return out, true
-}
-
-// scanNumber is ParseNumber with rapidjson's error: the message and its
-// offset in data when the token is not a number.
-func scanNumber(data []byte, p int) (n Num, end int, err *SyntaxError) {
-	end, flags, bits, err := parseNumber(data, p)
-	return Num{flags, bits}, end, err
 }

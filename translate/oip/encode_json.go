@@ -54,13 +54,7 @@ func encodeJSON(dst []byte, inputs []tensor.Tensor, data func(int) [][]byte, opt
 	if cap(buf) < est {
 		buf = make([]byte, 0, est)
 	}
-	buf = append(buf, '{')
-	if opt.ID != "" {
-		buf = append(buf, `"id":`...)
-		buf = jsontext.AppendString(buf, opt.ID)
-		buf = append(buf, ',')
-	}
-	buf = append(buf, `"inputs":[`...)
+	buf = appendBodyStart(buf, opt.ID)
 	for i := range inputs {
 		t := &inputs[i]
 		if i > 0 {

@@ -2,8 +2,6 @@ package tfrequest
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math"
 	"slices"
 
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
@@ -429,8 +427,7 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 	if d.ins[i].inObj {
 		// A duplicated key: TF adds both values (trimDuplicates).
 		d.dups = true
-	}
-	if !d.ins[i].inObj {
+	} else {
 		d.ins[i].inObj = true
 		if d.inObjN++; d.inObjN == len(d.ins) && d.inst.on {
 			d.instDumpDrop()
@@ -724,28 +721,19 @@ func (d *Decoder) keep(s []byte, inChunk bool) []byte {
 	return slices.Clone(s)
 }
 
-// stringLeaf adds a string where a tensor element belongs (TF's checks in
-// its order: level, element limit, type).
+// stringLeaf adds a string where a tensor element belongs.
 func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) ([]byte, bool) {
-	i := int(v.input)
-	in := &d.ins[i]
-	switch {
-	case !d.leafLevel(i, int(v.level)):
-		d.valueErr(i, errLevel(tokenDump(jsontext.Token{Kind: jsontext.StringValue, Str: s}), int(v.level), in.curRank), true, false)
-	case !d.countLeaf(i):
-		d.limitErr(i)
-	case in.spec.DataType != tensor.Bytes:
-		d.valueErr(i, errType(tokenDump(jsontext.Token{Kind: jsontext.StringValue, Str: s}), jsontext.String, in.spec.DataType), true, false)
-	default:
-		s = d.keep(s, inChunk)
-		d.ensureStrs(&in.input)
-		in.strs = append(in.strs, s)
-		if v.level == 0 {
-			d.endItemCheck(i)
-		}
-		return s, true
+	in, ok := d.leafChecks(v, jsontext.Token{Kind: jsontext.StringValue, Str: s})
+	if !ok {
+		return s, inChunk && d.whole
 	}
-	return s, inChunk && d.whole
+	s = d.keep(s, inChunk)
+	d.ensureStrs(&in.input)
+	in.strs = append(in.strs, s)
+	if v.level == 0 {
+		d.endItemCheck(int(v.input))
+	}
+	return s, true
 }
 
 // scalar handles a number or literal value for slot v.
@@ -760,33 +748,43 @@ func (d *Decoder) scalar(v slot, tok jsontext.Token) {
 	d.feedToken(tok)
 }
 
-// scalarLeaf adds a number or literal where a tensor element belongs
-// (TF's checks in its order: level, element limit, type).
-func (d *Decoder) scalarLeaf(v slot, tok jsontext.Token) {
-	k := tok.ValueKind()
+// leafChecks makes TF's checks of a value where a tensor element belongs,
+// in its order: level, element limit, type (a string for a BYTES input,
+// a number or literal for the others). ok: the value is to be stored.
+func (d *Decoder) leafChecks(v slot, tok jsontext.Token) (in *opInput, ok bool) {
 	i := int(v.input)
-	in := &d.ins[i]
-	dt := in.spec.DataType
+	in = &d.ins[i]
 	switch {
 	case !d.leafLevel(i, int(v.level)):
 		d.valueErr(i, errLevel(tokenDump(tok), int(v.level), in.curRank), true, false)
 	case !d.countLeaf(i):
 		d.limitErr(i)
-	case dt == tensor.Bytes:
-		d.valueErr(i, errType(tokenDump(tok), k, dt), true, false)
+	case (tok.Kind == jsontext.StringValue) != (in.spec.DataType == tensor.Bytes):
+		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), in.spec.DataType), true, false)
 	default:
-		d.ensureBuf(&in.input)
-		var res leafResult
-		in.data, res = appendLeaf(in.data, dt, k, tok.Num)
-		switch res {
-		case leafTypeError:
-			d.valueErr(i, errType(tokenDump(tok), k, dt), true, false)
-		case leafUnimplemented:
-			d.valueErr(i, errUnimplemented(tokenDump(tok), dt), true, false)
-		default:
-			if v.level == 0 {
-				d.endItemCheck(i)
-			}
+		return in, true
+	}
+	return in, false
+}
+
+// scalarLeaf adds a number or literal where a tensor element belongs.
+func (d *Decoder) scalarLeaf(v slot, tok jsontext.Token) {
+	in, ok := d.leafChecks(v, tok)
+	if !ok {
+		return
+	}
+	i := int(v.input)
+	d.ensureBuf(&in.input)
+	var res leafResult
+	in.data, res = appendLeaf(in.data, in.spec.DataType, tok.ValueKind(), tok.Num)
+	switch res {
+	case leafTypeError:
+		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), in.spec.DataType), true, false)
+	case leafUnimplemented:
+		d.valueErr(i, errUnimplemented(tokenDump(tok), in.spec.DataType), true, false)
+	default:
+		if v.level == 0 {
+			d.endItemCheck(i)
 		}
 	}
 }
@@ -831,7 +829,7 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 		}
 		if took == 0 {
 			var ok bool
-			if p, data, ok = d.leafValue(buf, p, data, in, dt, float); !ok {
+			if p, data, ok = d.leafValue(buf, p, data, in, dt); !ok {
 				break
 			}
 			cnt++
@@ -886,19 +884,10 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 // it first, and returns the offset after it; ok is false, leaving the
 // token to the general path, for a token the chunk may cut, one to refuse
 // or one that does not fit the input's type.
-func (d *Decoder) leafValue(buf []byte, p int, data []byte, in *opInput, dt tensor.DataType, float bool) (int, []byte, bool) {
-	var num jsontext.Num
-	var v float64
-	end, ok := 0, false
-	if float {
-		v, end, ok = jsontext.ParseDecimal(buf, p)
-	}
-	if !ok {
-		num, end, ok = jsontext.ParseNumber(buf, p)
-		if !ok || end >= len(buf) {
-			return p, data, false
-		}
-		v = num.Float64()
+func (d *Decoder) leafValue(buf []byte, p int, data []byte, in *opInput, dt tensor.DataType) (int, []byte, bool) {
+	num, end, ok := jsontext.ParseNumber(buf, p)
+	if !ok || end >= len(buf) {
+		return p, data, false
 	}
 	if cap(data)-len(data) < dt.Size() {
 		// Full: the next block (streaming) or a larger buffer.
@@ -906,16 +895,9 @@ func (d *Decoder) leafValue(buf []byte, p int, data []byte, in *opInput, dt tens
 		d.room(&in.input)
 		data = in.data
 	}
-	switch dt {
-	case tensor.FP32:
-		data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(v)))
-	case tensor.FP64:
-		data = binary.LittleEndian.AppendUint64(data, math.Float64bits(v))
-	default:
-		var res leafResult
-		if data, res = appendLeaf(data, dt, jsontext.Number, num); res != leafOK {
-			return p, data, false
-		}
+	var res leafResult
+	if data, res = appendLeaf(data, dt, jsontext.Number, num); res != leafOK {
+		return p, data, false
 	}
 	return end, data, true
 }

@@ -112,8 +112,9 @@ func (d *Decoder) rootErr() error {
 	}
 	name := d.req.SignatureName
 	switch {
-	case !d.resolved:
-		// Neither "instances" nor "inputs": TF still resolves first.
+	case !d.resolved || d.lateSig:
+		// Neither "instances" nor "inputs" (TF still resolves first), or
+		// a name after them: resolved now.
 		sig, err := d.resolve(name)
 		if err != nil {
 			return err
@@ -121,13 +122,8 @@ func (d *Decoder) rootErr() error {
 		if sig == nil || len(sig.Inputs) == 0 {
 			return errNoInputMap(name)
 		}
-	case d.lateSig:
-		sig, err := d.resolve(name)
-		if err != nil {
-			return err
-		}
-		if sig == nil || len(sig.Inputs) == 0 {
-			return errNoInputMap(name)
+		if !d.resolved {
+			break
 		}
 		if !d.resolveOK || !sameInputs(sig, d.sig) {
 			// The values were read against other inputs; the root

@@ -28,6 +28,7 @@ type input struct {
 // <CODE>: <msg>" (absl::Status::ToString of the inner error).
 func wrapElement(i int, key []byte, err error) error {
 	inner := apierr.As(err)
+	// Built in one allocation: the key and the message may be a MiB long.
 	var b strings.Builder
 	b.Grow(len(key) + len(inner.Msg) + 96)
 	b.WriteString("Failed to process element: ")

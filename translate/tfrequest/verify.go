@@ -2,7 +2,6 @@ package tfrequest
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -30,21 +29,9 @@ func verifyInputsSize(sig *tensor.Signature, inputs []tensor.Tensor) error {
 	if len(sent) == len(want) {
 		return nil // TF compares map sizes: duplicate names count once
 	}
-	var b strings.Builder
-	b.WriteString("input size does not match signature: ")
-	b.WriteString(strconv.Itoa(len(sent)))
-	b.WriteString("!=")
-	b.WriteString(strconv.Itoa(len(want)))
-	b.WriteString(" len({")
-	b.WriteString(strings.Join(sent, ","))
-	b.WriteString("}) != len({")
-	b.WriteString(strings.Join(want, ","))
-	b.WriteString("}). Sent extra: {")
-	b.WriteString(strings.Join(setDifference(sent, want), ","))
-	b.WriteString("}. Missing but required: {")
-	b.WriteString(strings.Join(setDifference(want, sent), ","))
-	b.WriteString("}.")
-	return apierr.New(apierr.InvalidArgument, b.String())
+	return apierr.InvalidArgumentf("input size does not match signature: %d!=%d len({%s}) != len({%s}). Sent extra: {%s}. Missing but required: {%s}.",
+		len(sent), len(want), strings.Join(sent, ","), strings.Join(want, ","),
+		strings.Join(setDifference(sent, want), ","), strings.Join(setDifference(want, sent), ","))
 }
 
 // sortedSet returns the n names name(0..n-1) sorted and without

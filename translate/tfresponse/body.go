@@ -138,3 +138,15 @@ func (b *Body) Release() {
 		sc.release() // b lives in sc: it is cleared there
 	}
 }
+
+// release clears sc, the working memory of a Body, and pools it.
+func (sc *scratch) release() {
+	if cap(sc.buf) > maxPooledBuffer {
+		sc.buf = nil
+	}
+	sc.w.Reset(nil)
+	// Keep the slices' memory, not the tensors they referred to.
+	sc.body = Body{avail: sc.body.avail[:0]}
+	sc.predict = predictWalk{cur: cursor{nest: sc.predict.cur.nest}}
+	scratchPool.Put(sc)
+}

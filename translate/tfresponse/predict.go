@@ -215,17 +215,6 @@ func (p *predictWalk) step(b *Body, limit int) bool {
 	return true
 }
 
-func (sc *scratch) release() {
-	if cap(sc.buf) > maxPooledBuffer {
-		sc.buf = nil
-	}
-	sc.w.Reset(nil)
-	// Keep the slices' memory, not the tensors they referred to.
-	sc.body = Body{avail: sc.body.avail[:0]}
-	sc.predict = predictWalk{cur: cursor{nest: sc.predict.cur.nest}}
-	scratchPool.Put(sc)
-}
-
 // sortedOutputs returns the indexes of outputs in name order after
 // checking that every output is a well-formed tensor with a unique name.
 // Those failures mean the decoder handed over something no v2 server
@@ -281,7 +270,3 @@ func writable(d tensor.DataType) bool { return d.Valid() }
 
 // empty reports whether a (checked) shape has no elements.
 func empty(shape []int64) bool { return slices.Contains(shape, 0) }
-
-func isBytes(t *tensor.Tensor) bool {
-	return t.DataType == tensor.Bytes && strings.HasSuffix(t.Name, bytesSuffix)
-}

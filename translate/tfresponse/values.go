@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"math"
+	"strings"
 
 	"github.com/x448/float16"
 
@@ -27,6 +28,11 @@ type cursor struct {
 	b64    bool
 	active bool
 	nest   jsontext.Nest // the position within the value
+}
+
+// isBytes reports an output written as {"b64": ...} values.
+func isBytes(t *tensor.Tensor) bool {
+	return t.DataType == tensor.Bytes && strings.HasSuffix(t.Name, bytesSuffix)
 }
 
 // start makes c the value of shape at row r of t (row 0 for a whole
