@@ -511,7 +511,7 @@ func duplexHeadersReply(a session.Action, request bool) *extprocv3.ProcessingRes
 // streamedReply is a body reply carrying one streamed_response chunk:
 // the only body reply Envoy accepts in full-duplex mode.
 func streamedReply(p []byte, end, request bool) *extprocv3.ProcessingResponse {
-	r := &reply{}
+	r := &chunkReply{}
 	r.sbr.Body, r.sbr.EndOfStream = p, end
 	r.sr.StreamedResponse = &r.sbr
 	r.bm.Mutation = &r.sr
@@ -525,6 +525,20 @@ func streamedReply(p []byte, end, request bool) *extprocv3.ProcessingResponse {
 		r.resp.Response = &r.resB
 	}
 	return &r.resp
+}
+
+// chunkReply holds the messages of a streamed_response reply together, as
+// reply does for the others (without the header mutation's room: one is
+// sent per chunk of a body).
+type chunkReply struct {
+	resp extprocv3.ProcessingResponse
+	br   extprocv3.BodyResponse
+	cr   extprocv3.CommonResponse
+	bm   extprocv3.BodyMutation
+	sbr  extprocv3.StreamedBodyResponse
+	sr   extprocv3.BodyMutation_StreamedResponse
+	reqB extprocv3.ProcessingResponse_RequestBody
+	resB extprocv3.ProcessingResponse_ResponseBody
 }
 
 func (p *Processor) writeTimeout() time.Duration {

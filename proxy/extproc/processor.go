@@ -268,8 +268,9 @@ func errPartialBody() *apierr.Error {
 }
 
 // reply holds the messages of one reply: a headers or body reply is a
-// nest of five or six small messages, allocated together here instead of
-// one by one for each of the four replies of every exchange.
+// nest of five or six small messages and a header mutation, allocated
+// together here instead of one by one for each of the four replies of
+// every exchange.
 type reply struct {
 	resp extprocv3.ProcessingResponse
 	hr   extprocv3.HeadersResponse
@@ -277,12 +278,11 @@ type reply struct {
 	cr   extprocv3.CommonResponse
 	bm   extprocv3.BodyMutation
 	body extprocv3.BodyMutation_Body
-	sbr  extprocv3.StreamedBodyResponse
-	sr   extprocv3.BodyMutation_StreamedResponse
 	reqH extprocv3.ProcessingResponse_RequestHeaders
 	resH extprocv3.ProcessingResponse_ResponseHeaders
 	reqB extprocv3.ProcessingResponse_RequestBody
 	resB extprocv3.ProcessingResponse_ResponseBody
+	hm   headerMutation
 }
 
 // headersReply answers a headers message.
@@ -348,7 +348,7 @@ func (r *reply) common(a session.Action) *extprocv3.CommonResponse {
 		return nil
 	}
 	cr := &r.cr
-	cr.HeaderMutation = mutation(a.Set, a.Remove)
+	cr.HeaderMutation = r.hm.build(a.Set, a.Remove)
 	// Envoy re-picks the route (the model map's x-tfsbridge-server) only
 	// when asked, and only with a header mutation in the same reply.
 	cr.ClearRouteCache = a.ClearRouteCache && cr.HeaderMutation != nil
@@ -360,33 +360,68 @@ func (r *reply) common(a session.Action) *extprocv3.CommonResponse {
 	return cr
 }
 
-// mutation builds a header mutation: values in raw_value only (setting
-// value too makes Envoy reject the mutation), always overwriting. Its
-// messages and values share four allocations, not three per header: it
-// is built for most replies.
+// mutation builds a header mutation on its own (immediate and trailers
+// replies); headers and body replies build theirs inside the reply.
 func mutation(set []session.Header, remove []string) *extprocv3.HeaderMutation {
 	if len(set) == 0 && len(remove) == 0 {
 		return nil
 	}
-	hm := &extprocv3.HeaderMutation{RemoveHeaders: remove}
-	if len(set) > 0 {
-		n := 0
-		for _, h := range set {
-			n += len(h.Value)
-		}
-		raw := make([]byte, 0, n)
-		hs := make([]setHeader, len(set))
-		hm.SetHeaders = make([]*corev3.HeaderValueOption, len(set))
-		for i, h := range set {
-			start := len(raw)
-			raw = append(raw, h.Value...)
-			v := &hs[i]
-			v.val.Key, v.val.RawValue = h.Key, raw[start:len(raw):len(raw)]
-			v.opt.Header = &v.val
-			v.opt.AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-			hm.SetHeaders[i] = &v.opt
-		}
+	return new(headerMutation).build(set, remove)
+}
+
+// inlineHeaders and inlineRaw size a headerMutation's own room: a
+// translated request's body reply sets four headers (content-type,
+// content-length, accept-encoding, inference-header-content-length) of
+// about 60 bytes of values, every other reply of an exchange fewer.
+const (
+	inlineHeaders = 4
+	inlineRaw     = 128
+)
+
+// headerMutation is a header mutation with room for its headers' messages
+// and values: building one for a reply (most replies carry one) then
+// allocates nothing beyond the reply, where it took four allocations.
+type headerMutation struct {
+	hm   extprocv3.HeaderMutation
+	hs   [inlineHeaders]setHeader
+	opts [inlineHeaders]*corev3.HeaderValueOption
+	raw  [inlineRaw]byte
+}
+
+// build fills m with a mutation that sets set and removes remove: values
+// in raw_value only (setting value too makes Envoy reject the mutation),
+// always overwriting. It returns nil when the mutation is empty.
+func (m *headerMutation) build(set []session.Header, remove []string) *extprocv3.HeaderMutation {
+	if len(set) == 0 && len(remove) == 0 {
+		return nil
 	}
+	hm := &m.hm
+	hm.RemoveHeaders = remove
+	if len(set) == 0 {
+		return hm
+	}
+	n := 0
+	for _, h := range set {
+		n += len(h.Value)
+	}
+	raw := m.raw[:0]
+	if n > len(m.raw) {
+		raw = make([]byte, 0, n)
+	}
+	hs, opts := m.hs[:], m.opts[:]
+	if len(set) > inlineHeaders {
+		hs, opts = make([]setHeader, len(set)), make([]*corev3.HeaderValueOption, len(set))
+	}
+	for i, h := range set {
+		start := len(raw)
+		raw = append(raw, h.Value...)
+		v := &hs[i]
+		v.val.Key, v.val.RawValue = h.Key, raw[start:len(raw):len(raw)]
+		v.opt.Header = &v.val
+		v.opt.AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+		opts[i] = &v.opt
+	}
+	hm.SetHeaders = opts[:len(set):len(set)]
 	return hm
 }
 

@@ -136,6 +136,9 @@ const (
 // concurrent use: the adapters call it from one goroutine per exchange.
 type Session struct {
 	cfg *Config
+	// headersSet is the room of the request-headers action's Set (the
+	// path rewrite and the target's headers): no allocation of its own.
+	headersSet [4]Header
 	// log is the exchange's logger (with request_id), built on first use:
 	// slog's With costs four allocations, and most exchanges log nothing.
 	log   *slog.Logger
@@ -340,7 +343,9 @@ func (s *Session) awaitBody(ctx context.Context, p bodyPipeline, h HeaderGetter,
 		}
 		return s.rt.routed(a)
 	}
-	return s.rt.routed(Action{Verdict: Continue, Set: []Header{rewrite}})
+	// The headers go in room of the session's own (routed may add the
+	// target's): the action is read before the next event.
+	return s.rt.routed(Action{Verdict: Continue, Set: append(s.headersSet[:0], rewrite)})
 }
 
 // resolver is the tfrequest.Resolver of an inference body: it reports
@@ -402,13 +407,14 @@ func (s *Session) requestAction(req translate.V2Request) Action {
 	s.cfg.Metrics.BodySize(observe.StageV2Request, n)
 	a := Action{
 		Verdict: Continue,
-		Set: []Header{
-			{hdrContentType, req.ContentType},
-			{hdrContentLength, strconv.Itoa(n)},
+		// Room for the fourth header too: one allocation, not two.
+		Set: append(make([]Header, 0, 4),
+			Header{hdrContentType, req.ContentType},
+			Header{hdrContentLength, strconv.Itoa(n)},
 			// An ext_proc filter sees upstream bytes as sent: ask for
 			// an uncompressed answer.
-			{hdrAcceptEnc, "identity"},
-		},
+			Header{hdrAcceptEnc, "identity"},
+		),
 	}
 	if req.HeaderLength >= 0 {
 		a.Set = append(a.Set, Header{hdrIHCL, strconv.Itoa(req.HeaderLength)})

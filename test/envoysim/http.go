@@ -88,7 +88,7 @@ func (x *exchange) serve() error {
 	if e.cfg.BufferFilterMaxBytes > 0 && hasBody {
 		// envoy.filters.http.buffer sits before ext_proc: it stops the chain until the
 		// whole body is in, so an oversized request is refused before ext_proc saw it.
-		b, over, err := readLimited(x.r.Body, e.cfg.BufferFilterMaxBytes)
+		b, over, err := readLimited(x.r.Body, e.cfg.BufferFilterMaxBytes, x.r.ContentLength)
 		if err != nil {
 			return errAborted
 		}
@@ -114,7 +114,7 @@ func (x *exchange) serve() error {
 		// Envoy reads the body while the processor looks at the headers; reading it here
 		// also lets net/http notice a client that goes away (it watches the connection
 		// only once the body is consumed).
-		pre = startPrefetch(x.r.Body, limit)
+		pre = startPrefetch(x.r.Body, limit, x.r.ContentLength)
 		defer pre.finish()
 	}
 
@@ -190,11 +190,11 @@ type prefetch struct {
 	err  error
 }
 
-func startPrefetch(r io.Reader, limit int) *prefetch {
+func startPrefetch(r io.Reader, limit int, size int64) *prefetch {
 	p := &prefetch{done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.data, p.over, p.err = readLimited(r, limit)
+		p.data, p.over, p.err = readLimited(r, limit, size)
 	}()
 	return p
 }
@@ -558,7 +558,7 @@ func (b bodySource) readAll(limit int) ([]byte, bool, error) {
 	case b.known:
 		return b.data, len(b.data) > limit, nil
 	default:
-		return readLimited(b.r, limit)
+		return readLimited(b.r, limit, -1)
 	}
 }
 
@@ -577,13 +577,25 @@ func (e *eofReader) Read(p []byte) (int, error) {
 }
 
 // readLimited reads r to the end but never holds more than limit+1 bytes: one byte over the
-// limit is enough to know the body is too large.
-func readLimited(r io.Reader, limit int) ([]byte, bool, error) {
-	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
-	if err != nil {
+// limit is enough to know the body is too large. size, when known (the content-length, -1
+// otherwise), sizes the buffer at once: Envoy holds a body in a chain of slices and never
+// copies it to grow it, as io.ReadAll's doubling would (for a large body that copying and
+// the zeroing of each new buffer were most of the stand-in's own cost per exchange).
+func readLimited(r io.Reader, limit int, size int64) ([]byte, bool, error) {
+	lr := io.LimitReader(r, int64(limit)+1)
+	if size < 0 || size > int64(limit) {
+		b, err := io.ReadAll(lr)
+		if err != nil {
+			return nil, false, err
+		}
+		return b, len(b) > limit, nil
+	}
+	// bytes.Buffer grows unless MinRead bytes are free before each read.
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	if _, err := buf.ReadFrom(lr); err != nil {
 		return nil, false, err
 	}
-	return b, len(b) > limit, nil
+	return buf.Bytes(), buf.Len() > limit, nil
 }
 
 // isGRPCRequest is Grpc::Common::hasGrpcContentType on the request headers: content-type
