@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -254,8 +255,10 @@ func (e *Engine) worker(c *Copy) {
 	defer e.wg.Done()
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
+	dl := e.newDeadline()
+	defer dl.close()
 	for {
-		e.run(c)
+		e.runWithin(dl, c)
 		e.Release(c.Reserved)
 		c.slot.Add(-1)
 		idle.Reset(workerIdle)
@@ -278,10 +281,19 @@ func (e *Engine) slot(model string) *atomic.Int64 {
 	return v.(*atomic.Int64)
 }
 
-// run sends one copy and compares the answers.
+// run sends one copy and compares the answers, within a deadline of its
+// own (tests; the workers reuse theirs).
 func (e *Engine) run(c *Copy) {
-	ctx, cancel := context.WithTimeout(e.ctx, e.o.Timeout)
-	defer cancel()
+	dl := e.newDeadline()
+	defer dl.close()
+	e.runWithin(dl, c)
+}
+
+// runWithin sends one copy within the next of dl's timeouts and compares
+// the answers.
+func (e *Engine) runWithin(dl *deadline, c *Copy) {
+	ctx := dl.start()
+	defer dl.stop()
 	model := c.Route.Model
 	answer, err := e.call(ctx, c)
 	if e.ctx.Err() != nil {
@@ -350,4 +362,54 @@ func (e *Engine) logFile(path string) *mismatchLog {
 	}
 	v, _ := e.logs.LoadOrStore(path, newMismatchLog(path, e.o.LogMaxBytes, e.o.LogPerSecond, e.log))
 	return v.(*mismatchLog)
+}
+
+// errTimeout is the cause of a copy's context cancelled by its deadline.
+var errTimeout = fmt.Errorf("no answer within the shadow timeout (--shadow-timeout): %w", context.DeadlineExceeded)
+
+// deadline is a worker's --shadow-timeout, one copy at a time. Its
+// context and timer are reused from copy to copy, where a
+// context.WithTimeout per copy would allocate a context, a timer and a
+// channel and register and unregister them with the engine's context;
+// only a copy that times out costs the next one a new context.
+type deadline struct {
+	parent context.Context
+	limit  time.Duration
+	ctx    context.Context // nil until the first copy and after a timeout
+	cancel context.CancelCauseFunc
+	timer  *time.Timer // cancels ctx with errTimeout when it fires
+}
+
+func (e *Engine) newDeadline() *deadline { return &deadline{parent: e.ctx, limit: e.o.Timeout} }
+
+// start returns the context of the next copy: done limit from now, or
+// when the engine closes.
+func (d *deadline) start() context.Context {
+	if d.ctx != nil {
+		d.timer.Reset(d.limit)
+		return d.ctx
+	}
+	ctx, cancel := context.WithCancelCause(d.parent)
+	d.ctx, d.cancel = ctx, cancel
+	d.timer = time.AfterFunc(d.limit, func() { cancel(errTimeout) })
+	return ctx
+}
+
+// stop ends the copy's time. A timer that already fired (or is firing)
+// has cancelled the context, or is about to: the next copy gets a new
+// one.
+func (d *deadline) stop() {
+	if d.ctx != nil && !d.timer.Stop() {
+		d.cancel(errTimeout)
+		d.ctx = nil
+	}
+}
+
+// close lets the context go (the worker ends).
+func (d *deadline) close() {
+	if d.ctx != nil {
+		d.timer.Stop()
+		d.cancel(context.Canceled)
+		d.ctx = nil
+	}
 }
