@@ -229,9 +229,14 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 			h["Authorization"] = []string{"Bearer " + tok}
 		}
 	}
-	resp, err := e.http.Do(req)
+	if u.User != nil && h["Authorization"] == nil {
+		// As http.Client sends a URL's user info (the transport does not).
+		pw, _ := u.User.Password()
+		req.SetBasicAuth(u.User.Username(), pw)
+	}
+	resp, err := e.rt.RoundTrip(req)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+		return 0, nil, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
 	}
 	defer resp.Body.Close()
 	body, err := e.readBody(c, resp.Body, resp.ContentLength)

@@ -122,7 +122,7 @@ type Engine struct {
 	metrics *observe.ShadowMetrics
 	log     *slog.Logger
 	limiter *observe.LogLimiter
-	http    *http.Client
+	rt      http.RoundTripper
 
 	held     atomic.Int64 // bytes all copies hold
 	inflight sync.Map     // model → *atomic.Int64
@@ -166,9 +166,11 @@ func New(o Options) *Engine {
 	e := &Engine{
 		o: o, metrics: o.Metrics.Shadow(), log: log,
 		limiter: &observe.LogLimiter{Logger: log, Interval: 10 * time.Second},
-		http: &http.Client{Transport: o.Transport,
-			// A copy goes to the configured server and nowhere else.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		// The transport itself, not an http.Client: a copy goes to the
+		// configured server and nowhere else (a redirect is its answer),
+		// and a Client would clone every request's header and set up its
+		// redirect and timeout handling for nothing.
+		rt: o.Transport,
 	}
 	e.pool.New = func() any { return tfcompare.New(tfcompare.DefaultTolerance) }
 	e.work = make(chan *Copy)

@@ -368,3 +368,30 @@ func TestEngineLargeRequest(t *testing.T) {
 	h.wait(1)
 	h.expect(map[string]int{observe.ShadowMatch: 1})
 }
+
+// A server URL's user info is sent as basic auth, as http.Client would
+// (the engine calls the transport itself); a redirect is the answer.
+func TestEngineURLUserAndRedirect(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, pw, _ := r.BasicAuth(); user != "u" || pw != "p w" {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+			return
+		}
+		_, _ = io.WriteString(w, primaryOK)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		user   *url.Userinfo
+		result string
+	}{
+		{url.UserPassword("u", "p w"), observe.ShadowMatch},
+		{nil, observe.ShadowMismatch}, // a 302 against the primary's 200, not followed
+	} {
+		u, _ := url.Parse(srv.URL)
+		u.User = tc.user
+		h := newHarness(t, Options{}, 8)
+		h.e.Submit(h.copyOf(Target{Name: "tf", Kind: KindTFServing, URL: u}, predictPath, predictBody, ok(primaryOK)))
+		h.wait(1)
+		h.expect(map[string]int{tc.result: 1})
+	}
+}
