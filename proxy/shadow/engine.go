@@ -112,7 +112,7 @@ type Copy struct {
 	// Reserved is what the copy holds of the memory cap (Reserve).
 	Reserved int64
 
-	slot *atomic.Int64 // its model's in-flight count, set by Submit
+	model *modelState // its model's in-flight count and series, set by Submit
 }
 
 // Engine runs shadow copies. It is safe for concurrent use; a nil
@@ -125,7 +125,7 @@ type Engine struct {
 	rt      http.RoundTripper
 
 	held     atomic.Int64 // bytes all copies hold
-	inflight sync.Map     // model → *atomic.Int64
+	models   sync.Map     // model → *modelState
 	logs     sync.Map     // path → *mismatchLog
 	pool     sync.Pool    // *tfcompare.Comparer
 	// work hands a copy to an idle worker (unbuffered: a send succeeds
@@ -232,13 +232,13 @@ func (e *Engine) Drop(model string, reserved int64) {
 // of its model are running. It never blocks.
 func (e *Engine) Submit(c *Copy) {
 	sh := c.Entry.Shadow
-	slot := e.slot(c.Route.Model)
-	if n := slot.Add(1); n > int64(sh.MaxInflight) {
-		slot.Add(-1)
+	st := e.model(c.Route.Model)
+	if n := st.inflight.Add(1); n > int64(sh.MaxInflight) {
+		st.inflight.Add(-1)
 		e.Drop(c.Route.Model, c.Reserved)
 		return
 	}
-	c.slot = slot
+	c.model = st
 	select {
 	case e.work <- c:
 	default:
@@ -262,7 +262,7 @@ func (e *Engine) worker(c *Copy) {
 	for {
 		e.runWithin(dl, c)
 		e.Release(c.Reserved)
-		c.slot.Add(-1)
+		c.model.inflight.Add(-1)
 		idle.Reset(workerIdle)
 		select {
 		case c = <-e.work:
@@ -274,13 +274,21 @@ func (e *Engine) worker(c *Copy) {
 	}
 }
 
-// slot is the in-flight count of a model's copies.
-func (e *Engine) slot(model string) *atomic.Int64 {
-	if v, ok := e.inflight.Load(model); ok {
-		return v.(*atomic.Int64)
+// modelState is what the engine keeps per model: its copies in flight,
+// and its series with their labels resolved (a copy's result is counted
+// without a label look-up).
+type modelState struct {
+	inflight atomic.Int64
+	metrics  *observe.ShadowModel
+}
+
+// model is a model's state, made on its first copy.
+func (e *Engine) model(model string) *modelState {
+	if v, ok := e.models.Load(model); ok {
+		return v.(*modelState)
 	}
-	v, _ := e.inflight.LoadOrStore(model, new(atomic.Int64))
-	return v.(*atomic.Int64)
+	v, _ := e.models.LoadOrStore(model, &modelState{metrics: e.metrics.Model(model)})
+	return v.(*modelState)
 }
 
 // run sends one copy and compares the answers, within a deadline of its
@@ -297,16 +305,20 @@ func (e *Engine) runWithin(dl *deadline, c *Copy) {
 	ctx := dl.start()
 	defer dl.stop()
 	model := c.Route.Model
+	if c.model == nil { // a copy run without Submit (tests)
+		c.model = e.model(model)
+	}
+	m := c.model.metrics
 	answer, err := e.call(ctx, c)
 	if e.ctx.Err() != nil {
 		return // shutting down: not the shadow's failure
 	}
 	if errors.Is(err, errOverCap) {
-		e.metrics.Comparison(model, observe.ShadowDropped)
+		m.Comparison(observe.ShadowDropped)
 		return
 	}
 	if err != nil {
-		e.metrics.Comparison(model, observe.ShadowError)
+		m.Comparison(observe.ShadowError)
 		e.limiter.Log(slog.LevelWarn, "shadow_error:"+model, "shadow copy failed",
 			"model", model, "server", c.Target.Name, "request_id", c.RequestID, "error", err.Error())
 		return
@@ -317,9 +329,9 @@ func (e *Engine) runWithin(dl *deadline, c *Copy) {
 		// without parsing either answer. A 2xx answer's numeric outputs,
 		// if any, differ by nothing.
 		if answer.Status >= 200 && answer.Status <= 299 {
-			e.metrics.WorstRelative(model, 0)
+			m.WorstRelative(0)
 		}
-		e.metrics.Comparison(model, observe.ShadowMatch)
+		m.Comparison(observe.ShadowMatch)
 		return
 	}
 	cmp := e.pool.Get().(*tfcompare.Comparer)
@@ -327,10 +339,10 @@ func (e *Engine) runWithin(dl *deadline, c *Copy) {
 	cmp.Tolerance = tfcompare.Tolerance{Abs: sh.Abs, Rel: sh.Rel}
 	res := cmp.Compare(c.Primary, answer)
 	if w, ok := worstRelative(res); ok {
-		e.metrics.WorstRelative(model, w)
+		m.WorstRelative(w)
 	}
 	if res.Verdict != tfcompare.Mismatch {
-		e.metrics.Comparison(model, observe.ShadowMatch)
+		m.Comparison(observe.ShadowMatch)
 		return
 	}
 	rec := newRecord(c, answer, res)
@@ -339,7 +351,7 @@ func (e *Engine) runWithin(dl *deadline, c *Copy) {
 		e.logFile(sh.MismatchLog).write(rec)
 	}
 	// Counted last: whoever sees the count finds the line written.
-	e.metrics.Comparison(model, observe.ShadowMismatch)
+	m.Comparison(observe.ShadowMismatch)
 }
 
 // worstRelative is the largest relative error of a result's numeric
