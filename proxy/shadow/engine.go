@@ -124,10 +124,10 @@ type Engine struct {
 	limiter *observe.LogLimiter
 	rt      http.RoundTripper
 
-	held     atomic.Int64 // bytes all copies hold
-	models   sync.Map     // model → *modelState
-	logs     sync.Map     // path → *mismatchLog
-	pool     sync.Pool    // *tfcompare.Comparer
+	held   atomic.Int64 // bytes all copies hold
+	models sync.Map     // model → *modelState
+	logs   sync.Map     // path → *mismatchLog
+	pool   sync.Pool    // *tfcompare.Comparer
 	// work hands a copy to an idle worker (unbuffered: a send succeeds
 	// only when one is waiting). Workers outlive their copy by
 	// workerIdle, so a steady stream of copies reuses their goroutines
