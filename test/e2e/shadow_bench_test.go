@@ -25,21 +25,31 @@ import (
 // costs the client's path: the same small predict through a stack whose
 // model map has no shadow and stacks whose map has, in alternating turns
 // of 50 exchanges so all share the machine's moments, one client at a
-// time, for each transport. It reports each side's p50 and, as the
-// shadowed p50 over the plain one minus 1, in percent (the bound
-// is 10):
+// time, for each transport. Everything runs in this one process, on the
+// machine's cores: the client, envoysim, tfsbridge, the mock v2 server
+// and the shadow server. It reports plain-p50-µs (no shadow) and
+// shadowed-p50-µs (the p50-cost-% stack's), and each shadowed stack's
+// cost as its p50 over the plain one minus 1, in percent (the issue's
+// bound is 10):
 //
-//   - p50-cost-%: tfsbridge's own shadow work. The shadow server is a
-//     stand-in that drains the copy and answers the v2 answer the mock
-//     gave it once at setup (the same request, so the comparison runs
-//     and matches): the copy's translation, HTTP exchange and comparison
-//     are measured, the shadow model's serving is not — in a deployment
-//     it runs on the shadow's own machine.
-//   - full-p50-cost-%: the same including the shadow model's own work:
-//     the shadow server is the full mock, in this process, parsing and
-//     answering every copy on the same cores as the primary.
-//   - tee-p50-cost-%: every copy dropped (a stalled shadow): what the
-//     client's own path pays to keep the copy.
+//   - p50-cost-%: tfsbridge's own shadow work, every copy sent and
+//     compared. The session's tee, the hand-off to the engine, the
+//     copy's translation to v2, its HTTP exchange through net/http
+//     (tfsbridge's side: request written, answer read), the answer's
+//     translation back to TF and the comparison with the primary's (a
+//     match: the stand-in's answer is the mock's to the same request).
+//     The shadow server is startReplayServer's stand-in, a raw keep-alive
+//     responder that reads each request and writes recorded bytes: its
+//     own share is a read and a write syscall per copy. The shadow
+//     model's serving is not measured — in a deployment it runs on the
+//     shadow's own machine.
+//   - full-p50-cost-%: the same with the shadow model's work included:
+//     the shadow server is the full mock behind net/http, in this
+//     process, parsing and answering every copy on the same cores as
+//     the primary.
+//   - tee-p50-cost-%: every copy dropped (a stalled shadow, max_inflight
+//     1): what the client's own path pays to keep the copy, without a
+//     copy's CPU competing for the machine.
 func BenchmarkShadowCost(b *testing.B) {
 	const turn = 50
 	full := startShadowServer(b, 0, 0)
