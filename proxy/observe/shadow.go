@@ -64,3 +64,50 @@ func (sm *ShadowMetrics) WorstRelative(model string, rel float64) {
 	}
 	sm.worstRel.WithLabelValues(model).Observe(rel)
 }
+
+// ShadowModel is one model's shadow series, their labels resolved once:
+// an engine keeps it per model so that a copy's result costs no label
+// look-up. Nil-safe.
+type ShadowModel struct {
+	results [4]prometheus.Counter // match, mismatch, shadow_error, dropped
+	worst   prometheus.Observer
+}
+
+// Model resolves model's series (nil from a nil sm).
+func (sm *ShadowMetrics) Model(model string) *ShadowModel {
+	if sm == nil {
+		return nil
+	}
+	m := &ShadowModel{worst: sm.worstRel.WithLabelValues(model)}
+	for i, r := range []string{ShadowMatch, ShadowMismatch, ShadowError, ShadowDropped} {
+		m.results[i] = sm.comparisons.WithLabelValues(model, r)
+	}
+	return m
+}
+
+// Comparison counts one copy's result (one of the Shadow* results).
+func (m *ShadowModel) Comparison(result string) {
+	if m == nil {
+		return
+	}
+	i := 0
+	switch result {
+	case ShadowMatch:
+	case ShadowMismatch:
+		i = 1
+	case ShadowError:
+		i = 2
+	case ShadowDropped:
+		i = 3
+	default:
+		return
+	}
+	m.results[i].Inc()
+}
+
+// WorstRelative records one comparison's worst relative error.
+func (m *ShadowModel) WorstRelative(rel float64) {
+	if m != nil {
+		m.worst.Observe(rel)
+	}
+}

@@ -541,6 +541,7 @@ func (s *Session) Close() {
 		// Nobody was answered: no error to report, the status says why.
 		s.complete(statusAbandoned, nil)
 	}
+	s.shadow.handOff() // a copy made, if the adapter did not say the answer left
 	s.shadow.abandon() // an observed forward's copy that never got its answer
 	s.state = stDone
 }
@@ -665,7 +666,10 @@ func busy(err error) error {
 // Close; an adapter calls it as soon as the answer has left it (ext_proc,
 // once its last reply is sent). Like every Session method it is for the
 // exchange's goroutine; a watchdog on another one uses Admission().
-func (s *Session) ReleaseAdmission() { s.res.Release() }
+func (s *Session) ReleaseAdmission() {
+	s.res.Release()
+	s.shadow.handOff() // the answer has left: its shadow copy may run
+}
 
 // Answered reports that the exchange has its final answer (counted).
 func (s *Session) Answered() bool { return s.finished }

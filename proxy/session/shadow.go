@@ -16,8 +16,10 @@ import (
 // model with a `shadow:` block that the engine samples gets its verb's
 // inference pipeline wrapped in shadowPipeline, which keeps a copy of
 // the TF answer as the pipeline produces it; one line in RequestChunk
-// keeps the request body as its chunks arrive, and settle hands both to
-// the engine (shadowTee.done). The client's bytes are never changed or
+// keeps the request body as its chunks arrive, settle makes the copy of
+// both (shadowTee.done), and once the adapter has sent the client's
+// answer (ReleaseAdmission, or Close) the copy goes to the engine
+// (shadowTee.handOff). The client's bytes are never changed or
 // held back: the tee only copies them, within the engine's memory cap,
 // and the copy runs on the engine's goroutine.
 //
@@ -206,6 +208,9 @@ type shadowTee struct {
 	ans     []byte
 	ended   bool // the whole request body was seen
 	dropped bool // over the cap: counted, nothing more kept (or handed over)
+	// pending is the copy made when the exchange was answered, held
+	// (its bytes reserved) until the answer has left: handOff.
+	pending *shadow.Copy
 	// forward: an observed forward (observedForward), whose answer is
 	// TF Serving's own, with its status and content-encoding.
 	forward     bool
@@ -301,6 +306,19 @@ func (t *shadowTee) submit(s *Session, primary tfcompare.Answer) {
 		c.Request = body
 	}
 	c.Primary = primary
-	t.dropped, t.req, t.ans = true, nil, nil // the engine's now
-	t.eng.Submit(&c)
+	t.dropped, t.req, t.ans = true, nil, nil // the copy's now
+	t.pending = &c
+}
+
+// handOff gives the engine the copy submit made, once the adapter has
+// sent the client's answer (ReleaseAdmission, or at the latest Close):
+// the copy's translation and HTTP exchange then do not compete for the
+// CPU with the end of the exchange they copy. Nil-safe; once.
+func (t *shadowTee) handOff() {
+	if t == nil || t.pending == nil {
+		return
+	}
+	c := t.pending
+	t.pending = nil
+	t.eng.Submit(c)
 }

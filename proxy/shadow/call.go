@@ -1,6 +1,7 @@
 package shadow
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -45,7 +47,7 @@ func (e *Engine) call(ctx context.Context, c *Copy) (tfcompare.Answer, error) {
 
 // callTF sends the TF request as it came to a TF Serving server.
 func (e *Engine) callTF(ctx context.Context, c *Copy, base *url.URL) (tfcompare.Answer, error) {
-	status, h, body, err := e.post(ctx, c, base, c.Path, [][]byte{c.Request}, http.Header{"Content-Type": {"application/json"}})
+	status, h, body, err := e.post(ctx, c, base, c.Path, [][]byte{c.Request}, nil, http.Header{"Content-Type": {"application/json"}})
 	if err != nil {
 		return tfcompare.Answer{}, err
 	}
@@ -95,17 +97,17 @@ func (e *Engine) callV2(ctx context.Context, c *Copy, base *url.URL) (tfcompare.
 		// shadow's TF answer, compared by status with the primary's.
 		return errorAnswer(apierr.As(err)), nil
 	}
-	defer req.Release()
 	n := int64(req.Len())
 	if !e.Reserve(n) {
+		req.Release()
 		return tfcompare.Answer{}, errOverCap
 	}
 	defer e.Release(n)
 	h := http.Header{"Content-Type": {req.ContentType}}
 	if req.HeaderLength >= 0 {
-		h.Set("Inference-Header-Content-Length", strconv.Itoa(req.HeaderLength))
+		h["Inference-Header-Content-Length"] = []string{strconv.Itoa(req.HeaderLength)}
 	}
-	status, rh, body, err := e.post(ctx, c, base, wire.V2InferPath(), req.Chunks(), h)
+	status, rh, body, err := e.post(ctx, c, base, wire.V2InferPath(), req.Chunks(), req.Release, h)
 	if err != nil {
 		return tfcompare.Answer{}, err
 	}
@@ -158,10 +160,19 @@ func tfNotFound(r route.Route, err error) error {
 	return err
 }
 
+// joinMax is the largest request body post sends as one slice: a small
+// body is copied once so that net/http writes it with its head in one
+// write (a body it cannot tell is in memory gets its head flushed on its
+// own first: a second write syscall, and a second read and wakeup on the
+// server's side, for every copy).
+const joinMax = 64 << 10
+
 // post sends body (in parts) to base+path and reads the answer within
 // the body limit, its bytes counted against the memory cap as they
-// arrive.
-func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, parts [][]byte, h http.Header) (int, http.Header, []byte, error) {
+// arrive. release, when not nil, gives the parts back (they are pooled):
+// it is called once net/http no longer reads them, or never (the GC
+// takes them) when net/http might still.
+func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, parts [][]byte, release func(), h http.Header) (int, http.Header, []byte, error) {
 	u := *base
 	u.Path = strings.TrimSuffix(u.Path, "/") + pathOnly(path)
 	u.RawQuery = ""
@@ -169,15 +180,45 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	for _, p := range parts {
 		n += len(p)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), &partsReader{parts: parts})
+	var (
+		rd   io.Reader
+		sent *partsReader
+	)
+	switch {
+	case len(parts) == 1 && release == nil:
+		rd = bytes.NewReader(parts[0])
+	case n <= joinMax:
+		joined := make([]byte, 0, n)
+		for _, p := range parts {
+			joined = append(joined, p...)
+		}
+		if release != nil {
+			release()
+		}
+		rd = bytes.NewReader(joined)
+	default:
+		sent = &partsReader{parts: parts, closed: make(chan struct{})}
+		rd = sent
+	}
+	if sent != nil && release != nil {
+		defer func() {
+			select {
+			case <-sent.closed: // net/http is done with the parts
+				release()
+			default:
+			}
+		}()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", rd)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
+	req.URL, req.Host = &u, u.Host
 	req.ContentLength = int64(n)
 	req.Header = h
-	req.Header.Set("Accept-Encoding", "identity")
+	h["Accept-Encoding"] = []string{"identity"}
 	if c.RequestID != "" {
-		req.Header.Set("X-Request-Id", c.RequestID)
+		h["X-Request-Id"] = []string{c.RequestID}
 	}
 	if ts, ok := c.Target.Backend.(tokenSource); ok {
 		tok, err := ts.BearerToken()
@@ -185,12 +226,17 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 			return 0, nil, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)
 		}
 		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
+			h["Authorization"] = []string{"Bearer " + tok}
 		}
 	}
-	resp, err := e.http.Do(req)
+	if u.User != nil && h["Authorization"] == nil {
+		// As http.Client sends a URL's user info (the transport does not).
+		pw, _ := u.User.Password()
+		req.SetBasicAuth(u.User.Username(), pw)
+	}
+	resp, err := e.rt.RoundTrip(req)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+		return 0, nil, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
 	}
 	defer resp.Body.Close()
 	body, err := e.readBody(c, resp.Body, resp.ContentLength)
@@ -206,9 +252,19 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 // never changes the slices (they may be the translation's pooled
 // blocks).
 type partsReader struct {
-	parts [][]byte
-	i     int // the slice being read
-	off   int // bytes of parts[i] already read
+	parts  [][]byte
+	i      int           // the slice being read
+	off    int           // bytes of parts[i] already read
+	closed chan struct{} // closed by Close: net/http is done reading
+	once   sync.Once
+}
+
+// Close tells the copy that net/http is done with the parts (it closes
+// a request's body once written, or on failure, maybe after Do
+// returned).
+func (r *partsReader) Close() error {
+	r.once.Do(func() { close(r.closed) })
+	return nil
 }
 
 func (r *partsReader) Read(b []byte) (int, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -111,7 +112,7 @@ type Copy struct {
 	// Reserved is what the copy holds of the memory cap (Reserve).
 	Reserved int64
 
-	slot *atomic.Int64 // its model's in-flight count, set by Submit
+	model *modelState // its model's in-flight count and series, set by Submit
 }
 
 // Engine runs shadow copies. It is safe for concurrent use; a nil
@@ -121,12 +122,12 @@ type Engine struct {
 	metrics *observe.ShadowMetrics
 	log     *slog.Logger
 	limiter *observe.LogLimiter
-	http    *http.Client
+	rt      http.RoundTripper
 
-	held     atomic.Int64 // bytes all copies hold
-	inflight sync.Map     // model → *atomic.Int64
-	logs     sync.Map     // path → *mismatchLog
-	pool     sync.Pool    // *tfcompare.Comparer
+	held   atomic.Int64 // bytes all copies hold
+	models sync.Map     // model → *modelState
+	logs   sync.Map     // path → *mismatchLog
+	pool   sync.Pool    // *tfcompare.Comparer
 	// work hands a copy to an idle worker (unbuffered: a send succeeds
 	// only when one is waiting). Workers outlive their copy by
 	// workerIdle, so a steady stream of copies reuses their goroutines
@@ -165,9 +166,11 @@ func New(o Options) *Engine {
 	e := &Engine{
 		o: o, metrics: o.Metrics.Shadow(), log: log,
 		limiter: &observe.LogLimiter{Logger: log, Interval: 10 * time.Second},
-		http: &http.Client{Transport: o.Transport,
-			// A copy goes to the configured server and nowhere else.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		// The transport itself, not an http.Client: a copy goes to the
+		// configured server and nowhere else (a redirect is its answer),
+		// and a Client would clone every request's header and set up its
+		// redirect and timeout handling for nothing.
+		rt: o.Transport,
 	}
 	e.pool.New = func() any { return tfcompare.New(tfcompare.DefaultTolerance) }
 	e.work = make(chan *Copy)
@@ -229,13 +232,13 @@ func (e *Engine) Drop(model string, reserved int64) {
 // of its model are running. It never blocks.
 func (e *Engine) Submit(c *Copy) {
 	sh := c.Entry.Shadow
-	slot := e.slot(c.Route.Model)
-	if n := slot.Add(1); n > int64(sh.MaxInflight) {
-		slot.Add(-1)
+	st := e.model(c.Route.Model)
+	if n := st.inflight.Add(1); n > int64(sh.MaxInflight) {
+		st.inflight.Add(-1)
 		e.Drop(c.Route.Model, c.Reserved)
 		return
 	}
-	c.slot = slot
+	c.model = st
 	select {
 	case e.work <- c:
 	default:
@@ -254,10 +257,12 @@ func (e *Engine) worker(c *Copy) {
 	defer e.wg.Done()
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
+	dl := e.newDeadline()
+	defer dl.close()
 	for {
-		e.run(c)
+		e.runWithin(dl, c)
 		e.Release(c.Reserved)
-		c.slot.Add(-1)
+		c.model.inflight.Add(-1)
 		idle.Reset(workerIdle)
 		select {
 		case c = <-e.work:
@@ -269,30 +274,51 @@ func (e *Engine) worker(c *Copy) {
 	}
 }
 
-// slot is the in-flight count of a model's copies.
-func (e *Engine) slot(model string) *atomic.Int64 {
-	if v, ok := e.inflight.Load(model); ok {
-		return v.(*atomic.Int64)
-	}
-	v, _ := e.inflight.LoadOrStore(model, new(atomic.Int64))
-	return v.(*atomic.Int64)
+// modelState is what the engine keeps per model: its copies in flight,
+// and its series with their labels resolved (a copy's result is counted
+// without a label look-up).
+type modelState struct {
+	inflight atomic.Int64
+	metrics  *observe.ShadowModel
 }
 
-// run sends one copy and compares the answers.
+// model is a model's state, made on its first copy.
+func (e *Engine) model(model string) *modelState {
+	if v, ok := e.models.Load(model); ok {
+		return v.(*modelState)
+	}
+	v, _ := e.models.LoadOrStore(model, &modelState{metrics: e.metrics.Model(model)})
+	return v.(*modelState)
+}
+
+// run sends one copy and compares the answers, within a deadline of its
+// own (tests; the workers reuse theirs).
 func (e *Engine) run(c *Copy) {
-	ctx, cancel := context.WithTimeout(e.ctx, e.o.Timeout)
-	defer cancel()
+	dl := e.newDeadline()
+	defer dl.close()
+	e.runWithin(dl, c)
+}
+
+// runWithin sends one copy within the next of dl's timeouts and compares
+// the answers.
+func (e *Engine) runWithin(dl *deadline, c *Copy) {
+	ctx := dl.start()
+	defer dl.stop()
 	model := c.Route.Model
+	if c.model == nil { // a copy run without Submit (tests)
+		c.model = e.model(model)
+	}
+	m := c.model.metrics
 	answer, err := e.call(ctx, c)
 	if e.ctx.Err() != nil {
 		return // shutting down: not the shadow's failure
 	}
 	if errors.Is(err, errOverCap) {
-		e.metrics.Comparison(model, observe.ShadowDropped)
+		m.Comparison(observe.ShadowDropped)
 		return
 	}
 	if err != nil {
-		e.metrics.Comparison(model, observe.ShadowError)
+		m.Comparison(observe.ShadowError)
 		e.limiter.Log(slog.LevelWarn, "shadow_error:"+model, "shadow copy failed",
 			"model", model, "server", c.Target.Name, "request_id", c.RequestID, "error", err.Error())
 		return
@@ -303,9 +329,9 @@ func (e *Engine) run(c *Copy) {
 		// without parsing either answer. A 2xx answer's numeric outputs,
 		// if any, differ by nothing.
 		if answer.Status >= 200 && answer.Status <= 299 {
-			e.metrics.WorstRelative(model, 0)
+			m.WorstRelative(0)
 		}
-		e.metrics.Comparison(model, observe.ShadowMatch)
+		m.Comparison(observe.ShadowMatch)
 		return
 	}
 	cmp := e.pool.Get().(*tfcompare.Comparer)
@@ -313,10 +339,10 @@ func (e *Engine) run(c *Copy) {
 	cmp.Tolerance = tfcompare.Tolerance{Abs: sh.Abs, Rel: sh.Rel}
 	res := cmp.Compare(c.Primary, answer)
 	if w, ok := worstRelative(res); ok {
-		e.metrics.WorstRelative(model, w)
+		m.WorstRelative(w)
 	}
 	if res.Verdict != tfcompare.Mismatch {
-		e.metrics.Comparison(model, observe.ShadowMatch)
+		m.Comparison(observe.ShadowMatch)
 		return
 	}
 	rec := newRecord(c, answer, res)
@@ -325,7 +351,7 @@ func (e *Engine) run(c *Copy) {
 		e.logFile(sh.MismatchLog).write(rec)
 	}
 	// Counted last: whoever sees the count finds the line written.
-	e.metrics.Comparison(model, observe.ShadowMismatch)
+	m.Comparison(observe.ShadowMismatch)
 }
 
 // worstRelative is the largest relative error of a result's numeric
@@ -350,4 +376,54 @@ func (e *Engine) logFile(path string) *mismatchLog {
 	}
 	v, _ := e.logs.LoadOrStore(path, newMismatchLog(path, e.o.LogMaxBytes, e.o.LogPerSecond, e.log))
 	return v.(*mismatchLog)
+}
+
+// errTimeout is the cause of a copy's context cancelled by its deadline.
+var errTimeout = fmt.Errorf("no answer within the shadow timeout (--shadow-timeout): %w", context.DeadlineExceeded)
+
+// deadline is a worker's --shadow-timeout, one copy at a time. Its
+// context and timer are reused from copy to copy, where a
+// context.WithTimeout per copy would allocate a context, a timer and a
+// channel and register and unregister them with the engine's context;
+// only a copy that times out costs the next one a new context.
+type deadline struct {
+	parent context.Context
+	limit  time.Duration
+	ctx    context.Context // nil until the first copy and after a timeout
+	cancel context.CancelCauseFunc
+	timer  *time.Timer // cancels ctx with errTimeout when it fires
+}
+
+func (e *Engine) newDeadline() *deadline { return &deadline{parent: e.ctx, limit: e.o.Timeout} }
+
+// start returns the context of the next copy: done limit from now, or
+// when the engine closes.
+func (d *deadline) start() context.Context {
+	if d.ctx != nil {
+		d.timer.Reset(d.limit)
+		return d.ctx
+	}
+	ctx, cancel := context.WithCancelCause(d.parent)
+	d.ctx, d.cancel = ctx, cancel
+	d.timer = time.AfterFunc(d.limit, func() { cancel(errTimeout) })
+	return ctx
+}
+
+// stop ends the copy's time. A timer that already fired (or is firing)
+// has cancelled the context, or is about to: the next copy gets a new
+// one.
+func (d *deadline) stop() {
+	if d.ctx != nil && !d.timer.Stop() {
+		d.cancel(errTimeout)
+		d.ctx = nil
+	}
+}
+
+// close lets the context go (the worker ends).
+func (d *deadline) close() {
+	if d.ctx != nil {
+		d.timer.Stop()
+		d.cancel(context.Canceled)
+		d.ctx = nil
+	}
 }

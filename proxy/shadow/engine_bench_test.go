@@ -11,7 +11,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
 
-// BenchmarkEngineCopy is one copy's whole run in the engine, as the
+// BenchmarkEngineCopy is one copy's whole run in the engine, as a
 // worker does it: the TF request translated for a v2 server, the HTTP
 // exchange, the answer translated back and compared with the primary's
 // (identical: the faithful shadow's common case). The shadow server
@@ -20,10 +20,12 @@ import (
 func BenchmarkEngineCopy(b *testing.B) {
 	h := newHarness(b, Options{}, 1)
 	target := v2Target(b, 0, replay)
+	dl := h.e.newDeadline() // a worker's, reused from copy to copy
+	defer dl.close()
 	b.ReportAllocs()
 	for b.Loop() {
 		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
-		h.e.run(c)
+		h.e.runWithin(dl, c)
 		h.e.Release(c.Reserved)
 	}
 	b.StopTimer()

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -321,3 +322,76 @@ func TestMismatchLogLimits(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// --shadow-timeout: a copy whose shadow does not answer in time fails
+// (shadow_error), and the worker's next copy gets a fresh deadline of its
+// own (the deadline's context is reused only until a copy times out).
+func TestEngineTimeout(t *testing.T) {
+	var infers atomic.Int32
+	stop := make(chan struct{})
+	target := v2Target(t, 0, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/infer") && infers.Add(1) == 1 {
+				// The first copy stalls until the engine gives up (the
+				// body read, net/http sees the connection close) or the
+				// test ends.
+				_, _ = io.Copy(io.Discard, r.Body)
+				select {
+				case <-r.Context().Done():
+				case <-stop:
+				}
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	t.Cleanup(func() { close(stop) }) // before the server's Close, which waits for its handlers
+	h := newHarness(t, Options{Timeout: 300 * time.Millisecond}, 1)
+	h.e.Submit(h.copyOf(target, predictPath, predictBody, ok(primaryOK)))
+	h.wait(1)
+	h.expect(map[string]int{observe.ShadowError: 1})
+	for i := range 3 {
+		h.e.Submit(h.copyOf(target, predictPath, predictBody, ok(primaryOK)))
+		h.wait(2 + i)
+	}
+	h.expect(map[string]int{observe.ShadowError: 1, observe.ShadowMatch: 3})
+}
+
+// A v2 request over joinMax goes out in its parts, not joined; its
+// answer is compared as any other.
+func TestEngineLargeRequest(t *testing.T) {
+	const n = 20000 // 20000 float32 instances: an 80 KB binary or larger JSON request
+	req := "{\"instances\": [" + strings.TrimSuffix(strings.Repeat("1.0, ", n), ", ") + "]}"
+	primary := "{\"predictions\": [" + strings.TrimSuffix(strings.Repeat("2.5, ", n), ", ") + "]}"
+	h := newHarness(t, Options{}, 1)
+	h.e.Submit(h.copyOf(v2Target(t, 0, nil), predictPath, req, ok(primary)))
+	h.wait(1)
+	h.expect(map[string]int{observe.ShadowMatch: 1})
+}
+
+// A server URL's user info is sent as basic auth, as http.Client would
+// (the engine calls the transport itself); a redirect is the answer.
+func TestEngineURLUserAndRedirect(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, pw, _ := r.BasicAuth(); user != "u" || pw != "p w" {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+			return
+		}
+		_, _ = io.WriteString(w, primaryOK)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		user   *url.Userinfo
+		result string
+	}{
+		{url.UserPassword("u", "p w"), observe.ShadowMatch},
+		{nil, observe.ShadowMismatch}, // a 302 against the primary's 200, not followed
+	} {
+		u, _ := url.Parse(srv.URL)
+		u.User = tc.user
+		h := newHarness(t, Options{}, 8)
+		h.e.Submit(h.copyOf(Target{Name: "tf", Kind: KindTFServing, URL: u}, predictPath, predictBody, ok(primaryOK)))
+		h.wait(1)
+		h.expect(map[string]int{tc.result: 1})
+	}
+}

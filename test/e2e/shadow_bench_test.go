@@ -1,12 +1,18 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -19,21 +25,31 @@ import (
 // costs the client's path: the same small predict through a stack whose
 // model map has no shadow and stacks whose map has, in alternating turns
 // of 50 exchanges so all share the machine's moments, one client at a
-// time, for each transport. It reports each side's p50 and, as the
-// shadowed p50 over the plain one minus 1, in percent (the bound
-// is 10):
+// time, for each transport. Everything runs in this one process, on the
+// machine's cores: the client, envoysim, tfsbridge, the mock v2 server
+// and the shadow server. It reports plain-p50-µs (no shadow) and
+// shadowed-p50-µs (the p50-cost-% stack's), and each shadowed stack's
+// cost as its p50 over the plain one minus 1, in percent (the issue's
+// bound is 10):
 //
-//   - p50-cost-%: tfsbridge's own shadow work. The shadow server is a
-//     stand-in that drains the copy and answers the v2 answer the mock
-//     gave it once at setup (the same request, so the comparison runs
-//     and matches): the copy's translation, HTTP exchange and comparison
-//     are measured, the shadow model's serving is not — in a deployment
-//     it runs on the shadow's own machine.
-//   - full-p50-cost-%: the same including the shadow model's own work:
-//     the shadow server is the full mock, in this process, parsing and
-//     answering every copy on the same cores as the primary.
-//   - tee-p50-cost-%: every copy dropped (a stalled shadow): what the
-//     client's own path pays to keep the copy.
+//   - p50-cost-%: tfsbridge's own shadow work, every copy sent and
+//     compared. The session's tee, the hand-off to the engine, the
+//     copy's translation to v2, its HTTP exchange through net/http
+//     (tfsbridge's side: request written, answer read), the answer's
+//     translation back to TF and the comparison with the primary's (a
+//     match: the stand-in's answer is the mock's to the same request).
+//     The shadow server is startReplayServer's stand-in, a raw keep-alive
+//     responder that reads each request and writes recorded bytes: its
+//     own share is a read and a write syscall per copy. The shadow
+//     model's serving is not measured — in a deployment it runs on the
+//     shadow's own machine.
+//   - full-p50-cost-%: the same with the shadow model's work included:
+//     the shadow server is the full mock behind net/http, in this
+//     process, parsing and answering every copy on the same cores as
+//     the primary.
+//   - tee-p50-cost-%: every copy dropped (a stalled shadow, max_inflight
+//     1): what the client's own path pays to keep the copy, without a
+//     copy's CPU competing for the machine.
 func BenchmarkShadowCost(b *testing.B) {
 	const turn = 50
 	full := startShadowServer(b, 0, 0)
@@ -89,44 +105,177 @@ func BenchmarkShadowCost(b *testing.B) {
 	}
 }
 
-// startReplayServer is a shadow server that costs next to nothing: its
-// first inference call goes to a faithful mock and its answer is
-// recorded; every later one is drained without parsing and answered with
+// startReplayServer is a shadow server that costs next to nothing, the
+// stand-in for one on its own machine: a raw HTTP/1.1 keep-alive
+// responder, not net/http. Per request it reads the head line by line
+// (only the request line and Content-Length looked at) and the declared
+// body into a reused buffer, then writes canned bytes. Its first
+// inference call goes to a faithful mock and the answer is recorded as
+// the wire bytes; every later one is drained unparsed and answered with
 // that recording (the benchmark sends one request, so it is the right
-// answer). Metadata calls go to the mock. It returns the server's URL.
+// answer). Metadata calls (the engine's kind and signature look-ups,
+// cached after the first) go to the mock. It returns the server's URL.
 func startReplayServer(b *testing.B) string {
 	b.Helper()
 	mock, err := mockv2.New(mockv2.Options{Kind: triton})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var (
-		once   sync.Once
-		header http.Header
-		status int
-		body   []byte
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/infer") {
-			mock.ServeHTTP(w, r)
-			return
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rs := &replayServer{mock: mock, conns: map[net.Conn]struct{}{}}
+	rs.wg.Add(1)
+	go func() {
+		defer rs.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed by the cleanup
+			}
+			if !rs.track(c) {
+				_ = c.Close()
+				return
+			}
+			rs.wg.Add(1)
+			go func() {
+				defer rs.wg.Done()
+				defer rs.untrack(c)
+				if err := rs.serve(c); err != nil && !rs.isClosed() {
+					b.Errorf("replay shadow server: %v", err)
+				}
+			}()
 		}
-		recorded := false
-		once.Do(func() {
-			rec := httptest.NewRecorder()
-			mock.ServeHTTP(rec, r)
-			header, status, body = rec.Header().Clone(), rec.Code, rec.Body.Bytes()
-			recorded = true
-		})
-		if !recorded {
-			_, _ = io.Copy(io.Discard, r.Body)
+	}()
+	b.Cleanup(func() {
+		_ = ln.Close()
+		rs.closeAll()
+		rs.wg.Wait()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// replayServer is startReplayServer's responder.
+type replayServer struct {
+	mock http.Handler
+
+	mu     sync.Mutex
+	canned []byte // the recorded inference answer, as wire bytes
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// serve answers c's requests until the client closes it.
+func (rs *replayServer) serve(c net.Conn) error {
+	br := bufio.NewReaderSize(c, 16<<10)
+	var head, body []byte
+	for {
+		head = head[:0]
+		infer, length := false, 0
+		for first := true; ; first = false {
+			line, err := br.ReadSlice('\n')
+			if err != nil {
+				if first && errors.Is(err, io.EOF) {
+					return nil // the client closed an idle connection
+				}
+				return fmt.Errorf("reading a request head: %w", err)
+			}
+			head = append(head, line...)
+			if first {
+				infer = bytes.Contains(line, []byte("/infer "))
+				continue
+			}
+			if len(bytes.TrimRight(line, "\r\n")) == 0 {
+				break
+			}
+			name, value, _ := bytes.Cut(line, []byte(":"))
+			switch {
+			case bytes.EqualFold(name, []byte("Content-Length")):
+				if length, err = strconv.Atoi(string(bytes.TrimSpace(value))); err != nil {
+					return fmt.Errorf("content-length %q: %w", value, err)
+				}
+			case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+				return fmt.Errorf("unexpected transfer-encoding %q", bytes.TrimSpace(value))
+			}
 		}
-		for k, v := range header {
-			w.Header()[k] = v
+		body = slices.Grow(body[:0], length)[:length]
+		if _, err := io.ReadFull(br, body); err != nil {
+			return fmt.Errorf("reading a request body: %w", err)
 		}
-		w.WriteHeader(status)
-		_, _ = w.Write(body)
-	}))
-	b.Cleanup(srv.Close)
-	return srv.URL
+		ans := rs.answer(infer, head, body)
+		if ans == nil {
+			return errors.New("the mock's answer did not serialize")
+		}
+		if _, err := c.Write(ans); err != nil {
+			return fmt.Errorf("writing an answer: %w", err)
+		}
+	}
+}
+
+// answer is the wire answer to a request: the recording for an
+// inference call once there is one, else the mock's, recorded for the
+// first inference call.
+func (rs *replayServer) answer(infer bool, head, body []byte) []byte {
+	rs.mu.Lock()
+	canned := rs.canned
+	rs.mu.Unlock()
+	if infer && canned != nil {
+		return canned
+	}
+	req, err := http.ReadRequest(bufio.NewReader(io.MultiReader(bytes.NewReader(head), bytes.NewReader(body))))
+	if err != nil {
+		return nil
+	}
+	rec := httptest.NewRecorder()
+	rs.mock.ServeHTTP(rec, req)
+	res := rec.Result()
+	res.ContentLength = int64(rec.Body.Len())
+	var wire bytes.Buffer
+	if err := res.Write(&wire); err != nil {
+		return nil
+	}
+	if infer {
+		rs.mu.Lock()
+		if rs.canned == nil {
+			rs.canned = wire.Bytes()
+		}
+		rs.mu.Unlock()
+	}
+	return wire.Bytes()
+}
+
+// track notes an accepted connection, false once the server is closed.
+func (rs *replayServer) track(c net.Conn) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.closed {
+		return false
+	}
+	rs.conns[c] = struct{}{}
+	return true
+}
+
+func (rs *replayServer) untrack(c net.Conn) {
+	rs.mu.Lock()
+	delete(rs.conns, c)
+	rs.mu.Unlock()
+	_ = c.Close()
+}
+
+func (rs *replayServer) isClosed() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.closed
+}
+
+// closeAll closes the open connections (their serve loops end).
+func (rs *replayServer) closeAll() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.closed = true
+	for c := range rs.conns {
+		_ = c.Close()
+	}
 }
