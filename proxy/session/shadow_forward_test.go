@@ -145,15 +145,7 @@ func TestShadowForward(t *testing.T) {
 				}
 				return
 			}
-			got := waitResults(t, e.metrics, eng, 1)
-			if len(got) != 1 || got[tc.result] != 1 {
-				t.Errorf("results %v, want one %s", got, tc.result)
-			}
-			ts.mu.Lock()
-			defer ts.mu.Unlock()
-			if len(ts.bodies) != 1 || ts.bodies[0] != reqBody || ts.paths[0] != "/v1/models/half_plus_two:predict" {
-				t.Errorf("the shadow got %q %q, want the request as the client sent it", ts.paths, ts.bodies)
-			}
+			expectOneCopy(t, e, eng, ts, tc.result, reqBody)
 		})
 	}
 }

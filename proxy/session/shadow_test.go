@@ -72,6 +72,21 @@ func shadowResults(m *observe.Metrics) map[string]int {
 	return out
 }
 
+// expectOneCopy waits for the one comparison of an exchange and checks
+// its result and that the shadow got the request as the client sent it.
+func expectOneCopy(t *testing.T, e *env, eng *shadow.Engine, ts *tfShadow, result, reqBody string) {
+	t.Helper()
+	got := waitResults(t, e.metrics, eng, 1)
+	if len(got) != 1 || got[result] != 1 {
+		t.Errorf("results %v, want one %s", got, result)
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if len(ts.bodies) != 1 || ts.bodies[0] != reqBody || ts.paths[0] != "/v1/models/half_plus_two:predict" {
+		t.Errorf("the shadow got %q %q, want the request as the client sent it", ts.paths, ts.bodies)
+	}
+}
+
 // waitResults waits until the engine has counted n results and released
 // every byte (a copy's result comes in milliseconds; the bound is for a
 // busy machine).
@@ -165,15 +180,7 @@ func TestShadowTee(t *testing.T) {
 			if status != tc.wantStatus || string(a.Body) != tc.wantBody {
 				t.Errorf("client got %d %q, want %d %q", status, a.Body, tc.wantStatus, tc.wantBody)
 			}
-			got := waitResults(t, e.metrics, eng, 1)
-			if len(got) != 1 || got[tc.result] != 1 {
-				t.Errorf("results %v, want one %s", got, tc.result)
-			}
-			ts.mu.Lock()
-			defer ts.mu.Unlock()
-			if len(ts.bodies) != 1 || ts.bodies[0] != reqBody || ts.paths[0] != "/v1/models/half_plus_two:predict" {
-				t.Errorf("the shadow got %q %q, want the request as the client sent it", ts.paths, ts.bodies)
-			}
+			expectOneCopy(t, e, eng, ts, tc.result, reqBody)
 		})
 	}
 }

@@ -62,14 +62,7 @@ func TestShadowTFServingPrimary(t *testing.T) {
 			want[via+rq.path+rq.body] = plain.do(t, via, rq)
 		}
 	}
-	for _, tc := range []struct {
-		name       string
-		perturb    float64
-		mismatches int // per transport
-	}{
-		{"faithful", 0, 0},
-		{"perturbed", 1e-3, 2},
-	} {
+	for _, tc := range faithfulAndPerturbed {
 		t.Run(tc.name, func(t *testing.T) {
 			ss := startShadowServer(t, tc.perturb, 0)
 			logFile := filepath.Join(t.TempDir(), "mismatches.jsonl")

@@ -143,6 +143,18 @@ func (s *stack) expectShadowResults(t *testing.T, sent, mismatches int) {
 	}
 }
 
+// faithfulAndPerturbed are the two shadow servers the comparison tests
+// run against: the same model, and the model with outputs moved by 1e-3,
+// which gives two mismatches per transport with the shadowed requests.
+var faithfulAndPerturbed = []struct {
+	name       string
+	perturb    float64
+	mismatches int // per transport
+}{
+	{"faithful", 0, 0},
+	{"perturbed", 1e-3, 2},
+}
+
 // TestShadowComparison: through both Envoy body modes and the proxy, the
 // client's answers are byte for byte those of a stack without a shadow; a
 // shadow whose model is perturbed by 1e-3 shows a mismatch per successful
@@ -156,14 +168,7 @@ func TestShadowComparison(t *testing.T) {
 			want[via+rq.body] = plain.do(t, via, rq)
 		}
 	}
-	for _, tc := range []struct {
-		name       string
-		perturb    float64
-		mismatches int // per transport
-	}{
-		{"faithful", 0, 0},
-		{"perturbed", 1e-3, 2},
-	} {
+	for _, tc := range faithfulAndPerturbed {
 		t.Run(tc.name, func(t *testing.T) {
 			ss := startShadowServer(t, tc.perturb, 0)
 			logFile := filepath.Join(t.TempDir(), "mismatches.jsonl")
