@@ -41,6 +41,8 @@ var grpcTransports = []string{viaExtproc, viaExtprocFD, "proxy-grpc"}
 type grpcStackOptions struct {
 	ModelMap string // --model-map document, "" for none
 	Routes   []envoysim.HeaderRoute
+	// Edit, when set, changes the bridge's options.
+	Edit func(*bridge.Options)
 }
 
 func newGRPCStack(t testing.TB, kind string) *grpcStack {
@@ -71,6 +73,9 @@ func newGRPCStackWith(t testing.TB, kind string, opt grpcStackOptions) *grpcStac
 		if err := os.WriteFile(o.ModelMapFile, []byte(opt.ModelMap), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if opt.Edit != nil {
+		opt.Edit(&o)
 	}
 	b, err := bridge.New(o)
 	if err != nil {
@@ -189,6 +194,17 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 	if err != nil || len(vs) != 1 || vs[0].Version != 1 || vs[0].State != 30 {
 		t.Errorf("GetModelStatus: %+v %v", vs, err)
 	}
+	// Without a version: every version v2 metadata lists (Triton's and
+	// MLServer's "1"); KServe lists none, so one entry with the
+	// configured default version, unset here (0, as REST's status says).
+	vs, err = c.GetModelStatus(ctx, tfclient.GetModelStatusRequest(tfclient.Spec("half_plus_two")))
+	wantVersion := int64(1)
+	if kind == kserve {
+		wantVersion = 0
+	}
+	if err != nil || len(vs) != 1 || vs[0].Version != wantVersion || vs[0].State != 30 || vs[0].ErrorCode != 0 {
+		t.Errorf("GetModelStatus, all versions: %+v %v", vs, err)
+	}
 
 	for _, e := range []struct {
 		name, method string
@@ -204,6 +220,12 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 			codes.InvalidArgument, "Expects arg[0] to be float but double is provided"},
 		{"status of an unknown model", tfclient.MethodGetModelStatus, tfclient.GetModelStatusRequest(tfclient.Spec("nope")),
 			codes.NotFound, "Could not find any versions of model nope"},
+		{"status of an unknown model's version", tfclient.MethodGetModelStatus, tfclient.GetModelStatusRequest(tfclient.Spec("nope").WithVersion(3)),
+			codes.NotFound, "Could not find version 3 of model nope"},
+		{"reload config", tfclient.MethodReloadConfig, nil,
+			codes.Unimplemented, "HandleReloadConfigRequest is not supported: tfsbridge translates to a v2 inference server, which has no equivalent"},
+		{"metadata without a field", tfclient.MethodGetModelMetadata, tfclient.GetModelMetadataRequest(tfclient.Spec("half_plus_two")),
+			codes.InvalidArgument, "GetModelMetadataRequest must specify at least one metadata_field"},
 		{"multi inference", tfclient.MethodMultiInference, tfclient.GetModelStatusRequest(tfclient.Spec("half_plus_two")),
 			codes.Unimplemented, "MultiInference is not supported: tfsbridge translates to a v2 inference server, which has no equivalent"},
 	} {
@@ -211,5 +233,33 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 		if st, _ := status.FromError(err); st.Code() != e.code || st.Message() != e.msg {
 			t.Errorf("%s (%s): %v %q, want %v %q", e.name, kind, st.Code(), st.Message(), e.code, e.msg)
 		}
+	}
+}
+
+// TestGRPCDefaultVersion: --tf-grpc-default-version is the version TF
+// answers carry when the v2 server names none (KServe), through every
+// transport.
+func TestGRPCDefaultVersion(t *testing.T) {
+	st := newGRPCStackWith(t, kserve, grpcStackOptions{Edit: func(o *bridge.Options) { o.TFGRPCDefaultVersion = 4 }})
+	x := map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{3}, 1, 2, 5)}
+	for _, via := range grpcTransports {
+		t.Run(via, func(t *testing.T) {
+			c := st.clients[via]
+			// A bound for a hang on a busy machine, not a timing assumption.
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			p, err := c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"), x))
+			if err != nil || p.ModelSpec.Version == nil || *p.ModelSpec.Version != 4 {
+				t.Errorf("Predict: %+v %v, want model_spec.version 4", p, err)
+			}
+			vs, err := c.GetModelStatus(ctx, tfclient.GetModelStatusRequest(tfclient.Spec("half_plus_two")))
+			if err != nil || len(vs) != 1 || vs[0].Version != 4 || vs[0].State != 30 {
+				t.Errorf("GetModelStatus: %+v %v, want version 4 AVAILABLE", vs, err)
+			}
+			md, err := c.GetModelMetadata(ctx, tfclient.GetModelMetadataRequest(tfclient.Spec("half_plus_two"), "signature_def"))
+			if err != nil || md.ModelSpec.Version == nil || *md.ModelSpec.Version != 4 {
+				t.Errorf("GetModelMetadata: %+v %v, want model_spec.version 4", md, err)
+			}
+		})
 	}
 }
