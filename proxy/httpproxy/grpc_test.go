@@ -46,7 +46,8 @@ type v2GRPC struct {
 	addr string
 	mu   sync.Mutex
 	md   metadata.MD
-	dl   bool // the last call had a deadline
+	dl   bool      // the last call had a deadline
+	dlAt time.Time // and that deadline
 }
 
 func startV2GRPC(t *testing.T) *v2GRPC {
@@ -66,9 +67,9 @@ func startV2GRPC(t *testing.T) *v2GRPC {
 func (v *v2GRPC) handle(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
 	md, _ := metadata.FromIncomingContext(ss.Context())
-	_, dl := ss.Context().Deadline()
+	dlAt, dl := ss.Context().Deadline()
 	v.mu.Lock()
-	v.md, v.dl = md, dl
+	v.md, v.dl, v.dlAt = md, dl, dlAt
 	v.mu.Unlock()
 	var in []byte
 	if err := ss.RecvMsg(&in); err != nil {
@@ -259,5 +260,47 @@ func TestGRPCTimeoutHeader(t *testing.T) {
 				t.Errorf("format %v round-trips to %v", d, back)
 			}
 		}
+	}
+}
+
+// TestGRPCDeadlineForwarded: the v2 call's deadline is the client's (the
+// time left, as gRPC forwards it), or --request-timeout when the client
+// names none.
+func TestGRPCDeadlineForwarded(t *testing.T) {
+	const requestTimeout = 7 * time.Minute
+	cc, v2, _ := grpcSetupWith(t, func(c *GRPCConfig) { c.RequestTimeout = requestTimeout })
+	in := grpctest.Predict(tfgrpc.ModelSpec{Name: "half_plus_two"}, "x", grpctest.F32Content)
+	// The client deadlines are far apart and far from requestTimeout, so
+	// that a busy machine's delays cannot blur which one the v2 call got.
+	for _, tt := range []struct {
+		name     string
+		deadline time.Duration // 0: none
+		min, max time.Duration // of the v2 call's deadline, from before the call
+	}{
+		{"client's deadline", 40 * time.Second, 10 * time.Second, 40 * time.Second},
+		{"no deadline: --request-timeout", 0, 5 * time.Minute, requestTimeout},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tt.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			start := time.Now()
+			var out []byte
+			if err := cc.Invoke(ctx, grpctest.PredictPath, &in, &out); err != nil {
+				t.Fatalf("Predict: %v", err)
+			}
+			v2.mu.Lock()
+			dl, at := v2.dl, v2.dlAt
+			v2.mu.Unlock()
+			// The v2 server counts the time left from when it got the
+			// call, up to the call's duration after start.
+			upper := tt.max + time.Since(start)
+			if got := at.Sub(start); !dl || got < tt.min || got > upper {
+				t.Errorf("v2 call deadline %v after the call began (set %v), want within [%v, %v]", got, dl, tt.min, upper)
+			}
+		})
 	}
 }
