@@ -166,6 +166,15 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 		t.Errorf("broadcast Predict: %+v %v", p, err)
 	}
 
+	// make_tensor_proto(3.0): spec §7's scalar, float_val and an empty
+	// tensor_shape; v2 gets it as shape [1] (Triton counts [] as no
+	// element).
+	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
+		map[string]tfclient.TensorProto{"x": tfclient.Float32(nil, 3)}))
+	if err != nil || !slices.Equal(p.Outputs["y"].FloatVal, []float32{3.5}) {
+		t.Errorf("scalar Predict: %+v %v", p, err)
+	}
+
 	// Strings: string_val both ways.
 	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("bytes_echo"),
 		map[string]tfclient.TensorProto{"text": tfclient.Strings([]int64{2}, "ab", "c")}))
