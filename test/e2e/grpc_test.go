@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -268,6 +269,35 @@ func TestGRPCDefaultVersion(t *testing.T) {
 			md, err := c.GetModelMetadata(ctx, tfclient.GetModelMetadataRequest(tfclient.Spec("half_plus_two"), "signature_def"))
 			if err != nil || md.ModelSpec.Version == nil || *md.ModelSpec.Version != 4 {
 				t.Errorf("GetModelMetadata: %+v %v, want model_spec.version 4", md, err)
+			}
+		})
+	}
+}
+
+// TestGRPCTensorContent: --tf-grpc-tensor-content answers as TF Serving's
+// --enable_serialization_as_tensor_content does, through every transport:
+// every value in tensor_content (little-endian; DT_STRING as TF's string
+// list, the varint lengths then the bytes), no typed field.
+func TestGRPCTensorContent(t *testing.T) {
+	st := newGRPCStackWith(t, triton, grpcStackOptions{Edit: func(o *bridge.Options) { o.TFGRPCTensorContent = true }})
+	for _, via := range grpcTransports {
+		t.Run(via, func(t *testing.T) {
+			c := st.clients[via]
+			// A bound for a hang on a busy machine, not a timing assumption.
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			p, err := c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
+				map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{3}, 1, 2, 5)}))
+			want := tfclient.TensorProto{DType: tfclient.DTFloat, Shape: []int64{3},
+				TensorContent: []byte{0, 0, 0x20, 0x40, 0, 0, 0x40, 0x40, 0, 0, 0x90, 0x40}} // 2.5, 3, 4.5
+			if err != nil || !reflect.DeepEqual(p.Outputs["y"], want) {
+				t.Errorf("Predict: %+v %v\nwant y %+v", p, err, want)
+			}
+			p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("bytes_echo"),
+				map[string]tfclient.TensorProto{"text": tfclient.Strings([]int64{2}, "ab", "c")}))
+			want = tfclient.TensorProto{DType: tfclient.DTString, Shape: []int64{2}, TensorContent: []byte{2, 1, 'a', 'b', 'c'}}
+			if err != nil || !reflect.DeepEqual(p.Outputs["echo"], want) {
+				t.Errorf("bytes Predict: %+v %v\nwant echo %+v", p, err, want)
 			}
 		})
 	}
