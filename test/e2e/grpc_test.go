@@ -183,6 +183,13 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 		t.Errorf("bytes Predict: %+v %v", p, err)
 	}
 
+	// output_filter → v2 outputs: only the ones asked for come back.
+	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("multi_out"),
+		map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{2, 2}, 1, 2, 4, 3)}, "argmax"))
+	if err != nil || len(p.Outputs) != 1 || !slices.Equal(p.Outputs["argmax"].Int64Val, []int64{1, 0}) {
+		t.Errorf("output_filter Predict: %+v %v", p, err)
+	}
+
 	// Classify and Regress: serialized tf.Examples.
 	cl, err := c.Classify(ctx, tfclient.ClassificationRequest(tfclient.Spec("linear_classifier"),
 		tfclient.Example(map[string]tfclient.Feature{"x": {Floats: []float32{0}}}),
@@ -225,6 +232,9 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 		{"unknown model", tfclient.MethodPredict, tfclient.PredictRequest(tfclient.Spec("nope"),
 			map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{1}, 1)}),
 			codes.NotFound, "Servable not found for request: Latest(nope)"},
+		{"unknown output_filter", tfclient.MethodPredict, tfclient.PredictRequest(tfclient.Spec("multi_out"),
+			map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{1, 2}, 1, 2)}, "nope"),
+			codes.InvalidArgument, "output tensor alias not found in signature: nope Outputs expected to be in the set {argmax,label_bytes,sum}."},
 		{"float64 for a float input", tfclient.MethodPredict, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
 			map[string]tfclient.TensorProto{"x": tfclient.Float64([]int64{2}, 1, 2)}),
 			codes.InvalidArgument, "Expects arg[0] to be float but double is provided"},
