@@ -13,7 +13,9 @@ import (
 	"time"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/status"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
@@ -157,6 +159,14 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 	if y.DType != tfclient.DTFloat || !slices.Equal(y.Shape, []int64{3}) || !slices.Equal(y.FloatVal, []float32{2.5, 3, 4.5}) ||
 		p.ModelSpec.Name != "half_plus_two" || p.ModelSpec.SignatureName != "serving_default" {
 		t.Errorf("Predict answer %+v", p)
+	}
+
+	// A gzip-compressed message (grpc-encoding: gzip, flag 1): inflated,
+	// answered uncompressed (spec §5.5).
+	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
+		map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{3}, 1, 2, 5)}), grpc.UseCompressor(gzip.Name))
+	if err != nil || !slices.Equal(p.Outputs["y"].FloatVal, []float32{2.5, 3, 4.5}) {
+		t.Errorf("gzip Predict: %+v %v", p, err)
 	}
 
 	// A Python scalar (float_val, shape []), broadcast by TF's rules to [3]
