@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
@@ -300,6 +301,56 @@ func TestGRPCDeadlineForwarded(t *testing.T) {
 			upper := tt.max + time.Since(start)
 			if got := at.Sub(start); !dl || got < tt.min || got > upper {
 				t.Errorf("v2 call deadline %v after the call began (set %v), want within [%v, %v]", got, dl, tt.min, upper)
+			}
+		})
+	}
+}
+
+// TestGRPCMessageCap: a message over the body limit (--max-body-bytes;
+// TF Serving's own is 2 GiB) is RESOURCE_EXHAUSTED, as a gRPC server
+// answers a message over its cap, and never reaches the v2 server; one
+// within it passes.
+func TestGRPCMessageCap(t *testing.T) {
+	const limit = 4096
+	cc, v2, _ := grpcSetupWith(t, func(c *GRPCConfig) { c.Session.MaxBodyBytes = limit })
+	// A bound for a hang on a busy machine, not a timing assumption.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tensorOf := func(n int) []byte {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(i)
+		}
+		// TensorProto{dtype: DT_FLOAT, tensor_shape{dim{size: n}}, tensor_content}
+		dim := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), uint64(n))
+		shape := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), dim)
+		tp := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)
+		tp = protowire.AppendBytes(protowire.AppendTag(tp, 2, protowire.BytesType), shape)
+		return protowire.AppendBytes(protowire.AppendTag(tp, 4, protowire.BytesType), f32le(x...))
+	}
+	for _, tt := range []struct {
+		name string
+		n    int
+		code codes.Code
+	}{
+		{"within the limit", 256, codes.OK},
+		{"over the limit", 2048, codes.ResourceExhausted},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v2.mu.Lock()
+			v2.md = nil
+			v2.mu.Unlock()
+			in := grpctest.Predict(tfgrpc.ModelSpec{Name: "half_plus_two"}, "x", tensorOf(tt.n))
+			var out []byte
+			err := cc.Invoke(ctx, grpctest.PredictPath, &in, &out)
+			if status.Code(err) != tt.code {
+				t.Fatalf("status %v, want %v", err, tt.code)
+			}
+			v2.mu.Lock()
+			called := v2.md != nil
+			v2.mu.Unlock()
+			if called != (tt.code == codes.OK) {
+				t.Errorf("v2 server called: %v", called)
 			}
 		})
 	}
