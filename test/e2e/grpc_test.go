@@ -322,3 +322,29 @@ func TestGRPCTensorContent(t *testing.T) {
 		})
 	}
 }
+
+// TestGRPCBackendCaps is spec §6.5's RESOURCE_EXHAUSTED row with the
+// real caps: a message within tfsbridge's limit but over the v2 server's
+// (KServe 8 MiB, MLServer grpcio's 4 MiB; TF Serving's is 2 GiB) gets the
+// server's RESOURCE_EXHAUSTED and text, through every transport (the
+// stand-in's buffer limit is the 64 MiB of the deployments).
+func TestGRPCBackendCaps(t *testing.T) {
+	for kind, mib := range map[string]int{kserve: 9, mlserver: 5} {
+		t.Run(kind, func(t *testing.T) {
+			st := newGRPCStack(t, kind)
+			x := make([]float32, mib<<20/4)
+			req := tfclient.PredictRequest(tfclient.Spec("half_plus_two"), map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{int64(len(x))}, x...)})
+			for _, via := range grpcTransports {
+				t.Run(via, func(t *testing.T) {
+					// A bound for a hang on a busy machine, not a timing assumption.
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					defer cancel()
+					_, err := st.clients[via].Call(ctx, tfclient.MethodPredict, req)
+					if s, _ := status.FromError(err); s.Code() != codes.ResourceExhausted || !strings.Contains(s.Message(), "larger than max") {
+						t.Errorf("%v %q, want RESOURCE_EXHAUSTED with the server's text", s.Code(), s.Message())
+					}
+				})
+			}
+		})
+	}
+}
