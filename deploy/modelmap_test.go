@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -432,15 +433,27 @@ func checkIstioServerRefusal(t *testing.T, r *rendered, m *modelmap.Map) {
 	if !maps.Equal(extProc.GetWorkloadSelector().GetLabels(), refusal.GetWorkloadSelector().GetLabels()) {
 		t.Errorf("the refusal selects %v, ext_proc runs on %v", refusal.GetWorkloadSelector().GetLabels(), extProc.GetWorkloadSelector().GetLabels())
 	}
-	port := extProc.GetConfigPatches()[0].GetMatch().GetListener().GetPortNumber()
+	// Every port ext_proc runs on needs the refusal: Triton's HTTP port
+	// (REST) and its gRPC port (TF gRPC clients).
+	ports := map[uint32]bool{}
+	for _, cp := range extProc.GetConfigPatches() {
+		if cp.GetApplyTo() == istionetworking.EnvoyFilter_HTTP_FILTER {
+			ports[cp.GetMatch().GetListener().GetPortNumber()] = false
+		}
+	}
+	if _, ok := ports[v2GRPCPort]; !ok {
+		t.Errorf("ext_proc runs on ports %v, not on the v2 gRPC port %d", slices.Collect(maps.Keys(ports)), v2GRPCPort)
+	}
 	for _, cp := range refusal.GetConfigPatches() {
 		if cp.GetApplyTo() != istionetworking.EnvoyFilter_HTTP_ROUTE {
 			continue
 		}
 		match := cp.GetMatch()
-		if match.GetContext() != istionetworking.EnvoyFilter_SIDECAR_INBOUND || match.GetRouteConfiguration().GetPortNumber() != port {
-			t.Errorf("HTTP_ROUTE patch on %s port %d, want SIDECAR_INBOUND port %d (where ext_proc runs)", match.GetContext(), match.GetRouteConfiguration().GetPortNumber(), port)
+		port := match.GetRouteConfiguration().GetPortNumber()
+		if done, ok := ports[port]; match.GetContext() != istionetworking.EnvoyFilter_SIDECAR_INBOUND || !ok || done {
+			t.Errorf("HTTP_ROUTE patch on %s port %d, want SIDECAR_INBOUND, once on each port ext_proc runs on (%v)", match.GetContext(), port, ports)
 		}
+		ports[port] = true
 		if cp.GetPatch().GetOperation() != istionetworking.EnvoyFilter_Patch_INSERT_FIRST {
 			t.Errorf("HTTP_ROUTE patch %s, want INSERT_FIRST: the route to the pod must not come first", cp.GetPatch().GetOperation())
 		}
@@ -452,8 +465,17 @@ func checkIstioServerRefusal(t *testing.T, r *rendered, m *modelmap.Map) {
 		if err := decodeProtoStrict(value, rt); err != nil {
 			t.Fatalf("HTTP_ROUTE patch: %v", err)
 		}
-		if err := serverRefusal(rt); err != nil {
-			t.Errorf("HTTP_ROUTE patch: %v", err)
+		check := serverRefusal
+		if port == v2GRPCPort {
+			check = grpcServerRefusal
+		}
+		if err := check(rt); err != nil {
+			t.Errorf("HTTP_ROUTE patch on port %d: %v", port, err)
+		}
+	}
+	for port, refused := range ports {
+		if !refused {
+			t.Errorf("no refusal of unknown servers on port %d, where ext_proc runs: a call tfsbridge marks for another server would reach the default one", port)
 		}
 	}
 }

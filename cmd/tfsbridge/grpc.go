@@ -8,6 +8,7 @@ func tfGRPCBindings(o *servingConfig, listener bool) []binding {
 	b := &o.bridge
 	bs := []binding{
 		boolFlag(&b.TFGRPCTensorContent, "tf-grpc-tensor-content", "TF gRPC answers carry their values in tensor_content, as TF Serving's --enable_serialization_as_tensor_content does, instead of its default typed fields (float_val, int_val, string_val ...), which official clients read."),
+		int64Flag(&b.TFGRPCDefaultVersion, "tf-grpc-default-version", "The model_spec.version TF gRPC answers carry when neither the request, the model map's label nor the v2 server names a numeric version (KServe and MLServer often give none; TF Serving always sets one); -1 leaves it unset (0 to a TF client)."),
 	}
 	if listener {
 		bs = append(bs,

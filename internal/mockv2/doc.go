@@ -58,6 +58,9 @@
 //     not_flag, count_plus_one, scaled = value·count; max_batch_size 8.
 //   - fixed3: x FP32 [3] → reversed [3], total [1]; not batching.
 //   - identity_int64: INPUT0 INT64 [-1,-1] → OUTPUT0; max_batch_size 8.
+//   - every_dtype: in_<dt> → out_<dt> (identity), [-1], for each datatype
+//     of EveryDType (all v2 datatypes but BF16), lower-cased.
+//   - identity_bf16: x BF16 [-1] → y (Triton's datatype alone).
 //   - FP16OutputModel, FP16InputModel: KServe's own test models
 //     (fp32_input → fp16_output + fp32_output; fp16_input + str_input →
 //     str_output + fp32_output; outputs flattened).

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/x448/float16"
@@ -144,6 +145,22 @@ func sampleModels() map[string]*model {
 			run:     runIdentity,
 		},
 		{
+			// Every datatype the three servers share, one identity
+			// tensor each (out_<name> = in_<name>): what a TF client's
+			// tensors of every dtype come back as, through any transport.
+			name: "every_dtype", platform: "python",
+			inputs: everyDTypeSpecs("in_"), outputs: everyDTypeSpecs("out_"),
+			run: runIdentity,
+		},
+		{
+			// BF16 identity: Triton's alone among the three (KServe and
+			// MLServer have no BF16).
+			name: "identity_bf16", platform: "pytorch_libtorch",
+			inputs:  []tensor.Spec{spec("x", tensor.BF16, -1)},
+			outputs: []tensor.Spec{spec("y", tensor.BF16, -1)},
+			run:     runIdentity,
+		},
+		{
 			// KServe's test model (test_server.py FP16OutputModel): FP32 in,
 			// the same values as FP16 and FP32 out, flattened.
 			name: "FP16OutputModel", platform: "python",
@@ -209,6 +226,20 @@ func sampleModels() map[string]*model {
 	out := make(map[string]*model, len(list))
 	for _, m := range list {
 		out[m.name] = m
+	}
+	return out
+}
+
+// EveryDType lists the datatypes of model every_dtype, in its tensor
+// order; its tensors are named in_/out_ and the datatype lower-cased
+// (in_fp32 → out_fp32).
+var EveryDType = []tensor.DataType{tensor.FP32, tensor.FP64, tensor.FP16, tensor.Int8, tensor.Int16, tensor.Int32,
+	tensor.Int64, tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64, tensor.Bool, tensor.Bytes}
+
+func everyDTypeSpecs(prefix string) []tensor.Spec {
+	out := make([]tensor.Spec, len(EveryDType))
+	for i, dt := range EveryDType {
+		out[i] = spec(prefix+strings.ToLower(dt.String()), dt, -1)
 	}
 	return out
 }

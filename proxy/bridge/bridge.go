@@ -129,6 +129,11 @@ type Options struct {
 	// TF Serving's --enable_serialization_as_tensor_content does, instead
 	// of its default typed fields (float_val, ...).
 	TFGRPCTensorContent bool
+	// TFGRPCDefaultVersion is the model_spec.version TF gRPC answers
+	// carry when neither the request, the model map nor the v2 server
+	// names a numeric version (KServe, MLServer: spec §9.1); -1 (the
+	// default) leaves it unset, as 0 in TF's protobuf.
+	TFGRPCDefaultVersion int64
 
 	// BackendTransport and ProxyTransport, when set, replace the HTTP
 	// transports towards the v2 server of the backend client and of the
@@ -171,6 +176,8 @@ func DefaultOptions() Options {
 		Readiness:        ReadinessTFSBridge,
 		DrainDelay:       DefaultDrainDelay,
 		Shadow:           defaultShadowOptions(),
+		// Unset: a version tfsbridge cannot know is not invented.
+		TFGRPCDefaultVersion: -1,
 		Proxy: ProxyOptions{
 			RequestTimeout:    httpproxy.DefaultRequestTimeout,
 			ReadTimeout:       httpproxy.DefaultReadTimeout,
@@ -229,6 +236,7 @@ func (o *Options) Validate() error {
 		{"BackendKind", !validBackendKind(o.BackendKind), "must be auto, triton, kserve or mlserver"},
 		{o.Shadow.invalid(), o.Shadow.invalid() != "", "must be positive"},
 		{"TFGRPCBackend", !validGRPCAddr(o.TFGRPCBackend), "must be empty or host:port"},
+		{"TFGRPCDefaultVersion", o.TFGRPCDefaultVersion < -1, "must be -1 (unset) or a version, at least 0"},
 	} {
 		if c.bad {
 			return &FieldError{Field: c.field, Problem: c.want}
@@ -344,6 +352,9 @@ func New(o Options) (*Bridge, error) {
 	}
 	if o.TFGRPCTensorContent {
 		sess.GRPC.Encoding = tfgrpc.TensorContent
+	}
+	if o.TFGRPCDefaultVersion >= 0 {
+		sess.GRPC.DefaultVersion, sess.GRPC.HasDefaultVersion = o.TFGRPCDefaultVersion, true
 	}
 	p, err := httpproxy.New(httpproxy.Config{
 		Session:           sess,

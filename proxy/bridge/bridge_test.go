@@ -43,6 +43,8 @@ func TestDefaultOptions(t *testing.T) {
 		Readiness:        "tfsbridge",
 		DrainDelay:       5 * time.Second,
 		Shadow:           ShadowOptions{MaxBytes: 64 << 20, Timeout: 30 * time.Second, LogMaxBytes: 64 << 20, LogPerSecond: 10},
+		// TF gRPC answers name no version tfsbridge cannot know.
+		TFGRPCDefaultVersion: -1,
 		Proxy: ProxyOptions{
 			RequestTimeout:    httpproxy.DefaultRequestTimeout,
 			ReadTimeout:       httpproxy.DefaultReadTimeout,
@@ -68,6 +70,8 @@ func TestValidate(t *testing.T) {
 		{"defaults", func(*Options) {}, ""},
 		{"error ttl zero disables", func(o *Options) { o.MetadataErrorTTL = 0 }, ""},
 		{"nil logger", func(o *Options) { o.Logger = nil }, ""},
+		{"TF gRPC default version 0", func(o *Options) { o.TFGRPCDefaultVersion = 0 }, ""},
+		{"TF gRPC default version below -1", func(o *Options) { o.TFGRPCDefaultVersion = -2 }, "TFGRPCDefaultVersion"},
 		{"zero backend timeout", func(o *Options) { o.BackendTimeout = 0 }, "BackendTimeout"},
 		{"zero metadata ttl", func(o *Options) { o.MetadataTTL = 0 }, "MetadataTTL"},
 		{"negative error ttl", func(o *Options) { o.MetadataErrorTTL = -time.Second }, "MetadataErrorTTL"},

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
@@ -46,7 +47,8 @@ type v2GRPC struct {
 	addr string
 	mu   sync.Mutex
 	md   metadata.MD
-	dl   bool // the last call had a deadline
+	dl   bool      // the last call had a deadline
+	dlAt time.Time // and that deadline
 }
 
 func startV2GRPC(t *testing.T) *v2GRPC {
@@ -66,9 +68,9 @@ func startV2GRPC(t *testing.T) *v2GRPC {
 func (v *v2GRPC) handle(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
 	md, _ := metadata.FromIncomingContext(ss.Context())
-	_, dl := ss.Context().Deadline()
+	dlAt, dl := ss.Context().Deadline()
 	v.mu.Lock()
-	v.md, v.dl = md, dl
+	v.md, v.dl, v.dlAt = md, dl, dlAt
 	v.mu.Unlock()
 	var in []byte
 	if err := ss.RecvMsg(&in); err != nil {
@@ -259,5 +261,97 @@ func TestGRPCTimeoutHeader(t *testing.T) {
 				t.Errorf("format %v round-trips to %v", d, back)
 			}
 		}
+	}
+}
+
+// TestGRPCDeadlineForwarded: the v2 call's deadline is the client's (the
+// time left, as gRPC forwards it), or --request-timeout when the client
+// names none.
+func TestGRPCDeadlineForwarded(t *testing.T) {
+	const requestTimeout = 7 * time.Minute
+	cc, v2, _ := grpcSetupWith(t, func(c *GRPCConfig) { c.RequestTimeout = requestTimeout })
+	in := grpctest.Predict(tfgrpc.ModelSpec{Name: "half_plus_two"}, "x", grpctest.F32Content)
+	// The client deadlines are far apart and far from requestTimeout, so
+	// that a busy machine's delays cannot blur which one the v2 call got.
+	for _, tt := range []struct {
+		name     string
+		deadline time.Duration // 0: none
+		min, max time.Duration // of the v2 call's deadline, from before the call
+	}{
+		{"client's deadline", 40 * time.Second, 10 * time.Second, 40 * time.Second},
+		{"no deadline: --request-timeout", 0, 5 * time.Minute, requestTimeout},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tt.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			start := time.Now()
+			var out []byte
+			if err := cc.Invoke(ctx, grpctest.PredictPath, &in, &out); err != nil {
+				t.Fatalf("Predict: %v", err)
+			}
+			v2.mu.Lock()
+			dl, at := v2.dl, v2.dlAt
+			v2.mu.Unlock()
+			// The v2 server counts the time left from when it got the
+			// call, up to the call's duration after start.
+			upper := tt.max + time.Since(start)
+			if got := at.Sub(start); !dl || got < tt.min || got > upper {
+				t.Errorf("v2 call deadline %v after the call began (set %v), want within [%v, %v]", got, dl, tt.min, upper)
+			}
+		})
+	}
+}
+
+// TestGRPCMessageCap: a message over the body limit (--max-body-bytes;
+// TF Serving's own is 2 GiB) is RESOURCE_EXHAUSTED, as a gRPC server
+// answers a message over its cap, and never reaches the v2 server; one
+// within it passes.
+func TestGRPCMessageCap(t *testing.T) {
+	const limit = 4096
+	cc, v2, _ := grpcSetupWith(t, func(c *GRPCConfig) { c.Session.MaxBodyBytes = limit })
+	// A bound for a hang on a busy machine, not a timing assumption.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tensorOf := func(n int) []byte {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(i)
+		}
+		// TensorProto{dtype: DT_FLOAT, tensor_shape{dim{size: n}}, tensor_content}
+		dim := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), uint64(n))
+		shape := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), dim)
+		tp := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)
+		tp = protowire.AppendBytes(protowire.AppendTag(tp, 2, protowire.BytesType), shape)
+		return protowire.AppendBytes(protowire.AppendTag(tp, 4, protowire.BytesType), f32le(x...))
+	}
+	for _, tt := range []struct {
+		name string
+		n    int
+		code codes.Code
+	}{
+		{"within the limit", 256, codes.OK},
+		{"over the limit", 2048, codes.ResourceExhausted},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v2.mu.Lock()
+			v2.md = nil
+			v2.mu.Unlock()
+			in := grpctest.Predict(tfgrpc.ModelSpec{Name: "half_plus_two"}, "x", tensorOf(tt.n))
+			var out []byte
+			err := cc.Invoke(ctx, grpctest.PredictPath, &in, &out)
+			if status.Code(err) != tt.code {
+				t.Fatalf("status %v, want %v", err, tt.code)
+			}
+			v2.mu.Lock()
+			called := v2.md != nil
+			v2.mu.Unlock()
+			if called != (tt.code == codes.OK) {
+				t.Errorf("v2 server called: %v", called)
+			}
+		})
 	}
 }

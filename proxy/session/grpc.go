@@ -486,6 +486,21 @@ func (s *Session) GRPCForward() bool { return s.grpc != nil && s.grpc.forwarded 
 // grpcRoute found, a label the map does not know refused as TF does, and
 // the signature the method needs (for a mapped model's other signature,
 // the target that reaches its v2 model).
+// signatureDefs is every signature of a mapped model in TF names, in
+// the map's order (serving_default first), for GetModelMetadata.
+func (t *target) signatureDefs(ctx context.Context) ([]tfgrpc.SignatureDef, error) {
+	names := t.model.SignatureNames()
+	defs := make([]tfgrpc.SignatureDef, 0, len(names))
+	for _, name := range names {
+		sig, _, err := t.mappedSignature(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		defs = append(defs, tfgrpc.SignatureDef{Name: name, Signature: sig})
+	}
+	return defs, nil
+}
+
 func (s *Session) grpcResolver(ctx context.Context) grpcmap.Resolver {
 	return func(r route.Route, sigName string) (grpcmap.Target, error) {
 		g := s.grpc
@@ -515,6 +530,11 @@ func (s *Session) grpcResolver(ctx context.Context) grpcmap.Resolver {
 			// The map's renames and declared tensors apply to the answer.
 			sig, err := rt.signature(ctx, rt.tf)
 			t.Signature = sig
+			if err == nil && len(rt.model.Signatures) > 0 {
+				// Every signature the map declares, as REST's metadata
+				// lists them (mappedMetadata).
+				t.Signatures, err = rt.signatureDefs(ctx)
+			}
 			return t, err
 		}
 		if g.kindErr != nil {

@@ -6,13 +6,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/status"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
@@ -41,6 +44,8 @@ var grpcTransports = []string{viaExtproc, viaExtprocFD, "proxy-grpc"}
 type grpcStackOptions struct {
 	ModelMap string // --model-map document, "" for none
 	Routes   []envoysim.HeaderRoute
+	// Edit, when set, changes the bridge's options.
+	Edit func(*bridge.Options)
 }
 
 func newGRPCStack(t testing.TB, kind string) *grpcStack {
@@ -71,6 +76,9 @@ func newGRPCStackWith(t testing.TB, kind string, opt grpcStackOptions) *grpcStac
 		if err := os.WriteFile(o.ModelMapFile, []byte(opt.ModelMap), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if opt.Edit != nil {
+		opt.Edit(&o)
 	}
 	b, err := bridge.New(o)
 	if err != nil {
@@ -153,6 +161,14 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 		t.Errorf("Predict answer %+v", p)
 	}
 
+	// A gzip-compressed message (grpc-encoding: gzip, flag 1): inflated,
+	// answered uncompressed (spec §5.5).
+	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
+		map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{3}, 1, 2, 5)}), grpc.UseCompressor(gzip.Name))
+	if err != nil || !slices.Equal(p.Outputs["y"].FloatVal, []float32{2.5, 3, 4.5}) {
+		t.Errorf("gzip Predict: %+v %v", p, err)
+	}
+
 	// A Python scalar (float_val, shape []), broadcast by TF's rules to [3]
 	// when the client pads the shape.
 	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
@@ -161,11 +177,27 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 		t.Errorf("broadcast Predict: %+v %v", p, err)
 	}
 
+	// make_tensor_proto(3.0): spec §7's scalar, float_val and an empty
+	// tensor_shape; v2 gets it as shape [1] (Triton counts [] as no
+	// element).
+	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
+		map[string]tfclient.TensorProto{"x": tfclient.Float32(nil, 3)}))
+	if err != nil || !slices.Equal(p.Outputs["y"].FloatVal, []float32{3.5}) {
+		t.Errorf("scalar Predict: %+v %v", p, err)
+	}
+
 	// Strings: string_val both ways.
 	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("bytes_echo"),
 		map[string]tfclient.TensorProto{"text": tfclient.Strings([]int64{2}, "ab", "c")}))
 	if err != nil || len(p.Outputs["echo"].StringVal) != 2 || string(p.Outputs["echo"].StringVal[0]) != "ab" {
 		t.Errorf("bytes Predict: %+v %v", p, err)
+	}
+
+	// output_filter → v2 outputs: only the ones asked for come back.
+	p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("multi_out"),
+		map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{2, 2}, 1, 2, 4, 3)}, "argmax"))
+	if err != nil || len(p.Outputs) != 1 || !slices.Equal(p.Outputs["argmax"].Int64Val, []int64{1, 0}) {
+		t.Errorf("output_filter Predict: %+v %v", p, err)
 	}
 
 	// Classify and Regress: serialized tf.Examples.
@@ -189,6 +221,17 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 	if err != nil || len(vs) != 1 || vs[0].Version != 1 || vs[0].State != 30 {
 		t.Errorf("GetModelStatus: %+v %v", vs, err)
 	}
+	// Without a version: every version v2 metadata lists (Triton's and
+	// MLServer's "1"); KServe lists none, so one entry with the
+	// configured default version, unset here (0, as REST's status says).
+	vs, err = c.GetModelStatus(ctx, tfclient.GetModelStatusRequest(tfclient.Spec("half_plus_two")))
+	wantVersion := int64(1)
+	if kind == kserve {
+		wantVersion = 0
+	}
+	if err != nil || len(vs) != 1 || vs[0].Version != wantVersion || vs[0].State != 30 || vs[0].ErrorCode != 0 {
+		t.Errorf("GetModelStatus, all versions: %+v %v", vs, err)
+	}
 
 	for _, e := range []struct {
 		name, method string
@@ -199,11 +242,20 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 		{"unknown model", tfclient.MethodPredict, tfclient.PredictRequest(tfclient.Spec("nope"),
 			map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{1}, 1)}),
 			codes.NotFound, "Servable not found for request: Latest(nope)"},
+		{"unknown output_filter", tfclient.MethodPredict, tfclient.PredictRequest(tfclient.Spec("multi_out"),
+			map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{1, 2}, 1, 2)}, "nope"),
+			codes.InvalidArgument, "output tensor alias not found in signature: nope Outputs expected to be in the set {argmax,label_bytes,sum}."},
 		{"float64 for a float input", tfclient.MethodPredict, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
 			map[string]tfclient.TensorProto{"x": tfclient.Float64([]int64{2}, 1, 2)}),
 			codes.InvalidArgument, "Expects arg[0] to be float but double is provided"},
 		{"status of an unknown model", tfclient.MethodGetModelStatus, tfclient.GetModelStatusRequest(tfclient.Spec("nope")),
 			codes.NotFound, "Could not find any versions of model nope"},
+		{"status of an unknown model's version", tfclient.MethodGetModelStatus, tfclient.GetModelStatusRequest(tfclient.Spec("nope").WithVersion(3)),
+			codes.NotFound, "Could not find version 3 of model nope"},
+		{"reload config", tfclient.MethodReloadConfig, nil,
+			codes.Unimplemented, "HandleReloadConfigRequest is not supported: tfsbridge translates to a v2 inference server, which has no equivalent"},
+		{"metadata without a field", tfclient.MethodGetModelMetadata, tfclient.GetModelMetadataRequest(tfclient.Spec("half_plus_two")),
+			codes.InvalidArgument, "GetModelMetadataRequest must specify at least one metadata_field"},
 		{"multi inference", tfclient.MethodMultiInference, tfclient.GetModelStatusRequest(tfclient.Spec("half_plus_two")),
 			codes.Unimplemented, "MultiInference is not supported: tfsbridge translates to a v2 inference server, which has no equivalent"},
 	} {
@@ -211,5 +263,88 @@ func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
 		if st, _ := status.FromError(err); st.Code() != e.code || st.Message() != e.msg {
 			t.Errorf("%s (%s): %v %q, want %v %q", e.name, kind, st.Code(), st.Message(), e.code, e.msg)
 		}
+	}
+}
+
+// TestGRPCDefaultVersion: --tf-grpc-default-version is the version TF
+// answers carry when the v2 server names none (KServe), through every
+// transport.
+func TestGRPCDefaultVersion(t *testing.T) {
+	st := newGRPCStackWith(t, kserve, grpcStackOptions{Edit: func(o *bridge.Options) { o.TFGRPCDefaultVersion = 4 }})
+	x := map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{3}, 1, 2, 5)}
+	for _, via := range grpcTransports {
+		t.Run(via, func(t *testing.T) {
+			c := st.clients[via]
+			// A bound for a hang on a busy machine, not a timing assumption.
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			p, err := c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"), x))
+			if err != nil || p.ModelSpec.Version == nil || *p.ModelSpec.Version != 4 {
+				t.Errorf("Predict: %+v %v, want model_spec.version 4", p, err)
+			}
+			vs, err := c.GetModelStatus(ctx, tfclient.GetModelStatusRequest(tfclient.Spec("half_plus_two")))
+			if err != nil || len(vs) != 1 || vs[0].Version != 4 || vs[0].State != 30 {
+				t.Errorf("GetModelStatus: %+v %v, want version 4 AVAILABLE", vs, err)
+			}
+			md, err := c.GetModelMetadata(ctx, tfclient.GetModelMetadataRequest(tfclient.Spec("half_plus_two"), "signature_def"))
+			if err != nil || md.ModelSpec.Version == nil || *md.ModelSpec.Version != 4 {
+				t.Errorf("GetModelMetadata: %+v %v, want model_spec.version 4", md, err)
+			}
+		})
+	}
+}
+
+// TestGRPCTensorContent: --tf-grpc-tensor-content answers as TF Serving's
+// --enable_serialization_as_tensor_content does, through every transport:
+// every value in tensor_content (little-endian; DT_STRING as TF's string
+// list, the varint lengths then the bytes), no typed field.
+func TestGRPCTensorContent(t *testing.T) {
+	st := newGRPCStackWith(t, triton, grpcStackOptions{Edit: func(o *bridge.Options) { o.TFGRPCTensorContent = true }})
+	for _, via := range grpcTransports {
+		t.Run(via, func(t *testing.T) {
+			c := st.clients[via]
+			// A bound for a hang on a busy machine, not a timing assumption.
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			p, err := c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
+				map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{3}, 1, 2, 5)}))
+			want := tfclient.TensorProto{DType: tfclient.DTFloat, Shape: []int64{3},
+				TensorContent: []byte{0, 0, 0x20, 0x40, 0, 0, 0x40, 0x40, 0, 0, 0x90, 0x40}} // 2.5, 3, 4.5
+			if err != nil || !reflect.DeepEqual(p.Outputs["y"], want) {
+				t.Errorf("Predict: %+v %v\nwant y %+v", p, err, want)
+			}
+			p, err = c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("bytes_echo"),
+				map[string]tfclient.TensorProto{"text": tfclient.Strings([]int64{2}, "ab", "c")}))
+			want = tfclient.TensorProto{DType: tfclient.DTString, Shape: []int64{2}, TensorContent: []byte{2, 1, 'a', 'b', 'c'}}
+			if err != nil || !reflect.DeepEqual(p.Outputs["echo"], want) {
+				t.Errorf("bytes Predict: %+v %v\nwant echo %+v", p, err, want)
+			}
+		})
+	}
+}
+
+// TestGRPCBackendCaps is spec §6.5's RESOURCE_EXHAUSTED row with the
+// real caps: a message within tfsbridge's limit but over the v2 server's
+// (KServe 8 MiB, MLServer grpcio's 4 MiB; TF Serving's is 2 GiB) gets the
+// server's RESOURCE_EXHAUSTED and text, through every transport (the
+// stand-in's buffer limit is the 64 MiB of the deployments).
+func TestGRPCBackendCaps(t *testing.T) {
+	for kind, mib := range map[string]int{kserve: 9, mlserver: 5} {
+		t.Run(kind, func(t *testing.T) {
+			st := newGRPCStack(t, kind)
+			x := make([]float32, mib<<20/4)
+			req := tfclient.PredictRequest(tfclient.Spec("half_plus_two"), map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{int64(len(x))}, x...)})
+			for _, via := range grpcTransports {
+				t.Run(via, func(t *testing.T) {
+					// A bound for a hang on a busy machine, not a timing assumption.
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					defer cancel()
+					_, err := st.clients[via].Call(ctx, tfclient.MethodPredict, req)
+					if s, _ := status.FromError(err); s.Code() != codes.ResourceExhausted || !strings.Contains(s.Message(), "larger than max") {
+						t.Errorf("%v %q, want RESOURCE_EXHAUSTED with the server's text", s.Code(), s.Message())
+					}
+				})
+			}
+		})
 	}
 }

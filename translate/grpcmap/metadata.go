@@ -79,6 +79,13 @@ func MetadataFromSignature(dst []byte, wire *tensor.Signature, ex *Exchange, opt
 	defs := ex.Target.Signatures
 	if len(defs) == 0 {
 		defs = []tfgrpc.SignatureDef{{Name: DefaultSignature, Signature: sig, Method: predictMethod}}
+	} else if slices.ContainsFunc(defs, func(d tfgrpc.SignatureDef) bool { return d.Method == "" }) {
+		defs = slices.Clone(defs)
+		for i := range defs {
+			if defs[i].Method == "" {
+				defs[i].Method = predictMethod
+			}
+		}
 	}
 	spec := ex.spec(false, "", wire.Versions, opt)
 	out := tfgrpc.AppendMetadataResponse(dst, spec, defs)

@@ -59,14 +59,19 @@ func Unimplemented(m Method) error {
 
 // BackendError turns the gRPC status a v2 server answered ex's call with
 // into TF Serving's (docs/grpc.md §6.5): a model or version the server does not
-// know, or one not ready, is TF's NOT_FOUND for the servable (for
-// GetModelStatus its own texts); MLServer's FAILED_PRECONDITION (HTTP
+// know, or one not ready (Triton's and KServe's UNAVAILABLE, MLServer's
+// INVALID_ARGUMENT: its ModelNotReady is an HTTP 400; MLServer's
+// ModelReady, which has no error handler, lets grpcio answer an unknown
+// model UNKNOWN naming mlserver.errors.ModelNotFound), is TF's NOT_FOUND
+// for the servable (for GetModelStatus its own texts); MLServer's FAILED_PRECONDITION (HTTP
 // 422, its validation error) is INVALID_ARGUMENT; every other code goes
 // through with the server's text (shape errors, model failures, resource
 // limits, deadlines, cancellation, unavailability).
 func BackendError(code int, message string, ex *Exchange) error {
 	switch {
-	case code == codeNotFound, code == codeUnavailable && notReady(message):
+	case code == codeNotFound, code == codeUnavailable && notReady(message),
+		code == codeInvalidArgument && mlserverNotReady(message),
+		code == codeUnknown && strings.Contains(message, "mlserver.errors.ModelNotFound"):
 		return notFoundFor(ex)
 	case code == codeFailedPrecondition:
 		return apierr.New(apierr.InvalidArgument, message)
@@ -83,6 +88,16 @@ func BackendError(code int, message string, ex *Exchange) error {
 // ready state", KServe's "Model with name m is not ready.".
 func notReady(message string) bool {
 	return strings.Contains(message, "not at ready state") || strings.Contains(message, "is not ready")
+}
+
+// mlserverNotReady reports MLServer's ModelNotReady, which its gRPC
+// servicer answers INVALID_ARGUMENT (the error's HTTP 400): "Model m is
+// not ready yet." or, since gRPC passes the version as "" rather than
+// None, "Model m with version  is not ready yet." (mlserver/errors.py).
+// Both ends of the text are matched: a model's own INVALID_ARGUMENT
+// message that merely mentions readiness stays what it is.
+func mlserverNotReady(message string) bool {
+	return strings.HasPrefix(message, "Model ") && strings.HasSuffix(message, " is not ready yet.")
 }
 
 // notFoundFor is TF's not-found answer for ex's method.
