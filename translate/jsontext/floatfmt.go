@@ -147,7 +147,7 @@ func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 		sc := &f32Scales[b>>23&0xFF]
 		d, up := sc.digits(b)
 		exp := int(sc.exp[up])
-		if d%1000-uint32(sc.margin[up]) > uint32(sc.span[up]) {
+		if uint64(d)*mod1000-sc.lowMargin[up] > sc.lowSpan[up] {
 			// Not settled by step 2, or not a normal float32 in fixed
 			// form (margin noFast), or D has ten digits (9.99999999x
 			// rounded up a decade: D%1000 is 0).
@@ -274,7 +274,29 @@ type f32Scale struct {
 	// the loop does not write has margin noFast and span 0: every value
 	// fails the test.
 	margin, span [2]uint16
-	exp          [2]int8
+	// lowMargin and lowSpan are margin and span for the loop's test of
+	// D%1000 done on D*mod1000's low 64 bits (settledLow).
+	lowMargin, lowSpan [2]uint64
+	exp                [2]int8
+}
+
+// mod1000 is ceil(2^64/1000): for D < 10^9, D*mod1000 mod 2^64 is
+// t*mod1000 + (D/1000)*384 for t = D%1000 (1000*mod1000 is 2^64+384, and
+// the sum stays below 2^64), which lies in [t*mod1000, t*mod1000 + 10^9),
+// below (t+1)*mod1000. So margin <= t <= 1000-margin exactly when
+// D*mod1000 - margin*mod1000 <= (1001-2*margin)*mod1000 - 1 as unsigned
+// 64-bit integers: one multiplication where D%1000 takes two and a
+// shift.
+const mod1000 = 1<<64/1000 + 1
+
+// settledLow returns lowMargin and lowSpan for a decade of step 2's
+// margin; for noFast, a test no D passes (D*mod1000 is never 1: that
+// needs t = 0 and (D/1000)*384 = 1).
+func settledLow(margin uint16) (lowMargin, lowSpan uint64) {
+	if margin == noFast {
+		return 1, 0
+	}
+	return uint64(margin) * mod1000, uint64(1001-2*margin)*mod1000 - 1
 }
 
 // digits returns D for the float32 with bits b, whose entry sc is, and
@@ -302,6 +324,9 @@ const noFast = 0xFFFF
 var f32Scales = func() (t [256]f32Scale) {
 	for e := range t {
 		t[e].margin = [2]uint16{noFast, noFast}
+		for up := range 2 {
+			t[e].lowMargin[up], t[e].lowSpan[up] = settledLow(noFast)
+		}
 		q := e - 150 // |x| = m*2^q, m the 24-bit mantissa
 		exp0 := log10Pow2(q + 23)
 		if e == 0 || e == 0xFF || exp0 < -5 || exp0 > 8 {
@@ -318,6 +343,7 @@ var f32Scales = func() (t [256]f32Scale) {
 			half := math.Floor(math.Ldexp(pow10f64[k], q-1))
 			margin := uint16(half + 2)
 			t[e].margin[up], t[e].span[up], t[e].exp[up] = margin, 1000-2*margin, int8(exp)
+			t[e].lowMargin[up], t[e].lowSpan[up] = settledLow(margin)
 		}
 	}
 	return t

@@ -171,3 +171,31 @@ func FuzzFloat32s(f *testing.F) {
 		}
 	})
 }
+
+// TestSettledLow: the loop's step 2 test on D*mod1000's low bits agrees
+// with margin <= D%1000 <= 1000-margin for every margin a decade can
+// have, every last three digits and the smallest and largest D/1000,
+// and no D passes a noFast decade's test.
+func TestSettledLow(t *testing.T) {
+	margins := map[uint16]bool{noFast: true}
+	for e := range f32Scales {
+		for up := range 2 {
+			margins[f32Scales[e].margin[up]] = true
+		}
+	}
+	for m := uint16(2); m <= 61; m++ {
+		margins[m] = true
+	}
+	for margin := range margins {
+		lowMargin, lowSpan := settledLow(margin)
+		for _, q := range []uint64{0, 1, 2, 383, 499_999, 999_998, 999_999} {
+			for tail := range uint64(1000) {
+				d := q*1000 + tail
+				want := margin != noFast && uint64(margin) <= tail && tail <= 1000-uint64(margin)
+				if got := d*mod1000-lowMargin <= lowSpan; got != want {
+					t.Fatalf("margin %d, D %d: settled %v, want %v", margin, d, got, want)
+				}
+			}
+		}
+	}
+}
