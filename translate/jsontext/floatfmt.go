@@ -146,12 +146,13 @@ func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 		b := binary.LittleEndian.Uint32(run[j:])
 		sc := &f32Scales[b>>23&0xFF]
 		d, up := sc.digits(b)
-		exp := int(sc.exp[up])
-		if uint64(d)*mod1000-sc.lowMargin[up] > sc.lowSpan[up] {
+		dc := &sc.dec[up]
+		exp := int(dc.exp)
+		if uint64(d)*mod1000-dc.lowMargin > dc.lowSpan {
 			// Not settled by step 2, or not a normal float32 in fixed
 			// form (margin noFast), or D has ten digits (9.99999999x
 			// rounded up a decade: D%1000 is 0).
-			if sc.margin[up] == noFast {
+			if dc.margin == noFast {
 				break
 			}
 			// Step 3, written out here rather than called, so that
@@ -267,17 +268,23 @@ func eightDigitsRev(v uint32) uint64 {
 // (exp0 = -5): rounding is monotonic, and the tests check the mantissas
 // on both sides of every decade's start.
 type f32Scale struct {
-	pow [2]float64
-	// margin is step 2's bound for each decade, floor(ulp(x)/2) in units
+	dec [2]f32Decade
+}
+
+// f32Decade is one decade of an f32Scale: everything the loop reads once
+// it knows the decade is at one address.
+type f32Decade struct {
+	pow float64 // 10^(8-exp)
+	// lowMargin and lowSpan are margin and span for the loop's test of
+	// D%1000 done on D*mod1000's low 64 bits (settledLow).
+	lowMargin, lowSpan uint64
+	// margin is step 2's bound for the decade, floor(ulp(x)/2) in units
 	// of D's last digit plus 2; span is 1000-2*margin, so that D is
 	// settled when D%1000-margin <= span as unsigned integers. A decade
 	// the loop does not write has margin noFast and span 0: every value
 	// fails the test.
-	margin, span [2]uint16
-	// lowMargin and lowSpan are margin and span for the loop's test of
-	// D%1000 done on D*mod1000's low 64 bits (settledLow).
-	lowMargin, lowSpan [2]uint64
-	exp                [2]int8
+	margin, span uint16
+	exp          int8
 }
 
 // mod1000 is ceil(2^64/1000): for D < 10^9, D*mod1000 mod 2^64 is
@@ -305,7 +312,7 @@ func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
 	x := float64(math.Float32frombits(b &^ (1 << 31)))
 	// The conversions keep each product rounded on its own (no fused
 	// multiply-add, which would not change an exact product anyway).
-	va, vb := float64(x*sc.pow[0]), float64(x*sc.pow[1])
+	va, vb := float64(x*sc.dec[0].pow), float64(x*sc.dec[1].pow)
 	d = uint32(math.Float64bits(va + 0x1p52)) // the low 32 bits of 2^52+D are D
 	up = bitIf(va >= 1e9)
 	if up != 0 {
@@ -323,16 +330,17 @@ const noFast = 0xFFFF
 // strconv.
 var f32Scales = func() (t [256]f32Scale) {
 	for e := range t {
-		t[e].margin = [2]uint16{noFast, noFast}
 		for up := range 2 {
-			t[e].lowMargin[up], t[e].lowSpan[up] = settledLow(noFast)
+			dc := &t[e].dec[up]
+			dc.margin = noFast
+			dc.lowMargin, dc.lowSpan = settledLow(noFast)
 		}
 		q := e - 150 // |x| = m*2^q, m the 24-bit mantissa
 		exp0 := log10Pow2(q + 23)
 		if e == 0 || e == 0xFF || exp0 < -5 || exp0 > 8 {
 			continue
 		}
-		t[e].pow = [2]float64{pow10f64[8-exp0], pow10f64[max(7-exp0, 0)]}
+		t[e].dec[0].pow, t[e].dec[1].pow = pow10f64[8-exp0], pow10f64[max(7-exp0, 0)]
 		for up := range 2 {
 			exp := exp0 + up
 			if exp < -4 || exp > 8 {
@@ -342,8 +350,9 @@ var f32Scales = func() (t [256]f32Scale) {
 			k := 8 - exp
 			half := math.Floor(math.Ldexp(pow10f64[k], q-1))
 			margin := uint16(half + 2)
-			t[e].margin[up], t[e].span[up], t[e].exp[up] = margin, 1000-2*margin, int8(exp)
-			t[e].lowMargin[up], t[e].lowSpan[up] = settledLow(margin)
+			dc := &t[e].dec[up]
+			dc.margin, dc.span, dc.exp = margin, 1000-2*margin, int8(exp)
+			dc.lowMargin, dc.lowSpan = settledLow(margin)
 		}
 	}
 	return t
