@@ -180,6 +180,25 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	for _, p := range parts {
 		n += len(p)
 	}
+	h["Accept-Encoding"] = []string{"identity"}
+	if c.RequestID != "" {
+		h["X-Request-Id"] = []string{c.RequestID}
+	}
+	if ts, ok := c.Target.Backend.(tokenSource); ok {
+		tok, err := ts.BearerToken()
+		if err != nil {
+			if release != nil {
+				release()
+			}
+			return 0, nil, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)
+		}
+		if tok != "" {
+			h["Authorization"] = []string{"Bearer " + tok}
+		}
+	}
+	if e.conns != nil && u.Scheme == "http" {
+		return e.postDirect(ctx, c, &u, parts, n, release, h)
+	}
 	var (
 		rd   io.Reader
 		sent *partsReader
@@ -216,19 +235,6 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	req.URL, req.Host = &u, u.Host
 	req.ContentLength = int64(n)
 	req.Header = h
-	h["Accept-Encoding"] = []string{"identity"}
-	if c.RequestID != "" {
-		h["X-Request-Id"] = []string{c.RequestID}
-	}
-	if ts, ok := c.Target.Backend.(tokenSource); ok {
-		tok, err := ts.BearerToken()
-		if err != nil {
-			return 0, nil, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)
-		}
-		if tok != "" {
-			h["Authorization"] = []string{"Bearer " + tok}
-		}
-	}
 	if u.User != nil && h["Authorization"] == nil {
 		// As http.Client sends a URL's user info (the transport does not).
 		pw, _ := u.User.Password()
@@ -240,6 +246,24 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	}
 	defer resp.Body.Close()
 	body, err := e.readBody(c, resp.Body, resp.ContentLength)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return resp.StatusCode, resp.Header, body, nil
+}
+
+// postDirect is post over the engine's own client (conn.go): the head
+// and the parts in one writev, the answer read on the pooled connection.
+func (e *Engine) postDirect(ctx context.Context, c *Copy, u *url.URL, parts [][]byte, n int, release func(), h http.Header) (int, http.Header, []byte, error) {
+	resp, conn, err := e.roundTrip(ctx, &exchange{u: u, h: h, parts: parts, n: n, deadline: c.deadline})
+	if release != nil {
+		release() // written (or failed): nothing refers to the parts any more
+	}
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
+	}
+	body, err := e.readBody(c, resp.Body, resp.ContentLength)
+	e.finish(conn, resp, err == nil)
 	if err != nil {
 		return 0, nil, nil, err
 	}
