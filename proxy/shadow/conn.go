@@ -218,6 +218,10 @@ func (c *clientConn) exchange(x *exchange) (*http.Response, error) {
 	}
 	clear(c.parts) // the body's parts are the translation's pooled memory
 	for {
+		// net/http's own parser, not a minimal one: it handles every
+		// form of answer (chunked with trailers, until close, interim
+		// answers), and a CPU profile of a copy puts it at 3% of the
+		// copy (the syscalls and the translations are the rest).
 		c.lr.N = maxHeadBytes
 		resp, err := http.ReadResponse(c.br, nil)
 		if err != nil {
