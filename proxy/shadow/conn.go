@@ -151,7 +151,7 @@ func (p *connPool) close() {
 // exchange is one copy's request to a shadow server over http.
 type exchange struct {
 	u        *url.URL // the server's URL, its path the request's
-	h        http.Header
+	h        head
 	parts    [][]byte
 	n        int // the body's length
 	deadline time.Time
@@ -257,8 +257,8 @@ func isReset(err error) bool {
 }
 
 // appendHead appends x's request head to b: the request line, Host,
-// Content-Length and x's headers (values with a control character are
-// left out: they could cut the head).
+// Content-Length and x's headers (a value with a control character is
+// left out: it could cut the head).
 func appendHead(b []byte, x *exchange) []byte {
 	b = append(b, "POST "...)
 	b = append(b, x.u.EscapedPath()...)
@@ -266,19 +266,17 @@ func appendHead(b []byte, x *exchange) []byte {
 	b = append(b, x.u.Host...)
 	b = append(b, "\r\nUser-Agent: tfsbridge-shadow\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(x.n), 10)
-	b = append(b, "\r\n"...)
-	for k, vs := range x.h {
-		for _, v := range vs {
-			if !validHeaderValue(v) {
-				continue
-			}
-			b = append(b, k...)
-			b = append(b, ": "...)
-			b = append(b, v...)
-			b = append(b, "\r\n"...)
-		}
+	b = append(b, "\r\nAccept-Encoding: identity\r\n"...)
+	b = appendHeader(b, "Content-Type", x.h.contentType)
+	if x.h.headerLength >= 0 {
+		b = append(b, "Inference-Header-Content-Length: "...)
+		b = strconv.AppendInt(b, int64(x.h.headerLength), 10)
+		b = append(b, "\r\n"...)
 	}
-	if x.u.User != nil && x.h["Authorization"] == nil {
+	b = appendHeader(b, "X-Request-Id", x.h.requestID)
+	if x.h.bearer != "" {
+		b = appendHeader(b, "Authorization", "Bearer "+x.h.bearer)
+	} else if x.u.User != nil {
 		// As http.Client sends a URL's user info.
 		pw, _ := x.u.User.Password()
 		cred := x.u.User.Username() + ":" + pw
@@ -286,6 +284,17 @@ func appendHead(b []byte, x *exchange) []byte {
 		b = base64.StdEncoding.AppendEncode(b, []byte(cred))
 		b = append(b, "\r\n"...)
 	}
+	return append(b, "\r\n"...)
+}
+
+// appendHeader appends a header line when v is not empty and valid.
+func appendHeader(b []byte, k, v string) []byte {
+	if v == "" || !validHeaderValue(v) {
+		return b
+	}
+	b = append(b, k...)
+	b = append(b, ": "...)
+	b = append(b, v...)
 	return append(b, "\r\n"...)
 }
 

@@ -2,13 +2,16 @@ package shadow
 
 import (
 	"bufio"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,31 +163,53 @@ func TestDirectClientStaleConnection(t *testing.T) {
 	}
 }
 
-// The request's head: what net/http would send of it, a header value
-// that could cut the head left out.
+// tokenBackend is a server's control client with a bearer token.
+type tokenBackend struct {
+	Backend
+	tok string
+}
+
+func (b tokenBackend) BearerToken() (string, error) { return b.tok, nil }
+
+// The request's head: what net/http would send of it, the server's
+// bearer token before the URL's user info, a header value that could cut
+// the head left out.
 func TestDirectClientRequestHead(t *testing.T) {
 	s := newRawServer(t, func(int) (string, bool) { return withLength("HTTP/1.1 200 OK\r\n", primaryOK), false })
 	u := *s.url
 	u.Path = "/base/"
 	u.User = url.UserPassword("u", "p:w")
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("u:p:w"))
+	tests := []struct {
+		rid, token        string
+		wantRID, wantAuth string
+	}{
+		{"rid-1", "", "rid-1", basic},
+		{"bad\r\nX-Evil: 1", "", "", basic},
+		{"rid-3", "tok", "rid-3", "Bearer tok"},
+	}
 	h := newHarness(t, Options{}, 8)
-	for _, rid := range []string{"rid-1", "bad\r\nX-Evil: 1"} {
-		c := h.copyOf(Target{Name: "tf", Kind: KindTFServing, URL: &u}, predictPath+"?x=1", predictBody, ok(primaryOK))
-		c.RequestID = rid
+	for _, tc := range tests {
+		target := Target{Name: "tf", Kind: KindTFServing, URL: &u}
+		if tc.token != "" {
+			target.Backend = tokenBackend{tok: tc.token}
+		}
+		c := h.copyOf(target, predictPath+"?x=1", predictBody, ok(primaryOK))
+		c.RequestID = tc.rid
 		h.e.run(c)
 		h.e.Release(c.Reserved)
 	}
+	h.expect(map[string]int{observe.ShadowMatch: len(tests)})
 	reqs, _ := s.stats()
-	if len(reqs) != 2 {
-		t.Fatalf("%d requests, want 2", len(reqs))
+	if len(reqs) != len(tests) {
+		t.Fatalf("%d requests, want %d", len(reqs), len(tests))
 	}
-	for i, tc := range []struct{ rid string }{{"rid-1"}, {""}} {
+	for i, tc := range tests {
 		r := reqs[i]
-		user, pw, _ := r.BasicAuth()
 		got := []string{r.Method, r.RequestURI, r.Host, strconv.FormatInt(r.ContentLength, 10), r.Header.Get("Content-Type"),
-			r.Header.Get("Accept-Encoding"), r.Header.Get("X-Request-Id"), r.Header.Get("X-Evil"), user, pw}
+			r.Header.Get("Accept-Encoding"), r.Header.Get("X-Request-Id"), r.Header.Get("X-Evil"), r.Header.Get("Authorization")}
 		want := []string{"POST", "/base" + predictPath, u.Host, strconv.Itoa(len(predictBody)), "application/json",
-			"identity", tc.rid, "", "u", "p:w"}
+			"identity", tc.wantRID, "", tc.wantAuth}
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("request %d: %q, want %q", i, got, want)
 		}
@@ -213,4 +238,55 @@ func TestDirectClientClose(t *testing.T) {
 		t.Fatal("Close did not end the stalled copy")
 	}
 	h.expect(map[string]int{})
+}
+
+// roundTripFunc is an injected RoundTripper that is not net/http's.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Which client carries a copy: https goes through the transport (its
+// TLS), plain http through the engine's own client, and everything
+// through an injected RoundTripper that is not an *http.Transport.
+func TestEngineClientChoice(t *testing.T) {
+	answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, primaryOK) })
+	tlsSrv := httptest.NewTLSServer(answer)
+	defer tlsSrv.Close()
+	plainSrv := httptest.NewServer(answer)
+	defer plainSrv.Close()
+	var wrapped atomic.Int32
+	wrapper := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		wrapped.Add(1)
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	for _, tc := range []struct {
+		name      string
+		url       string
+		transport http.RoundTripper
+		direct    bool // the engine's own client
+		wrapped   int32
+	}{
+		{"https through the transport", tlsSrv.URL, tlsSrv.Client().Transport, false, 0},
+		{"http through the engine's client", plainSrv.URL, tlsSrv.Client().Transport, true, 0},
+		{"http through an injected RoundTripper", plainSrv.URL, wrapper, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wrapped.Store(0)
+			u, _ := url.Parse(tc.url)
+			h := newHarness(t, Options{Transport: tc.transport}, 8)
+			c := h.copyOf(Target{Name: "tf", Kind: KindTFServing, URL: u}, predictPath, predictBody, ok(primaryOK))
+			h.e.run(c)
+			h.e.Release(c.Reserved)
+			h.expect(map[string]int{observe.ShadowMatch: 1})
+			direct := false
+			if h.e.conns != nil {
+				h.e.conns.mu.Lock()
+				direct = len(h.e.conns.open) > 0
+				h.e.conns.mu.Unlock()
+			}
+			if direct != tc.direct || wrapped.Load() != tc.wrapped {
+				t.Errorf("own client used: %v, injected RoundTripper called %d times; want %v, %d", direct, wrapped.Load(), tc.direct, tc.wrapped)
+			}
+		})
+	}
 }
