@@ -190,7 +190,8 @@ func (e *Engine) roundTrip(ctx context.Context, x *exchange) (*http.Response, *c
 // finish gives c back to the pool when resp's body was read to its end
 // and the server keeps the connection open; otherwise it closes c.
 func (e *Engine) finish(c *clientConn, resp *http.Response, readAll bool) {
-	if readAll && !resp.Close && c.br.Buffered() == 0 {
+	// A 101 switched the connection to another protocol: never reused.
+	if readAll && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols && c.br.Buffered() == 0 {
 		e.conns.put(c)
 		return
 	}

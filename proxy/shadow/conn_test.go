@@ -119,6 +119,7 @@ func TestDirectClientAnswers(t *testing.T) {
 		{"until the connection closes", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + primaryOK, true, 0, observe.ShadowMatch, 2},
 		{"connection: close with a length", withLength("HTTP/1.1 200 OK\r\nConnection: close\r\n", primaryOK), true, 0, observe.ShadowMatch, 2},
 		{"an interim answer first", "HTTP/1.1 100 Continue\r\n\r\n" + withLength("HTTP/1.1 200 OK\r\n", primaryOK), false, 0, observe.ShadowMatch, 1},
+		{"switching protocols", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", false, 0, observe.ShadowMismatch, 2},
 		{"another status", withLength("HTTP/1.1 404 Not Found\r\n", `{"error": "x"}`), false, 0, observe.ShadowMismatch, 1},
 		{"over the body limit", withLength("HTTP/1.1 200 OK\r\n", primaryOK), false, 10, observe.ShadowError, 2},
 		{"chunked over the body limit", chunked, false, 20, observe.ShadowError, 2},

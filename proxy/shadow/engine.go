@@ -54,8 +54,12 @@ type Options struct {
 	// Logger receives the mismatch lines and the log files' failures;
 	// nil discards.
 	Logger *slog.Logger
-	// Transport makes the calls to shadow servers; nil uses a fresh
-	// http.Transport.
+	// Transport makes the calls to https shadow servers; nil uses a
+	// fresh http.Transport. Plain-http servers are reached with the
+	// engine's own client (conn.go), which dials them directly (no proxy,
+	// no custom dialer), unless Transport is not an *http.Transport: such
+	// a RoundTripper (a wrapper, a test's fault injector) makes every
+	// call.
 	Transport http.RoundTripper
 	// DefaultURL is the root URL of the default server (--backend), for
 	// a shadow on server "default".
