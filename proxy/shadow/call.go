@@ -47,7 +47,7 @@ func (e *Engine) call(ctx context.Context, c *Copy) (tfcompare.Answer, error) {
 
 // callTF sends the TF request as it came to a TF Serving server.
 func (e *Engine) callTF(ctx context.Context, c *Copy, base *url.URL) (tfcompare.Answer, error) {
-	status, h, body, err := e.post(ctx, c, base, c.Path, [][]byte{c.Request}, nil, http.Header{"Content-Type": {"application/json"}})
+	status, h, body, err := e.post(ctx, c, base, c.Path, [][]byte{c.Request}, nil, head{contentType: "application/json", headerLength: -1})
 	if err != nil {
 		return tfcompare.Answer{}, err
 	}
@@ -103,10 +103,7 @@ func (e *Engine) callV2(ctx context.Context, c *Copy, base *url.URL) (tfcompare.
 		return tfcompare.Answer{}, errOverCap
 	}
 	defer e.Release(n)
-	h := http.Header{"Content-Type": {req.ContentType}}
-	if req.HeaderLength >= 0 {
-		h["Inference-Header-Content-Length"] = []string{strconv.Itoa(req.HeaderLength)}
-	}
+	h := head{contentType: req.ContentType, headerLength: req.HeaderLength}
 	status, rh, body, err := e.post(ctx, c, base, wire.V2InferPath(), req.Chunks(), req.Release, h)
 	if err != nil {
 		return tfcompare.Answer{}, err
@@ -172,13 +169,27 @@ const joinMax = 64 << 10
 // arrive. release, when not nil, gives the parts back (they are pooled):
 // it is called once net/http no longer reads them, or never (the GC
 // takes them) when net/http might still.
-func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, parts [][]byte, release func(), h http.Header) (int, http.Header, []byte, error) {
+func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, parts [][]byte, release func(), h head) (int, http.Header, []byte, error) {
 	u := *base
 	u.Path = strings.TrimSuffix(u.Path, "/") + pathOnly(path)
 	u.RawQuery = ""
 	n := 0
 	for _, p := range parts {
 		n += len(p)
+	}
+	h.requestID = c.RequestID
+	if ts, ok := c.Target.Backend.(tokenSource); ok {
+		tok, err := ts.BearerToken()
+		if err != nil {
+			if release != nil {
+				release()
+			}
+			return 0, nil, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)
+		}
+		h.bearer = tok
+	}
+	if e.conns != nil && u.Scheme == "http" {
+		return e.postDirect(ctx, c, &u, parts, n, release, h)
 	}
 	var (
 		rd   io.Reader
@@ -215,21 +226,8 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	}
 	req.URL, req.Host = &u, u.Host
 	req.ContentLength = int64(n)
-	req.Header = h
-	h["Accept-Encoding"] = []string{"identity"}
-	if c.RequestID != "" {
-		h["X-Request-Id"] = []string{c.RequestID}
-	}
-	if ts, ok := c.Target.Backend.(tokenSource); ok {
-		tok, err := ts.BearerToken()
-		if err != nil {
-			return 0, nil, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)
-		}
-		if tok != "" {
-			h["Authorization"] = []string{"Bearer " + tok}
-		}
-	}
-	if u.User != nil && h["Authorization"] == nil {
+	req.Header = h.header()
+	if u.User != nil && h.bearer == "" {
 		// As http.Client sends a URL's user info (the transport does not).
 		pw, _ := u.User.Password()
 		req.SetBasicAuth(u.User.Username(), pw)
@@ -240,6 +238,49 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	}
 	defer resp.Body.Close()
 	body, err := e.readBody(c, resp.Body, resp.ContentLength)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return resp.StatusCode, resp.Header, body, nil
+}
+
+// head is what a copy's request says besides its method, URL and
+// length.
+type head struct {
+	contentType  string
+	headerLength int    // Inference-Header-Content-Length; -1 for none
+	requestID    string // X-Request-Id; "" for none
+	bearer       string // the server's bearer token; "" for none
+}
+
+// header is h as net/http's request header, identity encoding asked
+// for.
+func (h head) header() http.Header {
+	hh := http.Header{"Content-Type": {h.contentType}, "Accept-Encoding": {"identity"}}
+	if h.headerLength >= 0 {
+		hh["Inference-Header-Content-Length"] = []string{strconv.Itoa(h.headerLength)}
+	}
+	if h.requestID != "" {
+		hh["X-Request-Id"] = []string{h.requestID}
+	}
+	if h.bearer != "" {
+		hh["Authorization"] = []string{"Bearer " + h.bearer}
+	}
+	return hh
+}
+
+// postDirect is post over the engine's own client (conn.go): the head
+// and the parts in one writev, the answer read on the pooled connection.
+func (e *Engine) postDirect(ctx context.Context, c *Copy, u *url.URL, parts [][]byte, n int, release func(), h head) (int, http.Header, []byte, error) {
+	resp, conn, err := e.roundTrip(ctx, &exchange{u: u, h: h, parts: parts, n: n, deadline: c.deadline})
+	if release != nil {
+		release() // written (or failed): nothing refers to the parts any more
+	}
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
+	}
+	body, err := e.readBody(c, resp.Body, resp.ContentLength)
+	e.finish(conn, resp, err == nil)
 	if err != nil {
 		return 0, nil, nil, err
 	}

@@ -54,8 +54,12 @@ type Options struct {
 	// Logger receives the mismatch lines and the log files' failures;
 	// nil discards.
 	Logger *slog.Logger
-	// Transport makes the calls to shadow servers; nil uses a fresh
-	// http.Transport.
+	// Transport makes the calls to https shadow servers; nil uses a
+	// fresh http.Transport. Plain-http servers are reached with the
+	// engine's own client (conn.go), which dials them directly (no proxy,
+	// no custom dialer), unless Transport is not an *http.Transport: such
+	// a RoundTripper (a wrapper, a test's fault injector) makes every
+	// call.
 	Transport http.RoundTripper
 	// DefaultURL is the root URL of the default server (--backend), for
 	// a shadow on server "default".
@@ -112,7 +116,8 @@ type Copy struct {
 	// Reserved is what the copy holds of the memory cap (Reserve).
 	Reserved int64
 
-	model *modelState // its model's in-flight count and series, set by Submit
+	model    *modelState // its model's in-flight count and series, set by Submit
+	deadline time.Time   // when its --shadow-timeout ends, set as it starts
 }
 
 // Engine runs shadow copies. It is safe for concurrent use; a nil
@@ -123,6 +128,10 @@ type Engine struct {
 	log     *slog.Logger
 	limiter *observe.LogLimiter
 	rt      http.RoundTripper
+	// conns are the engine's own client's connections, for servers
+	// reached over plain http (conn.go); nil when an injected
+	// RoundTripper is to see every call.
+	conns *connPool
 
 	held   atomic.Int64 // bytes all copies hold
 	models sync.Map     // model → *modelState
@@ -156,6 +165,11 @@ func New(o Options) *Engine {
 	if o.LogPerSecond <= 0 {
 		o.LogPerSecond = DefaultLogPerSecond
 	}
+	// Plain-http servers are reached with the engine's own client
+	// unless the transport injected is not net/http's (a wrapper, such
+	// as a test's fault injector, sees every call).
+	_, std := o.Transport.(*http.Transport)
+	direct := o.Transport == nil || std
 	if o.Transport == nil {
 		o.Transport = &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
 	}
@@ -172,6 +186,9 @@ func New(o Options) *Engine {
 		// redirect and timeout handling for nothing.
 		rt: o.Transport,
 	}
+	if direct {
+		e.conns = newConnPool()
+	}
 	e.pool.New = func() any { return tfcompare.New(tfcompare.DefaultTolerance) }
 	e.work = make(chan *Copy)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
@@ -185,6 +202,9 @@ func (e *Engine) Close() {
 		return
 	}
 	e.cancel()
+	if e.conns != nil {
+		e.conns.close() // the copies' reads and writes fail at once
+	}
 	e.wg.Wait()
 	e.logs.Range(func(_, v any) bool {
 		v.(*mismatchLog).close()
@@ -304,6 +324,7 @@ func (e *Engine) run(c *Copy) {
 func (e *Engine) runWithin(dl *deadline, c *Copy) {
 	ctx := dl.start()
 	defer dl.stop()
+	c.deadline = dl.end
 	model := c.Route.Model
 	if c.model == nil { // a copy run without Submit (tests)
 		c.model = e.model(model)
@@ -392,6 +413,7 @@ type deadline struct {
 	ctx    context.Context // nil until the first copy and after a timeout
 	cancel context.CancelCauseFunc
 	timer  *time.Timer // cancels ctx with errTimeout when it fires
+	end    time.Time   // when the current copy's time ends
 }
 
 func (e *Engine) newDeadline() *deadline { return &deadline{parent: e.ctx, limit: e.o.Timeout} }
@@ -399,6 +421,7 @@ func (e *Engine) newDeadline() *deadline { return &deadline{parent: e.ctx, limit
 // start returns the context of the next copy: done limit from now, or
 // when the engine closes.
 func (d *deadline) start() context.Context {
+	d.end = time.Now().Add(d.limit)
 	if d.ctx != nil {
 		d.timer.Reset(d.limit)
 		return d.ctx
