@@ -9,6 +9,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -114,6 +115,9 @@ func NewServer(p *Processor, opt ServerOptions) *Server {
 		// the session's depth each time (stack copies were about a tenth
 		// of a small exchange's CPU in the processor).
 		grpc.NumStreamWorkers(streamWorkers()),
+		// Frames are read into buffers that are not cleared first
+		// (framePool): a BUFFERED body is read once, not cleared and read.
+		experimental.BufferPool(newFramePool()),
 	}
 	gs := grpc.NewServer(append(opts, opt.GRPCOptions...)...)
 	extprocv3.RegisterExternalProcessorServer(gs, p)
