@@ -20,8 +20,8 @@ type workers struct {
 	keep time.Duration
 }
 
-func newWorkers(max int, keep time.Duration) *workers {
-	return &workers{jobs: make(chan func()), max: int32(max), keep: keep}
+func newWorkers(maxIdle int, keep time.Duration) *workers {
+	return &workers{jobs: make(chan func()), max: int32(maxIdle), keep: keep}
 }
 
 // workerKeep is how long an idle receive goroutine waits for the next
