@@ -168,7 +168,7 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 	msgs := make(chan received)
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
+	d.p.receivers.run(func() {
 		f := &framedRequest{streamed: true}
 		for {
 			f.ProcessingRequest = new(extprocv3.ProcessingRequest)
@@ -191,7 +191,7 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 				return
 			}
 		}
-	}()
+	})
 	var late <-chan time.Time
 	var idle *time.Timer
 	defer func() {

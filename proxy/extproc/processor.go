@@ -47,6 +47,8 @@ type Processor struct {
 	// reply: the ones that can still answer TF's 503 if the shutdown cuts
 	// them now.
 	holding atomic.Int64
+	// receivers run the full-duplex streams' receive loops.
+	receivers *workers
 }
 
 // Inflight returns the tracker of the streams in progress; a Server
@@ -59,7 +61,8 @@ func NewProcessor(cfg *session.Config, opt Options) *Processor {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Processor{cfg: cfg, opt: opt, metrics: cfg.Metrics, log: log}
+	return &Processor{cfg: cfg, opt: opt, metrics: cfg.Metrics, log: log,
+		receivers: newWorkers(int(streamWorkers()), workerKeep)}
 }
 
 // passThroughMode is the mode_override sent with the request-headers

@@ -9,6 +9,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -115,6 +116,7 @@ func NewServer(p *Processor, opt ServerOptions) *Server {
 		// of a small exchange's CPU in the processor).
 		grpc.NumStreamWorkers(streamWorkers()),
 	}
+	opts = append(opts, TransportOptions()...)
 	gs := grpc.NewServer(append(opts, opt.GRPCOptions...)...)
 	extprocv3.RegisterExternalProcessorServer(gs, p)
 	hs := health.NewServer()
@@ -122,6 +124,37 @@ func NewServer(p *Processor, opt ServerOptions) *Server {
 	s.SetServing(true)
 	healthpb.RegisterHealthServer(gs, &readyHealth{Server: hs, ready: opt.Ready})
 	return s
+}
+
+// Receive windows of the server's HTTP/2 connections: fixed, instead of
+// grpc-go's 64 KiB grown by its BDP estimator.
+const (
+	// streamWindow bounds what Envoy may send on one stream ahead of the
+	// session: a full-duplex body's chunks wait in the transport until the
+	// session reads them, so it is memory held per stream (grpc-go widens
+	// it for one whole message anyway, so a BUFFERED body never waits).
+	streamWindow = 1 << 20
+	// connWindow bounds the same over all the streams of one connection.
+	connWindow = 16 << 20
+)
+
+// TransportOptions are the gRPC transport settings of the ext_proc server
+// (NewServer adds them): what any ext_proc server could use, which is why
+// BenchmarkPath's no-op processor runs with them too.
+//
+//   - Fixed receive windows (streamWindow, connWindow). The BDP estimator
+//     behind grpc-go's dynamic windows pings the peer on every burst of
+//     data it receives — several pings and acks per exchange of four
+//     small messages, each a frame written and read at both ends; Envoy
+//     sends none (its windows are fixed, 16 MiB a stream since 1.36).
+//   - Frames read into buffers that are not cleared first (framePool): a
+//     BUFFERED body is read once, not cleared and then read.
+func TransportOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.InitialWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(connWindow),
+		experimental.BufferPool(newFramePool()),
+	}
 }
 
 // Serve serves on lis until ctx is done, then shuts down gracefully,

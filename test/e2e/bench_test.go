@@ -183,12 +183,16 @@ func (row pathRow) check(p pathPayload) func(*testing.B, *http.Response, []byte)
 
 // BenchmarkPath measures the whole path of one request over loopback,
 // one request at a time, for every row of pathRig.rows. Each row reports
-// req/s and its p50 and p99 latency; extproc also reports hop-ns/op (what
-// the ext_proc hop and the translation add to direct) and
-// p50-vs-noop (its p50 over the no-op processor's; issue 23's bars: small
-// ≤ 1.25, image ≤ 2.5 buffered and ≤ 2 in full duplex), proxy reports
-// added-p50-µs (its p50 minus mock's; issue 23's bar is 100 µs). The rows run in the order listed, in the same run, so the
-// ratios compare like with like on a noisy machine.
+// req/s, its p50 and p99 latency and cpu-µs/op (the test process's CPU
+// per request: every component of the path, which all run in it);
+// extproc also reports hop-ns/op (what the ext_proc hop and the
+// translation add to direct), p50-vs-noop (its p50 over the no-op
+// processor's; issue 23's bars: small ≤ 1.25, image ≤ 2.5 buffered and
+// ≤ 2 in full duplex) and cpu-vs-noop (the same for CPU per request, which
+// a busy machine disturbs far less), proxy reports added-p50-µs (its p50
+// minus mock's; issue 23's bar is 100 µs). The rows run in the order
+// listed, in the same run, so the ratios compare like with like on a
+// noisy machine.
 func BenchmarkPath(b *testing.B) {
 	rig := newPathRig(b)
 	for _, p := range benchPayloads(b) {
@@ -235,11 +239,13 @@ func reportRelative(b *testing.B, row string, st pathStats, got map[string]pathS
 		if n, ok := got["noop"]; ok {
 			b.ReportMetric(float64(st.p50)/float64(n.p50), "p50-vs-noop")
 			b.ReportMetric(st.rps/n.rps, "rps-vs-noop")
+			reportCPURatio(b, st, n)
 		}
 	case "extproc-fd":
 		if n, ok := got["noop-fd"]; ok {
 			b.ReportMetric(float64(st.p50)/float64(n.p50), "p50-vs-noop")
 			b.ReportMetric(st.rps/n.rps, "rps-vs-noop")
+			reportCPURatio(b, st, n)
 		}
 	case "proxy":
 		if m, ok := got["mock"]; ok {
@@ -248,11 +254,22 @@ func reportRelative(b *testing.B, row string, st pathStats, got map[string]pathS
 	}
 }
 
+// reportCPURatio reports st's process CPU per request over the no-op
+// row's n, when both were measured.
+func reportCPURatio(b *testing.B, st, n pathStats) {
+	if st.cpu > 0 && n.cpu > 0 {
+		b.ReportMetric(float64(st.cpu)/float64(n.cpu), "cpu-vs-noop")
+	}
+}
+
 // pathStats are one row's figures.
 type pathStats struct {
 	ns       float64 // wall time per request (over all clients)
 	rps      float64
 	p50, p99 time.Duration // latency of one request
+	// cpu is the test process's CPU time per request (client, Envoy
+	// stand-in, processor and mock together; 0 when unknown).
+	cpu time.Duration
 }
 
 // runPath POSTs row's body b.N times from clients goroutines, each one
@@ -264,9 +281,14 @@ func runPath(b *testing.B, c *http.Client, row pathRow, clients int,
 	do := warmRow(b, c, row, clients, check)
 	b.SetBytes(int64(len(row.body)))
 	b.ResetTimer()
+	cpu0, ok0 := processCPU()
 	lat := drive(b, do, clients, b.N)
+	cpu1, ok1 := processCPU()
 	b.StopTimer()
 	st := statsOf(lat, b.Elapsed())
+	if ok0 && ok1 {
+		st.cpu = (cpu1 - cpu0) / time.Duration(b.N)
+	}
 	reportStats(b, "", st)
 	return st
 }
@@ -295,22 +317,33 @@ func BenchmarkPathAlternating(b *testing.B) {
 			}
 			lat := map[string][]time.Duration{}
 			wall := map[string]time.Duration{}
+			cpu := map[string]time.Duration{}
+			cpuOK := true
 			b.ResetTimer()
 			for done := 0; done < b.N; done += turn {
 				for _, name := range order {
 					t0 := time.Now()
+					c0, ok0 := processCPU()
 					lat[name] = append(lat[name], drive(b, dos[name], clients, turn)...)
+					c1, ok1 := processCPU()
 					wall[name] += time.Since(t0)
+					cpu[name] += c1 - c0
+					cpuOK = cpuOK && ok0 && ok1
 				}
 			}
 			b.StopTimer()
 			got := map[string]pathStats{}
 			for _, name := range order {
-				got[name] = statsOf(lat[name], wall[name])
-				reportStats(b, name+"-", got[name])
+				st := statsOf(lat[name], wall[name])
+				if cpuOK {
+					st.cpu = cpu[name] / time.Duration(len(lat[name]))
+				}
+				got[name] = st
+				reportStats(b, name+"-", st)
 			}
 			b.ReportMetric(float64(got["extproc"].p50)/float64(got["noop"].p50), "p50-vs-noop")
 			b.ReportMetric(got["extproc"].rps/got["noop"].rps, "rps-vs-noop")
+			reportCPURatio(b, got["extproc"], got["noop"])
 			b.ReportMetric(float64(got["proxy"].p50-got["mock"].p50)/float64(time.Microsecond), "added-p50-µs")
 		})
 	}
@@ -399,9 +432,13 @@ func statsOf(lat []time.Duration, wall time.Duration) pathStats {
 	return st
 }
 
-// reportStats reports st's req/s, p50 and p99, their units prefixed.
+// reportStats reports st's req/s, p50, p99 and CPU per request, their
+// units prefixed.
 func reportStats(b *testing.B, prefix string, st pathStats) {
 	b.ReportMetric(st.rps, prefix+"req/s")
 	b.ReportMetric(float64(st.p50)/float64(time.Microsecond), prefix+"p50-µs")
 	b.ReportMetric(float64(st.p99)/float64(time.Microsecond), prefix+"p99-µs")
+	if st.cpu > 0 {
+		b.ReportMetric(float64(st.cpu)/float64(time.Microsecond), prefix+"cpu-µs/op")
+	}
 }

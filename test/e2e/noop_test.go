@@ -13,6 +13,7 @@ import (
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 
+	"github.com/tfsbridge/tfsbridge/proxy/extproc"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
 )
 
@@ -89,7 +90,9 @@ func startNoopMode(tb testing.TB, s *stack, duplex bool) *envoysim.Envoy {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	gs := grpc.NewServer()
+	// The transport settings tfsbridge's server runs with: the hop's
+	// floor is what any processor tuned that way pays.
+	gs := grpc.NewServer(extproc.TransportOptions()...)
 	extprocv3.RegisterExternalProcessorServer(gs, noopProcessor{})
 	go func() { _ = gs.Serve(lis) }()
 	tb.Cleanup(gs.Stop)

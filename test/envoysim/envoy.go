@@ -47,6 +47,14 @@ type Envoy struct {
 	journal journal
 }
 
+// envoyStreamWindow and envoyConnWindow are Envoy's default HTTP/2 receive windows
+// (Http2ProtocolOptions initial_stream_window_size and initial_connection_window_size),
+// which its gRPC client to the processor uses.
+const (
+	envoyStreamWindow = 16 << 20
+	envoyConnWindow   = 24 << 20
+)
+
 // Start validates cfg, connects (lazily) to the processor and starts listening on a random
 // port of 127.0.0.1.
 func Start(cfg Config) (*Envoy, error) {
@@ -56,8 +64,14 @@ func Start(cfg Config) (*Envoy, error) {
 	}
 	// Envoy's gRPC client has no receive limit by default; the processor's own limit
 	// (grpc-go: 4 MiB) is the one a large body runs into, as in production.
+	// Its HTTP/2 receive windows are Envoy's defaults (since 1.36: 16 MiB a stream, 24 MiB
+	// the connection; 256 MiB before), fixed, where grpc-go's client would start at 64 KiB
+	// and grow them by its BDP estimate: a reply carrying a translated body is never held
+	// back by window updates in Envoy, so it is not here either.
 	conn, err := grpc.NewClient(cfg.ProcessorAddr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(envoyStreamWindow),
+		grpc.WithInitialConnWindowSize(envoyConnWindow),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)))
 	if err != nil {
 		return nil, fmt.Errorf("envoysim: processor client: %w", err)

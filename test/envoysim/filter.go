@@ -142,7 +142,7 @@ func (f *filter) violation(p phase, format string, args ...any) {
 }
 
 func (f *filter) note(p phase, format string, args ...any) {
-	f.e.journal.note(fmt.Sprintf("%s: %s: %s", f.label, p, fmt.Sprintf(format, args...)))
+	f.e.journal.note("%s: %s: "+format, append([]any{f.label, p}, args...))
 }
 
 func (f *filter) trace(s string) { f.rec.Trace = append(f.rec.Trace, s) }

@@ -448,7 +448,7 @@ func (x *exchange) violation(format string, args ...any) {
 }
 
 func (x *exchange) note(format string, args ...any) {
-	x.e.journal.note(fmt.Sprintf("%s: %s", x.f.label, fmt.Sprintf(format, args...)))
+	x.e.journal.note("%s: "+format, append([]any{x.f.label}, args...))
 }
 
 // payloadTooLarge is the connection manager's reply to a request body over the buffer limit.

@@ -1,6 +1,7 @@
 package envoysim
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -110,10 +111,15 @@ const journalLimit = 4096
 
 // journal collects violations, notes and exchanges; safe for concurrent use.
 type journal struct {
-	mu                sync.Mutex
-	violations, notes []string
-	dropped           int
-	exchanges         []Exchange
+	mu         sync.Mutex
+	violations []string
+	// notes are kept unformatted until read: they are diagnostics, and
+	// formatting them as they come (several per exchange for a processor
+	// that sets append_action on every header) was stand-in cost that Envoy
+	// does not have, charged to the processor's row of a benchmark.
+	notes     []pendingNote
+	dropped   int
+	exchanges []Exchange
 }
 
 func (j *journal) violation(s string) {
@@ -126,11 +132,17 @@ func (j *journal) violation(s string) {
 	j.violations = append(j.violations, s)
 }
 
-func (j *journal) note(s string) {
+// pendingNote is a note not yet formatted; its args are values.
+type pendingNote struct {
+	format string
+	args   []any
+}
+
+func (j *journal) note(format string, args []any) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if len(j.notes) < journalLimit {
-		j.notes = append(j.notes, s)
+		j.notes = append(j.notes, pendingNote{format, args})
 	}
 }
 
@@ -156,7 +168,11 @@ func (j *journal) snapshotViolations() []string {
 func (j *journal) snapshotNotes() []string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return append([]string(nil), j.notes...)
+	out := make([]string, len(j.notes))
+	for i, n := range j.notes {
+		out[i] = fmt.Sprintf(n.format, n.args...)
+	}
+	return out
 }
 
 func (j *journal) snapshotExchanges() []Exchange {
