@@ -387,8 +387,17 @@ func (n Num) Float64() float64 {
 // The loop holds every token's code: a call per value, and the registers
 // saved around it, were a tenth of a request's time.
 func AppendDecimals(dst, data []byte, p int, wide bool, limit, width, n int) (out []byte, end, took, lists int) {
-	size := 4
 	if wide {
+		return appendDecimals[float64](dst, data, p, limit, width, n)
+	}
+	return appendDecimals[float32](dst, data, p, limit, width, n)
+}
+
+// appendDecimals is AppendDecimals for one element type: one copy of the
+// loop per type, without the test of wide per value.
+func appendDecimals[T float32 | float64](dst, data []byte, p, limit, width, n int) (out []byte, end, took, lists int) {
+	size := 4
+	if T(1<<24+1) != 1<<24 { // a constant test: float32 cannot hold 2^24+1
 		size = 8
 	}
 	l0 := len(dst)
@@ -487,11 +496,10 @@ values:
 			f = -f
 		}
 		l := len(dst)
-		if wide {
-			dst = dst[:l+8]
+		dst = dst[:l+size]
+		if size == 8 {
 			binary.LittleEndian.PutUint64(dst[l:], math.Float64bits(f))
 		} else {
-			dst = dst[:l+4]
 			binary.LittleEndian.PutUint32(dst[l:], math.Float32bits(float32(f)))
 		}
 		n++
