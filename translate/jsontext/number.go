@@ -360,32 +360,26 @@ func (n Num) Float64() float64 {
 // of a request: up to limit numbers "v, v, v" (a comma, then at most one
 // space, between them) from data[p:], each appended to dst as Num.Float64
 // would return it, as a little-endian float32 (or float64 when wide),
-// which needs that much room in dst: it does not grow it.
+// which needs that much room in dst: it does not grow it. With width > 0
+// it also steps from a list of width values (n of them before data[p]) to
+// its sibling, "], [" or "],[", only together with that list's first
+// value; each list counts against limit as a value does. It returns the
+// offset just after the last number it took (p for none), how many it
+// took and how many lists it stepped into; it stops before anything else,
+// and before any token it leaves to ParseNumber, so that the caller goes
+// on at the last number's separator.
 //
-// With width > 0 it also steps from a list that holds width values (n of
-// them before data[p]) to its sibling: "], [" with any whitespace, the
-// innermost lists of a tensor. Each list it steps into counts against
-// limit as a value does, and is only stepped into with its first value.
-// It returns the offset just after the last number it took (p for none),
-// how many it took and how many lists it stepped into; it stops before
-// anything else, and before any token it leaves to ParseNumber, so that
-// the caller goes on at the last number's separator.
-//
-// It takes the tokens of a tensor, -?int[.frac] with an integer part of
-// at most 15 digits and room to read decimalLookahead bytes ahead, eight
-// digits per load, and leaves the rest (exponents, "01", "-0", the end of
-// data) to ParseNumber. Why whole runs of digits give rapidjson's values:
-// every digit goes into its 64-bit significand m while m <= 2^53-1 before
-// it. With D digits in m (the integer part's, none for "0", and the
-// fraction's), m stays below 10^15 up to the 16th, so when D <= 16 m is
-// the digits as one integer and the one scaling float64(m) / 10^L (L
-// fraction digits). The 17th digit goes into m when the 16 before it are
-// at most 2^53-1, else into the double, as d*10 + digit (rapidjson counts
-// at most 17 significant digits, and the 17th always counts). Longer
-// fractions go through longFraction.
-//
-// The loop holds every token's code: a call per value, and the registers
-// saved around it, were a tenth of a request's time.
+// It takes -?int[.frac] with at most 15 integer digits and room to read
+// decimalLookahead bytes ahead, eight digits per load, and leaves the rest
+// (exponents, "01", "-0", the end of data) to ParseNumber. Why this gives
+// rapidjson's values: each digit goes into its 64-bit significand m while
+// m <= 2^53-1 before it. With D digits in m (the integer part's, none for
+// "0", and the fraction's L), m < 10^15 up to the 16th, so for D <= 16 the
+// value is float64(m) / 10^L. The 17th digit goes into m when the 16
+// before it are at most 2^53-1, else into the double as d*10 + digit
+// (rapidjson's 17 significant digits always include it); longer
+// fractions go through longFraction. The loop holds every token's code:
+// a call per value, and the registers saved around it, cost a tenth.
 func AppendDecimals(dst, data []byte, p int, wide bool, limit, width, n int) (out []byte, end, took, lists int) {
 	if wide {
 		return appendDecimals[float64](dst, data, p, limit, width, n)

@@ -259,3 +259,67 @@ func FuzzAppendDecimals(f *testing.F) {
 		appendDecimalsAgrees(t, append(data, strings.Repeat(" ", decimalLookahead)...), int(limit&63), int(limit>>6))
 	})
 }
+
+// TestAppendDecimalsEdges pins which tokens AppendDecimals takes itself
+// and their float32 values: digit counts 1…19 (the 17th digit into the
+// significand or into the double, longer fractions through longFraction),
+// integer parts, signed zeros, float32 ties, and the tokens it leaves to
+// ParseNumber (exponents, overflow to Inf, NaN/Infinity, "-0", "01").
+// want is the float32 as TF Serving stores it (rapidjson's double, cast),
+// checked independently of ParseNumber: for at most 15 digits rapidjson
+// rounds correctly, so strconv's correctly rounded parse is the reference.
+func TestAppendDecimalsEdges(t *testing.T) {
+	inf32 := float32(math.Inf(1))
+	cases := []struct {
+		tok   string
+		taken bool
+		want  float32 // checked where check is set
+		check bool
+	}{
+		{"0.1", true, 0.1, true}, {"0.12", true, 0.12, true}, {"0.123", true, 0.123, true},
+		{"0.1234", true, 0.1234, true}, {"0.12345", true, 0.12345, true}, {"0.123456", true, 0.123456, true},
+		{"0.1234567", true, 0.1234567, true}, {"0.12345678", true, 0.12345678, true},
+		{"0.123456789", true, 0.123456789, true}, {"0.1234567890", true, 0.123456789, true},
+		{"0.12345678901", true, 0.12345678901, true}, {"0.123456789012", true, 0.123456789012, true},
+		{"0.1234567890123", true, 0.1234567890123, true}, {"0.12345678901234", true, 0.12345678901234, true},
+		{"0.123456789012345", true, 0.123456789012345, true}, {"0.1234567890123456", true, 0, false},
+		{"0.12345678901234567", true, 0, false}, {"0.123456789012345678", true, 0, false},
+		{"0.1234567890123456789", true, 0, false},
+		// The 17th digit: the 16 before it at most 2^53-1, and above.
+		{"0.90071992547409915", true, 0, false}, {"0.90071992547409925", true, 0, false},
+		{"0.99999999999999999", true, 1, true}, {"9.9999999999999999", true, 10, true},
+		{"12.345678901234567", true, 0, false}, {"123456789012345.67", true, 0, false},
+		{"1", true, 1, true}, {"255", true, 255, true}, {"-7", true, -7, true}, {"123456789012345", true, 123456789012345, true},
+		{"1234567890123456", false, 0, false}, {"-12.5", true, -12.5, true}, {"0.0000001", true, 1e-7, true},
+		{"0.0", true, 0, true}, {"-0.0", true, float32(math.Copysign(0, -1)), true},
+		// float32 ties: 2^24+1 and 1+2^-24 round to even.
+		{"16777217", true, 16777216, true}, {"16777219", true, 16777220, true},
+		{"1.000000059604644775390625", true, 1, true}, {"1.0000000596046448", true, 1, true},
+		{"1.0000000596046451", true, 1.0000001, true},
+		// Left to ParseNumber.
+		{"-0", false, 0, true}, {"01", false, 0, false}, {"1e5", false, 1e5, true}, {"1.5E-3", false, 1.5e-3, true},
+		{"1e39", false, inf32, true}, {"-1e39", false, -inf32, true}, {"3.5e38", false, inf32, true},
+		{"NaN", false, 0, false}, {"Infinity", false, inf32, true}, {"-Infinity", false, -inf32, true},
+		{"1.", false, 0, false}, {"-", false, 0, false},
+	}
+	pad := strings.Repeat(" ", decimalLookahead)
+	for _, c := range cases {
+		data := []byte(c.tok + ", 1" + pad)
+		out, _, took, _ := AppendDecimals(make([]byte, 0, 8), data, 0, false, 1, -1, 0)
+		if took != 1 && c.taken || took != 0 && !c.taken {
+			t.Errorf("%q: took %d, want taken %v", c.tok, took, c.taken)
+		}
+		appendDecimalsAgrees(t, data, 2, -1)
+		n, _, ok := ParseNumber(data, 0)
+		got := float32(n.Float64())
+		if took == 1 {
+			got = math.Float32frombits(binary.LittleEndian.Uint32(out))
+		}
+		if c.check && (!ok || math.Float32bits(got) != math.Float32bits(c.want)) {
+			t.Errorf("%q: %v (%#x), want %v (%#x)", c.tok, got, math.Float32bits(got), c.want, math.Float32bits(c.want))
+		}
+		if c.tok == "NaN" && (!ok || !math.IsNaN(float64(got))) {
+			t.Errorf("NaN: %v", got)
+		}
+	}
+}
