@@ -360,151 +360,193 @@ func (n Num) Float64() float64 {
 // of a request: up to limit numbers "v, v, v" (a comma, then at most one
 // space, between them) from data[p:], each appended to dst as Num.Float64
 // would return it, as a little-endian float32 (or float64 when wide),
-// which needs that much room in dst: it does not grow it. It returns the
-// offset just after the last number it took and how many it took (end is
-// p for none). It stops before anything else, and before any token it
-// leaves to ParseNumber, so that the caller goes on at the last number's
-// separator.
+// which needs that much room in dst: it does not grow it. With width > 0
+// it also steps from a list of width values (n of them before data[p]) to
+// its sibling, "], [" or "],[", only together with that list's first
+// value; each list counts against limit as a value does. It returns the
+// offset just after the last number it took (p for none), how many it
+// took and how many lists it stepped into; it stops before anything else,
+// and before any token it leaves to ParseNumber, so that the caller goes
+// on at the last number's separator.
 //
-// It takes the tokens of a tensor, -?int[.frac] with an integer part of
-// at most 15 digits and room to read decimalLookahead bytes ahead,
-// without a loop over the fraction's digits, and leaves the rest
-// (exponents, "01", long mixed tokens, the end of data) to ParseNumber.
-// An integer is exact in a double. Why whole runs of fraction digits give
-// rapidjson's values: every digit goes into the 64-bit significand m
-// while m <= 2^53-1 before it. With ni significant integer digits (none
-// for "0") and L fraction digits, m stays below 10^15 up to the 16th
-// digit, so when ni+L <= 16 every digit is taken: m is the digits as one
-// integer and the exponent -L, and the one scaling is float64(m) / 10^L.
-// Only an integer part of "0" goes on past 16 fraction digits here (a
-// double's repr is 16 or 17 of them), in longFraction.
-//
-// The token is read in the loop itself, not in a function per value: the
-// call and the registers saved around it were a tenth of a request's time.
-func AppendDecimals(dst, data []byte, p int, wide bool, limit int) (out []byte, end, took int) {
+// It takes -?int[.frac] with at most 15 integer digits and room to read
+// decimalLookahead bytes ahead, eight digits per load, and leaves the rest
+// (exponents, "01", "-0", the end of data) to ParseNumber. Why this gives
+// rapidjson's values: each digit goes into its 64-bit significand m while
+// m <= 2^53-1 before it. With D digits in m (the integer part's, none for
+// "0", and the fraction's L), m < 10^15 up to the 16th, so for D <= 16 the
+// value is float64(m) / 10^L. The 17th digit goes into m when the 16
+// before it are at most 2^53-1, else into the double as d*10 + digit
+// (rapidjson's 17 significant digits always include it); longer
+// fractions go through longFraction. The loop holds every token's code:
+// a call per value, and the registers saved around it, cost a tenth.
+func AppendDecimals(dst, data []byte, p int, wide bool, limit, width, n int) (out []byte, end, took, lists int) {
+	if wide {
+		return appendDecimals[float64](dst, data, p, limit, width, n)
+	}
+	return appendDecimals[float32](dst, data, p, limit, width, n)
+}
+
+// appendDecimals is AppendDecimals for one element type: one copy of the
+// loop per type, without the test of wide per value.
+func appendDecimals[T float32 | float64](dst, data []byte, p, limit, width, n int) (out []byte, end, took, lists int) {
+	size := 4
+	if T(1<<24+1) != 1<<24 { // a constant test: float32 cannot hold 2^24+1
+		size = 8
+	}
+	l0 := len(dst)
 	end = p
+	last := len(data) - decimalLookahead // the last offset a token may start at
 values:
-	for took < limit && p+decimalLookahead <= len(data) {
+	for ; limit > 0 && p <= last; limit-- {
+		// Offsets are absolute: a window slice (data[p:]) put its pointer
+		// arithmetic on the chain from one token to the next (1.25x the time).
 		q := p
 		neg := data[q] == '-'
 		if neg {
 			q++
 		}
-		var m uint64
-		ni := 0 // significant integer digits in m
-		if data[q] == '0' {
-			q++
-		} else {
-			start := q
-			for isDigit(data[q]) {
-				m = m*10 + uint64(data[q]-'0')
-				q++
-				if q-start > 15 {
-					break values
-				}
-			}
-			ni = q - start
-			if ni == 0 {
+		// The integer part: "0", or up to 15 digits in two loads.
+		var mi uint64
+		ni := 1
+		if data[q] != '0' {
+			w := binary.LittleEndian.Uint64(data[q:])
+			if ni = digitRun(w); ni == 0 {
 				break
 			}
-		}
-		var f float64
-		if data[q] == '.' {
-			q++
-			x1 := binary.LittleEndian.Uint64(data[q:])
-			k1 := digitRun(x1)
-			if k1 == 0 {
-				break // "Miss fraction part"
-			}
-			v1 := digitsValue(x1, k1)
-			if k1 < 8 {
-				if ni+k1 > 16 {
+			mi = digitsValue(w, ni)
+			if ni == 8 {
+				w = binary.LittleEndian.Uint64(data[q+8:])
+				k := digitRun(w)
+				if k == 8 {
 					break
 				}
-				q += k1
-				// m < 2^63: the signed conversion is the same value, without
-				// the unsigned one's branch.
-				f = float64(int64(m*pow10u[k1]+v1)) / pow10[k1]
-			} else {
-				x2 := binary.LittleEndian.Uint64(data[q+8:])
-				k2 := digitRun(x2)
-				L := 8 + k2
-				if ni+L <= 16 && (k2 < 8 || !isDigit(data[q+16])) {
-					f = float64(int64((m*100_000_000+v1)*pow10u[k2]+digitsValue(x2, k2))) / pow10[L]
-					q += L
-				} else {
-					ok := false
-					if ni != 0 {
-						break
-					}
-					if f, q, ok = longFraction(data, q, v1, x1, x2); !ok {
-						break
-					}
+				mi = mi*pow10u[k] + digitsValue(w, k)
+				ni += k
+			}
+		}
+		q += ni
+		var f float64
+		switch data[q] {
+		case '.':
+			q++
+			// The fraction: up to 16 digits in two loads, and a 17th.
+			x := binary.LittleEndian.Uint64(data[q:])
+			L := digitRun(x)
+			if L == 0 {
+				break values // "Miss fraction part"
+			}
+			m := mi*pow10u[L] + digitsValue(x, L)
+			if L == 8 {
+				x = binary.LittleEndian.Uint64(data[q+8:])
+				k := digitRun(x)
+				m = m*pow10u[k] + digitsValue(x, k)
+				if L += k; L == 16 && isDigit(data[q+16]) {
+					m = m*10 + uint64(data[q+16]-'0')
+					L++
 				}
 			}
-		} else {
-			// An integer, exact in a double. Left to ParseNumber: "01",
-			// where it stops after the 0, and "-0", the integer 0.
-			if isDigit(data[q]) || neg && m == 0 {
-				break
+			D := L // digits in m: wrapped values of m are never used
+			if mi != 0 {
+				D += ni
 			}
-			f = float64(m)
-		}
-		if data[q]|0x20 == 'e' {
-			break
+			switch {
+			case D <= 16 || D == 17 && m/10 <= 1<<53-1 && !isDigit(data[q+L]):
+				// m < 10^17 < 2^63: the signed conversion is the same
+				// value, without the unsigned one's branch.
+				f = float64(int64(m)) / pow10[L]
+				q += L
+			case D == 17 && !isDigit(data[q+L]):
+				// The explicit conversion forbids a fused multiply-add,
+				// which C++ (SSE2) does not use either.
+				f = (float64(float64(m/10)*10) + float64(m%10)) / pow10[L]
+				q += L
+			default:
+				sig := 0 // rapidjson does not count the first integer digit
+				if mi != 0 {
+					sig = ni - 1
+				}
+				e := 0
+				if f, e = longFraction(data, q, mi, sig); e < 0 {
+					break values
+				}
+				q = e
+			}
+			if data[q]|0x20 == 'e' {
+				break values
+			}
+		case 'e', 'E':
+			break values
+		default:
+			// An integer, exact in a double: "01" and "-0" (the integer 0)
+			// are left to ParseNumber.
+			if mi == 0 && (neg || isDigit(data[q])) {
+				break values
+			}
+			f = float64(mi)
 		}
 		if neg {
 			f = -f
 		}
 		l := len(dst)
-		if wide {
-			dst = dst[:l+8]
+		dst = dst[:l+size]
+		if size == 8 {
 			binary.LittleEndian.PutUint64(dst[l:], math.Float64bits(f))
 		} else {
-			dst = dst[:l+4]
 			binary.LittleEndian.PutUint32(dst[l:], math.Float32bits(float32(f)))
 		}
-		took++
+		n++
 		end = q
-		// q < len(data): the look-ahead, or longFraction's check.
-		if data[q] != ',' {
-			break
-		}
-		p = q + 1
-		if p < len(data) && data[p] == ' ' {
-			p++
+		// The separator, without going back to the tokenizer: ", " or
+		// ",", and between sibling lists "], [" or "],[" (other spacing
+		// is left to the caller).
+		switch c := data[q]; {
+		case c == ',':
+			if q++; q < len(data) && data[q] == ' ' {
+				q++
+			}
+			p = q
+		case c == ']' && n == width && limit > 1 && q+4 <= len(data):
+			switch binary.LittleEndian.Uint32(data[q:]) {
+			case '['<<24 | ' '<<16 | ','<<8 | ']':
+				p = q + 4
+			default:
+				if data[q+1] != ',' || data[q+2] != '[' {
+					break values
+				}
+				p = q + 3
+			}
+			n = 0
+			lists++
+			limit--
+		default:
+			break values
 		}
 	}
-	return dst, end, took
+	if n == 0 && lists > 0 {
+		lists-- // stepped into a list without taking its first value
+	}
+	return dst, end, (len(dst) - l0) / size, lists
 }
 
 // decimalLookahead is how far past a token's start AppendDecimals may
 // read: a sign, 15 integer digits and the point (17), two words of
-// fraction digits (16) and the byte after them.
-const decimalLookahead = 34
+// fraction digits (16), a 17th and the byte after it, and the "], [" or
+// ", " after that.
+const decimalLookahead = 40
 
-// longFraction finishes AppendDecimals' token "0." followed by more than
-// 16 fraction digits at data[p:], the first eight being x1 (value v1) and
-// the next eight x2, and returns its magnitude. The first 16 digits are
-// one integer, with sig, rapidjson's count of significant digits, 16 less
-// the leading zeros; the rest go through fracDigits and fracTail exactly
-// as parseNumber does.
-func longFraction(data []byte, p int, v1, x1, x2 uint64) (f float64, end int, ok bool) {
-	m := v1*100_000_000 + digitsValue(x2, 8)
-	sig := 0
-	if m != 0 {
-		lz := bits.TrailingZeros64(x1&0x0F0F0F0F0F0F0F0F) >> 3 // leading zero digits, the first digit in the low byte
-		if lz == 8 {
-			lz += bits.TrailingZeros64(x2&0x0F0F0F0F0F0F0F0F) >> 3
-		}
-		sig = 16 - lz
-	}
-	m, p, sig, expFrac := fracDigits(data, p+16, m, sig, -16)
+// longFraction finishes AppendDecimals' token at data[p:], the fraction
+// digits after the integer part mi (sig of its digits significant as
+// rapidjson counts them), exactly as parseNumber does. It returns the
+// magnitude and the offset after the token, or end < 0 for an exponent
+// or the end of data (left to ParseNumber).
+func longFraction(data []byte, p int, mi uint64, sig int) (f float64, end int) {
+	m, p, sig, expFrac := fracDigits(data, p, mi, sig, 0)
 	d, p, _, expFrac := fracTail(data, p, float64(m), sig, expFrac)
 	if p >= len(data) || data[p]|0x20 == 'e' {
-		return 0, 0, false
+		return 0, -1
 	}
-	return normalPrecision(d, expFrac), p, true
+	return normalPrecision(d, expFrac), p
 }
 
 // digitRun returns how many of the eight bytes of x (the first in the low

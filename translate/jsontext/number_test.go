@@ -103,13 +103,13 @@ func TestAppendDecimalsTokens(t *testing.T) {
 	pad := strings.Repeat(" ", decimalLookahead)
 	for _, tok := range toks {
 		for _, tail := range []string{",", "]", " ", "", ", 1", "e", "1"} {
-			appendDecimalsAgrees(t, []byte(tok+tail), 1)
-			appendDecimalsAgrees(t, []byte(tok+tail+pad), 2)
+			appendDecimalsAgrees(t, []byte(tok+tail), 1, -1)
+			appendDecimalsAgrees(t, []byte(tok+tail+pad), 2, 1)
 		}
 	}
 	for _, tok := range []string{"0", "7", "-12", "123456789012345", "0.5", "-0.0", "0.1234567", "0.8444218515250481",
 		"0.08444218515250481", "-12.5", "0.12345678901234567"} {
-		if _, _, took := AppendDecimals(make([]byte, 0, 8), []byte(tok+pad), 0, true, 1); took != 1 {
+		if _, _, took, _ := AppendDecimals(make([]byte, 0, 8), []byte(tok+pad), 0, true, 1, -1, 0); took != 1 {
 			t.Errorf("%q: not taken", tok)
 		}
 	}
@@ -143,15 +143,17 @@ func TestAppendDecimalsTokens(t *testing.T) {
 		if r.IntN(2) == 0 {
 			tok = "-" + tok
 		}
-		appendDecimalsAgrees(t, []byte(tok+", 0.5"+pad), 1)
+		appendDecimalsAgrees(t, []byte(tok+", 0.5"+pad), 1, -1)
 	}
 }
 
 // appendDecimalsAgrees checks AppendDecimals on a list text against
 // ParseNumber value by value: every value it takes has ParseNumber's bits
 // (as float32 and as float64), it stops just after the last one it took,
-// and what follows that one is its separator (or the list's end).
-func appendDecimalsAgrees(t *testing.T, data []byte, limit int) {
+// and what follows that one is its separator (or the list's end); with
+// width > 0 it steps into a sibling list only after width values and only
+// with that list's first value.
+func appendDecimalsAgrees(t *testing.T, data []byte, limit, width int) {
 	t.Helper()
 	for _, wide := range []bool{false, true} {
 		size := 4
@@ -159,11 +161,11 @@ func appendDecimalsAgrees(t *testing.T, data []byte, limit int) {
 			size = 8
 		}
 		dst := make([]byte, 0, limit*size)
-		out, end, took := AppendDecimals(dst, data, 0, wide, limit)
-		if took > limit || len(out) != took*size {
-			t.Fatalf("%q: took %d (limit %d), wrote %d bytes", data, took, limit, len(out))
+		out, end, took, lists := AppendDecimals(dst, data, 0, wide, limit, width, 0)
+		if took+lists > limit || len(out) != took*size {
+			t.Fatalf("%q: took %d and %d lists (limit %d), wrote %d bytes", data, took, lists, limit, len(out))
 		}
-		p := 0
+		p, inList, stepped := 0, 0, 0
 		for i := range took {
 			n, e, ok := ParseNumber(data, p)
 			if !ok {
@@ -180,6 +182,20 @@ func appendDecimalsAgrees(t *testing.T, data []byte, limit int) {
 				}
 				break
 			}
+			if inList++; data[e] == ']' && inList == width {
+				p = SkipSpace(data, e+1)
+				if data[p] != ',' {
+					t.Fatalf("%q: went on after value %d without a comma", data, i)
+				}
+				p = SkipSpace(data, p+1)
+				if data[p] != '[' {
+					t.Fatalf("%q: went on after value %d without a list", data, i)
+				}
+				p = SkipSpace(data, p+1)
+				inList = 0
+				stepped++
+				continue
+			}
 			if data[e] != ',' {
 				t.Fatalf("%q: went on after value %d without a comma", data, i)
 			}
@@ -191,18 +207,26 @@ func appendDecimalsAgrees(t *testing.T, data []byte, limit int) {
 		if took == 0 && end != 0 {
 			t.Fatalf("%q: took none, end %d", data, end)
 		}
+		if stepped != lists {
+			t.Fatalf("%q: %d lists, stepped over %d", data, lists, stepped)
+		}
 	}
 }
 
-// TestAppendDecimals: lists as clients write them (", " and ","), cut at
-// every kind of stop: a limit, another token, the end of the data.
+// TestAppendDecimals: lists as clients write them (", " and ","), and
+// rows of sibling lists ("], [" with any spacing), cut at every kind of
+// stop: a limit, another token, a list of another width, the end of the
+// data.
 func TestAppendDecimals(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for range 3000 {
 		var b []byte
-		k := 1 + r.IntN(12)
+		k, width := 1+r.IntN(12), 1+r.IntN(4)
 		for i := range k {
-			if i > 0 {
+			switch {
+			case i > 0 && i%width == 0:
+				b = append(b, []string{"], [", "],[", "] ,\n [ ", "], 1", "]]"}[r.IntN(5)]...)
+			case i > 0:
 				b = append(b, []string{", ", ",", ", ", " , ", ",  "}[r.IntN(5)]...)
 			}
 			v := r.Float64() * math.Pow10(r.IntN(6)-3)
@@ -212,21 +236,90 @@ func TestAppendDecimals(t *testing.T) {
 			b = strconv.AppendFloat(b, v, 'g', []int{-1, 7, 9, 17, 3}[r.IntN(5)], 64)
 		}
 		b = append(b, []string{"]", "], [", "]]}", ""}[r.IntN(4)]...)
-		appendDecimalsAgrees(t, b, 1+r.IntN(k+2))
-		appendDecimalsAgrees(t, append(b, strings.Repeat(" ", decimalLookahead)...), 1+r.IntN(k+2))
+		w := []int{-1, width, width + 1}[r.IntN(3)]
+		appendDecimalsAgrees(t, b, 1+r.IntN(k+4), w)
+		appendDecimalsAgrees(t, append(b, strings.Repeat(" ", decimalLookahead)...), 1+r.IntN(k+4), w)
 	}
-	// The usual image row is taken whole.
-	row := []byte("0.1234567, 0.8444218515250481, 0.08444218515250481], [0.5" + strings.Repeat(" ", decimalLookahead))
-	if _, end, took := AppendDecimals(make([]byte, 0, 64), row, 0, false, 8); took != 3 || row[end] != ']' {
-		t.Errorf("image row: took %d, stopped at %q", took, row[end:end+1])
+	// The usual image row is taken whole, from list to list.
+	row := []byte("0.1234567, 0.8444218515250481, 0.08444218515250481], [0.5, 1" + strings.Repeat(" ", decimalLookahead))
+	for _, c := range []struct{ width, took, lists, end int }{{-1, 3, 0, 50}, {3, 5, 1, 60}, {2, 3, 0, 50}} {
+		if _, end, took, lists := AppendDecimals(make([]byte, 0, 64), row, 0, false, 8, c.width, 0); took != c.took ||
+			lists != c.lists || end != c.end {
+			t.Errorf("image row, width %d: took %d, %d lists, end %d; want %d, %d, %d",
+				c.width, took, lists, end, c.took, c.lists, c.end)
+		}
 	}
 }
 
 // FuzzAppendDecimals: AppendDecimals against ParseNumber on any input.
 func FuzzAppendDecimals(f *testing.F) {
-	f.Add([]byte("0.1234567, 0.8444218515250481,0.08444218515250481], [0.5"), uint8(5))
+	f.Add([]byte("0.1234567, 0.8444218515250481,0.08444218515250481], [0.5"), uint8(5+3<<6))
 	f.Add([]byte("-12.5e-3, 1, 0.5 ,2"), uint8(3))
 	f.Fuzz(func(t *testing.T, data []byte, limit uint8) {
-		appendDecimalsAgrees(t, append(data, strings.Repeat(" ", decimalLookahead)...), int(limit))
+		appendDecimalsAgrees(t, append(data, strings.Repeat(" ", decimalLookahead)...), int(limit&63), int(limit>>6))
 	})
+}
+
+// TestAppendDecimalsEdges pins which tokens AppendDecimals takes itself
+// and their float32 values: digit counts 1…19 (the 17th digit into the
+// significand or into the double, longer fractions through longFraction),
+// integer parts, signed zeros, float32 ties, and the tokens it leaves to
+// ParseNumber (exponents, overflow to Inf, NaN/Infinity, "-0", "01").
+// want is the float32 as TF Serving stores it (rapidjson's double, cast),
+// checked independently of ParseNumber: for at most 15 digits rapidjson
+// rounds correctly, so strconv's correctly rounded parse is the reference.
+func TestAppendDecimalsEdges(t *testing.T) {
+	inf32 := float32(math.Inf(1))
+	cases := []struct {
+		tok   string
+		taken bool
+		want  float32 // checked where check is set
+		check bool
+	}{
+		{"0.1", true, 0.1, true}, {"0.12", true, 0.12, true}, {"0.123", true, 0.123, true},
+		{"0.1234", true, 0.1234, true}, {"0.12345", true, 0.12345, true}, {"0.123456", true, 0.123456, true},
+		{"0.1234567", true, 0.1234567, true}, {"0.12345678", true, 0.12345678, true},
+		{"0.123456789", true, 0.123456789, true}, {"0.1234567890", true, 0.123456789, true},
+		{"0.12345678901", true, 0.12345678901, true}, {"0.123456789012", true, 0.123456789012, true},
+		{"0.1234567890123", true, 0.1234567890123, true}, {"0.12345678901234", true, 0.12345678901234, true},
+		{"0.123456789012345", true, 0.123456789012345, true}, {"0.1234567890123456", true, 0, false},
+		{"0.12345678901234567", true, 0, false}, {"0.123456789012345678", true, 0, false},
+		{"0.1234567890123456789", true, 0, false},
+		// The 17th digit: the 16 before it at most 2^53-1, and above.
+		{"0.90071992547409915", true, 0, false}, {"0.90071992547409925", true, 0, false},
+		{"0.99999999999999999", true, 1, true}, {"9.9999999999999999", true, 10, true},
+		{"12.345678901234567", true, 0, false}, {"123456789012345.67", true, 0, false},
+		{"1", true, 1, true}, {"255", true, 255, true}, {"-7", true, -7, true}, {"123456789012345", true, 123456789012345, true},
+		{"1234567890123456", false, 0, false}, {"-12.5", true, -12.5, true}, {"0.0000001", true, 1e-7, true},
+		{"0.0", true, 0, true}, {"-0.0", true, float32(math.Copysign(0, -1)), true},
+		// float32 ties: 2^24+1 and 1+2^-24 round to even.
+		{"16777217", true, 16777216, true}, {"16777219", true, 16777220, true},
+		{"1.000000059604644775390625", true, 1, true}, {"1.0000000596046448", true, 1, true},
+		{"1.0000000596046451", true, 1.0000001, true},
+		// Left to ParseNumber.
+		{"-0", false, 0, true}, {"01", false, 0, false}, {"1e5", false, 1e5, true}, {"1.5E-3", false, 1.5e-3, true},
+		{"1e39", false, inf32, true}, {"-1e39", false, -inf32, true}, {"3.5e38", false, inf32, true},
+		{"NaN", false, 0, false}, {"Infinity", false, inf32, true}, {"-Infinity", false, -inf32, true},
+		{"1.", false, 0, false}, {"-", false, 0, false},
+	}
+	pad := strings.Repeat(" ", decimalLookahead)
+	for _, c := range cases {
+		data := []byte(c.tok + ", 1" + pad)
+		out, _, took, _ := AppendDecimals(make([]byte, 0, 8), data, 0, false, 1, -1, 0)
+		if took != 1 && c.taken || took != 0 && !c.taken {
+			t.Errorf("%q: took %d, want taken %v", c.tok, took, c.taken)
+		}
+		appendDecimalsAgrees(t, data, 2, -1)
+		n, _, ok := ParseNumber(data, 0)
+		got := float32(n.Float64())
+		if took == 1 {
+			got = math.Float32frombits(binary.LittleEndian.Uint32(out))
+		}
+		if c.check && (!ok || math.Float32bits(got) != math.Float32bits(c.want)) {
+			t.Errorf("%q: %v (%#x), want %v (%#x)", c.tok, got, math.Float32bits(got), c.want, math.Float32bits(c.want))
+		}
+		if c.tok == "NaN" && (!ok || !math.IsNaN(float64(got))) {
+			t.Errorf("NaN: %v", got)
+		}
+	}
 }

@@ -810,20 +810,27 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 		want = in.cur[f.level]
 	}
 	float := dt == tensor.FP32 || dt == tensor.FP64
+	shift := 2 // log2 of the element size: no division in the loop
+	if dt == tensor.FP64 {
+		shift = 3
+	}
 	var cnt, lists int64
 	after := false // the tokenizer's state at the end: after a value, or one expected
 	fn := f.n
 	for cnt < elemBudget && cnt+lists < nodeBudget {
-		took := int64(0)
+		took := 0
 		if float {
-			// The values of a list, ", " apart, in one tight loop; it
-			// stops after the last value it took, whose separator is
-			// looked at below as after any other value.
-			var end int
-			end, data, took = floatRun(buf, p, data, dt == tensor.FP64, min(elemBudget-cnt, nodeBudget-cnt-lists))
+			// The values of a list, ", " apart, and of its siblings, in
+			// one tight loop over the room data has; it stops after the
+			// last value it took, whose separator is looked at below as
+			// after any other value.
+			limit := min(elemBudget-cnt, nodeBudget-cnt-lists, int64((cap(data)-len(data))>>shift))
+			var end, stepped int
+			data, end, took, stepped = jsontext.AppendDecimals(data, buf, p, shift == 3, int(limit), int(want), int(fn))
 			if took > 0 {
-				cnt += took
-				fn += took
+				cnt += int64(took)
+				lists += int64(stepped)
+				fn += int64(took - stepped*int(want))
 				p = end
 			}
 		}
@@ -900,18 +907,6 @@ func (d *Decoder) leafValue(buf []byte, p int, data []byte, in *opInput, dt tens
 		return p, data, false
 	}
 	return end, data, true
-}
-
-// floatRun is leafRun's inner loop for FP32 and FP64 (wide) inputs:
-// jsontext.AppendDecimals over the room data has (at most limit values).
-func floatRun(buf []byte, p int, data []byte, wide bool, limit int64) (end int, out []byte, took int64) {
-	shift := 2 // log2 of the element size: no division in the loop
-	if wide {
-		shift = 3
-	}
-	room := min(limit, int64((cap(data)-len(data))>>shift))
-	data, end, n := jsontext.AppendDecimals(data, buf, p, wide, int(room))
-	return end, data, int64(n)
 }
 
 // replayInputs reads the values of the named "inputs" object that just

@@ -147,6 +147,17 @@ var onePassCases = []struct {
 	{name: "depth limit", sig: sigOf("x:FP32"), lim: tensor.Limits{MaxDepth: 3}, body: `{"instances": [[[1]]]}`},
 	{name: "depth limit exact", sig: sigOf("x:FP32"), lim: tensor.Limits{MaxDepth: 3}, body: `{"instances": [[1]]}`},
 	{name: "node limit", sig: sigOf("x:FP32"), lim: tensor.Limits{MaxElements: 1}, body: `{"z": [` + strings.Repeat("0,", 1<<16) + `0], "instances": [1]}`},
+	// Rows of sibling lists, which the decimal loop steps over itself.
+	{name: "rows", sig: sigOf("x:FP32"), body: `{"instances": [[[0.5, 0.25, 0.125], [0.1234567, -2.5, 7],[0.8444218515250481,0.1,3], ` +
+		`[0.08444218515250481, 1, 2]], [[1, 2, 3], [4, 5, 6], [7, 8, 9], [0.5, 0.5, 0.5]]]}`},
+	{name: "rows at the element limit", sig: sigOf("x:FP64"), lim: tensor.Limits{MaxElements: 12},
+		body: `{"instances": [[[0.5, 0.25, 0.125], [0.5, 0.25, 0.125], [0.5, 0.25, 0.125], [0.5, 0.25, 0.125]]]}`},
+	{name: "rows over the element limit", sig: sigOf("x:FP32"), lim: tensor.Limits{MaxElements: 11},
+		body: `{"instances": [[[0.5, 0.25, 0.125], [0.5, 0.25, 0.125], [0.5, 0.25, 0.125], [0.5, 0.25, 0.125]]]}`},
+	{name: "ragged rows", sig: sigOf("x:FP32"),
+		body: `{"instances": [[[0.5, 0.25, 0.125], [0.5, 0.25], [0.5, 0.25, 0.125], [0.5, 0.25, 0.125, 1]]]}`},
+	{name: "rows spaced", sig: sigOf("x:FP32"),
+		body: `{"instances": [[[0.5, 0.25, 0.125] ,[0.5, 0.25, 0.125],` + "\n  " + `[0.5, 1e-3, 0.125], [0.5, 0.25, 0.125]]]}`},
 }
 
 // TestOnePass checks each case at every cut into two chunks, in one-byte
