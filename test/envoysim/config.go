@@ -85,6 +85,12 @@ type Config struct {
 	// may carry before the stand-in records a violation (our own rule, not Envoy's: Envoy
 	// takes any size). Zero means DefaultMaxStreamedChunk.
 	MaxStreamedChunk int
+	// GRPCGoWindows gives the stand-in's gRPC client to the processor grpc-go's own HTTP/2
+	// receive windows (64 KiB, grown by its BDP estimate) instead of Envoy's fixed defaults
+	// (16 MiB a stream, 24 MiB the connection). A test that measures the heap of a process
+	// the stand-in shares sets it: a 16 MiB window lets replies wait in the stand-in, memory
+	// a real Envoy holds in its own process, not the processor's.
+	GRPCGoWindows bool
 }
 
 // GRPCMode returns the processing mode of docs/grpc.md for TF gRPC routes (spec §5.2):

@@ -68,11 +68,14 @@ func Start(cfg Config) (*Envoy, error) {
 	// the connection; 256 MiB before), fixed, where grpc-go's client would start at 64 KiB
 	// and grow them by its BDP estimate: a reply carrying a translated body is never held
 	// back by window updates in Envoy, so it is not here either.
-	conn, err := grpc.NewClient(cfg.ProcessorAddr,
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(envoyStreamWindow),
-		grpc.WithInitialConnWindowSize(envoyConnWindow),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)),
+	}
+	if !cfg.GRPCGoWindows {
+		opts = append(opts, grpc.WithInitialWindowSize(envoyStreamWindow), grpc.WithInitialConnWindowSize(envoyConnWindow))
+	}
+	conn, err := grpc.NewClient(cfg.ProcessorAddr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("envoysim: processor client: %w", err)
 	}

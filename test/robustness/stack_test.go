@@ -61,6 +61,10 @@ type stackConfig struct {
 	wrapBackend    func(session.Backend) session.Backend     // wraps the session's backend (fault injection)
 	wrapTransport  func(http.RoundTripper) http.RoundTripper // wraps the backend client's transport (faults)
 	limits         tensor.Limits
+	// grpcGoWindows gives the full-duplex stand-in grpc-go's receive
+	// windows toward tfsbridge instead of Envoy's 16 MiB (envoysim's
+	// GRPCGoWindows): for heap measurements of this process.
+	grpcGoWindows bool
 	// Envoy (envoysim) settings: bufferLimit 0 means twice maxBody,
 	// messageTimeout 0 means 5 s.
 	bufferLimit      int
@@ -236,6 +240,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 		Mode:             envoysim.FullDuplexMode(),
 		FailureModeAllow: cfg.failureModeAllow,
 		UpstreamTimeout:  cfg.routeTimeout,
+		GRPCGoWindows:    cfg.grpcGoWindows,
 	})
 	if err != nil {
 		t.Fatal(err)

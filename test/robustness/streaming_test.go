@@ -81,7 +81,10 @@ func (b *patternBody) Read(p []byte) (int, error) {
 // garbage not yet collected (here the gRPC messages the 64 MB arrive in,
 // which protobuf copies out of gRPC's buffers), which says nothing about
 // what the translation keeps. The Envoy stand-in runs in this process
-// too, and its buffers count.
+// too, and its buffers count: it runs with grpc-go's receive windows
+// toward tfsbridge, since Envoy's fixed 16 MiB window lets up to 16 MiB of
+// translated chunks wait in the stand-in, which a real Envoy holds in its
+// own process (TestLargeRequestHeap measures tfsbridge alone, with them).
 func TestStreamedBodyMemory(t *testing.T) {
 	if raceEnabled || testing.Short() {
 		t.Skip("heap measurement")
@@ -91,7 +94,8 @@ func TestStreamedBodyMemory(t *testing.T) {
 	tensorBytes := uint64(values * 4)
 	h := startHostile(t)
 	s := newStack(t, stackConfig{upstream: h.URL(), maxBody: 96 << 20, maxInflight: 1 << 30,
-		requestTimeout: time.Minute, readTimeout: time.Minute, routeTimeout: time.Minute, backendTimeout: time.Minute})
+		requestTimeout: time.Minute, readTimeout: time.Minute, routeTimeout: time.Minute, backendTimeout: time.Minute,
+		grpcGoWindows: true})
 	for _, via := range streamingTransports {
 		t.Run(via, func(t *testing.T) {
 			body := newFloatBody(values)
