@@ -514,7 +514,7 @@ func TestResponse(t *testing.T) {
 					case 0:
 						a = s.bufferedResponse(ctx, tt.body)
 					case partsChunk:
-						a = s.partsResponse(t, ctx, tt.body)
+						a = s.partsResponse(ctx, t, tt.body)
 					default:
 						a = streamBody(t, s.ResponseChunk, tt.body, chunk)
 					}
@@ -917,7 +917,7 @@ const partsChunk = -1
 // partsResponse passes a whole response body to ResponseParts and
 // returns the action with the answer's parts joined into its Body (then
 // released): an action carries a body, or the answer does, never both.
-func (s *Session) partsResponse(t *testing.T, ctx context.Context, body []byte) Action {
+func (s *Session) partsResponse(ctx context.Context, t *testing.T, body []byte) Action {
 	t.Helper()
 	a, ans := s.ResponseParts(ctx, body)
 	if ans.Len() > 0 {
