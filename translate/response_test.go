@@ -102,8 +102,51 @@ func TestTranslateResponse(t *testing.T) {
 			if string(got) != c.want {
 				t.Error("the TF body aliases the v2 body")
 			}
+			// ResponseParts: the same bytes, in place, until released.
+			ans, err := predict.ResponseParts(c.body, c.headerLen, c.ex, tensor.Limits{})
+			if err != nil {
+				t.Fatalf("predict.ResponseParts: %v", err)
+			}
+			if parts := string(ans.AppendTo(nil)); parts != c.want || ans.Len() != len(c.want) {
+				t.Errorf("predict.ResponseParts: %d bytes\n got %q\nwant %q", ans.Len(), parts, c.want)
+			}
+			ans.Release()
+			ans.Release() // the second does nothing
+			if ans.Len() != 0 || ans.Parts() != nil {
+				t.Errorf("a released Answer still has %d bytes in %d parts", ans.Len(), len(ans.Parts()))
+			}
 		})
 	}
+}
+
+// TestResponsePartsReleased checks that an Answer's parts are the pool's
+// memory, reused once released (so a transport must release them only
+// after writing them), and untouched by another translation while held.
+func TestResponsePartsReleased(t *testing.T) {
+	body, headerLen, ex := imageResponse()
+	want, err := predict.Response(body, headerLen, ex, tensor.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := predict.ResponseParts(body, headerLen, ex, tensor.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Translations while held must take other memory.
+	for range 3 {
+		next, err := predict.ResponseParts(body, headerLen, ex, tensor.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &next.Parts()[0][0] == &held.Parts()[0][0] {
+			t.Fatal("a held answer's memory was handed out again")
+		}
+		next.Release()
+	}
+	if got := held.AppendTo(nil); string(got) != string(want) {
+		t.Fatalf("a held answer changed: %d bytes, want %d", len(got), len(want))
+	}
+	held.Release()
 }
 
 func TestTranslateResponseErrors(t *testing.T) {

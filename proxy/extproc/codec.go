@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"errors"
+	"sync/atomic"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc/encoding"
@@ -67,7 +68,11 @@ func (c bodyCodec) Marshal(v any) (mem.BufferSlice, error) {
 			return out, err
 		}
 	case *partsResponse:
-		if out, ok, err := marshalBodyResponse(r.msg, r.parts); ok || err != nil {
+		out, ok, err := marshalBodyResponse(r.msg, r.parts)
+		if ok && err == nil && r.release != nil {
+			out = r.handOver(out)
+		}
+		if ok || err != nil {
 			return out, err
 		}
 		return nil, errors.New("extproc: parts given to a message without a body mutation")
@@ -77,9 +82,65 @@ func (c bodyCodec) Marshal(v any) (mem.BufferSlice, error) {
 
 // partsResponse is a body reply whose body mutation's body is parts (its
 // own Body is left empty): bodyCodec sends the parts where they lie.
+// release, when set, returns the parts' memory (a translated answer's
+// pooled buffer): see handOver.
 type partsResponse struct {
-	msg   *extprocv3.ProcessingResponse
-	parts [][]byte
+	msg     *extprocv3.ProcessingResponse
+	parts   [][]byte
+	release func()
+}
+
+// handOver gives the release of r's parts to out, the message Marshal
+// built. grpc-go's Send does not copy a message's buffers before it
+// returns: the server transport takes a reference to them (Ref) and
+// queues them for its writer goroutine, which copies them into HTTP/2
+// frames later and then Frees them (grpc 1.85 http2Server.write and
+// loopyWriter; on a broken stream the queue is freed the same way). So
+// the parts may be reused only once grpc-go has Freed every buffer that
+// holds them: each becomes a counted mem.Buffer whose pool's Put is the
+// count's end, and the last Put releases the parts, exactly once. A part
+// too small for grpc-go to count (mem.NewBuffer gives such a slice no
+// pool) is copied instead. Once handed over, r.release is nil: the
+// sender calls releaseUnsent after Send for the cases Marshal never ran.
+func (r *partsResponse) handOver(out mem.BufferSlice) mem.BufferSlice {
+	rc := &releaser{release: r.release}
+	r.release = nil
+	rc.refs.Add(1) // held while the slice is built
+	for i, b := range out[1:] {
+		p := b.ReadOnlyData()
+		if mem.IsBelowBufferPoolingThreshold(cap(p)) {
+			out[i+1] = mem.SliceBuffer(append([]byte(nil), p...))
+			continue
+		}
+		rc.refs.Add(1)
+		out[i+1] = mem.NewBuffer(&p, rc)
+	}
+	rc.Put(nil)
+	return out
+}
+
+// releaseUnsent releases the parts when Marshal did not take them (Send
+// failed before encoding, or the message was not encoded by bodyCodec).
+func (r *partsResponse) releaseUnsent() {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+}
+
+// releaser is the mem.BufferPool of a translated answer's parts: it
+// counts the buffers grpc-go holds and releases the parts at the last.
+type releaser struct {
+	refs    atomic.Int32
+	release func()
+}
+
+func (rc *releaser) Get(int) *[]byte { panic("extproc: releaser is not a pool to get from") }
+
+func (rc *releaser) Put(*[]byte) {
+	if rc.refs.Add(-1) == 0 {
+		rc.release()
+	}
 }
 
 // marshalBodyResponse encodes a body reply whose body mutation carries a
@@ -151,6 +212,7 @@ func (c bodyCodec) Unmarshal(data mem.BufferSlice, v any) error {
 			return unmarshalBodyRequest(data.Materialize(), r)
 		}
 	case *framedRequest:
+		r.codec = true
 		if data.Len() >= r.min() {
 			return r.unmarshal(data)
 		}
@@ -176,6 +238,9 @@ type framedRequest struct {
 	// fdFramedBytes bytes on (the session parses it where it lies, and the
 	// frames go back to gRPC's pool instead of becoming garbage).
 	streamed bool
+	// codec: bodyCodec decoded the message, so it also encodes the
+	// replies (partsResponse is ours to send).
+	codec bool
 }
 
 // fdFramedBytes is the size from which a full-duplex chunk is left in its

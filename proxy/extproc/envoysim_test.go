@@ -59,6 +59,12 @@ func TestThroughEnvoySim(t *testing.T) {
 			404, string(tfresponse.Error(nil, "Servable not found for request: Latest(nope)"))},
 		{"empty body", "POST", "/v1/models/half_plus_two:predict", "",
 			400, string(tfresponse.Error(nil, "JSON Parse error: The document is empty"))},
+		// An answer over largeBody: its reply's body is the translator's
+		// pooled parts, released once gRPC has written them (run with
+		// -tags tfsbridge_poison, a release before the write shows here).
+		{"large answer", "POST", "/v1/models/half_plus_two:predict",
+			`{"instances": [` + strings.TrimSuffix(strings.Repeat("1.0, ", 40000), ", ") + `]}`,
+			200, "{\n    \"predictions\": [" + strings.TrimSuffix(strings.Repeat("2.5, ", 40000), ", ") + "\n    ]\n}"},
 		{"status", "GET", "/v1/models/half_plus_two", "", 200, ""},
 		{"native v2 passes", "GET", "/v2/health/ready", "", 200, ""},
 	}

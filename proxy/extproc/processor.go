@@ -114,7 +114,8 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 		if resp, parts := p.handleFramed(st, sess, f); resp != nil {
 			var err error
 			if parts != nil {
-				err = stream.SendMsg(&partsResponse{msg: resp, parts: parts})
+				err = stream.SendMsg(parts)
+				parts.releaseUnsent()
 			} else {
 				err = stream.Send(resp)
 			}
@@ -148,8 +149,11 @@ func recvFramed(stream extprocv3.ExternalProcessor_ProcessServer, f *framedReque
 // (session.RequestParts), and its reply's v2 body comes back in parts
 // for bodyCodec to send where they lie; the frames go once it is
 // translated.
-func (p *Processor) handleFramed(st *streamTrace, sess *session.Session, f *framedRequest) (resp *extprocv3.ProcessingResponse, parts [][]byte) {
+func (p *Processor) handleFramed(st *streamTrace, sess *session.Session, f *framedRequest) (resp *extprocv3.ProcessingResponse, parts *partsResponse) {
 	if f.chunks == nil {
+		if f.codec && f.GetResponseBody() != nil {
+			return p.responseParts(st, sess, f.ProcessingRequest)
+		}
 		return p.handleSafely(st, sess, f.ProcessingRequest), nil
 	}
 	defer f.free()
@@ -165,13 +169,14 @@ func (p *Processor) handleFramed(st *streamTrace, sess *session.Session, f *fram
 	if !body.GetEndOfStream() && sess.AwaitingBody() {
 		return bodyReply(withRequestID(sess.Fail(errPartialBody()), sess, false), true), nil
 	}
-	a, parts := sess.RequestParts(st.ctx, f.chunks)
+	a, chunks := sess.RequestParts(st.ctx, f.chunks)
 	f.free()
 	a = withRequestID(a, sess, false)
-	if a.Verdict != session.Continue {
-		parts = nil
+	resp = bodyReply(a, true)
+	if a.Verdict != session.Continue || chunks == nil {
+		return resp, nil
 	}
-	return bodyReply(a, true), parts
+	return resp, &partsResponse{msg: resp, parts: chunks}
 }
 
 // recvEnded is Process's result once Recv fails: io.EOF and

@@ -233,11 +233,16 @@ func (p *Proxy) wholeResponse(ex *exchange, resp *http.Response) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errResponseBody, err)
 	}
-	a := ex.sess.ResponseChunk(resp.Request.Context(), body, true, session.Whole)
+	a, ans := ex.sess.ResponseParts(resp.Request.Context(), body)
 	switch a.Verdict {
 	case session.Continue, session.Respond:
-		return p.replaceResponse(ex, resp, a)
+		err := p.replaceResponse(ex, resp, a)
+		if ans.Len() > 0 {
+			setAnswer(resp, ans)
+		}
+		return err
 	}
+	ans.Release()
 	return p.replaceResponse(ex, resp, ex.sess.Fail(apierr.New(apierr.Internal, "response was not translated")))
 }
 

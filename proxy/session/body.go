@@ -532,25 +532,27 @@ func (s *Session) translateResponse(ctx context.Context, body []byte, out Sink) 
 	}
 	// The answer stays in memory until the client has read it: new
 	// requests must see it even when it outgrew the reservation.
-	s.holdAtLeast(int64(len(tf)))
-	s.cfg.Metrics.BodySize(observe.StageTFResponse, len(tf))
+	s.holdAtLeast(int64(tf.Len()))
+	s.cfg.Metrics.BodySize(observe.StageTFResponse, tf.Len())
 	s.complete(http.StatusOK, nil)
 	if s.respStatus != http.StatusOK {
 		// TF Serving answers 200; changing :status needs a Respond.
-		return jsonResponse(http.StatusOK, tf, "tfsbridge_ok")
+		a := jsonResponse(http.StatusOK, tf.AppendTo(nil), "tfsbridge_ok")
+		tf.Release()
+		return a
 	}
 	a := Action{
 		Verdict: Continue,
 		Set: []Header{
 			{hdrContentType, contentTypeJSON},
-			{hdrContentLength, strconv.Itoa(len(tf))},
+			{hdrContentLength, strconv.Itoa(tf.Len())},
 		},
 		Remove: []string{hdrIHCL},
 	}
 	if s.respEncoding != "" {
 		a.Remove = append(a.Remove, hdrContentEnc)
 	}
-	return s.emit(out, a, [][]byte{tf})
+	return s.emitAnswer(out, a, &tf)
 }
 
 // startResponseStream decides, at the first chunk of a response, whether

@@ -36,8 +36,9 @@ type bodyPipeline interface {
 	// in pieces, nil when the verb's bodies are gathered and translated
 	// whole.
 	requestStream(resolve tfrequest.Resolver, opt translate.RequestOptions) *translate.RequestStream
-	// response translates a whole successful v2 answer.
-	response(body []byte, headerLength int, ex translate.Exchange, lim tensor.Limits) ([]byte, error)
+	// response translates a whole successful v2 answer, handed over in
+	// place: the caller releases it once written.
+	response(body []byte, headerLength int, ex translate.Exchange, lim tensor.Limits) (translate.Answer, error)
 	// responseStream returns the translator of a binary v2 answer that
 	// arrives in pieces and leaves through out.
 	responseStream(headerLength int, ex translate.Exchange, lim tensor.Limits, out func([]byte) error) *translate.ResponseStream
@@ -105,8 +106,8 @@ func (p *inferencePipeline) requestStream(resolve tfrequest.Resolver, opt transl
 	return p.tp.NewRequestStream(resolve, opt)
 }
 
-func (p *inferencePipeline) response(body []byte, headerLength int, ex translate.Exchange, lim tensor.Limits) ([]byte, error) {
-	return p.tp.Response(body, headerLength, ex, lim)
+func (p *inferencePipeline) response(body []byte, headerLength int, ex translate.Exchange, lim tensor.Limits) (translate.Answer, error) {
+	return p.tp.ResponseParts(body, headerLength, ex, lim)
 }
 
 func (p *inferencePipeline) responseStream(headerLength int, ex translate.Exchange, lim tensor.Limits, out func([]byte) error) *translate.ResponseStream {

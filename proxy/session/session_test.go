@@ -294,8 +294,11 @@ func TestRequestBody(t *testing.T) {
 }
 
 func chunkName(n int) string {
-	if n == 0 {
+	switch n {
+	case 0:
 		return "whole"
+	case partsChunk:
+		return "parts"
 	}
 	return strconv.Itoa(n)
 }
@@ -490,7 +493,7 @@ func TestResponse(t *testing.T) {
 			wantBody: tfError("Response body exceeds the limit of 1048576 bytes")},
 	}
 	for _, tt := range tests {
-		for _, chunk := range []int{0, 1, 5, 1 << 20} {
+		for _, chunk := range []int{0, partsChunk, 1, 5, 1 << 20} {
 			t.Run(tt.name+"/"+chunkName(chunk), func(t *testing.T) {
 				if chunk == 1 && len(tt.body) > 4096 {
 					t.Skip("byte by byte is for the small bodies")
@@ -507,9 +510,12 @@ func TestResponse(t *testing.T) {
 					if a.Verdict != Continue || len(a.Set)+len(a.Remove) != 0 {
 						t.Fatalf("response headers: %+v, want a bare continue", a)
 					}
-					if chunk == 0 {
+					switch chunk {
+					case 0:
 						a = s.bufferedResponse(ctx, tt.body)
-					} else {
+					case partsChunk:
+						a = s.partsResponse(ctx, t, tt.body)
+					default:
 						a = streamBody(t, s.ResponseChunk, tt.body, chunk)
 					}
 				}
@@ -902,4 +908,24 @@ func (s *Session) bufferedRequest(ctx context.Context, body []byte) Action {
 // bufferedResponse is bufferedRequest for the response body.
 func (s *Session) bufferedResponse(ctx context.Context, body []byte) Action {
 	return s.ResponseChunk(ctx, body, true, Whole)
+}
+
+// partsChunk is chunkName's and TestResponse's mark for a whole response
+// body given to ResponseParts.
+const partsChunk = -1
+
+// partsResponse passes a whole response body to ResponseParts and
+// returns the action with the answer's parts joined into its Body (then
+// released): an action carries a body, or the answer does, never both.
+func (s *Session) partsResponse(ctx context.Context, t *testing.T, body []byte) Action {
+	t.Helper()
+	a, ans := s.ResponseParts(ctx, body)
+	if ans.Len() > 0 {
+		if a.Body != nil || !a.ReplaceBody {
+			t.Errorf("ResponseParts: a body in the action (%d bytes, replace %v) and %d in the answer", len(a.Body), a.ReplaceBody, ans.Len())
+		}
+		a.Body = ans.AppendTo(nil)
+	}
+	ans.Release()
+	return a
 }

@@ -101,10 +101,10 @@ func (p shadowPipeline) start(ctx context.Context, s *Session, h HeaderGetter, e
 	return s.awaitBody(ctx, p, h, eos)
 }
 
-func (p shadowPipeline) response(body []byte, headerLength int, ex translate.Exchange, lim tensor.Limits) ([]byte, error) {
+func (p shadowPipeline) response(body []byte, headerLength int, ex translate.Exchange, lim tensor.Limits) (translate.Answer, error) {
 	tf, err := p.inferencePipeline.response(body, headerLength, ex, lim)
 	if err == nil {
-		p.tee.answer(tf)
+		p.tee.answer(tf.Parts()...)
 	}
 	return tf, err
 }
@@ -268,7 +268,7 @@ func (t *shadowTee) request(body [][]byte, end bool) {
 }
 
 // answer keeps a piece of the TF answer.
-func (t *shadowTee) answer(b []byte) { t.keep(&t.ans, b) }
+func (t *shadowTee) answer(b ...[]byte) { t.keep(&t.ans, b...) }
 
 // done hands the copy to the engine once the exchange is answered with
 // status (e the error answered, nil for a success). An exchange whose

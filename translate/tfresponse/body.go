@@ -98,23 +98,13 @@ func (b *Body) Stream(out func([]byte) error) error {
 }
 
 // AppendTo writes the whole body (every output available) and appends it
-// to dst; it is for a Body that has not streamed. The body is written into the pooled buffer, sized from the
-// bound, and copied out once, so the caller's buffer grows exactly once.
+// to dst; it is for a Body that has not streamed. The body is written into
+// the pooled buffer, sized from the bound, and copied out once, so the
+// caller's buffer grows exactly once. A caller that can send the body where
+// it lies uses Pieces instead, which skips the copy.
 func (b *Body) AppendTo(dst []byte) []byte {
 	sc := b.sc
-	// Start from half the bound: growing by append from a small buffer
-	// allocates about five times the final size of a large body (Go grows
-	// large slices by 1.25×), all of it live until the next collection,
-	// while real bodies take a third to a half of the bound (it assumes the
-	// longest value text and full escaping everywhere).
-	if hint := b.bound / 2; int64(cap(sc.buf)) < hint {
-		sc.buf = make([]byte, 0, hint)
-	}
-	w := sc.w
-	w.Reset(sc.buf[:0])
-	b.walk.step(b, math.MaxInt)
-	b.done = true
-	sc.buf = w.Bytes()
+	b.writeWhole()
 	if dst == nil && cap(sc.buf) > maxPooledBuffer {
 		// A buffer too large for the pool is handed over when the body
 		// fills two thirds of it or more, rather than copied (the copy
@@ -130,6 +120,38 @@ func (b *Body) AppendTo(dst []byte) []byte {
 	return append(dst, sc.buf...)
 }
 
+// Pieces writes the whole body (every output available) and returns it
+// where it was written, in order: the Body's pooled memory, not a copy
+// (a body this size is ~12% of its translation's CPU in the copy alone).
+// It is for a Body that has not streamed. The pieces belong to the Body:
+// they stay valid until Release, which the caller calls once, after the
+// pieces have been written out (a transport that sends them later must
+// hold the release until then), and never reads them afterwards.
+func (b *Body) Pieces() [][]byte {
+	b.writeWhole()
+	sc := b.sc
+	sc.pieces[0] = sc.buf
+	return sc.pieces[:]
+}
+
+// writeWhole writes the whole body into the pooled buffer, sc.buf.
+func (b *Body) writeWhole() {
+	sc := b.sc
+	// Start from half the bound: growing by append from a small buffer
+	// allocates about five times the final size of a large body (Go grows
+	// large slices by 1.25×), all of it live until the next collection,
+	// while real bodies take a third to a half of the bound (it assumes the
+	// longest value text and full escaping everywhere).
+	if hint := b.bound / 2; int64(cap(sc.buf)) < hint {
+		sc.buf = make([]byte, 0, hint)
+	}
+	w := sc.w
+	w.Reset(sc.buf[:0])
+	b.walk.step(b, math.MaxInt)
+	b.done = true
+	sc.buf = w.Bytes()
+}
+
 // Release returns the Body, and its working memory, to the pool. The Body
 // must not be used afterwards.
 func (b *Body) Release() {
@@ -141,6 +163,10 @@ func (b *Body) Release() {
 
 // release clears sc, the working memory of a Body, and pools it.
 func (sc *scratch) release() {
+	if poisonReleased {
+		poison(sc.buf[:cap(sc.buf)])
+	}
+	sc.pieces[0] = nil
 	if cap(sc.buf) > maxPooledBuffer {
 		sc.buf = nil
 	}

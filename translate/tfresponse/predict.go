@@ -33,6 +33,8 @@ type scratch struct {
 	buf   []byte
 	order []int
 	b64   []byte
+	// pieces is what Body.Pieces hands out: the written body, in place.
+	pieces [1][]byte
 
 	body    Body        // the Body using this scratch
 	predict predictWalk // its walker, for a predict body
