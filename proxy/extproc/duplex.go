@@ -405,9 +405,13 @@ func (d *duplex) body(ctx context.Context, chunk []byte, end, request bool) erro
 		// Not translated: it goes on unchanged, once the session has
 		// seen it (an observed forward keeps a copy, Action.Observe).
 		event(ctx, chunk, end, sink{d, request})
-		if chunk == nil && end {
-			return nil // trailers after a body already ended
+		if d.trailers {
+			// Trailers end the body: their reply, not a chunk, answers.
+			return nil
 		}
+		// Every chunk is answered, an empty last one too (Envoy sends
+		// one when the end of a body arrives without data), or Envoy
+		// waits for its reply for ever.
 		return d.send(streamedReply(chunk, end, request))
 	}
 	// A wait for budget inside the event is bounded like the silence it

@@ -190,17 +190,40 @@ func TestFullDuplexAnswers(t *testing.T) {
 		})
 	}
 
-	t.Run("pass-through echoes", func(t *testing.T) {
-		s := h.stream(t)
-		resp := exchange(t, s, withConfig(requestHeaders(false, ":method", "POST", ":path", "/v2/models/m/infer"), fullDuplex))
-		if resp.GetRequestHeaders() == nil || resp.GetModeOverride() != nil {
-			t.Fatalf("reply %v, want request_headers without mode_override", resp)
-		}
-		sendChunks(t, s, []byte("abcdefgh"), 3, true)
-		if got := string(streamedBody(t, s, true)); got != "abcdefgh" {
-			t.Errorf("echoed %q", got)
-		}
-	})
+	// A pass-through body is echoed chunk by chunk, both ways; an empty
+	// last chunk (what Envoy sends when a body's end comes without data)
+	// is answered too, or Envoy would wait for that reply for ever.
+	for _, emptyEnd := range []bool{false, true} {
+		t.Run("pass-through echoes, empty end "+strconv.FormatBool(emptyEnd), func(t *testing.T) {
+			s := h.stream(t)
+			resp := exchange(t, s, withConfig(requestHeaders(false, ":method", "POST", ":path", "/v2/models/m/infer"), fullDuplex))
+			if resp.GetRequestHeaders() == nil || resp.GetModeOverride() != nil {
+				t.Fatalf("reply %v, want request_headers without mode_override", resp)
+			}
+			for _, request := range []bool{true, false} {
+				if !request {
+					if resp := exchange(t, s, responseHeaders(false, ":status", "200")); resp.GetResponseHeaders() == nil {
+						t.Fatalf("reply %v, want response_headers", resp)
+					}
+				}
+				if emptyEnd {
+					for _, c := range []string{"abc", "defgh"} {
+						if err := s.Send(chunkMsg([]byte(c), false, request)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := s.Send(chunkMsg(nil, true, request)); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					sendChunks(t, s, []byte("abcdefgh"), 3, request)
+				}
+				if got := string(streamedBody(t, s, request)); got != "abcdefgh" {
+					t.Errorf("request %v: echoed %q", request, got)
+				}
+			}
+		})
+	}
 }
 
 // TestBodyModeMismatch: an explicit --body-mode Envoy contradicts is
