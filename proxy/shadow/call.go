@@ -48,14 +48,14 @@ func (e *Engine) call(ctx context.Context, w *scratch, c *Copy) (tfcompare.Answe
 func (e *Engine) callTF(ctx context.Context, c *Copy, base *url.URL) (tfcompare.Answer, error) {
 	// The answer is kept (it is the shadow's TF answer): not read into
 	// the worker's buffer.
-	status, h, body, err := e.post(ctx, c, nil, base, c.Path, [][]byte{c.Request}, nil, head{contentType: "application/json", headerLength: -1})
+	ah, body, err := e.post(ctx, c, nil, base, c.Path, [][]byte{c.Request}, nil, head{contentType: "application/json", headerLength: -1})
 	if err != nil {
 		return tfcompare.Answer{}, err
 	}
-	if enc := h.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+	if enc := ah.contentEncoding; enc != "" && !strings.EqualFold(enc, "identity") {
 		return tfcompare.Answer{}, fmt.Errorf("%w: content-encoding %q", errNoAnswer, enc)
 	}
-	return tfcompare.Answer{Status: status, Body: body}, nil
+	return tfcompare.Answer{Status: ah.status, Body: body}, nil
 }
 
 // callV2 translates the TF request for a v2 server with translate's
@@ -93,22 +93,23 @@ func (e *Engine) callV2(ctx context.Context, w *scratch, c *Copy, base *url.URL)
 	h := head{contentType: req.ContentType, headerLength: req.HeaderLength}
 	// The v2 answer is read into the worker's buffer: only its
 	// translation is kept.
-	status, rh, body, err := e.post(ctx, c, w, base, res.wire.V2InferPath(), req.Chunks(), req.Release, h)
+	ah, body, err := e.post(ctx, c, w, base, res.wire.V2InferPath(), req.Chunks(), req.Release, h)
 	if err != nil {
 		return tfcompare.Answer{}, err
 	}
-	if enc := rh.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+	status := ah.status
+	if enc := ah.contentEncoding; enc != "" && !strings.EqualFold(enc, "identity") {
 		return tfcompare.Answer{}, fmt.Errorf("%w: content-encoding %q", errNoAnswer, enc)
 	}
 	if status < 200 || status > 299 {
 		if status == http.StatusNotFound {
 			return errorAnswer(apierr.New(apierr.NotFound, "Servable not found for request: "+c.Route.Servable())), nil
 		}
-		msg := oip.DecodeError(status, rh.Get("Content-Type"), body)
+		msg := oip.DecodeError(status, ah.contentType, body)
 		return errorAnswer(apierr.New(apierr.FromHTTPStatus(status), msg)), nil
 	}
 	headerLength := -1
-	if ihcl := rh.Get("Inference-Header-Content-Length"); ihcl != "" {
+	if ihcl := ah.headerLength; ihcl != "" {
 		if headerLength, err = oip.ParseHeaderLength(ihcl, len(body)); err != nil {
 			return tfcompare.Answer{}, fmt.Errorf("%w: %w", errNoAnswer, err)
 		}
@@ -158,7 +159,7 @@ const joinMax = 64 << 10
 // arrive. release, when not nil, gives the parts back (they are pooled):
 // it is called once net/http no longer reads them, or never (the GC
 // takes them) when net/http might still.
-func (e *Engine) post(ctx context.Context, c *Copy, w *scratch, base *url.URL, path string, parts [][]byte, release func(), h head) (int, http.Header, []byte, error) {
+func (e *Engine) post(ctx context.Context, c *Copy, w *scratch, base *url.URL, path string, parts [][]byte, release func(), h head) (answerHead, []byte, error) {
 	u := *base
 	u.Path = strings.TrimSuffix(u.Path, "/") + pathOnly(path)
 	u.RawQuery = ""
@@ -173,7 +174,7 @@ func (e *Engine) post(ctx context.Context, c *Copy, w *scratch, base *url.URL, p
 			if release != nil {
 				release()
 			}
-			return 0, nil, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)
+			return answerHead{}, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)
 		}
 		h.bearer = tok
 	}
@@ -211,7 +212,7 @@ func (e *Engine) post(ctx context.Context, c *Copy, w *scratch, base *url.URL, p
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", rd)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+		return answerHead{}, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	req.URL, req.Host = &u, u.Host
 	req.ContentLength = int64(n)
@@ -223,14 +224,14 @@ func (e *Engine) post(ctx context.Context, c *Copy, w *scratch, base *url.URL, p
 	}
 	resp, err := e.rt.RoundTrip(req)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
+		return answerHead{}, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
 	}
 	defer resp.Body.Close()
 	body, err := e.readBody(c, w, resp.Body, resp.ContentLength)
 	if err != nil {
-		return 0, nil, nil, err
+		return answerHead{}, nil, err
 	}
-	return resp.StatusCode, resp.Header, body, nil
+	return headOf(resp.StatusCode, resp.Header), body, nil
 }
 
 // head is what a copy's request says besides its method, URL and
@@ -260,20 +261,21 @@ func (h head) header() http.Header {
 
 // postDirect is post over the engine's own client (conn.go): the head
 // and the parts in one writev, the answer read on the pooled connection.
-func (e *Engine) postDirect(ctx context.Context, c *Copy, w *scratch, u *url.URL, parts [][]byte, n int, release func(), h head) (int, http.Header, []byte, error) {
+func (e *Engine) postDirect(ctx context.Context, c *Copy, w *scratch, u *url.URL, parts [][]byte, n int, release func(), h head) (answerHead, []byte, error) {
 	resp, conn, err := e.roundTrip(ctx, &exchange{u: u, h: h, parts: parts, n: n, deadline: c.deadline})
 	if release != nil {
 		release() // written (or failed): nothing refers to the parts any more
 	}
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
+		return answerHead{}, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
 	}
-	body, err := e.readBody(c, w, resp.Body, resp.ContentLength)
+	body, err := e.readBody(c, w, resp.body, resp.length)
+	ah := resp.answerHead // resp is the connection's: read before it goes back to the pool
 	e.finish(conn, resp, err == nil)
 	if err != nil {
-		return 0, nil, nil, err
+		return answerHead{}, nil, err
 	}
-	return resp.StatusCode, resp.Header, body, nil
+	return ah, body, nil
 }
 
 // partsReader reads byte slices in turn. net/http sends a request body
