@@ -16,7 +16,6 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
-	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfcompare"
 	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 )
@@ -31,7 +30,7 @@ var errOverCap = errors.New("the shadow's answer is over the shadow memory cap (
 
 // call sends c to its server and returns the server's TF answer. An
 // error means there is no answer to compare.
-func (e *Engine) call(ctx context.Context, c *Copy) (tfcompare.Answer, error) {
+func (e *Engine) call(ctx context.Context, w *scratch, c *Copy) (tfcompare.Answer, error) {
 	base := c.Target.URL
 	if base == nil {
 		base = e.o.DefaultURL
@@ -42,25 +41,27 @@ func (e *Engine) call(ctx context.Context, c *Copy) (tfcompare.Answer, error) {
 	if c.Target.Kind == KindTFServing {
 		return e.callTF(ctx, c, base)
 	}
-	return e.callV2(ctx, c, base)
+	return e.callV2(ctx, w, c, base)
 }
 
 // callTF sends the TF request as it came to a TF Serving server.
 func (e *Engine) callTF(ctx context.Context, c *Copy, base *url.URL) (tfcompare.Answer, error) {
-	status, h, body, err := e.post(ctx, c, base, c.Path, [][]byte{c.Request}, nil, head{contentType: "application/json", headerLength: -1})
+	// The answer is kept (it is the shadow's TF answer): not read into
+	// the worker's buffer.
+	ah, body, err := e.post(ctx, c, nil, base, c.Path, [][]byte{c.Request}, nil, head{contentType: "application/json", headerLength: -1})
 	if err != nil {
 		return tfcompare.Answer{}, err
 	}
-	if enc := h.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+	if enc := ah.contentEncoding; enc != "" && !strings.EqualFold(enc, "identity") {
 		return tfcompare.Answer{}, fmt.Errorf("%w: content-encoding %q", errNoAnswer, enc)
 	}
-	return tfcompare.Answer{Status: status, Body: body}, nil
+	return tfcompare.Answer{Status: ah.status, Body: body}, nil
 }
 
 // callV2 translates the TF request for a v2 server with translate's
 // pipeline of the verb, sends it, and translates the answer back as the
 // session would for a client.
-func (e *Engine) callV2(ctx context.Context, c *Copy, base *url.URL) (tfcompare.Answer, error) {
+func (e *Engine) callV2(ctx context.Context, w *scratch, c *Copy, base *url.URL) (tfcompare.Answer, error) {
 	be := c.Target.Backend
 	if be == nil {
 		return tfcompare.Answer{}, fmt.Errorf("%w: server %q has no backend", errNoAnswer, c.Target.Name)
@@ -73,25 +74,11 @@ func (e *Engine) callV2(ctx context.Context, c *Copy, base *url.URL) (tfcompare.
 	if err != nil {
 		return tfcompare.Answer{}, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
-	wire := c.Route
-	wire.Label = ""
-	resolve := func(name string) (*tensor.Signature, error) {
-		ms, ok := c.Entry.Signature(name)
-		if !ok {
-			return nil, unknownSignature(c.Route.Verb, name)
-		}
-		wire.Model = ms.Model
-		sig, err := be.Signature(ctx, wire)
-		if err != nil {
-			if ae := apierr.As(err); ae.Code == apierr.NotFound || ms.Metadata == nil {
-				return nil, tfNotFound(c.Route, err)
-			}
-			sig = nil // the map's metadata stands in
-		}
-		return ms.TFSignature(sig, c.Route.Model), nil
-	}
+	res := &w.res
+	res.reset(ctx, c, be)
+	defer res.done()
 	opt := translate.RequestOptions{Kind: kind, ID: c.RequestID, Limits: e.o.Limits, MaxBytes: e.o.MaxBodyBytes}
-	req, ex, err := tp.Request(c.Request, resolve, opt)
+	req, ex, err := tp.Request(c.Request, res.fn, opt)
 	if err != nil {
 		// The request is refused before any server call: that is the
 		// shadow's TF answer, compared by status with the primary's.
@@ -104,22 +91,25 @@ func (e *Engine) callV2(ctx context.Context, c *Copy, base *url.URL) (tfcompare.
 	}
 	defer e.Release(n)
 	h := head{contentType: req.ContentType, headerLength: req.HeaderLength}
-	status, rh, body, err := e.post(ctx, c, base, wire.V2InferPath(), req.Chunks(), req.Release, h)
+	// The v2 answer is read into the worker's buffer: only its
+	// translation is kept.
+	ah, body, err := e.post(ctx, c, w, base, res.wire.V2InferPath(), req.Chunks(), req.Release, h)
 	if err != nil {
 		return tfcompare.Answer{}, err
 	}
-	if enc := rh.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+	status := ah.status
+	if enc := ah.contentEncoding; enc != "" && !strings.EqualFold(enc, "identity") {
 		return tfcompare.Answer{}, fmt.Errorf("%w: content-encoding %q", errNoAnswer, enc)
 	}
 	if status < 200 || status > 299 {
 		if status == http.StatusNotFound {
 			return errorAnswer(apierr.New(apierr.NotFound, "Servable not found for request: "+c.Route.Servable())), nil
 		}
-		msg := oip.DecodeError(status, rh.Get("Content-Type"), body)
+		msg := oip.DecodeError(status, ah.contentType, body)
 		return errorAnswer(apierr.New(apierr.FromHTTPStatus(status), msg)), nil
 	}
 	headerLength := -1
-	if ihcl := rh.Get("Inference-Header-Content-Length"); ihcl != "" {
+	if ihcl := ah.headerLength; ihcl != "" {
 		if headerLength, err = oip.ParseHeaderLength(ihcl, len(body)); err != nil {
 			return tfcompare.Answer{}, fmt.Errorf("%w: %w", errNoAnswer, err)
 		}
@@ -169,7 +159,7 @@ const joinMax = 64 << 10
 // arrive. release, when not nil, gives the parts back (they are pooled):
 // it is called once net/http no longer reads them, or never (the GC
 // takes them) when net/http might still.
-func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, parts [][]byte, release func(), h head) (int, http.Header, []byte, error) {
+func (e *Engine) post(ctx context.Context, c *Copy, w *scratch, base *url.URL, path string, parts [][]byte, release func(), h head) (answerHead, []byte, error) {
 	u := *base
 	u.Path = strings.TrimSuffix(u.Path, "/") + pathOnly(path)
 	u.RawQuery = ""
@@ -184,12 +174,12 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 			if release != nil {
 				release()
 			}
-			return 0, nil, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)
+			return answerHead{}, nil, fmt.Errorf("%w: bearer token: %w", errNoAnswer, err)
 		}
 		h.bearer = tok
 	}
 	if e.conns != nil && u.Scheme == "http" {
-		return e.postDirect(ctx, c, &u, parts, n, release, h)
+		return e.postDirect(ctx, c, w, &u, parts, n, release, h)
 	}
 	var (
 		rd   io.Reader
@@ -222,7 +212,7 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", rd)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+		return answerHead{}, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	req.URL, req.Host = &u, u.Host
 	req.ContentLength = int64(n)
@@ -234,14 +224,14 @@ func (e *Engine) post(ctx context.Context, c *Copy, base *url.URL, path string, 
 	}
 	resp, err := e.rt.RoundTrip(req)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
+		return answerHead{}, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
 	}
 	defer resp.Body.Close()
-	body, err := e.readBody(c, resp.Body, resp.ContentLength)
+	body, err := e.readBody(c, w, resp.Body, resp.ContentLength)
 	if err != nil {
-		return 0, nil, nil, err
+		return answerHead{}, nil, err
 	}
-	return resp.StatusCode, resp.Header, body, nil
+	return headOf(resp.StatusCode, resp.Header), body, nil
 }
 
 // head is what a copy's request says besides its method, URL and
@@ -271,20 +261,21 @@ func (h head) header() http.Header {
 
 // postDirect is post over the engine's own client (conn.go): the head
 // and the parts in one writev, the answer read on the pooled connection.
-func (e *Engine) postDirect(ctx context.Context, c *Copy, u *url.URL, parts [][]byte, n int, release func(), h head) (int, http.Header, []byte, error) {
+func (e *Engine) postDirect(ctx context.Context, c *Copy, w *scratch, u *url.URL, parts [][]byte, n int, release func(), h head) (answerHead, []byte, error) {
 	resp, conn, err := e.roundTrip(ctx, &exchange{u: u, h: h, parts: parts, n: n, deadline: c.deadline})
 	if release != nil {
 		release() // written (or failed): nothing refers to the parts any more
 	}
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
+		return answerHead{}, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
 	}
-	body, err := e.readBody(c, resp.Body, resp.ContentLength)
+	body, err := e.readBody(c, w, resp.body, resp.length)
+	ah := resp.answerHead // resp is the connection's: read before it goes back to the pool
 	e.finish(conn, resp, err == nil)
 	if err != nil {
-		return 0, nil, nil, err
+		return answerHead{}, nil, err
 	}
-	return resp.StatusCode, resp.Header, body, nil
+	return ah, body, nil
 }
 
 // partsReader reads byte slices in turn. net/http sends a request body
@@ -341,15 +332,22 @@ func pathOnly(p string) string {
 
 // readBody reads an answer within MaxBodyBytes, reserving its bytes
 // against the memory cap as they come, as part of c's reservation
-// (released when the copy ends).
-func (e *Engine) readBody(c *Copy, r io.Reader, length int64) ([]byte, error) {
+// (released when the copy ends). An answer of declared length goes into
+// w's buffer when w is not nil (the caller keeps no reference to it past
+// the copy).
+func (e *Engine) readBody(c *Copy, w *scratch, r io.Reader, length int64) ([]byte, error) {
 	if length >= 0 && length <= e.o.MaxBodyBytes {
 		// A declared length (most answers): read into a slice of that
 		// size, reserved at once, one allocation and no copy.
 		if !e.Reserve(length) {
 			return nil, errOverCap
 		}
-		body := make([]byte, length)
+		var body []byte
+		if w != nil {
+			body = w.answerBuf(int(length))
+		} else {
+			body = make([]byte, length)
+		}
 		if _, err := io.ReadFull(r, body); err != nil {
 			e.Release(length)
 			return nil, fmt.Errorf("%w: %w", errNoAnswer, err)

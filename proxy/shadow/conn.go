@@ -50,7 +50,9 @@ type clientConn struct {
 	idle  time.Time // when it went back to the pool
 	head  []byte    // the request head, rebuilt per copy in place
 	parts net.Buffers
-	used  bool // it carried an exchange before: a failure may be its server's idle close
+	resp  response         // the answer being read, reused per copy
+	body  io.LimitedReader // an answer's body of declared length (head.go)
+	used  bool             // it carried an exchange before: a failure may be its server's idle close
 }
 
 // connPool keeps the idle connections per server address and every open
@@ -166,7 +168,7 @@ var errStale = errors.New("stale connection")
 // roundTrip sends x on a pooled connection and returns its answer, the
 // connection still attached to the answer's body: the caller reads the
 // body, then calls finish.
-func (e *Engine) roundTrip(ctx context.Context, x *exchange) (*http.Response, *clientConn, error) {
+func (e *Engine) roundTrip(ctx context.Context, x *exchange) (*response, *clientConn, error) {
 	key := x.u.Host
 	if x.u.Port() == "" {
 		key = net.JoinHostPort(x.u.Hostname(), "80")
@@ -189,9 +191,9 @@ func (e *Engine) roundTrip(ctx context.Context, x *exchange) (*http.Response, *c
 
 // finish gives c back to the pool when resp's body was read to its end
 // and the server keeps the connection open; otherwise it closes c.
-func (e *Engine) finish(c *clientConn, resp *http.Response, readAll bool) {
+func (e *Engine) finish(c *clientConn, resp *response, readAll bool) {
 	// A 101 switched the connection to another protocol: never reused.
-	if readAll && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols && c.br.Buffered() == 0 {
+	if readAll && !resp.close && resp.status != http.StatusSwitchingProtocols && c.br.Buffered() == 0 {
 		e.conns.put(c)
 		return
 	}
@@ -200,7 +202,7 @@ func (e *Engine) finish(c *clientConn, resp *http.Response, readAll bool) {
 
 // exchange writes x's request and reads the answer's head. The caller
 // reads the body from resp.Body (which reads c.br).
-func (c *clientConn) exchange(x *exchange) (*http.Response, error) {
+func (c *clientConn) exchange(x *exchange) (*response, error) {
 	if err := c.nc.SetDeadline(x.deadline); err != nil {
 		return nil, err
 	}
@@ -218,12 +220,20 @@ func (c *clientConn) exchange(x *exchange) (*http.Response, error) {
 		return nil, c.staleIf(err, true)
 	}
 	clear(c.parts) // the body's parts are the translation's pooled memory
+	c.lr.N = maxHeadBytes
+	// Wait for the answer's first bytes: a reused connection its server
+	// closed fails here, before any byte of the answer.
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, c.staleIf(err, c.lr.N == maxHeadBytes)
+	}
+	if c.readCommonHead() {
+		c.lr.N = 1<<63 - 1
+		return &c.resp, nil
+	}
 	for {
-		// net/http's own parser, not a minimal one: it handles every
-		// form of answer (chunked with trailers, until close, interim
-		// answers), and a CPU profile of a copy puts it at 3% of the
-		// copy (the syscalls and the translations are the rest).
-		c.lr.N = maxHeadBytes
+		// net/http's own parser for every answer the common form's does
+		// not take (head.go): chunked with trailers, until close, interim
+		// answers, a head over the buffer.
 		resp, err := http.ReadResponse(c.br, nil)
 		if err != nil {
 			if c.lr.N == 0 {
@@ -235,9 +245,11 @@ func (c *clientConn) exchange(x *exchange) (*http.Response, error) {
 		// MaxBodyBytes, applied as it is read).
 		c.lr.N = 1<<63 - 1
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			c.lr.N = maxHeadBytes
 			continue // an interim answer (none is asked for): the final one follows
 		}
-		return resp, nil
+		c.resp = response{answerHead: headOf(resp.StatusCode, resp.Header), length: resp.ContentLength, close: resp.Close, body: resp.Body}
+		return &c.resp, nil
 	}
 }
 

@@ -277,10 +277,10 @@ func (e *Engine) worker(c *Copy) {
 	defer e.wg.Done()
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
-	dl := e.newDeadline()
-	defer dl.close()
+	w := e.newScratch()
+	defer w.close()
 	for {
-		e.runWithin(dl, c)
+		e.runWithin(w, c)
 		e.Release(c.Reserved)
 		c.model.inflight.Add(-1)
 		idle.Reset(workerIdle)
@@ -300,6 +300,7 @@ func (e *Engine) worker(c *Copy) {
 type modelState struct {
 	inflight atomic.Int64
 	metrics  *observe.ShadowModel
+	sig      sigSlot // its last TF signature (scratch.go)
 }
 
 // model is a model's state, made on its first copy.
@@ -314,23 +315,23 @@ func (e *Engine) model(model string) *modelState {
 // run sends one copy and compares the answers, within a deadline of its
 // own (tests; the workers reuse theirs).
 func (e *Engine) run(c *Copy) {
-	dl := e.newDeadline()
-	defer dl.close()
-	e.runWithin(dl, c)
+	w := e.newScratch()
+	defer w.close()
+	e.runWithin(w, c)
 }
 
-// runWithin sends one copy within the next of dl's timeouts and compares
+// runWithin sends one copy within the next of w's timeouts and compares
 // the answers.
-func (e *Engine) runWithin(dl *deadline, c *Copy) {
-	ctx := dl.start()
-	defer dl.stop()
-	c.deadline = dl.end
+func (e *Engine) runWithin(w *scratch, c *Copy) {
+	ctx := w.dl.start()
+	defer w.dl.stop()
+	c.deadline = w.dl.end
 	model := c.Route.Model
 	if c.model == nil { // a copy run without Submit (tests)
 		c.model = e.model(model)
 	}
 	m := c.model.metrics
-	answer, err := e.call(ctx, c)
+	answer, err := e.call(ctx, w, c)
 	if e.ctx.Err() != nil {
 		return // shutting down: not the shadow's failure
 	}

@@ -20,12 +20,12 @@ import (
 func BenchmarkEngineCopy(b *testing.B) {
 	h := newHarness(b, Options{}, 1)
 	target := v2Target(b, 0, replay)
-	dl := h.e.newDeadline() // a worker's, reused from copy to copy
-	defer dl.close()
+	w := h.e.newScratch() // a worker's, reused from copy to copy
+	defer w.close()
 	b.ReportAllocs()
 	for b.Loop() {
 		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
-		h.e.runWithin(dl, c)
+		h.e.runWithin(w, c)
 		h.e.Release(c.Reserved)
 	}
 	b.StopTimer()
