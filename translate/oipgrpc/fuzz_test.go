@@ -2,6 +2,7 @@ package oipgrpc
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/translate/internal/grpcproto"
@@ -23,6 +24,9 @@ func FuzzDecodeInferResponse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		pm, perr := grpcproto.Unmarshal("inference.ModelInferResponse", msg)
 		m, err := DecodeInferResponse(msg, tensor.Limits{MaxElements: 1 << 16})
+		if errors.Is(perr, grpcproto.ErrRuntime) {
+			return // no oracle for these bytes; the decoder did not panic
+		}
 		if perr != nil && err == nil {
 			t.Fatalf("protobuf refuses (%v), DecodeInferResponse accepts", perr)
 		}

@@ -161,6 +161,9 @@ func FuzzTensorProto(f *testing.F) {
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		m, perr := grpcproto.Unmarshal("tensorflow.TensorProto", msg)
 		tp, err := DecodeTensorProto(msg)
+		if errors.Is(perr, grpcproto.ErrRuntime) {
+			return // no oracle for these bytes; the decoder did not panic
+		}
 		if (perr != nil) != (err != nil) {
 			t.Fatalf("protobuf: %v, DecodeTensorProto: %v", perr, err)
 		}
