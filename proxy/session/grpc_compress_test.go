@@ -112,12 +112,8 @@ func TestGRPCCompressedRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, "triton")
 			ctx := context.Background()
-			s, a := grpcRequestAction(t, e, grpcHeaders(predictPath), grpcFrame(predictMsg(tfgrpc.ModelSpec{Name: "half_plus_two"}, "x", f32Content)))
-			if a.Verdict != Continue {
-				t.Fatalf("request: %v", a.Verdict)
-			}
+			s := predictSent(t)
 			h := hdr{"content-type": "application/grpc"}
 			if tt.encoding != "" {
 				h["grpc-encoding"] = tt.encoding

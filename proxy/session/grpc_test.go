@@ -69,6 +69,17 @@ func grpcRequestAction(t *testing.T, e *env, h hdr, body []byte) (*Session, Acti
 	return s, s.RequestChunk(context.Background(), body, true, Whole)
 }
 
+// predictSent is a session (Triton kind) that has taken a TF Predict of
+// half_plus_two and awaits the v2 answer.
+func predictSent(t *testing.T) *Session {
+	t.Helper()
+	s, a := grpcRequestAction(t, newEnv(t, "triton"), grpcHeaders(predictPath), grpcFrame(predictMsg(tfgrpc.ModelSpec{Name: "half_plus_two"}, "x", f32Content)))
+	if a.Verdict != Continue {
+		t.Fatalf("request: %v", a.Verdict)
+	}
+	return s
+}
+
 func gzipped(t *testing.T, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -236,12 +247,8 @@ func TestGRPCStatusRows(t *testing.T) {
 		for _, trailersOnly := range []bool{false, true} {
 			name := tt.name + map[bool]string{false: ", trailers", true: ", trailers-only"}[trailersOnly]
 			t.Run(name, func(t *testing.T) {
-				e := newEnv(t, "triton")
 				ctx := context.Background()
-				s, a := grpcRequestAction(t, e, grpcHeaders(predictPath), grpcFrame(predictMsg(tfgrpc.ModelSpec{Name: "half_plus_two"}, "x", f32Content)))
-				if a.Verdict != Continue {
-					t.Fatalf("request: %v", a.Verdict)
-				}
+				s := predictSent(t)
 				st := hdr{"content-type": "application/grpc"}
 				if tt.code != "" {
 					st["grpc-status"] = tt.code
@@ -250,6 +257,7 @@ func TestGRPCStatusRows(t *testing.T) {
 					st["grpc-message"] = tt.msg
 				}
 				st["grpc-status-details-bin"] = "CAUSBm5vcGU"
+				var a Action
 				if trailersOnly {
 					a = s.ResponseHeaders(ctx, 200, st, true)
 				} else {
