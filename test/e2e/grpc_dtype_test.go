@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
 	"github.com/tfsbridge/tfsbridge/test/internal/tfclient"
@@ -121,9 +120,7 @@ func TestGRPCEveryDType(t *testing.T) {
 			for _, via := range grpcTransports {
 				t.Run(via, func(t *testing.T) {
 					c := st.clients[via]
-					// A bound for a hang on a busy machine, not a timing assumption.
-					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-					defer cancel()
+					ctx := callContext(t)
 					for _, form := range []string{"make_tensor_proto", "typed fields, broadcast"} {
 						model, dtypes := "every_dtype", mockv2.EveryDType
 						in := map[string]tfclient.TensorProto{}

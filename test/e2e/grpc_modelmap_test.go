@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"context"
-	"net"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -55,30 +51,16 @@ const secondOffset = 100
 // map's grpc: address — behind Envoy through the x-tfsbridge-server route,
 // from the proxy listener directly.
 func TestGRPCModelMap(t *testing.T) {
-	second, err := mockv2.New(mockv2.Options{Kind: mlserver, Perturb: map[string]float64{"half_plus_two": secondOffset}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rest := httptest.NewServer(second)
-	t.Cleanup(rest.Close)
-	glis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := second.NewGRPCServer()
-	go func() { _ = gs.Serve(glis) }()
-	t.Cleanup(gs.Stop)
-	doc := strings.NewReplacer("{{second}}", rest.URL, "{{secondgrpc}}", glis.Addr().String()).Replace(grpcTestMap)
+	secondURL, secondGRPC := startMockV2(t, mockv2.Options{Kind: mlserver, Perturb: map[string]float64{"half_plus_two": secondOffset}})
+	doc := strings.NewReplacer("{{second}}", secondURL, "{{secondgrpc}}", secondGRPC).Replace(grpcTestMap)
 	st := newGRPCStackWith(t, triton, grpcStackOptions{ModelMap: doc,
-		Routes: []envoysim.HeaderRoute{{Header: "x-tfsbridge-server", Value: "second", Upstream: "http://" + glis.Addr().String()}}})
+		Routes: []envoysim.HeaderRoute{{Header: "x-tfsbridge-server", Value: "second", Upstream: "http://" + secondGRPC}}})
 
 	x := map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{3}, 1, 2, 5)}
 	for _, via := range grpcTransports {
 		t.Run(via, func(t *testing.T) {
 			c := st.clients[via]
-			// A bound for a hang on a busy machine, not a timing assumption.
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
+			ctx := callContext(t)
 			predict := func(spec tfclient.ModelSpec, in map[string]tfclient.TensorProto) *tfclient.PredictResponse {
 				t.Helper()
 				p, err := c.Predict(ctx, tfclient.PredictRequest(spec, in))

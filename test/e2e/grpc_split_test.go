@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -162,9 +161,7 @@ func TestGRPCSplit(t *testing.T) {
 	for _, via := range grpcTransports {
 		t.Run(via, func(t *testing.T) {
 			c := st.clients[via]
-			// A bound for a hang on a busy machine, not a timing assumption.
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
+			ctx := callContext(t)
 			t.Run("sticky per key, the TF Serving share unchanged", func(t *testing.T) {
 				tfs0, def0 := count("tfs"), count("default")
 				var toTFS, toV2 int

@@ -53,9 +53,11 @@ func newGRPCStack(t testing.TB, kind string) *grpcStack {
 	return newGRPCStackWith(t, kind, grpcStackOptions{})
 }
 
-func newGRPCStackWith(t testing.TB, kind string, opt grpcStackOptions) *grpcStack {
+// startMockV2 serves a v2 mock over REST and gRPC until the test ends and
+// returns the REST base URL and the gRPC address.
+func startMockV2(t testing.TB, o mockv2.Options) (restURL, grpcAddr string) {
 	t.Helper()
-	mock, err := mockv2.New(mockv2.Options{Kind: kind})
+	mock, err := mockv2.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +70,15 @@ func newGRPCStackWith(t testing.TB, kind string, opt grpcStackOptions) *grpcStac
 	gs := mock.NewGRPCServer()
 	go func() { _ = gs.Serve(glis) }()
 	t.Cleanup(gs.Stop)
+	return rest.URL, glis.Addr().String()
+}
+
+func newGRPCStackWith(t testing.TB, kind string, opt grpcStackOptions) *grpcStack {
+	t.Helper()
+	restURL, grpcAddr := startMockV2(t, mockv2.Options{Kind: kind})
 
 	o := bridge.DefaultOptions()
-	o.BackendURL, o.BackendKind, o.TFGRPCBackend, o.DrainDelay = rest.URL, kind, glis.Addr().String(), 0
+	o.BackendURL, o.BackendKind, o.TFGRPCBackend, o.DrainDelay = restURL, kind, grpcAddr, 0
 	if opt.ModelMap != "" {
 		o.ModelMapFile = filepath.Join(t.TempDir(), "models.yaml")
 		if err := os.WriteFile(o.ModelMapFile, []byte(opt.ModelMap), 0o600); err != nil {
@@ -97,7 +105,7 @@ func newGRPCStackWith(t testing.TB, kind string, opt grpcStackOptions) *grpcStac
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	st := &grpcStack{bridge: b, clients: map[string]*tfclient.Client{}, extproc: l.Extproc.Addr().String(), mockGRPC: glis.Addr().String()}
+	st := &grpcStack{bridge: b, clients: map[string]*tfclient.Client{}, extproc: l.Extproc.Addr().String(), mockGRPC: grpcAddr}
 	dial := func(name, addr string) {
 		c, err := tfclient.Dial(addr)
 		if err != nil {
@@ -110,7 +118,7 @@ func newGRPCStackWith(t testing.TB, kind string, opt grpcStackOptions) *grpcStac
 	// processor turns the trailers on with mode_override), and
 	// FULL_DUPLEX_STREAMED.
 	for name, mode := range map[string]func() *extprocfilterv3.ProcessingMode{viaExtproc: envoysim.DefaultMode, viaExtprocFD: envoysim.FullDuplexMode} {
-		env, err := envoysim.Start(envoysim.Config{ProcessorAddr: l.Extproc.Addr().String(), Upstream: "http://" + glis.Addr().String(),
+		env, err := envoysim.Start(envoysim.Config{ProcessorAddr: l.Extproc.Addr().String(), Upstream: "http://" + grpcAddr,
 			UpstreamHTTP2: true, Mode: mode(), AllowModeOverride: true, MessageTimeout: messageTimeout, BufferLimit: defaultBufferLimit,
 			HeaderRoutes: opt.Routes})
 		if err != nil {
@@ -144,10 +152,16 @@ func TestGRPCClients(t *testing.T) {
 	}
 }
 
-func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
-	// A bound for a hang on a busy machine, not a timing assumption.
+// callContext bounds a test's gRPC calls: a bound for a hang on a busy
+// machine, not a timing assumption.
+func callContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func grpcCalls(t *testing.T, c *tfclient.Client, kind string) {
+	ctx := callContext(t)
 
 	// make_tensor_proto(np.array([1, 2, 5], np.float32)): tensor_content.
 	p, err := c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
@@ -275,9 +289,7 @@ func TestGRPCDefaultVersion(t *testing.T) {
 	for _, via := range grpcTransports {
 		t.Run(via, func(t *testing.T) {
 			c := st.clients[via]
-			// A bound for a hang on a busy machine, not a timing assumption.
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
+			ctx := callContext(t)
 			p, err := c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"), x))
 			if err != nil || p.ModelSpec.Version == nil || *p.ModelSpec.Version != 4 {
 				t.Errorf("Predict: %+v %v, want model_spec.version 4", p, err)
@@ -303,9 +315,7 @@ func TestGRPCTensorContent(t *testing.T) {
 	for _, via := range grpcTransports {
 		t.Run(via, func(t *testing.T) {
 			c := st.clients[via]
-			// A bound for a hang on a busy machine, not a timing assumption.
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
+			ctx := callContext(t)
 			p, err := c.Predict(ctx, tfclient.PredictRequest(tfclient.Spec("half_plus_two"),
 				map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{3}, 1, 2, 5)}))
 			want := tfclient.TensorProto{DType: tfclient.DTFloat, Shape: []int64{3},
@@ -336,9 +346,7 @@ func TestGRPCBackendCaps(t *testing.T) {
 			req := tfclient.PredictRequest(tfclient.Spec("half_plus_two"), map[string]tfclient.TensorProto{"x": tfclient.Float32([]int64{int64(len(x))}, x...)})
 			for _, via := range grpcTransports {
 				t.Run(via, func(t *testing.T) {
-					// A bound for a hang on a busy machine, not a timing assumption.
-					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-					defer cancel()
+					ctx := callContext(t)
 					_, err := st.clients[via].Call(ctx, tfclient.MethodPredict, req)
 					if s, _ := status.FromError(err); s.Code() != codes.ResourceExhausted || !strings.Contains(s.Message(), "larger than max") {
 						t.Errorf("%v %q, want RESOURCE_EXHAUSTED with the server's text", s.Code(), s.Message())
