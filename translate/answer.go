@@ -48,11 +48,7 @@ func (a *Answer) Release() {
 // Answer, instead of copied into a fresh slice: the same checks, errors
 // and bytes. On error there is nothing to release.
 func (p Pipeline) ResponseParts(v2Body []byte, headerLength int, ex Exchange, lim tensor.Limits) (Answer, error) {
-	outputs, err := decodeOutputs(v2Body, headerLength, ex, lim)
-	if err != nil {
-		return Answer{}, err
-	}
-	b, err := p.answer(outputs, ex, lim)
+	b, err := p.body(v2Body, headerLength, ex, lim)
 	if err != nil {
 		return Answer{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfexample"
 	"github.com/tfsbridge/tfsbridge/translate/tfrequest"
+	"github.com/tfsbridge/tfsbridge/translate/tfresponse"
 )
 
 // Pipeline is the translation of one TF Serving inference verb, chosen
@@ -96,16 +97,22 @@ func (p Pipeline) NewRequestStream(resolve tfrequest.Resolver, opt RequestOption
 // *apierr.Error: BadGateway for a v2 body that cannot be decoded, TF
 // Serving's own texts for what TF Serving would reject after inference.
 func (p Pipeline) Response(v2Body []byte, headerLength int, ex Exchange, lim tensor.Limits) ([]byte, error) {
-	outputs, err := decodeOutputs(v2Body, headerLength, ex, lim)
-	if err != nil {
-		return nil, err
-	}
-	b, err := p.answer(outputs, ex, lim)
+	b, err := p.body(v2Body, headerLength, ex, lim)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Release()
 	return b.AppendTo(nil), nil
+}
+
+// body is the TF answer to a whole v2 answer, in the writer's pooled
+// memory (Response copies it out, ResponseParts hands it over).
+func (p Pipeline) body(v2Body []byte, headerLength int, ex Exchange, lim tensor.Limits) (*tfresponse.Body, error) {
+	outputs, err := decodeOutputs(v2Body, headerLength, ex, lim)
+	if err != nil {
+		return nil, err
+	}
+	return p.answer(outputs, ex, lim)
 }
 
 // NewResponseStream returns a stream translating one v2 response body as
