@@ -244,7 +244,13 @@ func (s *Session) requestBody(ctx context.Context, body [][]byte, end bool, out 
 	// becomes 8 bytes of INT64): count what is really held.
 	s.holdAtLeast(int64(req.Len()))
 	s.exchange = ex
-	return s.emit(out, s.requestAction(req), req.Chunks())
+	a := s.emit(out, s.requestAction(req), req.Chunks())
+	if o, ok := out.(*partsSink); ok && rq.held && o.parts != nil {
+		// The adapter writes the parts where they lie and gives the
+		// decoder's blocks back once written (pooled, not garbage).
+		o.release = req.Release
+	}
+	return a
 }
 
 // grown is b with room for n more bytes, allocated once to that size
