@@ -82,8 +82,7 @@ type role uint8
 const (
 	roleTop       role = iota // the root object
 	roleInstances             // the "instances" list
-	roleFirstInst             // the first instance when it is an object: b64 value or named inputs
-	roleInstance              // an instance object of named inputs
+	roleInstance              // an instance object: named inputs, or the first one a b64 value too
 	roleInputs                // the columnar "inputs" object of named tensors
 	roleTensor                // a list inside one input's item
 	roleB64                   // a {"b64": …} value of a BYTES input
@@ -124,7 +123,7 @@ type opFrame struct {
 func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
 	lim = lim.OrDefault()
 	d := &Decoder{resolve: resolve, lim: lim, req: &Request{},
-		record: record{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}}
+		record: record{skipTo: -1, rootKind: 0xFF, sigKind: jsontext.String, keyBuf: make([]byte, 0, 32)}}
 	d.tz.Reset(tfjson.Limits(lim))
 	return d
 }
@@ -151,7 +150,7 @@ func (d *Decoder) resolveSig() bool {
 	if d.sig != nil {
 		return true
 	}
-	if d.sigSeen && d.sigKind != jsontext.String {
+	if d.sigKind != jsontext.String {
 		return false // TF refuses the body before it resolves
 	}
 	d.specul = !d.sigKey && !d.known

@@ -108,13 +108,12 @@ func (d *Decoder) tokErr() {
 func (d *Decoder) token(tok jsontext.Token, p, q int) {
 	switch tok.Kind {
 	case jsontext.EndArray, jsontext.EndObject:
-		d.pos = q
-		d.close()
+		d.close(tok, q)
 	case jsontext.Key:
 		d.top().n++
 		d.keyEnd = q
 		d.keyInBody = tok.InChunk && d.whole
-		d.feedString(tok.Str, d.keyInBody)
+		d.feed(tok, d.keyInBody)
 		d.key(tok.Str)
 	default:
 		d.value(tok, p)
@@ -195,105 +194,88 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 		d.beginItem(int(s.input))
 		s = slot{kind: slotTensor, input: s.input}
 	}
-	switch tok.Kind {
-	case jsontext.BeginArray, jsontext.BeginObject:
-		d.pos = p
-		d.open(s, tok)
-	case jsontext.StringValue:
-		d.strDone(s, tok.Str, tok.InChunk)
-	default:
-		d.scalar(s, tok)
-	}
-}
-
-// open starts a list (obj false) or an object for slot s: its frame says
-// what it is for. The nesting bound was checked at its bracket (value).
-func (d *Decoder) open(s slot, tok jsontext.Token) {
-	obj := tok.Kind == jsontext.BeginObject
-	fr := opFrame{obj: obj, role: roleSkip}
-	if s.kind != slotSkip {
-		if obj {
-			d.objectFrame(s, &fr)
-		} else {
-			d.listFrame(s, &fr)
-		}
-	}
-	d.feedToken(tok)
-	d.stack = append(d.stack, fr)
-}
-
-func (d *Decoder) listFrame(s slot, fr *opFrame) {
-	switch s.kind {
-	case slotInstances:
-		fr.role = roleInstances
-		d.instDepth = len(d.stack)
-	case slotTensor:
-		i := int(s.input)
-		if d.openList(i, int(s.level)) {
-			*fr = opFrame{role: roleTensor, input: s.input, level: s.level}
-		} else {
-			d.valueErr(i, errListLevel(int(s.level), d.ins[i].curRank), true, false)
-		}
-	default:
-		d.otherValue(s, jsontext.Array)
-	}
-}
-
-func (d *Decoder) objectFrame(s slot, fr *opFrame) {
-	depth := len(d.stack)
-	switch s.kind {
-	case slotRoot:
-		fr.role = roleTop
-		d.rootKind = jsontext.Object
-	case slotInputs:
-		fr.role = roleInputs
-		d.named = true
-	case slotInstance:
-		switch d.mode {
-		case instUndecided:
-			fr.role = roleFirstInst
-			d.instDumpStart(depth, d.pos) // "keys must be equal to" prints it
-		case instPlain:
-			// Only a {"b64": …} value can follow plain first elements.
-			d.beginItem(0)
-			d.leafLevel(0, 0)
-			fr.role, fr.ctx = roleB64, b64Elem
-		default:
-			fr.role = roleInstance
-			d.resetInObj()
-			d.instDumpStart(depth, d.pos) // "keys must be equal to" prints it
-		}
-	case slotTensor:
-		i := int(s.input)
-		atLevel := d.leafLevel(i, int(s.level))
-		if d.ins[i].spec.DataType == tensor.Bytes && atLevel {
-			*fr = opFrame{obj: true, role: roleB64, ctx: b64Leaf, input: s.input, level: s.level}
-			break
-		}
-		// An error whose text holds the object's dump: told at its end.
-		fr.ctx, fr.input, fr.level = objType, s.input, s.level
-		if !atLevel {
-			fr.ctx = objLevel
-		}
-		d.dumpStart(dumpLeaf, depth)
-	default:
-		d.otherValue(s, jsontext.Object)
-	}
-}
-
-// otherValue records what a value that is no tensor element tells: the root's kind, the signature name's, a "instances" that is no
-// list, a "b64" member that is no string.
-func (d *Decoder) otherValue(s slot, k jsontext.Kind) {
+	k := tok.ValueKind()
+	fr := opFrame{obj: k == jsontext.Object, role: roleSkip} // a container's
+	stable := tok.InChunk && d.whole                         // a string's
 	switch s.kind {
 	case slotRoot:
 		d.rootKind = k
+		if fr.obj {
+			fr.role = roleTop
+		}
 	case slotSignature:
-		d.sigSeen, d.sigKind = true, k
+		d.sigKind = k
+		if k == jsontext.String {
+			if d.specul && len(tok.Str) > 0 {
+				// Resolved as the default signature too early.
+				d.lateSig = true
+			}
+			d.req.SignatureName = string(tok.Str)
+		}
 	case slotInstances:
-		d.instBad = true
+		if k != jsontext.Array {
+			d.instBad = true
+			break
+		}
+		fr.role = roleInstances
+		d.instDepth = len(d.stack)
+	case slotInputs: // an object: the others became items above
+		fr.role = roleInputs
+		d.named = true
+	case slotInstance: // an object, likewise
+		if d.mode == instPlain {
+			// Only a {"b64": …} value can follow plain first elements.
+			fr.role, fr.ctx = roleB64, b64Elem
+			break
+		}
+		fr.role = roleInstance
+		d.resetInObj()
+		d.instDumpStart(len(d.stack), p) // "keys must be equal to" prints it
 	case slotB64:
-		d.b64Deviate(d.top(), nil, false)
+		if k != jsontext.String {
+			d.b64Deviate(f, nil, false)
+			break
+		}
+		// Decoded once the object is known to be a {"b64": "…"} value
+		// (closeB64).
+		f.flags |= b64Str
+		tok.Str, stable = d.keepB64(tok.Str, tok.InChunk)
+	case slotTensor:
+		tok.Str, stable = d.tensorValue(s, tok, &fr)
 	}
+	d.feed(tok, stable)
+	if tok.Kind == jsontext.BeginArray || tok.Kind == jsontext.BeginObject {
+		// The nesting bound was checked at its bracket (the tokenizer).
+		d.stack = append(d.stack, fr)
+	}
+}
+
+// tensorValue handles a value where a tensor element or a list of them
+// belongs: a list opens fr as a list of the input, an object opens it as
+// a {"b64": "…"} value or an error told at its end, and a scalar is
+// checked and stored (leaf). It returns the string to feed the dumps and
+// whether it is stable.
+func (d *Decoder) tensorValue(s slot, tok jsontext.Token, fr *opFrame) ([]byte, bool) {
+	i, level := int(s.input), int(s.level)
+	fr.input, fr.level = s.input, s.level
+	switch {
+	case tok.Kind == jsontext.BeginArray && d.openList(i, level):
+		fr.role = roleTensor
+	case tok.Kind == jsontext.BeginArray:
+		d.valueErr(i, errListLevel(level, d.ins[i].curRank), true, false)
+	case tok.Kind != jsontext.BeginObject:
+		return d.leaf(i, level, tok)
+	case !d.leafLevel(i, level):
+		// An error whose text holds the object's dump: told at its end.
+		fr.ctx = objLevel
+		d.dumpStart(dumpLeaf, len(d.stack))
+	case d.ins[i].spec.DataType == tensor.Bytes:
+		fr.role, fr.ctx = roleB64, b64Leaf
+	default:
+		fr.ctx = objType
+		d.dumpStart(dumpLeaf, len(d.stack))
+	}
+	return tok.Str, false
 }
 
 func (d *Decoder) resetInObj() {
@@ -339,22 +321,19 @@ func (d *Decoder) key(k []byte) {
 				d.both = true
 			}
 		}
-	case roleFirstInst:
-		if b64, _ := d.b64First(f, k); b64 {
-			// {"b64": …} first: plain values of the first input (TF feeds
-			// the first input even when there are several).
-			d.mode = instPlain
-			d.beginItem(0)
-			d.leafLevel(0, 0)
-			f.role, f.ctx = roleB64, b64First
-			f.next = slotB64
-			return
-		}
-		d.mode = instObjects
-		f.role = roleInstance
-		d.resetInObj()
-		d.instanceKey(f, k)
 	case roleInstance:
+		if d.mode == instUndecided {
+			// The first instance is an object: {"b64": …} first makes
+			// it a plain value of the first input (TF feeds the first
+			// input even when there are several), else named inputs.
+			if b64, _ := d.b64First(f, k); b64 {
+				d.mode = instPlain
+				f.role, f.ctx = roleB64, b64First
+				f.next = slotB64
+				return
+			}
+			d.mode = instObjects
+		}
 		d.instanceKey(f, k)
 	case roleInputs:
 		switch b64, named := d.b64First(f, k); {
@@ -471,24 +450,29 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 	}
 }
 
-// close ends the innermost container at its closing bracket.
-func (d *Decoder) close() {
+// close ends the innermost container at its closing bracket tok, which
+// ends before buf[q].
+func (d *Decoder) close(tok jsontext.Token, q int) {
 	idx := len(d.stack) - 1
 	f := d.stack[idx]
 	d.stack = d.stack[:idx]
-	d.feedClose(f.obj, idx)
+	d.feed(tok, false)
 	if d.inst.on && idx == d.inst.depth {
-		d.instDumpEnd(d.pos)
+		d.instDumpEnd(q)
 	}
-	if d.skipTo >= 0 && idx >= d.skipTo {
-		// Read for syntax only; a list TF would have found at the wrong
-		// length before the error inside it takes its place.
-		if f.role == roleTensor {
-			i := int(f.input)
-			if in := &d.ins[i]; !d.closeList(i, int(f.level), f.n) {
-				d.valueErr(i, errListSize(f.n, int(f.level), in.cur[f.level]), true, true)
-			}
+	// Values read for syntax only (skipped) are not judged, but for a list
+	// TF would have found at the wrong length before the error inside it:
+	// that error takes the other's place.
+	skipped := d.skipTo >= 0 && idx >= d.skipTo
+	if f.role == roleTensor {
+		i := int(f.input)
+		if !d.closeList(i, int(f.level), f.n) {
+			d.valueErr(i, errListSize(f.n, int(f.level), d.ins[i].cur[f.level]), true, skipped)
+		} else if f.level == 0 && !skipped {
+			d.endItemCheck(i)
 		}
+	}
+	if skipped {
 		if idx == d.skipTo {
 			d.skipTo = -1
 		}
@@ -500,7 +484,7 @@ func (d *Decoder) close() {
 		if f.n == 0 {
 			d.instEmpty = true
 		}
-	case roleFirstInst, roleInstance:
+	case roleInstance:
 		// {} first is an object of named inputs, all missing.
 		if d.inObjN < len(d.ins) {
 			names := sortedNames(len(d.ins), func(i int) string { return d.ins[i].spec.Name })
@@ -508,13 +492,6 @@ func (d *Decoder) close() {
 		}
 	case roleInputs:
 		d.closeInputs()
-	case roleTensor:
-		i := int(f.input)
-		if in := &d.ins[i]; !d.closeList(i, int(f.level), f.n) {
-			d.valueErr(i, errListSize(f.n, int(f.level), in.cur[f.level]), true, false)
-		} else if f.level == 0 {
-			d.endItemCheck(i)
-		}
 	case roleB64:
 		d.closeB64(&f)
 	case roleSkip:
@@ -571,12 +548,31 @@ func (d *Decoder) closeLeafObject(f *opFrame) {
 func (d *Decoder) closeB64(f *opFrame) {
 	isB64 := f.n == 1 && f.flags == b64Str
 	i := int(f.input)
-	switch f.ctx {
-	case b64Leaf:
+	switch {
+	case f.ctx == b64Inputs && len(d.ins) > 1:
+		// Only a b64 value gets here (b64Deviate makes the others named
+		// tensors).
+		d.valueErr(0, errInputsPlain(), false, false)
+	case f.ctx == b64Inst && isB64:
+		d.valueErr(0, errExpectObject(d.elem), false, false)
+	case f.ctx == b64Elem && !isB64:
+		d.valueErr(0, errExpectValue(d.elem), false, false)
+	case f.ctx == b64First && !isB64 && d.lookup([]byte(tfjson.KeyB64)) >= 0:
+		d.valueErr(0, undecided(`first instance starting with "b64" while an input has that name`), false, false)
+	case f.ctx == b64First && !isB64, f.ctx == b64Inst:
+		d.ekey = []byte(tfjson.KeyB64)
+		d.valueErr(0, errNoNamedInput(d.ekey), true, false)
+	default:
+		// A value of input i: in a tensor (b64Leaf), or the whole item of
+		// the first input, which starts here.
+		if f.ctx != b64Leaf {
+			d.beginItem(0)
+			d.leafLevel(0, 0)
+		}
 		switch {
 		case !d.countLeaf(i):
 			d.limitErr(i)
-		case !isB64:
+		case !isB64: // b64Leaf
 			dump := []byte("{}")
 			if f.n > 0 {
 				dump = d.dumpBytes(dumpLeaf)
@@ -585,43 +581,6 @@ func (d *Decoder) closeB64(f *opFrame) {
 		default:
 			d.b64Value(i, f.level == 0)
 		}
-	case b64Elem, b64First:
-		switch {
-		case isB64:
-			if !d.countLeaf(0) {
-				d.limitErr(0)
-				break
-			}
-			d.b64Value(0, true)
-		case f.ctx == b64Elem:
-			d.valueErr(0, errExpectValue(d.elem), false, false)
-		case d.lookup([]byte(tfjson.KeyB64)) >= 0:
-			d.valueErr(0, undecided(`first instance starting with "b64" while an input has that name`), false, false)
-		default:
-			d.ekey = []byte(tfjson.KeyB64)
-			d.valueErr(0, errNoNamedInput(d.ekey), true, false)
-		}
-	case b64Inst:
-		if isB64 {
-			d.valueErr(0, errExpectObject(d.elem), false, false)
-		} else {
-			d.ekey = []byte(tfjson.KeyB64)
-			d.valueErr(0, errNoNamedInput(d.ekey), true, false)
-		}
-	case b64Inputs:
-		// Only a b64 value gets here (b64Deviate makes the others
-		// named tensors).
-		if len(d.ins) > 1 {
-			d.valueErr(0, errInputsPlain(), false, false)
-			break
-		}
-		d.beginItem(0)
-		d.leafLevel(0, 0)
-		if !d.countLeaf(0) {
-			d.limitErr(0)
-			break
-		}
-		d.b64Value(0, true)
 	}
 }
 
@@ -666,32 +625,6 @@ func (d *Decoder) limitErr(i int) {
 	d.valueErr(i, errTooManyElements(d.lim.MaxElements), true, false)
 }
 
-// strDone handles a complete string; inChunk says s lies in the chunk
-// being written (and may be kept when it is the whole body).
-func (d *Decoder) strDone(v slot, s []byte, inChunk bool) {
-	stable := inChunk && d.whole
-	switch v.kind {
-	case slotSkip:
-	case slotSignature:
-		if d.specul && len(s) > 0 {
-			// Resolved as the default signature too early.
-			d.lateSig = true
-		}
-		d.req.SignatureName = string(s)
-		d.sigSeen, d.sigKind = true, jsontext.String
-	case slotB64:
-		// Decoded once the object is known to be a
-		// {"b64": "…"} value (closeB64).
-		d.top().flags |= b64Str
-		s, stable = d.keepB64(s, inChunk)
-	case slotTensor:
-		s, stable = d.stringLeaf(v, s, inChunk)
-	default:
-		d.otherValue(v, jsontext.String)
-	}
-	d.feedString(s, stable)
-}
-
 // keepB64 keeps the string of a {"b64": …} member until its object ends,
 // holding it once: a whole body's string is aliased, and the pending text
 // or unescaped scratch a long string was gathered in is taken over rather
@@ -721,72 +654,41 @@ func (d *Decoder) keep(s []byte, inChunk bool) []byte {
 	return slices.Clone(s)
 }
 
-// stringLeaf adds a string where a tensor element belongs.
-func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) ([]byte, bool) {
-	in, ok := d.leafChecks(v, jsontext.Token{Kind: jsontext.StringValue, Str: s})
-	if !ok {
-		return s, inChunk && d.whole
-	}
-	s = d.keep(s, inChunk)
-	d.ensureStrs(&in.input)
-	in.strs = append(in.strs, s)
-	if v.level == 0 {
-		d.endItemCheck(int(v.input))
-	}
-	return s, true
-}
-
-// scalar handles a number or literal value for slot v.
-func (d *Decoder) scalar(v slot, tok jsontext.Token) {
-	switch v.kind {
-	case slotSkip:
-	case slotTensor:
-		d.scalarLeaf(v, tok)
-	default:
-		d.otherValue(v, tok.ValueKind())
-	}
-	d.feedToken(tok)
-}
-
-// leafChecks makes TF's checks of a value where a tensor element belongs,
-// in its order: level, element limit, type (a string for a BYTES input,
-// a number or literal for the others). ok: the value is to be stored.
-func (d *Decoder) leafChecks(v slot, tok jsontext.Token) (in *opInput, ok bool) {
-	i := int(v.input)
-	in = &d.ins[i]
+// leaf makes TF's checks of a scalar where a tensor element of input i
+// belongs at level, in its order (level, element limit, type: a string
+// for a BYTES input, a number or literal for the others), and stores it.
+// It returns the string to feed the dumps (kept when stored) and whether
+// it is stable.
+func (d *Decoder) leaf(i, level int, tok jsontext.Token) ([]byte, bool) {
+	in := &d.ins[i]
+	dt := in.spec.DataType
+	res := leafOK
 	switch {
-	case !d.leafLevel(i, int(v.level)):
-		d.valueErr(i, errLevel(tokenDump(tok), int(v.level), in.curRank), true, false)
+	case !d.leafLevel(i, level):
+		d.valueErr(i, errLevel(tokenDump(tok), level, in.curRank), true, false)
+		return tok.Str, tok.InChunk && d.whole
 	case !d.countLeaf(i):
 		d.limitErr(i)
-	case (tok.Kind == jsontext.StringValue) != (in.spec.DataType == tensor.Bytes):
-		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), in.spec.DataType), true, false)
+		return tok.Str, tok.InChunk && d.whole
+	case (tok.Kind == jsontext.StringValue) != (dt == tensor.Bytes):
+		res = leafTypeError
+	case dt == tensor.Bytes:
+		tok.Str = d.keep(tok.Str, tok.InChunk)
+		d.ensureStrs(&in.input)
+		in.strs = append(in.strs, tok.Str)
 	default:
-		return in, true
+		d.ensureBuf(&in.input)
+		in.data, res = appendLeaf(in.data, dt, tok.ValueKind(), tok.Num)
 	}
-	return in, false
-}
-
-// scalarLeaf adds a number or literal where a tensor element belongs.
-func (d *Decoder) scalarLeaf(v slot, tok jsontext.Token) {
-	in, ok := d.leafChecks(v, tok)
-	if !ok {
-		return
+	switch {
+	case res == leafTypeError:
+		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), dt), true, false)
+	case res == leafUnimplemented:
+		d.valueErr(i, errUnimplemented(tokenDump(tok), dt), true, false)
+	case level == 0:
+		d.endItemCheck(i)
 	}
-	i := int(v.input)
-	d.ensureBuf(&in.input)
-	var res leafResult
-	in.data, res = appendLeaf(in.data, in.spec.DataType, tok.ValueKind(), tok.Num)
-	switch res {
-	case leafTypeError:
-		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), in.spec.DataType), true, false)
-	case leafUnimplemented:
-		d.valueErr(i, errUnimplemented(tokenDump(tok), in.spec.DataType), true, false)
-	default:
-		if v.level == 0 {
-			d.endItemCheck(i)
-		}
-	}
+	return tok.Str, res == leafOK || tok.InChunk && d.whole
 }
 
 // leafRun is the hot path: the numbers of the innermost lists of a

@@ -41,12 +41,11 @@ type record struct {
 
 	// Root facts, judged at Close in TF's order.
 	rootKind  jsontext.Kind
-	sigKind   jsontext.Kind // of the first "signature_name" value
-	sigSeen   bool
-	lateSig   bool  // a non-empty name came after the signature was resolved
-	resolved  bool  // resolve was called
-	resolveOK bool  // and gave a usable signature
-	resolveE  error // its error (nil: no usable inputs)
+	sigKind   jsontext.Kind // of the first "signature_name" value (String if none)
+	lateSig   bool          // a non-empty name came after the signature was resolved
+	resolved  bool          // resolve was called
+	resolveOK bool          // and gave a usable signature
+	resolveE  error         // its error (nil: no usable inputs)
 	both      bool
 	lost      bool // lateSig named other inputs: the values were read against the wrong ones
 	instBad   bool // the first "instances" is not a list
@@ -75,7 +74,6 @@ type record struct {
 	replaying bool // replayInputs is reading the named "inputs" again
 
 	chunk []byte // the chunk being written (nil outside Write)
-	pos   int    // offset in it after the token just read
 }
 
 // The dumps an error text may need, at most one of each open at a time.
@@ -161,15 +159,26 @@ func (d *Decoder) dumpBytes(k int) []byte {
 	return d.dumps[k].s.Bytes()
 }
 
-// feed passes one token to every dump capturing.
-func (d *Decoder) feed(tok func(s *jsontext.DumpStream) bool) {
+// feed passes a token to every dump capturing, and ends the dumps of the
+// container a closing bracket ends. stable says a string stays unmodified
+// until the Request is released, so a dump may keep it instead of a copy.
+func (d *Decoder) feed(tok jsontext.Token, stable bool) {
+	if d.ndump == 0 {
+		return
+	}
+	end := tok.Kind == jsontext.EndArray || tok.Kind == jsontext.EndObject
 	for k := range d.dumps {
 		sl := &d.dumps[k]
-		if sl.on {
-			tok(&sl.s)
-			if sl.s.Full() {
-				d.dumpStop(k)
-			}
+		if !sl.on {
+			continue
+		}
+		if stable && (tok.Kind == jsontext.Key || tok.Kind == jsontext.StringValue) {
+			sl.s.StringStable(tok.Str)
+		} else {
+			sl.s.Feed(tok)
+		}
+		if sl.s.Full() || end && sl.depth == len(d.stack) {
+			d.dumpStop(k)
 		}
 	}
 }
@@ -179,37 +188,6 @@ func (d *Decoder) dumpStop(k int) {
 	if sl.on {
 		sl.on = false
 		d.ndump--
-	}
-}
-
-// feedToken passes an opening bracket, a number or a literal.
-func (d *Decoder) feedToken(tok jsontext.Token) {
-	if d.ndump > 0 {
-		d.feed(func(s *jsontext.DumpStream) bool { return s.Feed(tok) })
-	}
-}
-
-// feedClose passes the closing bracket of the container at stack index i
-// and ends the dumps of that container.
-func (d *Decoder) feedClose(obj bool, i int) {
-	if d.ndump == 0 {
-		return
-	}
-	d.feed(func(s *jsontext.DumpStream) bool { return s.Close(obj) })
-	for k := range d.dumps {
-		if d.dumps[k].on && d.dumps[k].depth == i {
-			d.dumpStop(k)
-		}
-	}
-}
-
-// feedString passes a string; stable says it stays unmodified until the
-// Request is released, so a dump may keep it instead of a copy.
-func (d *Decoder) feedString(v []byte, stable bool) {
-	if d.ndump > 0 && stable {
-		d.feed(func(s *jsontext.DumpStream) bool { return s.StringStable(v) })
-	} else if d.ndump > 0 {
-		d.feed(func(s *jsontext.DumpStream) bool { return s.String(v) })
 	}
 }
 

@@ -107,7 +107,7 @@ func (d *Decoder) rootErr() error {
 	if d.rootKind != jsontext.Object {
 		return root(msgNotObject)
 	}
-	if d.sigSeen && d.sigKind != jsontext.String {
+	if d.sigKind != jsontext.String {
 		return root(msgSignatureType)
 	}
 	name := d.req.SignatureName
