@@ -37,8 +37,7 @@ type Decoder struct {
 	hint    int64  // expected number of values (whole body), 0 if unknown
 	total   int64  // tensor elements so far, all inputs
 
-	req   *Request
-	sig   *tensor.Signature
+	req   *Request // its Signature once resolved with usable inputs
 	ins   []opInput
 	mode  instMode
 	batch int64
@@ -147,7 +146,7 @@ func (d *Decoder) Abort() {
 // after "instances" or "inputs" is resolved with the default name, and
 // finding a different name later falls back.
 func (d *Decoder) resolveSig() bool {
-	if d.sig != nil {
+	if d.req.Signature != nil {
 		return true
 	}
 	if d.sigKind != jsontext.String {
@@ -159,8 +158,6 @@ func (d *Decoder) resolveSig() bool {
 	if err != nil || sig == nil || len(sig.Inputs) == 0 {
 		return false
 	}
-	d.resolveOK = true
-	d.sig = sig
 	d.req.Signature = sig
 	d.ins = make([]opInput, len(sig.Inputs))
 	for i := range d.ins {
@@ -294,7 +291,10 @@ func (d *Decoder) finish() bool {
 		if in.spec.DataType != tensor.Bytes {
 			got = int64(in.dataLen() / in.spec.DataType.Size())
 		}
-		if got != want {
+		// A duplicated key in an instance object leaves more values: TF's
+		// Tensor::FromProto keeps the first ones, and so does
+		// buildTensors.
+		if got != want && !(d.dups && got > want) {
 			return false
 		}
 	}

@@ -44,7 +44,6 @@ type record struct {
 	sigKind   jsontext.Kind // of the first "signature_name" value (String if none)
 	lateSig   bool          // a non-empty name came after the signature was resolved
 	resolved  bool          // resolve was called
-	resolveOK bool          // and gave a usable signature
 	resolveE  error         // its error (nil: no usable inputs)
 	both      bool
 	lost      bool // lateSig named other inputs: the values were read against the wrong ones

@@ -59,9 +59,17 @@ func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) 
 
 // Close finishes the body and returns the Request, or TF Serving's error.
 func (d *Decoder) Close() (*Request, error) {
-	if d.off == 0 {
+	if err := d.end(); err != nil {
 		d.abort()
-		return nil, tfjson.ErrEmptyBody()
+		return nil, err
+	}
+	return d.req, nil
+}
+
+// end judges what Write recorded, in TF's order, and builds the tensors.
+func (d *Decoder) end() error {
+	if d.off == 0 {
+		return tfjson.ErrEmptyBody()
 	}
 	for tok, ok := d.tz.End(); ok && !d.failed; tok, ok = d.tz.End() {
 		d.token(tok, -1, 0) // a number or literal the body ends in
@@ -70,16 +78,13 @@ func (d *Decoder) Close() (*Request, error) {
 		d.tokErr()
 	}
 	if d.failed {
-		d.abort()
-		return nil, d.final
+		return d.final
 	}
 	if err := d.rootErr(); err != nil {
-		d.abort()
-		return nil, err
+		return err
 	}
 	if d.ferr != nil {
-		d.abort()
-		return nil, d.ferr
+		return d.ferr
 	}
 	// VerifyRequestInputsSize: only b64 values of the first input with a
 	// several-input signature get here without every input.
@@ -89,16 +94,13 @@ func (d *Decoder) Close() (*Request, error) {
 			sent = append(sent, tensor.Tensor{Name: d.ins[i].spec.Name})
 		}
 	}
-	if err := verifyInputsSize(d.sig, sent); err != nil {
-		d.abort()
-		return nil, err
+	if err := verifyInputsSize(d.req.Signature, sent); err != nil {
+		return err
 	}
-	d.trimDuplicates()
 	if !d.finish() {
-		d.abort()
-		return nil, undecided("internal check failed")
+		return undecided("internal check failed")
 	}
-	return d.req, nil
+	return nil
 }
 
 // rootErr judges the root facts in TF's order.
@@ -125,14 +127,14 @@ func (d *Decoder) rootErr() error {
 		if !d.resolved {
 			break
 		}
-		if !d.resolveOK || !sameInputs(sig, d.sig) {
+		if d.req.Signature == nil || !sameInputs(sig, d.req.Signature) {
 			// The values were read against other inputs; the root
 			// checks that follow do not depend on them.
 			d.lost = true
 			break
 		}
-		d.sig, d.req.Signature = sig, sig
-	case !d.resolveOK:
+		d.req.Signature = sig
+	case d.req.Signature == nil:
 		if d.resolveE != nil {
 			return d.resolveE
 		}
@@ -158,26 +160,4 @@ func sameInputs(a, b *tensor.Signature) bool {
 	return slices.EqualFunc(a.Inputs, b.Inputs, func(x, y tensor.Spec) bool {
 		return x.Name == y.Name && x.DataType == y.DataType
 	})
-}
-
-// trimDuplicates keeps, after an instance object named an input twice,
-// the first values each tensor holds, as TF's Tensor::FromProto does.
-func (d *Decoder) trimDuplicates() {
-	if !d.dups {
-		return
-	}
-	for i := range d.ins {
-		in := &d.ins[i].input
-		if !in.used {
-			continue
-		}
-		n := in.size * d.batch
-		if in.spec.DataType == tensor.Bytes {
-			if int64(len(in.strs)) > n {
-				in.strs = in.strs[:n]
-			}
-		} else if sz := n * int64(in.spec.DataType.Size()); int64(len(in.data)) > sz {
-			in.data = in.data[:sz]
-		}
-	}
 }
