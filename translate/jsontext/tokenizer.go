@@ -216,7 +216,7 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 				}
 				t.tokOff = t.off + int64(p)
 				t.key = true
-				tok, q, ok := t.str(buf, p+1)
+				tok, q, ok := t.str(buf, p+1, false)
 				if ok {
 					return tok, q
 				}
@@ -237,7 +237,7 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 			p++
 			t.st = tzValue
 		case tzString:
-			tok, q, ok := t.strMore(buf, p)
+			tok, q, ok := t.str(buf, p, true)
 			if ok {
 				return tok, q
 			}
@@ -353,7 +353,7 @@ func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 		return Token{Kind: BeginObject, Off: t.tokOff}, p + 1
 	case '"':
 		t.key = false
-		tok, q, _ := t.str(buf, p+1)
+		tok, q, _ := t.str(buf, p+1, false)
 		return tok, q
 	}
 	q := atomEnd(buf, p)
@@ -385,39 +385,30 @@ func (t *Tokenizer) valueEnd() {
 	}
 }
 
-// str reads a string from buf[p], just after its opening quote; ok is
-// false when the chunk ends first (or the string is bad: Err).
-func (t *Tokenizer) str(buf []byte, p int) (Token, int, bool) {
-	q, clean := scanString(buf, p)
-	if !clean {
-		// An escape (or a raw control character): the raw text is kept
-		// to the closing quote, then unescaped.
-		t.pend = append(t.pend[:0], buf[p:q]...)
-		t.st = tzString
-		t.esc, t.bs = true, false
-		return t.strRaw(buf, q)
-	}
-	if q == len(buf) {
-		t.pend = append(t.pend[:0], buf[p:]...)
-		t.st = tzString
-		t.esc = false
-		return Token{}, q, false
-	}
-	return t.strToken(buf[p:q], true), q + 1, true
-}
-
-// strMore continues a string the chunk boundary cut.
-func (t *Tokenizer) strMore(buf []byte, p int) (Token, int, bool) {
-	if t.esc {
+// str reads a string from buf[p], just after its opening quote, or with
+// more the rest of one the chunk boundary cut; ok is false when the chunk
+// ends first (or the string is bad: Err).
+func (t *Tokenizer) str(buf []byte, p int, more bool) (Token, int, bool) {
+	if more && t.esc {
 		return t.strRaw(buf, p)
 	}
 	q, clean := scanString(buf, p)
+	if !more {
+		if clean && q < len(buf) {
+			return t.strToken(buf[p:q], true), q + 1, true
+		}
+		t.pend = t.pend[:0]
+		t.st = tzString
+	}
 	t.pend = append(t.pend, buf[p:q]...)
 	if !clean {
+		// An escape (or a raw control character): the raw text is kept
+		// to the closing quote, then unescaped.
 		t.esc, t.bs = true, false
 		return t.strRaw(buf, q)
 	}
 	if q == len(buf) {
+		t.esc = false
 		return Token{}, q, false
 	}
 	tok := t.strToken(t.pend, false)
