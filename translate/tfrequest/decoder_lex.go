@@ -157,46 +157,44 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 	if d.skipping() {
 		s = slot{kind: slotSkip}
 	}
+	// A list or scalar where an instance or "inputs" belongs is one
+	// input's whole value, where that may stand.
+	obj := tok.Kind == jsontext.BeginObject
 	switch s.kind {
 	case slotInstance:
 		d.elem, d.ekey = f.n-1, nil
-	case slotInputs, slotItem:
+		switch {
+		case obj:
+		case d.mode == instObjects:
+			d.valueErr(0, errExpectObject(d.elem), false, false)
+			s.kind = slotSkip
+		case d.mode == instUndecided && len(d.ins) > 1:
+			d.valueErr(0, errInstancesPlain(), false, false)
+			s.kind = slotSkip
+		default:
+			d.mode = instPlain
+			s.kind = slotItem
+		}
+	case slotInputs:
 		d.itemDepth = len(d.stack)
-	}
-	if s.kind == slotItem {
-		d.ins[s.input].from = p
-	}
-	if tok.Kind != jsontext.BeginObject {
-		// A list or scalar where one input's whole value may stand.
-		switch s.kind {
-		case slotInstance:
-			switch {
-			case d.mode == instObjects:
-				d.valueErr(0, errExpectObject(f.n-1), false, false)
-				s = slot{kind: slotSkip}
-			case d.mode == instUndecided && len(d.ins) > 1:
-				d.valueErr(0, errInstancesPlain(), false, false)
-				s = slot{kind: slotSkip}
-			default:
-				d.mode = instPlain
-				s = slot{kind: slotItem}
-			}
-		case slotInputs:
-			if len(d.ins) > 1 {
-				d.valueErr(0, errInputsPlain(), false, false)
-				s = slot{kind: slotSkip}
-			} else {
-				s = slot{kind: slotItem}
-			}
+		switch {
+		case obj:
+		case len(d.ins) > 1:
+			d.valueErr(0, errInputsPlain(), false, false)
+			s.kind = slotSkip
+		default:
+			s.kind = slotItem
 		}
 	}
 	if s.kind == slotItem {
+		d.itemDepth = len(d.stack)
+		d.ins[s.input].from = p
 		d.beginItem(int(s.input))
 		s = slot{kind: slotTensor, input: s.input}
 	}
 	k := tok.ValueKind()
-	fr := opFrame{obj: k == jsontext.Object, role: roleSkip} // a container's
-	stable := tok.InChunk && d.whole                         // a string's
+	fr := opFrame{obj: obj, role: roleSkip} // a container's
+	stable := tok.InChunk && d.whole        // a string's
 	switch s.kind {
 	case slotRoot:
 		d.rootKind = k
