@@ -127,18 +127,13 @@ func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
 	return d
 }
 
-// abort releases what a failed decode holds.
-func (d *Decoder) abort() {
-	d.req.Release()
-	d.tz = jsontext.Tokenizer{}
-}
-
 // Abort gives back what the decoder holds (its pooled blocks) when the
 // body will not be finished: the exchange failed or went away. The
 // decoder cannot be used afterwards.
 func (d *Decoder) Abort() {
 	d.failed = true
-	d.abort()
+	d.req.Release()
+	d.tz = jsontext.Tokenizer{}
 }
 
 // resolveSig resolves the signature when the input map is first needed.

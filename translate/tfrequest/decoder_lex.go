@@ -402,7 +402,7 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 		return
 	}
 	if d.ins[i].inObj {
-		// A duplicated key: TF adds both values (trimDuplicates).
+		// A duplicated key: TF adds both values (finish).
 		d.dups = true
 	} else {
 		d.ins[i].inObj = true

@@ -60,7 +60,7 @@ func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) 
 // Close finishes the body and returns the Request, or TF Serving's error.
 func (d *Decoder) Close() (*Request, error) {
 	if err := d.end(); err != nil {
-		d.abort()
+		d.Abort()
 		return nil, err
 	}
 	return d.req, nil
