@@ -180,17 +180,17 @@ func (d *Decoder) beginItem(i int) {
 	in.curCount = 0
 }
 
-// endItem is AddInstanceItem's comparison with the first item (row) or
-// the recording of the tensor's shape (columnar).
-func (d *Decoder) endItem(i int) bool {
+// endItem ends input i's item: AddInstanceItem's comparison with the
+// first item (row), or the recording of the tensor's shape (columnar).
+func (d *Decoder) endItem(i int) {
 	in := &d.ins[i]
 	if d.req.Format == tfjson.Columnar || !in.seen {
 		in.seen = true
 		in.size = in.curCount
 		in.shape = append(in.shape[:0], in.cur...)
-		return true
+	} else if in.size != in.curCount || !slices.Equal(in.shape, in.cur) {
+		d.valueErr(i, errItem(in.size, in.curCount, in.shape, in.cur), true, false)
 	}
-	return in.size == in.curCount && slices.Equal(in.shape, in.cur)
 }
 
 // openList checks a list at level of input i's item against the shape
@@ -232,14 +232,23 @@ func (d *Decoder) leafLevel(i int, level int) bool {
 	return level == in.curRank
 }
 
-// countLeaf counts one tensor element against the element limit.
+// countLeaf counts one tensor element of input i against the element
+// limit; at the limit it records the error. Named "inputs" with several
+// inputs are undecided in document order: TF counts them in signature
+// order.
 func (d *Decoder) countLeaf(i int) bool {
-	if d.total >= d.lim.MaxElements {
-		return false
+	switch {
+	case d.total < d.lim.MaxElements:
+		d.total++
+		d.ins[i].curCount++
+		return true
+	case d.named && d.req.Format == tfjson.Columnar && len(d.ins) > 1 && !d.replaying:
+		d.colTrip = true // replayInputs settles it for a whole body
+		d.valueErr(i, undecided("named inputs exceed the element limit together"), false, false)
+	default:
+		d.valueErr(i, errTooManyElements(d.lim.MaxElements), true, false)
 	}
-	d.total++
-	d.ins[i].curCount++
-	return true
+	return false
 }
 
 // ensureBuf gives an input a pooled data buffer, sized by the hint when
@@ -254,7 +263,11 @@ func (d *Decoder) ensureBuf(in *input) {
 			n := min(d.hint, d.lim.MaxElements)
 			in.data = slices.Grow(in.data, int(n)*in.spec.DataType.Size())
 		}
-		d.firstBlock(in)
+		if !d.whole && cap(in.data) > BlockSize {
+			// From the pool larger than a block: every block holds at
+			// most BlockSize.
+			in.data = in.data[:0:BlockSize]
+		}
 	}
 	d.room(in)
 }

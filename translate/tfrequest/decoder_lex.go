@@ -65,10 +65,11 @@ func (d *Decoder) Write(buf []byte) error {
 // lex reads the tokens of buf from p (jsontext's tokenizer), to its end
 // or, when stop >= 0, to the end of the value that leaves stop containers
 // open (second.go reads one value again). A run of numbers in an innermost
-// list of a numeric input takes the hot path (leafRun).
+// list of a numeric input takes the hot path (leafRun) while nothing is
+// being dumped or skipped.
 func (d *Decoder) lex(buf []byte, p int, stop int) {
 	for !d.failed {
-		if f := d.top(); f != nil && f.role == roleTensor && d.tz.ValueNext() && d.hot() {
+		if f := d.top(); f != nil && f.role == roleTensor && d.tz.ValueNext() && d.ndump == 0 && d.skipTo < 0 {
 			in := &d.ins[f.input]
 			if p = jsontext.SkipSpace(buf, p); p < len(buf) && buf[p] != ']' && in.curRank == int(f.level)+1 &&
 				in.spec.DataType != tensor.Bytes && in.spec.DataType != tensor.Bool {
@@ -227,7 +228,10 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 			break
 		}
 		fr.role = roleInstance
-		d.resetInObj()
+		d.inObjN = 0
+		for i := range d.ins {
+			d.ins[i].inObj = false
+		}
 		d.instDumpStart(len(d.stack), p) // "keys must be equal to" prints it
 	case slotB64:
 		if k != jsontext.String {
@@ -274,13 +278,6 @@ func (d *Decoder) tensorValue(s slot, tok jsontext.Token, fr *opFrame) ([]byte, 
 		d.dumpStart(dumpLeaf, len(d.stack))
 	}
 	return tok.Str, false
-}
-
-func (d *Decoder) resetInObj() {
-	d.inObjN = 0
-	for i := range d.ins {
-		d.ins[i].inObj = false
-	}
 }
 
 // key handles an object key (unescaped).
@@ -467,7 +464,7 @@ func (d *Decoder) close(tok jsontext.Token, q int) {
 		if !d.closeList(i, int(f.level), f.n) {
 			d.valueErr(i, errListSize(f.n, int(f.level), d.ins[i].cur[f.level]), true, skipped)
 		} else if f.level == 0 && !skipped {
-			d.endItemCheck(i)
+			d.endItem(i)
 		}
 	}
 	if skipped {
@@ -493,8 +490,16 @@ func (d *Decoder) close(tok jsontext.Token, q int) {
 	case roleB64:
 		d.closeB64(&f)
 	case roleSkip:
-		if f.ctx != objNone {
-			d.closeLeafObject(&f)
+		// An object where a tensor value belongs: its error, now that its
+		// dump is complete.
+		i := int(f.input)
+		dump := d.dumps[dumpLeaf].s.Bytes()
+		switch {
+		case f.ctx == objNone:
+		case f.ctx == objLevel:
+			d.valueErr(i, errLevel(dump, int(f.level), d.ins[i].curRank), true, false)
+		case d.countLeaf(i):
+			d.valueErr(i, errType(dump, jsontext.Object, d.ins[i].spec.DataType), true, false)
 		}
 	}
 }
@@ -522,22 +527,6 @@ func (d *Decoder) closeInputs() {
 			continue
 		}
 		break
-	}
-}
-
-// closeLeafObject tells the error of an object where a tensor value
-// belongs, now that its dump is complete.
-func (d *Decoder) closeLeafObject(f *opFrame) {
-	i := int(f.input)
-	in := &d.ins[i]
-	dump := d.dumpBytes(dumpLeaf)
-	switch {
-	case f.ctx == objLevel:
-		d.valueErr(i, errLevel(dump, int(f.level), in.curRank), true, false)
-	case !d.countLeaf(i):
-		d.limitErr(i)
-	default:
-		d.valueErr(i, errType(dump, jsontext.Object, in.spec.DataType), true, false)
 	}
 }
 
@@ -569,11 +558,10 @@ func (d *Decoder) closeB64(f *opFrame) {
 		}
 		switch {
 		case !d.countLeaf(i):
-			d.limitErr(i)
 		case !isB64: // b64Leaf
 			dump := []byte("{}")
 			if f.n > 0 {
-				dump = d.dumpBytes(dumpLeaf)
+				dump = d.dumps[dumpLeaf].s.Bytes()
 			}
 			d.valueErr(i, errB64Format(dump), true, false)
 		default:
@@ -598,29 +586,8 @@ func (d *Decoder) b64Value(i int, root bool) {
 	d.ensureStrs(&in.input)
 	in.strs = append(in.strs, out)
 	if root {
-		d.endItemCheck(i)
+		d.endItem(i)
 	}
-}
-
-// endItemCheck ends input i's item: AddInstanceItem's comparison with the
-// first item (row) or the tensor's shape (columnar).
-func (d *Decoder) endItemCheck(i int) {
-	if !d.endItem(i) {
-		in := &d.ins[i]
-		d.valueErr(i, errItem(in.size, in.curCount, in.shape, in.cur), true, false)
-	}
-}
-
-// limitErr is the element limit met at a value of input i. Named "inputs"
-// with several inputs are undecided in document order: TF counts them in
-// signature order.
-func (d *Decoder) limitErr(i int) {
-	if d.named && d.req.Format == tfjson.Columnar && len(d.ins) > 1 && !d.replaying {
-		d.colTrip = true // replayInputs settles it for a whole body
-		d.valueErr(i, undecided("named inputs exceed the element limit together"), false, false)
-		return
-	}
-	d.valueErr(i, errTooManyElements(d.lim.MaxElements), true, false)
 }
 
 // keepB64 keeps the string of a {"b64": …} member until its object ends,
@@ -666,7 +633,6 @@ func (d *Decoder) leaf(i, level int, tok jsontext.Token) ([]byte, bool) {
 		d.valueErr(i, errLevel(tokenDump(tok), level, in.curRank), true, false)
 		return tok.Str, tok.InChunk && d.whole
 	case !d.countLeaf(i):
-		d.limitErr(i)
 		return tok.Str, tok.InChunk && d.whole
 	case (tok.Kind == jsontext.StringValue) != (dt == tensor.Bytes):
 		res = leafTypeError
@@ -684,7 +650,7 @@ func (d *Decoder) leaf(i, level int, tok jsontext.Token) ([]byte, bool) {
 	case res == leafUnimplemented:
 		d.valueErr(i, errUnimplemented(tokenDump(tok), dt), true, false)
 	case level == 0:
-		d.endItemCheck(i)
+		d.endItem(i)
 	}
 	return tok.Str, res == leafOK || tok.InChunk && d.whole
 }

@@ -90,23 +90,9 @@ type dumpSlot struct {
 	on    bool
 }
 
-// hot reports that leafRun may take the numbers: nothing is being dumped
-// or skipped.
-func (d *Decoder) hot() bool {
-	return d.ndump == 0 && d.skipTo < 0
-}
-
 // skipping reports that values are read for syntax only.
 func (d *Decoder) skipping() bool {
 	return d.skipTo >= 0 && len(d.stack) > d.skipTo
-}
-
-// wrapItem wraps an error met inside an instance's value as TF does.
-func (d *Decoder) wrapItem(err error) error {
-	if d.req.Format != tfjson.Row {
-		return err
-	}
-	return wrapElement(int(d.elem), d.ekey, err)
 }
 
 // valueErr records a value error of input i (inside an item when item is
@@ -114,8 +100,8 @@ func (d *Decoder) wrapItem(err error) error {
 // it concerns be skipped. replace is for the list-length check TF makes
 // before the values inside the list.
 func (d *Decoder) valueErr(i int, err error, item, replace bool) {
-	if item {
-		err = d.wrapItem(err)
+	if item && d.req.Format == tfjson.Row {
+		err = wrapElement(int(d.elem), d.ekey, err)
 	}
 	if d.named && d.req.Format == tfjson.Columnar {
 		if d.colErrs == nil {
@@ -151,11 +137,6 @@ func (d *Decoder) dumpStart(k int, depth int) {
 		sl.on = true
 		d.ndump++
 	}
-}
-
-// dumpBytes returns dump k as captured so far.
-func (d *Decoder) dumpBytes(k int) []byte {
-	return d.dumps[k].s.Bytes()
 }
 
 // feed passes a token to every dump capturing, and ends the dumps of the

@@ -105,7 +105,7 @@ func (d *Decoder) end() error {
 
 // rootErr judges the root facts in TF's order.
 func (d *Decoder) rootErr() error {
-	root := func(msg string) error { return tfjson.FormatDumpError(d.dumpBytes(dumpRoot), msg) }
+	root := func(msg string) error { return tfjson.FormatDumpError(d.dumps[dumpRoot].s.Bytes(), msg) }
 	if d.rootKind != jsontext.Object {
 		return root(msgNotObject)
 	}
