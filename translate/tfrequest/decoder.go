@@ -148,9 +148,9 @@ func (d *Decoder) resolveSig() bool {
 		return false // TF refuses the body before it resolves
 	}
 	d.specul = !d.sigKey && !d.known
-	sig, err := d.resolve(d.req.SignatureName)
-	d.resolved, d.resolveE = true, err
-	if err != nil || sig == nil || len(sig.Inputs) == 0 {
+	sig, err := d.resolveName(d.req.SignatureName)
+	if err != nil {
+		d.resolveE = err
 		return false
 	}
 	d.req.Signature = sig
@@ -159,6 +159,16 @@ func (d *Decoder) resolveSig() bool {
 		d.ins[i].spec = &sig.Inputs[i]
 	}
 	return true
+}
+
+// resolveName resolves the signature named name, with TF's error: the
+// resolver's, or that it has no input map.
+func (d *Decoder) resolveName(name string) (*tensor.Signature, error) {
+	sig, err := d.resolve(name)
+	if err == nil && (sig == nil || len(sig.Inputs) == 0) {
+		err = errNoInputMap(name)
+	}
+	return sig, err
 }
 
 // lookup returns the index of the signature input named name, or -1.
@@ -209,16 +219,14 @@ func (d *Decoder) openList(i int, level int) bool {
 // first list of a level sets it. An empty first list ends the shape.
 func (d *Decoder) closeList(i int, level int, n int64) bool {
 	in := &d.ins[i]
-	switch {
-	case in.cur[level] < 0:
-		in.cur[level] = n
-		if in.curRank < 0 {
-			in.curRank = level + 1 // n == 0: denseShape stops here
-		}
-		return true
-	default:
+	if in.cur[level] >= 0 {
 		return in.cur[level] == n
 	}
+	in.cur[level] = n
+	if in.curRank < 0 {
+		in.curRank = level + 1 // n == 0: denseShape stops here
+	}
+	return true
 }
 
 // leafLevel checks a value that is not a list at level: the first one

@@ -43,8 +43,7 @@ type record struct {
 	rootKind  jsontext.Kind
 	sigKind   jsontext.Kind // of the first "signature_name" value (String if none)
 	lateSig   bool          // a non-empty name came after the signature was resolved
-	resolved  bool          // resolve was called
-	resolveE  error         // its error (nil: no usable inputs)
+	resolveE  error         // the error resolving the signature gave (with no Signature)
 	both      bool
 	lost      bool // lateSig named other inputs: the values were read against the wrong ones
 	instBad   bool // the first "instances" is not a list

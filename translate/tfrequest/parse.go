@@ -112,33 +112,25 @@ func (d *Decoder) rootErr() error {
 	if d.sigKind != jsontext.String {
 		return root(msgSignatureType)
 	}
-	name := d.req.SignatureName
+	resolved := d.req.Signature != nil || d.resolveE != nil
 	switch {
-	case !d.resolved || d.lateSig:
+	case !resolved || d.lateSig:
 		// Neither "instances" nor "inputs" (TF still resolves first), or
 		// a name after them: resolved now.
-		sig, err := d.resolve(name)
-		if err != nil {
+		sig, err := d.resolveName(d.req.SignatureName)
+		switch {
+		case err != nil:
 			return err
-		}
-		if sig == nil || len(sig.Inputs) == 0 {
-			return errNoInputMap(name)
-		}
-		if !d.resolved {
-			break
-		}
-		if d.req.Signature == nil || !sameInputs(sig, d.req.Signature) {
+		case !resolved:
+		case d.req.Signature == nil || !sameInputs(sig, d.req.Signature):
 			// The values were read against other inputs; the root
 			// checks that follow do not depend on them.
 			d.lost = true
-			break
+		default:
+			d.req.Signature = sig
 		}
-		d.req.Signature = sig
 	case d.req.Signature == nil:
-		if d.resolveE != nil {
-			return d.resolveE
-		}
-		return errNoInputMap(name)
+		return d.resolveE
 	}
 	switch {
 	case d.both:
