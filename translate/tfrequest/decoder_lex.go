@@ -316,38 +316,19 @@ func (d *Decoder) key(k []byte) {
 				d.both = true
 			}
 		}
-	case roleInstance:
-		if d.mode == instUndecided {
-			// The first instance is an object: {"b64": …} first makes
-			// it a plain value of the first input (TF feeds the first
-			// input even when there are several), else named inputs.
-			if b64, _ := d.b64First(f, k); b64 {
-				d.mode = instPlain
-				f.role, f.ctx = roleB64, b64First
-				f.next = slotB64
-				return
-			}
-			d.mode = instObjects
-		}
-		d.instanceKey(f, k)
-	case roleInputs:
+	case roleInstance, roleInputs:
 		switch b64, named := d.b64First(f, k); {
-		case !b64:
-		case named && !d.whole:
-			f.role = roleSkip
-			if d.ferr == nil {
-				d.ferr = undecided(`"inputs" object starting with "b64" while an input has that name`)
+		case b64:
+			d.b64Key(f, named)
+		case f.role == roleInputs:
+			if i := d.lookup(k); i >= 0 && !d.ins[i].used {
+				f.next, f.nextInput = slotItem, int32(i)
 			}
-			return
 		default:
-			// One b64 value, or named tensors none of which is "b64".
-			d.named = false
-			f.role, f.ctx = roleB64, b64Inputs
-			f.next = slotB64
-			return
-		}
-		if i := d.lookup(k); i >= 0 && !d.ins[i].used {
-			f.next, f.nextInput = slotItem, int32(i)
+			if d.mode == instUndecided {
+				d.mode = instObjects // the first instance: named inputs
+			}
+			d.instanceKey(f, k)
 		}
 	case roleB64:
 		if f.n == 1 && string(k) == tfjson.KeyB64 {
@@ -370,6 +351,32 @@ func (d *Decoder) b64First(f *opFrame, k []byte) (b64, named bool) {
 	return !(named && d.whole && !d.b64Ahead()), named
 }
 
+// b64Key makes f, an instance object or the "inputs" object whose first
+// key is "b64", a {"b64": "…"} candidate; named: an input has that name
+// too, which only a look ahead tells apart.
+func (d *Decoder) b64Key(f *opFrame, named bool) {
+	ctx := b64Inst // a b64 value where objects are expected, or an input named b64
+	switch {
+	case f.role == roleInputs && named && !d.whole:
+		f.role = roleSkip
+		if d.ferr == nil {
+			d.ferr = undecided(`"inputs" object starting with "b64" while an input has that name`)
+		}
+		return
+	case f.role == roleInputs:
+		// One b64 value, or named tensors none of which is "b64".
+		d.named, ctx = false, b64Inputs
+	case d.mode == instUndecided:
+		// The first instance: plain values of the first input (TF feeds
+		// the first input even when there are several).
+		d.mode, ctx = instPlain, b64First
+	case named && !d.whole:
+		d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
+		return
+	}
+	f.role, f.ctx, f.next = roleB64, ctx, slotB64
+}
+
 // instanceKey maps a key of a named-inputs instance object to its input.
 // TF reads the key as a C string: it ends at its first NUL (rowKey).
 func (d *Decoder) instanceKey(f *opFrame, k []byte) {
@@ -382,16 +389,6 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 	} else {
 		d.keyBuf = append(d.keyBuf[:0], name...)
 		d.ekey = d.keyBuf
-	}
-	if b64, named := d.b64First(f, k); b64 {
-		// A b64 value where objects are expected, or an input named b64.
-		if named && !d.whole {
-			d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
-			return
-		}
-		f.role, f.ctx = roleB64, b64Inst
-		f.next = slotB64
-		return
 	}
 	i := d.lookup(name)
 	if i < 0 {
