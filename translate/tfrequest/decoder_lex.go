@@ -553,6 +553,7 @@ func (d *Decoder) closeB64(f *opFrame) {
 			d.beginItem(0)
 			d.leafLevel(0, 0)
 		}
+		in := &d.ins[i]
 		switch {
 		case !d.countLeaf(i):
 		case !isB64: // b64Leaf
@@ -561,29 +562,20 @@ func (d *Decoder) closeB64(f *opFrame) {
 				dump = d.dumps[dumpLeaf].s.Bytes()
 			}
 			d.valueErr(i, errB64Format(dump), true, false)
+		case in.spec.DataType != tensor.Bytes:
+			d.valueErr(i, errType(b64Dump(d.b64), jsontext.Object, in.spec.DataType), true, false)
 		default:
-			d.b64Value(i, f.level == 0)
+			out, ok := tfjson.AppendBase64(make([]byte, 0, len(d.b64)/4*3+3), d.b64)
+			if !ok {
+				d.valueErr(i, errB64Decode(), true, false)
+				break
+			}
+			d.ensureStrs(&in.input)
+			in.strs = append(in.strs, out)
+			if f.level == 0 {
+				d.endItem(i)
+			}
 		}
-	}
-}
-
-// b64Value adds the kept string of a {"b64": "…"} value, counted already,
-// to input i; root says the object is the input's whole item.
-func (d *Decoder) b64Value(i int, root bool) {
-	in := &d.ins[i]
-	if in.spec.DataType != tensor.Bytes {
-		d.valueErr(i, errType(b64Dump(d.b64), jsontext.Object, in.spec.DataType), true, false)
-		return
-	}
-	out, ok := tfjson.AppendBase64(make([]byte, 0, len(d.b64)/4*3+3), d.b64)
-	if !ok {
-		d.valueErr(i, errB64Decode(), true, false)
-		return
-	}
-	d.ensureStrs(&in.input)
-	in.strs = append(in.strs, out)
-	if root {
-		d.endItem(i)
 	}
 }
 
