@@ -69,7 +69,7 @@ func (d *Decoder) Write(buf []byte) error {
 // being dumped or skipped.
 func (d *Decoder) lex(buf []byte, p int, stop int) {
 	for !d.failed {
-		if f := d.top(); f != nil && f.role == roleTensor && d.tz.ValueNext() && d.ndump == 0 && d.skipTo < 0 {
+		if f := d.top(); f != nil && f.role == roleTensor && d.tz.ValueNext() && !d.dumping() && d.skipTo < 0 {
 			in := &d.ins[f.input]
 			if p = jsontext.SkipSpace(buf, p); p < len(buf) && buf[p] != ']' && in.curRank == int(f.level)+1 &&
 				in.spec.DataType != tensor.Bytes && in.spec.DataType != tensor.Bool {
@@ -773,9 +773,7 @@ func (d *Decoder) leafValue(buf []byte, p int, data []byte, in *opInput, dt tens
 func (d *Decoder) replayInputs() {
 	root := &d.dumps[dumpRoot]
 	rootOn, tz := root.on, d.tz
-	if rootOn {
-		d.dumpStop(dumpRoot)
-	}
+	root.on = false
 	d.replaying, d.total = true, 0
 	d.colErrs, d.colTrip = nil, false
 	d.stack = append(d.stack, opFrame{obj: true, role: roleInputs})
@@ -793,8 +791,5 @@ func (d *Decoder) replayInputs() {
 	}
 	d.stack = d.stack[:base-1]
 	d.replaying, d.tz = false, tz
-	if rootOn {
-		root.on = true
-		d.ndump++
-	}
+	root.on = rootOn
 }

@@ -64,7 +64,6 @@ type record struct {
 	b64buf    []byte
 
 	dumps [numDumps]dumpSlot
-	ndump int // dumps collecting
 	inst  instDump
 
 	keyEnd    int  // chunk offset after the last key's closing quote
@@ -132,19 +131,18 @@ func (d *Decoder) dumpStart(k int, depth int) {
 	sl := &d.dumps[k]
 	sl.s.Restart()
 	sl.depth = depth
-	if !sl.on {
-		sl.on = true
-		d.ndump++
-	}
+	sl.on = true
+}
+
+// dumping reports that a dump is being captured.
+func (d *Decoder) dumping() bool {
+	return d.dumps[dumpRoot].on || d.dumps[dumpLeaf].on
 }
 
 // feed passes a token to every dump capturing, and ends the dumps of the
 // container a closing bracket ends. stable says a string stays unmodified
 // until the Request is released, so a dump may keep it instead of a copy.
 func (d *Decoder) feed(tok jsontext.Token, stable bool) {
-	if d.ndump == 0 {
-		return
-	}
 	end := tok.Kind == jsontext.EndArray || tok.Kind == jsontext.EndObject
 	for k := range d.dumps {
 		sl := &d.dumps[k]
@@ -157,16 +155,8 @@ func (d *Decoder) feed(tok jsontext.Token, stable bool) {
 			sl.s.Feed(tok)
 		}
 		if sl.s.Full() || end && sl.depth == len(d.stack) {
-			d.dumpStop(k)
+			sl.on = false
 		}
-	}
-}
-
-func (d *Decoder) dumpStop(k int) {
-	sl := &d.dumps[k]
-	if sl.on {
-		sl.on = false
-		d.ndump--
 	}
 }
 
