@@ -208,12 +208,7 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 		case tzKeyFirst, tzKey:
 			switch c := buf[p]; {
 			case c == '"':
-				if !t.count(p) {
-					break
-				}
-				t.tokOff = t.off + int64(p)
-				t.key = true
-				return t.str(buf, p+1, false)
+				return t.value(buf, p)
 			case c == '}' && t.st == tzKeyFirst:
 				return t.close(true, p), p + 1
 			default:
@@ -312,7 +307,7 @@ func (t *Tokenizer) count(p int) bool {
 	return true
 }
 
-// value reads the value starting at buf[p].
+// value reads the value (or key) starting at buf[p].
 func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 	c := buf[p]
 	if (c == '[' || c == '{') && len(t.objs) >= t.lim.MaxDepth {
@@ -333,7 +328,7 @@ func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 		t.st = tzKeyFirst
 		return Token{Kind: BeginObject, Off: t.tokOff}, p + 1
 	case '"':
-		t.key = false
+		t.key = t.st == tzKeyFirst || t.st == tzKey
 		return t.str(buf, p+1, false)
 	}
 	q := atomEnd(buf, p)

@@ -95,14 +95,11 @@ func hex4(data []byte, p int) (uint32, bool) {
 		if p+i >= len(data) {
 			return 0, false
 		}
-		c := data[p+i]
-		switch {
-		case c >= '0' && c <= '9':
+		switch c := data[p+i]; {
+		case isDigit(c):
 			cp = cp<<4 | uint32(c-'0')
-		case c >= 'A' && c <= 'F':
-			cp = cp<<4 | uint32(c-'A'+10)
-		case c >= 'a' && c <= 'f':
-			cp = cp<<4 | uint32(c-'a'+10)
+		case c|0x20 >= 'a' && c|0x20 <= 'f': // A-F or a-f
+			cp = cp<<4 | uint32(c|0x20-'a'+10)
 		default:
 			return 0, false
 		}
