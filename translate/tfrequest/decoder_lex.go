@@ -56,10 +56,7 @@ func (d *Decoder) Write(buf []byte) error {
 		d.inst.from = 0
 	}
 	d.chunk = nil
-	if d.failed {
-		return d.final
-	}
-	return nil
+	return d.final // nil unless failed
 }
 
 // lex reads the tokens of buf from p (jsontext's tokenizer), to its end
@@ -296,21 +293,17 @@ func (d *Decoder) key(k []byte) {
 				f.next = slotSignature
 			}
 		case keyInstances, keyInputs:
-			format := tfjson.Row
+			format, next := tfjson.Row, slotInstances
 			if string(k) == keyInputs {
-				format = tfjson.Columnar
+				format, next = tfjson.Columnar, slotInputs
 			}
 			switch d.req.Format {
 			case format:
 				// A later duplicate: FindMember reads the first.
 			case 0:
 				d.req.Format = format
-				if !d.resolveSig() {
-					return // judged at Close
-				}
-				f.next = slotInstances
-				if format == tfjson.Columnar {
-					f.next = slotInputs
+				if d.resolveSig() { // else judged at Close
+					f.next = next
 				}
 			default:
 				d.both = true
