@@ -86,21 +86,12 @@ func (d *Decoder) end() error {
 	if d.ferr != nil {
 		return d.ferr
 	}
-	// VerifyRequestInputsSize: only b64 values of the first input with a
-	// several-input signature get here without every input.
-	var sent []tensor.Tensor
-	for i := range d.ins {
-		if d.ins[i].used {
-			sent = append(sent, tensor.Tensor{Name: d.ins[i].spec.Name})
-		}
-	}
-	if err := verifyInputsSize(d.req.Signature, sent); err != nil {
-		return err
-	}
 	if !d.finish() {
 		return undecided("internal check failed")
 	}
-	return nil
+	// VerifyRequestInputsSize: only b64 values of the first input with a
+	// several-input signature get here without every input.
+	return verifyInputsSize(d.req.Signature, d.req.Inputs)
 }
 
 // rootErr judges the root facts in TF's order.
