@@ -466,9 +466,7 @@ func (d *Decoder) close(tok jsontext.Token, q int) {
 	switch f.role {
 	case roleInstances:
 		d.batch = f.n
-		if f.n == 0 {
-			d.instEmpty = true
-		}
+		d.instEmpty = f.n == 0
 	case roleInstance:
 		// {} first is an object of named inputs, all missing.
 		if d.inObjN < len(d.ins) {
@@ -507,16 +505,12 @@ func (d *Decoder) closeInputs() {
 		d.ferr = undecided("named inputs exceed the element limit together")
 		return
 	}
-	for i := range d.ins {
-		switch {
-		case !d.ins[i].used:
+	for i := 0; i < len(d.ins) && d.ferr == nil; i++ {
+		if !d.ins[i].used {
 			d.ferr = errMissingNamedInput(d.ins[i].spec.Name)
-		case d.colErrs != nil && d.colErrs[i] != nil:
+		} else if d.colErrs != nil {
 			d.ferr = d.colErrs[i]
-		default:
-			continue
 		}
-		break
 	}
 }
 
