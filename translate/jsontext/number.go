@@ -156,7 +156,8 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 		}
 		if !useDouble {
 			i, p, sig, expFrac = fracDigits(data, p, i, sig, expFrac)
-			d, useDouble = float64(i), true
+			d = float64(i)
+			useDouble = true
 		}
 		d, p, _, expFrac = fracTail(data, p, d, sig, expFrac)
 	}
@@ -164,7 +165,8 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 	exp := 0
 	if consume('e') || consume('E') {
 		if !useDouble {
-			d, useDouble = float64(i), true
+			d = float64(i)
+			useDouble = true
 		}
 		// A sign: '+' is consumed and changes nothing.
 		expMinus := !consume('+') && consume('-')

@@ -358,16 +358,19 @@ func (d *Decoder) b64Key(f *opFrame, named bool) {
 		return
 	case f.role == roleInputs:
 		// One b64 value, or named tensors none of which is "b64".
-		d.named, ctx = false, b64Inputs
+		d.named = false
+		ctx = b64Inputs
 	case d.mode == instUndecided:
 		// The first instance: plain values of the first input (TF feeds
 		// the first input even when there are several).
-		d.mode, ctx = instPlain, b64First
+		d.mode = instPlain
+		ctx = b64First
 	case named && !d.whole:
 		d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
 		return
 	}
-	f.role, f.ctx, f.next = roleB64, ctx, slotB64
+	f.role, f.ctx = roleB64, ctx
+	f.next = slotB64
 }
 
 // instanceKey maps a key of a named-inputs instance object to its input.
