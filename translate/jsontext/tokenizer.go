@@ -232,9 +232,7 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 			if q == n {
 				return Token{}, q
 			}
-			tok := t.atomDone(t.pend)
-			t.pend = t.pend[:0]
-			return tok, q
+			return t.atomDone(t.pend), q
 		case tzDone:
 			// kParseStopWhenDoneFlag: the rest is never read.
 			return Token{}, n
@@ -254,7 +252,6 @@ func (t *Tokenizer) End() (Token, bool) {
 	switch t.st {
 	case tzAtom:
 		tok = t.atomDone(t.pend)
-		t.pend = t.pend[:0]
 	case tzString:
 		tok = t.strEnd()
 	case tzStart:
@@ -481,9 +478,7 @@ func (t *Tokenizer) longAtom() Token {
 		return Token{}
 	}
 	// The root's trailing bytes are never read: tzDone skips them.
-	out := t.atomDone(tok)
-	t.pend = t.pend[:0]
-	return out
+	return t.atomDone(tok)
 }
 
 // atomDone reads a complete number or literal token as rapidjson does: a
@@ -491,6 +486,7 @@ func (t *Tokenizer) longAtom() Token {
 // them are the next token, which cannot follow a value. At an error it
 // returns NeedMore.
 func (t *Tokenizer) atomDone(tok []byte) Token {
+	t.pend = t.pend[:0] // done with, when tok is a cut token held there
 	out := Token{Off: t.tokOff}
 	var lit string
 	if len(tok) > 0 {
