@@ -143,6 +143,9 @@ func (d *Decoder) dumping() bool {
 // container a closing bracket ends. stable says a string stays unmodified
 // until the Request is released, so a dump may keep it instead of a copy.
 func (d *Decoder) feed(tok jsontext.Token, stable bool) {
+	if !d.dumping() {
+		return
+	}
 	end := tok.Kind == jsontext.EndArray || tok.Kind == jsontext.EndObject
 	for k := range d.dumps {
 		sl := &d.dumps[k]
