@@ -26,35 +26,25 @@ import (
 // bounds nesting depth and the total number of tensor elements. Strings
 // in the Request may alias body.
 func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
-	r, late, err := parseWhole(body, resolve, lim, nil)
-	if late != nil {
-		// The values were read against the default signature; read them
-		// again against the one the body names.
-		r, _, err = parseWhole(body, resolve, lim, late)
-	}
-	return r, err
-}
-
-// parseWhole is the decoder over body as one chunk; name, when set, is
-// the signature name to resolve before the body names it. late is the
-// name to read the body again with, when it names its signature after the
-// values.
-func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) (r *Request, late *string, err error) {
 	d := NewDecoder(resolve, lim)
-	d.whole, d.body = true, body
-	if name != nil {
-		d.req.SignatureName, d.known = *name, true
+	for {
+		d.whole, d.body = true, body
+		// Every number of a single numeric input is followed by a comma
+		// but the last of each list, so the comma count sizes its buffer
+		// in one go (bytes.Count is vectorized).
+		d.hint = int64(bytes.Count(body, []byte{','})) + 1
+		d.Write(body)
+		r, err := d.Close()
+		if !d.lost {
+			return r, err
+		}
+		// The body names its signature after the values, which were read
+		// against the default signature: read them again with that name
+		// resolved first (it is then known, so this happens once).
+		name := d.req.SignatureName
+		d = NewDecoder(resolve, lim)
+		d.req.SignatureName, d.known = name, true
 	}
-	// Every number of a single numeric input is followed by a comma but
-	// the last of each list, so the comma count sizes its buffer in one
-	// go (bytes.Count is vectorized).
-	d.hint = int64(bytes.Count(body, []byte{','})) + 1
-	d.Write(body)
-	r, err = d.Close()
-	if d.lost {
-		late = &d.req.SignatureName
-	}
-	return r, late, err
 }
 
 // Close finishes the body and returns the Request, or TF Serving's error.
