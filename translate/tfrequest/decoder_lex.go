@@ -250,31 +250,64 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 }
 
 // tensorValue handles a value where a tensor element or a list of them
-// belongs: a list opens fr as a list of the input, an object opens it as
-// a {"b64": "…"} value or an error told at its end, and a scalar is
-// checked and stored (leaf). It returns the string to feed the dumps and
-// whether it is stable.
+// belongs, with TF's checks in its order: a list's level, or a value's
+// level, the element limit and its type (a string for a BYTES input, a
+// number or literal for the others). A list opens fr as a list of the
+// input; an object opens it as a {"b64": "…"} value, or as an error told
+// at its end with its dump; a scalar is stored. It returns the string to
+// feed the dumps (kept when stored) and whether it is stable.
 func (d *Decoder) tensorValue(s slot, tok jsontext.Token, fr *opFrame) ([]byte, bool) {
 	i, level := int(s.input), int(s.level)
 	fr.input, fr.level = s.input, s.level
-	switch {
-	case tok.Kind == jsontext.BeginArray && d.openList(i, level):
-		fr.role = roleTensor
-	case tok.Kind == jsontext.BeginArray:
-		d.valueErr(i, errListLevel(level, d.ins[i].curRank), true, false)
-	case tok.Kind != jsontext.BeginObject:
-		return d.leaf(i, level, tok)
-	case !d.leafLevel(i, level):
-		// An error whose text holds the object's dump: told at its end.
-		fr.ctx = objLevel
-		d.dumpStart(dumpLeaf, len(d.stack))
-	case d.ins[i].spec.DataType == tensor.Bytes:
-		fr.role, fr.ctx = roleB64, b64Leaf
-	default:
-		fr.ctx = objType
-		d.dumpStart(dumpLeaf, len(d.stack))
+	in := &d.ins[i]
+	dt := in.spec.DataType
+	if tok.Kind == jsontext.BeginArray {
+		if d.openList(i, level) {
+			fr.role = roleTensor
+		} else {
+			d.valueErr(i, errListLevel(level, in.curRank), true, false)
+		}
+		return nil, false
 	}
-	return tok.Str, false
+	atLevel := d.leafLevel(i, level)
+	res := leafOK
+	switch {
+	case tok.Kind == jsontext.BeginObject:
+		switch {
+		case !atLevel:
+			fr.ctx = objLevel
+		case dt == tensor.Bytes:
+			fr.role, fr.ctx = roleB64, b64Leaf
+			return nil, false
+		default:
+			fr.ctx = objType
+		}
+		d.dumpStart(dumpLeaf, len(d.stack))
+		return nil, false
+	case !atLevel:
+		d.valueErr(i, errLevel(tokenDump(tok), level, in.curRank), true, false)
+		return tok.Str, tok.InChunk && d.whole
+	case !d.countLeaf(i):
+		return tok.Str, tok.InChunk && d.whole
+	case (tok.Kind == jsontext.StringValue) != (dt == tensor.Bytes):
+		res = leafTypeError
+	case dt == tensor.Bytes:
+		tok.Str = d.keep(tok.Str, tok.InChunk)
+		d.ensureStrs(&in.input)
+		in.strs = append(in.strs, tok.Str)
+	default:
+		d.ensureBuf(&in.input)
+		in.data, res = appendLeaf(in.data, dt, tok.ValueKind(), tok.Num)
+	}
+	switch {
+	case res == leafTypeError:
+		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), dt), true, false)
+	case res == leafUnimplemented:
+		d.valueErr(i, errUnimplemented(tokenDump(tok), dt), true, false)
+	case level == 0:
+		d.endItem(i)
+	}
+	return tok.Str, res == leafOK || tok.InChunk && d.whole
 }
 
 // key handles an object key (unescaped).
@@ -596,42 +629,6 @@ func (d *Decoder) keep(s []byte, inChunk bool) []byte {
 		return s[:len(s):len(s)]
 	}
 	return slices.Clone(s)
-}
-
-// leaf makes TF's checks of a scalar where a tensor element of input i
-// belongs at level, in its order (level, element limit, type: a string
-// for a BYTES input, a number or literal for the others), and stores it.
-// It returns the string to feed the dumps (kept when stored) and whether
-// it is stable.
-func (d *Decoder) leaf(i, level int, tok jsontext.Token) ([]byte, bool) {
-	in := &d.ins[i]
-	dt := in.spec.DataType
-	res := leafOK
-	switch {
-	case !d.leafLevel(i, level):
-		d.valueErr(i, errLevel(tokenDump(tok), level, in.curRank), true, false)
-		return tok.Str, tok.InChunk && d.whole
-	case !d.countLeaf(i):
-		return tok.Str, tok.InChunk && d.whole
-	case (tok.Kind == jsontext.StringValue) != (dt == tensor.Bytes):
-		res = leafTypeError
-	case dt == tensor.Bytes:
-		tok.Str = d.keep(tok.Str, tok.InChunk)
-		d.ensureStrs(&in.input)
-		in.strs = append(in.strs, tok.Str)
-	default:
-		d.ensureBuf(&in.input)
-		in.data, res = appendLeaf(in.data, dt, tok.ValueKind(), tok.Num)
-	}
-	switch {
-	case res == leafTypeError:
-		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), dt), true, false)
-	case res == leafUnimplemented:
-		d.valueErr(i, errUnimplemented(tokenDump(tok), dt), true, false)
-	case level == 0:
-		d.endItem(i)
-	}
-	return tok.Str, res == leafOK || tok.InChunk && d.whole
 }
 
 // leafRun is the hot path: the numbers of the innermost lists of a
