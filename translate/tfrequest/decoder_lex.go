@@ -677,10 +677,24 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 			}
 		}
 		if took == 0 {
-			var ok bool
-			if p, data, ok = d.leafValue(buf, p, data, in, dt); !ok {
+			// One number, made room for first; the general path takes a
+			// token the chunk may cut, one to refuse and one that does
+			// not fit the input's type.
+			num, end, ok := jsontext.ParseNumber(buf, p)
+			if !ok || end >= n {
 				break
 			}
+			if cap(data)-len(data) < dt.Size() {
+				// Full: the next block (streaming) or a larger buffer.
+				in.data = data
+				d.room(&in.input)
+				data = in.data
+			}
+			var res leafResult
+			if data, res = appendLeaf(data, dt, jsontext.Number, num); res != leafOK {
+				break
+			}
+			p = end
 			cnt++
 			fn++
 		}
@@ -727,28 +741,6 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 	}
 	in.curCount += cnt
 	return p
-}
-
-// leafValue converts the one number at buf[p] into data, making room for
-// it first, and returns the offset after it; ok is false, leaving the
-// token to the general path, for a token the chunk may cut, one to refuse
-// or one that does not fit the input's type.
-func (d *Decoder) leafValue(buf []byte, p int, data []byte, in *opInput, dt tensor.DataType) (int, []byte, bool) {
-	num, end, ok := jsontext.ParseNumber(buf, p)
-	if !ok || end >= len(buf) {
-		return p, data, false
-	}
-	if cap(data)-len(data) < dt.Size() {
-		// Full: the next block (streaming) or a larger buffer.
-		in.data = data
-		d.room(&in.input)
-		data = in.data
-	}
-	var res leafResult
-	if data, res = appendLeaf(data, dt, jsontext.Number, num); res != leafOK {
-		return p, data, false
-	}
-	return end, data, true
 }
 
 // replayInputs reads the values of the named "inputs" object that just
