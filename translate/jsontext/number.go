@@ -88,31 +88,31 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 	}
 
 	minus := consume('-')
-	var i uint32
-	var i64 uint64
-	use64 := false
+	var i uint64
 	sig := 0
 	d := 0.0
+	useDouble := false
 	nanOrInf := false
 
 	switch c := peek(p); {
 	case c == '0':
 		p++
 	case c >= '1' && c <= '9':
-		i = uint32(c - '0')
+		i = uint64(c - '0')
 		p++
-		// On in 64 bits where the next digit would pass int32's range
-		// (negative) or uint32's.
-		lim, last := uint32(429496729), byte('5')
+		// On in a double where the next digit would pass int64's range
+		// (negative) or uint64's. rapidjson's first stage, in 32 bits,
+		// ends in the same value, so one 64-bit loop stands for both.
+		lim, last := uint64(0x1999999999999999), byte('5')
 		if minus {
-			lim, last = 214748364, '8'
+			lim, last = 0x0CCCCCCCCCCCCCCC, '8'
 		}
 		for p < n && isDigit(data[p]) {
 			if i >= lim && (i != lim || data[p] > last) {
-				i64, use64 = uint64(i), true
+				d, useDouble = float64(i), true
 				break
 			}
-			i = i*10 + uint32(data[p]-'0')
+			i = i*10 + uint64(data[p]-'0')
 			p++
 			sig++
 		}
@@ -137,24 +137,6 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 		return Num{}, p, &SyntaxError{msgValueInvalid, p}
 	}
 
-	useDouble := false
-	if use64 {
-		// On in a double where the next digit would pass int64's range
-		// (negative) or uint64's.
-		lim, last := uint64(0x1999999999999999), byte('5')
-		if minus {
-			lim, last = 0x0CCCCCCCCCCCCCCC, '8'
-		}
-		for p < n && isDigit(data[p]) {
-			if i64 >= lim && (i64 != lim || data[p] > last) {
-				d, useDouble = float64(i64), true
-				break
-			}
-			i64 = i64*10 + uint64(data[p]-'0')
-			p++
-			sig++
-		}
-	}
 	if useDouble {
 		for p < n && isDigit(data[p]) {
 			if d >= 1.7976931348623157e307 {
@@ -173,11 +155,8 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 			return Num{}, p, &SyntaxError{msgNumberMissFraction, p}
 		}
 		if !useDouble {
-			if !use64 {
-				i64 = uint64(i)
-			}
-			i64, p, sig, expFrac = fracDigits(data, p, i64, sig, expFrac)
-			d = float64(i64)
+			i, p, sig, expFrac = fracDigits(data, p, i, sig, expFrac)
+			d = float64(i)
 			useDouble = true
 		}
 		d, p, _, expFrac = fracTail(data, p, d, sig, expFrac)
@@ -186,11 +165,7 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 	exp := 0
 	if consume('e') || consume('E') {
 		if !useDouble {
-			if use64 {
-				d = float64(i64)
-			} else {
-				d = float64(i)
-			}
+			d = float64(i)
 			useDouble = true
 		}
 		// A sign: '+' is consumed and changes nothing.
@@ -232,15 +207,10 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 		return Num{flagDouble, math.Float64bits(d)}, p, nil
 	case nanOrInf:
 		return Num{flagDouble, math.Float64bits(d)}, p, nil
-	case use64 && minus:
-		return Num{intFlags(int64(^i64 + 1)), ^i64 + 1}, p, nil
-	case use64:
-		return Num{uintFlags(i64), i64}, p, nil
 	case minus:
-		v := int64(int32(^i + 1))
-		return Num{intFlags(v), uint64(v)}, p, nil
+		return Num{intFlags(int64(^i + 1)), ^i + 1}, p, nil
 	default:
-		return Num{uintFlags(uint64(i)), uint64(i)}, p, nil
+		return Num{uintFlags(i), i}, p, nil
 	}
 }
 
@@ -273,25 +243,19 @@ func uintFlags(u uint64) uint8 {
 	return f
 }
 
-// normalPrecision is rapidjson's internal::StrtodNormalPrecision.
+// normalPrecision is rapidjson's internal::StrtodNormalPrecision, its
+// FastPath steps inlined: below 1e-308 it divides twice.
 func normalPrecision(d float64, p int) float64 {
 	if p < -308 {
-		d = fastPath(d, -308)
-		return fastPath(d, p+308)
+		d, p = d/pow10[308], p+308
+		if p < -308 {
+			return 0
+		}
 	}
-	return fastPath(d, p)
-}
-
-// fastPath is rapidjson's internal::FastPath.
-func fastPath(significand float64, exp int) float64 {
-	switch {
-	case exp < -308:
-		return 0
-	case exp >= 0:
-		return significand * pow10[exp]
-	default:
-		return significand / pow10[-exp]
+	if p >= 0 {
+		return d * pow10[p]
 	}
+	return d / pow10[-p]
 }
 
 // Num is one parsed number token as rapidjson holds it: the range

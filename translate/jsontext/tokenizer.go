@@ -164,6 +164,12 @@ func (t *Tokenizer) failAt(msg string, off int64) {
 func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 	n := len(buf)
 	for p < n && t.err == nil {
+		if t.st >= tzValue && t.st <= tzColon {
+			// Between tokens: spaces first.
+			if p = SkipSpace(buf, p); p == n {
+				break
+			}
+		}
 		switch t.st {
 		case tzStart:
 			p = t.start(buf, p)
@@ -177,9 +183,6 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 			}
 			return t.value(buf, p)
 		case tzValue, tzFirst:
-			if p = SkipSpace(buf, p); p == n {
-				break
-			}
 			if buf[p] == ']' {
 				if t.st != tzFirst {
 					t.fail(msgValueInvalid, p)
@@ -189,9 +192,6 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 			}
 			return t.value(buf, p)
 		case tzAfter:
-			if p = SkipSpace(buf, p); p == n {
-				break
-			}
 			obj := t.objs[len(t.objs)-1]
 			switch c := buf[p]; {
 			case c == ',':
@@ -206,30 +206,15 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 				t.fail(afterMsg(obj), p)
 			}
 		case tzKeyFirst, tzKey:
-			if p = SkipSpace(buf, p); p == n {
-				break
-			}
 			switch c := buf[p]; {
 			case c == '"':
-				if !t.count(p) {
-					break
-				}
-				t.tokOff = t.off + int64(p)
-				t.key = true
-				tok, q, ok := t.str(buf, p+1)
-				if ok {
-					return tok, q
-				}
-				p = q
+				return t.value(buf, p)
 			case c == '}' && t.st == tzKeyFirst:
 				return t.close(true, p), p + 1
 			default:
 				t.fail(msgObjectMissName, p)
 			}
 		case tzColon:
-			if p = SkipSpace(buf, p); p == n {
-				break
-			}
 			if buf[p] != ':' {
 				t.fail(msgObjectMissColon, p)
 				break
@@ -237,28 +222,17 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 			p++
 			t.st = tzValue
 		case tzString:
-			tok, q, ok := t.strMore(buf, p)
-			if ok {
-				return tok, q
-			}
-			p = q
+			return t.str(buf, p, true)
 		case tzAtom:
 			q := atomEnd(buf, p)
 			t.pend = append(t.pend, buf[p:q]...)
 			if len(t.pend) > MaxPending {
-				if tok, ok := t.longAtom(); ok {
-					return tok, q
-				}
-				return Token{}, q
+				return t.longAtom(), q
 			}
 			if q == n {
 				return Token{}, q
 			}
-			tok, ok := t.atomDone(t.pend)
-			t.pend = t.pend[:0]
-			if ok {
-				return tok, q
-			}
+			return t.atomDone(t.pend), q
 		case tzDone:
 			// kParseStopWhenDoneFlag: the rest is never read.
 			return Token{}, n
@@ -274,13 +248,12 @@ func (t *Tokenizer) End() (Token, bool) {
 	if t.err != nil || t.st == tzDone {
 		return Token{}, false
 	}
+	var tok Token
 	switch t.st {
 	case tzAtom:
-		tok, ok := t.atomDone(t.pend)
-		t.pend = t.pend[:0]
-		return tok, ok
+		tok = t.atomDone(t.pend)
 	case tzString:
-		return t.strEnd()
+		tok = t.strEnd()
 	case tzStart:
 		t.failAt(msgDocumentEmpty, t.off)
 	case tzValue, tzFirst:
@@ -292,7 +265,7 @@ func (t *Tokenizer) End() (Token, bool) {
 	case tzColon:
 		t.failAt(msgObjectMissColon, t.off)
 	}
-	return Token{}, false
+	return tok, tok.Kind != NeedMore
 }
 
 // afterMsg is the error for a byte that is no separator after a value.
@@ -331,7 +304,7 @@ func (t *Tokenizer) count(p int) bool {
 	return true
 }
 
-// value reads the value starting at buf[p].
+// value reads the value (or key) starting at buf[p].
 func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 	c := buf[p]
 	if (c == '[' || c == '{') && len(t.objs) >= t.lim.MaxDepth {
@@ -352,9 +325,8 @@ func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 		t.st = tzKeyFirst
 		return Token{Kind: BeginObject, Off: t.tokOff}, p + 1
 	case '"':
-		t.key = false
-		tok, q, _ := t.str(buf, p+1)
-		return tok, q
+		t.key = t.st == tzKeyFirst || t.st == tzKey
+		return t.str(buf, p+1, false)
 	}
 	q := atomEnd(buf, p)
 	if q == len(buf) {
@@ -362,8 +334,7 @@ func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 		t.st = tzAtom
 		return Token{}, q
 	}
-	tok, _ := t.atomDone(buf[p:q])
-	return tok, q
+	return t.atomDone(buf[p:q]), q
 }
 
 // close ends the innermost container at its bracket buf[p].
@@ -385,85 +356,75 @@ func (t *Tokenizer) valueEnd() {
 	}
 }
 
-// str reads a string from buf[p], just after its opening quote; ok is
-// false when the chunk ends first (or the string is bad: Err).
-func (t *Tokenizer) str(buf []byte, p int) (Token, int, bool) {
-	q, clean := scanString(buf, p)
-	if !clean {
-		// An escape (or a raw control character): the raw text is kept
-		// to the closing quote, then unescaped.
-		t.pend = append(t.pend[:0], buf[p:q]...)
-		t.st = tzString
-		t.esc, t.bs = true, false
-		return t.strRaw(buf, q)
-	}
-	if q == len(buf) {
-		t.pend = append(t.pend[:0], buf[p:]...)
-		t.st = tzString
-		t.esc = false
-		return Token{}, q, false
-	}
-	return t.strToken(buf[p:q], true), q + 1, true
-}
-
-// strMore continues a string the chunk boundary cut.
-func (t *Tokenizer) strMore(buf []byte, p int) (Token, int, bool) {
-	if t.esc {
+// str reads a string from buf[p], just after its opening quote, or with
+// more the rest of one the chunk boundary cut; NeedMore when the chunk
+// ends first (or the string is bad: Err).
+func (t *Tokenizer) str(buf []byte, p int, more bool) (Token, int) {
+	if more && t.esc {
 		return t.strRaw(buf, p)
 	}
 	q, clean := scanString(buf, p)
+	if !more {
+		if clean && q < len(buf) {
+			return t.strToken(buf[p:q], true), q + 1
+		}
+		t.pend = t.pend[:0]
+		t.st = tzString
+	}
 	t.pend = append(t.pend, buf[p:q]...)
 	if !clean {
+		// An escape (or a raw control character): the raw text is kept
+		// to the closing quote, then unescaped.
 		t.esc, t.bs = true, false
 		return t.strRaw(buf, q)
 	}
 	if q == len(buf) {
-		return Token{}, q, false
+		t.esc = false
+		return Token{}, q
 	}
 	tok := t.strToken(t.pend, false)
 	t.pend = t.pend[:0]
-	return tok, q + 1, true
+	return tok, q + 1
 }
 
 // strRaw continues a string with escapes, keeping its raw text in pend:
 // it finds the closing quote (a quote no backslash escapes), or the first
 // raw control character, which rapidjson rejects there or at an escape
 // before it.
-func (t *Tokenizer) strRaw(buf []byte, p int) (Token, int, bool) {
+func (t *Tokenizer) strRaw(buf []byte, p int) (Token, int) {
 	start := p
 	for ; p < len(buf); p++ {
 		c := buf[p]
 		switch {
 		case c < 0x20:
 			t.pend = append(t.pend, buf[start:p+1]...)
-			tok, ok := t.strEnd()
-			return tok, p, ok
+			return t.strEnd(), p
 		case t.bs:
 			t.bs = false
 		case c == '\\':
 			t.bs = true
 		case c == '"':
 			t.pend = append(t.pend, buf[start:p+1]...)
-			tok, ok := t.strEnd()
-			return tok, p + 1, ok
+			return t.strEnd(), p + 1
 		}
 	}
 	t.pend = append(t.pend, buf[start:]...)
-	return Token{}, p, false
+	return Token{}, p
 }
 
 // strEnd unescapes the raw string in pend (its closing quote included when
-// it has one) as rapidjson does, with rapidjson's error if it is bad.
-func (t *Tokenizer) strEnd() (Token, bool) {
+// it has one) as rapidjson does, with rapidjson's error if it is bad (and
+// NeedMore).
+func (t *Tokenizer) strEnd() Token {
 	t.esc = false
 	out, _, err := appendUnescaped(t.unesc[:0], t.pend, 0)
 	t.unesc = out
 	t.pend = t.pend[:0]
 	if err != nil {
 		t.failAt(err.Msg, t.tokOff+1+int64(err.Offset))
-		return Token{}, false
+		return Token{}
 	}
-	return t.strToken(out, false), true
+	return t.strToken(out, false)
 }
 
 func (t *Tokenizer) strToken(s []byte, inChunk bool) Token {
@@ -508,24 +469,24 @@ func atomEnd(buf []byte, p int) int {
 // longAtom handles a cut token longer than MaxPending: decided when
 // rapidjson stops inside what is held (an error, or the end of a literal
 // or number before the token's), else ErrTokenTooLong.
-func (t *Tokenizer) longAtom() (Token, bool) {
+func (t *Tokenizer) longAtom() Token {
 	tok := t.pend
 	_, end, err := parseNumber(tok, 0)
 	if c := tok[0]; c != 'n' && c != 't' && c != 'f' &&
 		(err == nil && end == len(tok) || err != nil && err.Offset >= len(tok)) {
 		t.err = ErrTokenTooLong
-		return Token{}, false
+		return Token{}
 	}
 	// The root's trailing bytes are never read: tzDone skips them.
-	out, ok := t.atomDone(tok)
-	t.pend = t.pend[:0]
-	return out, ok
+	return t.atomDone(tok)
 }
 
 // atomDone reads a complete number or literal token as rapidjson does: a
 // literal byte by byte, a number by its grammar; bytes left over after
-// them are the next token, which cannot follow a value.
-func (t *Tokenizer) atomDone(tok []byte) (Token, bool) {
+// them are the next token, which cannot follow a value. At an error it
+// returns NeedMore.
+func (t *Tokenizer) atomDone(tok []byte) Token {
+	t.pend = t.pend[:0] // done with, when tok is a cut token held there
 	out := Token{Off: t.tokOff}
 	var lit string
 	if len(tok) > 0 {
@@ -545,20 +506,20 @@ func (t *Tokenizer) atomDone(tok []byte) (Token, bool) {
 		}
 		if end < len(lit) {
 			t.failAt(msgValueInvalid, t.tokOff+int64(end))
-			return Token{}, false
+			return Token{}
 		}
 	} else {
 		var err *SyntaxError
 		if out.Num, end, err = parseNumber(tok, 0); err != nil {
 			t.failAt(err.Msg, t.tokOff+int64(err.Offset))
-			return Token{}, false
+			return Token{}
 		}
 		out.Kind = NumberValue
 	}
 	if end < len(tok) && len(t.objs) > 0 {
 		t.failAt(afterMsg(t.objs[len(t.objs)-1]), t.tokOff+int64(end))
-		return Token{}, false
+		return Token{}
 	}
 	t.valueEnd()
-	return out, true
+	return out
 }

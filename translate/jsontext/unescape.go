@@ -1,5 +1,7 @@
 package jsontext
 
+import "unicode/utf8"
+
 // SkipSpace returns the offset of the first byte from data[p] that is not
 // JSON whitespace (len(data) if none).
 func SkipSpace(data []byte, p int) int {
@@ -95,14 +97,11 @@ func hex4(data []byte, p int) (uint32, bool) {
 		if p+i >= len(data) {
 			return 0, false
 		}
-		c := data[p+i]
-		switch {
-		case c >= '0' && c <= '9':
+		switch c := data[p+i]; {
+		case isDigit(c):
 			cp = cp<<4 | uint32(c-'0')
-		case c >= 'A' && c <= 'F':
-			cp = cp<<4 | uint32(c-'A'+10)
-		case c >= 'a' && c <= 'f':
-			cp = cp<<4 | uint32(c-'a'+10)
+		case c|0x20 >= 'a' && c|0x20 <= 'f': // A-F or a-f
+			cp = cp<<4 | uint32(c|0x20-'a'+10)
 		default:
 			return 0, false
 		}
@@ -110,18 +109,12 @@ func hex4(data []byte, p int) (uint32, bool) {
 	return cp, true
 }
 
-// appendUTF8 encodes cp as rapidjson's UTF8::Encode does: lone surrogates
-// are encoded as three bytes (invalid UTF-8), which utf8.AppendRune would
-// replace with U+FFFD.
+// appendUTF8 encodes cp as rapidjson's UTF8::Encode does: a lone
+// surrogate is encoded as three bytes (invalid UTF-8), which
+// utf8.AppendRune would replace with U+FFFD.
 func appendUTF8(b []byte, cp uint32) []byte {
-	switch {
-	case cp <= 0x7F:
-		return append(b, byte(cp))
-	case cp <= 0x7FF:
-		return append(b, byte(0xC0|cp>>6), byte(0x80|cp&0x3F))
-	case cp <= 0xFFFF:
-		return append(b, byte(0xE0|cp>>12), byte(0x80|(cp>>6)&0x3F), byte(0x80|cp&0x3F))
-	default:
-		return append(b, byte(0xF0|cp>>18), byte(0x80|(cp>>12)&0x3F), byte(0x80|(cp>>6)&0x3F), byte(0x80|cp&0x3F))
+	if cp < 0xD800 || cp > 0xDFFF {
+		return utf8.AppendRune(b, rune(cp))
 	}
+	return append(b, byte(0xE0|cp>>12), byte(0x80|(cp>>6)&0x3F), byte(0x80|cp&0x3F))
 }

@@ -25,14 +25,6 @@ const BlockSize = 256 << 10
 // blockPool holds data blocks between requests, all of BlockSize capacity.
 var blockPool = sync.Pool{New: func() any { b := make([]byte, 0, BlockSize); return &b }}
 
-// firstBlock bounds a streamed input's first buffer, which may come from
-// the pool larger than a block: every block holds at most BlockSize.
-func (d *Decoder) firstBlock(in *input) {
-	if !d.whole && cap(in.data) > BlockSize {
-		in.data = in.data[:0:BlockSize]
-	}
-}
-
 // room makes room for one more element in in.data (ensureBuf's job once
 // the input has a buffer): a whole body grows the buffer as append
 // would; a stream grows the first block up to BlockSize, then seals

@@ -37,8 +37,7 @@ type Decoder struct {
 	hint    int64  // expected number of values (whole body), 0 if unknown
 	total   int64  // tensor elements so far, all inputs
 
-	req   *Request
-	sig   *tensor.Signature
+	req   *Request // its Signature once resolved with usable inputs
 	ins   []opInput
 	mode  instMode
 	batch int64
@@ -82,8 +81,7 @@ type role uint8
 const (
 	roleTop       role = iota // the root object
 	roleInstances             // the "instances" list
-	roleFirstInst             // the first instance when it is an object: b64 value or named inputs
-	roleInstance              // an instance object of named inputs
+	roleInstance              // an instance object: named inputs, or the first one a b64 value too
 	roleInputs                // the columnar "inputs" object of named tensors
 	roleTensor                // a list inside one input's item
 	roleB64                   // a {"b64": …} value of a BYTES input
@@ -124,15 +122,9 @@ type opFrame struct {
 func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
 	lim = lim.OrDefault()
 	d := &Decoder{resolve: resolve, lim: lim, req: &Request{},
-		record: record{skipTo: -1, rootKind: 0xFF, keyBuf: make([]byte, 0, 32)}}
+		record: record{skipTo: -1, rootKind: 0xFF, sigKind: jsontext.String, keyBuf: make([]byte, 0, 32)}}
 	d.tz.Reset(tfjson.Limits(lim))
 	return d
-}
-
-// abort releases what a failed decode holds.
-func (d *Decoder) abort() {
-	d.req.Release()
-	d.tz = jsontext.Tokenizer{}
 }
 
 // Abort gives back what the decoder holds (its pooled blocks) when the
@@ -140,7 +132,8 @@ func (d *Decoder) abort() {
 // decoder cannot be used afterwards.
 func (d *Decoder) Abort() {
 	d.failed = true
-	d.abort()
+	d.req.Release()
+	d.tz = jsontext.Tokenizer{}
 }
 
 // resolveSig resolves the signature when the input map is first needed.
@@ -148,26 +141,34 @@ func (d *Decoder) Abort() {
 // after "instances" or "inputs" is resolved with the default name, and
 // finding a different name later falls back.
 func (d *Decoder) resolveSig() bool {
-	if d.sig != nil {
+	if d.req.Signature != nil {
 		return true
 	}
-	if d.sigSeen && d.sigKind != jsontext.String {
+	if d.sigKind != jsontext.String {
 		return false // TF refuses the body before it resolves
 	}
 	d.specul = !d.sigKey && !d.known
-	sig, err := d.resolve(d.req.SignatureName)
-	d.resolved, d.resolveE = true, err
-	if err != nil || sig == nil || len(sig.Inputs) == 0 {
+	sig, err := d.resolveName(d.req.SignatureName)
+	if err != nil {
+		d.resolveE = err
 		return false
 	}
-	d.resolveOK = true
-	d.sig = sig
 	d.req.Signature = sig
 	d.ins = make([]opInput, len(sig.Inputs))
 	for i := range d.ins {
 		d.ins[i].spec = &sig.Inputs[i]
 	}
 	return true
+}
+
+// resolveName resolves the signature named name, with TF's error: the
+// resolver's, or that it has no input map.
+func (d *Decoder) resolveName(name string) (*tensor.Signature, error) {
+	sig, err := d.resolve(name)
+	if err == nil && (sig == nil || len(sig.Inputs) == 0) {
+		err = errNoInputMap(name)
+	}
+	return sig, err
 }
 
 // lookup returns the index of the signature input named name, or -1.
@@ -189,17 +190,17 @@ func (d *Decoder) beginItem(i int) {
 	in.curCount = 0
 }
 
-// endItem is AddInstanceItem's comparison with the first item (row) or
-// the recording of the tensor's shape (columnar).
-func (d *Decoder) endItem(i int) bool {
+// endItem ends input i's item: AddInstanceItem's comparison with the
+// first item (row), or the recording of the tensor's shape (columnar).
+func (d *Decoder) endItem(i int) {
 	in := &d.ins[i]
 	if d.req.Format == tfjson.Columnar || !in.seen {
 		in.seen = true
 		in.size = in.curCount
 		in.shape = append(in.shape[:0], in.cur...)
-		return true
+	} else if in.size != in.curCount || !slices.Equal(in.shape, in.cur) {
+		d.valueErr(i, errItem(in.size, in.curCount, in.shape, in.cur), true, false)
 	}
-	return in.size == in.curCount && slices.Equal(in.shape, in.cur)
 }
 
 // openList checks a list at level of input i's item against the shape
@@ -218,16 +219,14 @@ func (d *Decoder) openList(i int, level int) bool {
 // first list of a level sets it. An empty first list ends the shape.
 func (d *Decoder) closeList(i int, level int, n int64) bool {
 	in := &d.ins[i]
-	switch {
-	case in.cur[level] < 0:
-		in.cur[level] = n
-		if in.curRank < 0 {
-			in.curRank = level + 1 // n == 0: denseShape stops here
-		}
-		return true
-	default:
+	if in.cur[level] >= 0 {
 		return in.cur[level] == n
 	}
+	in.cur[level] = n
+	if in.curRank < 0 {
+		in.curRank = level + 1 // n == 0: denseShape stops here
+	}
+	return true
 }
 
 // leafLevel checks a value that is not a list at level: the first one
@@ -241,14 +240,23 @@ func (d *Decoder) leafLevel(i int, level int) bool {
 	return level == in.curRank
 }
 
-// countLeaf counts one tensor element against the element limit.
+// countLeaf counts one tensor element of input i against the element
+// limit; at the limit it records the error. Named "inputs" with several
+// inputs are undecided in document order: TF counts them in signature
+// order.
 func (d *Decoder) countLeaf(i int) bool {
-	if d.total >= d.lim.MaxElements {
-		return false
+	switch {
+	case d.total < d.lim.MaxElements:
+		d.total++
+		d.ins[i].curCount++
+		return true
+	case d.named && d.req.Format == tfjson.Columnar && len(d.ins) > 1 && !d.replaying:
+		d.colTrip = true // replayInputs settles it for a whole body
+		d.valueErr(i, undecided("named inputs exceed the element limit together"), false, false)
+	default:
+		d.valueErr(i, errTooManyElements(d.lim.MaxElements), true, false)
 	}
-	d.total++
-	d.ins[i].curCount++
-	return true
+	return false
 }
 
 // ensureBuf gives an input a pooled data buffer, sized by the hint when
@@ -263,7 +271,11 @@ func (d *Decoder) ensureBuf(in *input) {
 			n := min(d.hint, d.lim.MaxElements)
 			in.data = slices.Grow(in.data, int(n)*in.spec.DataType.Size())
 		}
-		d.firstBlock(in)
+		if !d.whole && cap(in.data) > BlockSize {
+			// From the pool larger than a block: every block holds at
+			// most BlockSize.
+			in.data = in.data[:0:BlockSize]
+		}
 	}
 	d.room(in)
 }
@@ -295,7 +307,10 @@ func (d *Decoder) finish() bool {
 		if in.spec.DataType != tensor.Bytes {
 			got = int64(in.dataLen() / in.spec.DataType.Size())
 		}
-		if got != want {
+		// A duplicated key in an instance object leaves more values: TF's
+		// Tensor::FromProto keeps the first ones, and so does
+		// buildTensors.
+		if got != want && !(d.dups && got > want) {
 			return false
 		}
 	}

@@ -12,7 +12,8 @@ import "github.com/tfsbridge/tfsbridge/translate/jsontext"
 // rest of the instance as it arrives until its dump is complete (at most
 // 256 bytes of output, so it soon stops). Once the instance has named every input it cannot miss
 // one, and its text is dropped: an image's long b64 string is not held a
-// second time. A whole body keeps no text: the dump is read from it.
+// second time. So only an instance that misses a key is kept to its end,
+// in a whole body too.
 
 // instRawMax is how much of an instance object's text is kept as is.
 const instRawMax = 64 << 10
@@ -22,7 +23,6 @@ type instDump struct {
 	on    bool
 	depth int     // stack index of the instance object
 	from  int     // where its text resumes in the chunk being written
-	end   int     // whole body: the offset after its closing brace
 	raw   []byte  // its text so far, while at most instRawMax long
 	sub   *dumper // the dumper reading it once longer
 }
@@ -66,7 +66,6 @@ func (d *Decoder) instDumpStart(depth, p int) {
 func (d *Decoder) instDumpFeed(b []byte) {
 	in := &d.inst
 	switch {
-	case d.whole:
 	case in.sub != nil:
 		in.sub.write(b)
 	case len(in.raw)+len(b) <= instRawMax:
@@ -83,7 +82,7 @@ func (d *Decoder) instDumpFeed(b []byte) {
 func (d *Decoder) instDumpEnd(end int) {
 	in := &d.inst
 	d.instDumpFeed(d.chunk[in.from:end])
-	in.on, in.end = false, end
+	in.on = false
 }
 
 // instDumpDrop drops the instance's text: it named every input.
@@ -100,11 +99,7 @@ func (d *Decoder) instDumpBytes() []byte {
 	in := &d.inst
 	if in.sub == nil {
 		in.sub = newDumper(d.lim.MaxDepth)
-		if d.whole {
-			in.sub.write(d.body[in.from:in.end])
-		} else {
-			in.sub.write(in.raw)
-		}
+		in.sub.write(in.raw)
 	}
 	return in.sub.s.Bytes()
 }

@@ -56,19 +56,17 @@ func (d *Decoder) Write(buf []byte) error {
 		d.inst.from = 0
 	}
 	d.chunk = nil
-	if d.failed {
-		return d.final
-	}
-	return nil
+	return d.final // nil unless failed
 }
 
 // lex reads the tokens of buf from p (jsontext's tokenizer), to its end
 // or, when stop >= 0, to the end of the value that leaves stop containers
 // open (second.go reads one value again). A run of numbers in an innermost
-// list of a numeric input takes the hot path (leafRun).
+// list of a numeric input takes the hot path (leafRun) while nothing is
+// being dumped or skipped.
 func (d *Decoder) lex(buf []byte, p int, stop int) {
 	for !d.failed {
-		if f := d.top(); f != nil && f.role == roleTensor && d.tz.ValueNext() && d.hot() {
+		if f := d.top(); f != nil && f.role == roleTensor && d.tz.ValueNext() && !d.dumping() && d.skipTo < 0 {
 			in := &d.ins[f.input]
 			if p = jsontext.SkipSpace(buf, p); p < len(buf) && buf[p] != ']' && in.curRank == int(f.level)+1 &&
 				in.spec.DataType != tensor.Bytes && in.spec.DataType != tensor.Bool {
@@ -108,13 +106,12 @@ func (d *Decoder) tokErr() {
 func (d *Decoder) token(tok jsontext.Token, p, q int) {
 	switch tok.Kind {
 	case jsontext.EndArray, jsontext.EndObject:
-		d.pos = q
-		d.close()
+		d.close(tok, q)
 	case jsontext.Key:
 		d.top().n++
 		d.keyEnd = q
 		d.keyInBody = tok.InChunk && d.whole
-		d.feedString(tok.Str, d.keyInBody)
+		d.feed(tok, d.keyInBody)
 		d.key(tok.Str)
 	default:
 		d.value(tok, p)
@@ -158,149 +155,159 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 	if d.skipping() {
 		s = slot{kind: slotSkip}
 	}
+	// A list or scalar where an instance or "inputs" belongs is one
+	// input's whole value, where that may stand.
+	obj := tok.Kind == jsontext.BeginObject
 	switch s.kind {
 	case slotInstance:
 		d.elem, d.ekey = f.n-1, nil
-	case slotInputs, slotItem:
+		switch {
+		case obj:
+		case d.mode == instObjects:
+			d.valueErr(0, errExpectObject(d.elem), false, false)
+			s.kind = slotSkip
+		case d.mode == instUndecided && len(d.ins) > 1:
+			d.valueErr(0, errInstancesPlain(), false, false)
+			s.kind = slotSkip
+		default:
+			d.mode = instPlain
+			s.kind = slotItem
+		}
+	case slotInputs:
 		d.itemDepth = len(d.stack)
-	}
-	if s.kind == slotItem {
-		d.ins[s.input].from = p
-	}
-	if tok.Kind != jsontext.BeginObject {
-		// A list or scalar where one input's whole value may stand.
-		switch s.kind {
-		case slotInstance:
-			switch {
-			case d.mode == instObjects:
-				d.valueErr(0, errExpectObject(f.n-1), false, false)
-				s = slot{kind: slotSkip}
-			case d.mode == instUndecided && len(d.ins) > 1:
-				d.valueErr(0, errInstancesPlain(), false, false)
-				s = slot{kind: slotSkip}
-			default:
-				d.mode = instPlain
-				s = slot{kind: slotItem}
-			}
-		case slotInputs:
-			if len(d.ins) > 1 {
-				d.valueErr(0, errInputsPlain(), false, false)
-				s = slot{kind: slotSkip}
-			} else {
-				s = slot{kind: slotItem}
-			}
+		switch {
+		case obj:
+		case len(d.ins) > 1:
+			d.valueErr(0, errInputsPlain(), false, false)
+			s.kind = slotSkip
+		default:
+			s.kind = slotItem
 		}
 	}
 	if s.kind == slotItem {
+		d.itemDepth = len(d.stack)
+		d.ins[s.input].from = p
 		d.beginItem(int(s.input))
 		s = slot{kind: slotTensor, input: s.input}
 	}
-	switch tok.Kind {
-	case jsontext.BeginArray, jsontext.BeginObject:
-		d.pos = p
-		d.open(s, tok)
-	case jsontext.StringValue:
-		d.strDone(s, tok.Str, tok.InChunk)
-	default:
-		d.scalar(s, tok)
-	}
-}
-
-// open starts a list (obj false) or an object for slot s: its frame says
-// what it is for. The nesting bound was checked at its bracket (value).
-func (d *Decoder) open(s slot, tok jsontext.Token) {
-	obj := tok.Kind == jsontext.BeginObject
-	fr := opFrame{obj: obj, role: roleSkip}
-	if s.kind != slotSkip {
-		if obj {
-			d.objectFrame(s, &fr)
-		} else {
-			d.listFrame(s, &fr)
-		}
-	}
-	d.feedToken(tok)
-	d.stack = append(d.stack, fr)
-}
-
-func (d *Decoder) listFrame(s slot, fr *opFrame) {
-	switch s.kind {
-	case slotInstances:
-		fr.role = roleInstances
-		d.instDepth = len(d.stack)
-	case slotTensor:
-		i := int(s.input)
-		if d.openList(i, int(s.level)) {
-			*fr = opFrame{role: roleTensor, input: s.input, level: s.level}
-		} else {
-			d.valueErr(i, errListLevel(int(s.level), d.ins[i].curRank), true, false)
-		}
-	default:
-		d.otherValue(s, jsontext.Array)
-	}
-}
-
-func (d *Decoder) objectFrame(s slot, fr *opFrame) {
-	depth := len(d.stack)
-	switch s.kind {
-	case slotRoot:
-		fr.role = roleTop
-		d.rootKind = jsontext.Object
-	case slotInputs:
-		fr.role = roleInputs
-		d.named = true
-	case slotInstance:
-		switch d.mode {
-		case instUndecided:
-			fr.role = roleFirstInst
-			d.instDumpStart(depth, d.pos) // "keys must be equal to" prints it
-		case instPlain:
-			// Only a {"b64": …} value can follow plain first elements.
-			d.beginItem(0)
-			d.leafLevel(0, 0)
-			fr.role, fr.ctx = roleB64, b64Elem
-		default:
-			fr.role = roleInstance
-			d.resetInObj()
-			d.instDumpStart(depth, d.pos) // "keys must be equal to" prints it
-		}
-	case slotTensor:
-		i := int(s.input)
-		atLevel := d.leafLevel(i, int(s.level))
-		if d.ins[i].spec.DataType == tensor.Bytes && atLevel {
-			*fr = opFrame{obj: true, role: roleB64, ctx: b64Leaf, input: s.input, level: s.level}
-			break
-		}
-		// An error whose text holds the object's dump: told at its end.
-		fr.ctx, fr.input, fr.level = objType, s.input, s.level
-		if !atLevel {
-			fr.ctx = objLevel
-		}
-		d.dumpStart(dumpLeaf, depth)
-	default:
-		d.otherValue(s, jsontext.Object)
-	}
-}
-
-// otherValue records what a value that is no tensor element tells: the root's kind, the signature name's, a "instances" that is no
-// list, a "b64" member that is no string.
-func (d *Decoder) otherValue(s slot, k jsontext.Kind) {
+	k := tok.ValueKind()
+	fr := opFrame{obj: obj, role: roleSkip} // a container's
+	stable := tok.InChunk && d.whole        // a string's
 	switch s.kind {
 	case slotRoot:
 		d.rootKind = k
+		if fr.obj {
+			fr.role = roleTop
+		}
 	case slotSignature:
-		d.sigSeen, d.sigKind = true, k
+		d.sigKind = k
+		if k == jsontext.String {
+			if d.specul && len(tok.Str) > 0 {
+				// Resolved as the default signature too early.
+				d.lateSig = true
+			}
+			d.req.SignatureName = string(tok.Str)
+		}
 	case slotInstances:
-		d.instBad = true
+		if k != jsontext.Array {
+			d.instBad = true
+			break
+		}
+		fr.role = roleInstances
+		d.instDepth = len(d.stack)
+	case slotInputs: // an object: the others became items above
+		fr.role = roleInputs
+		d.named = true
+	case slotInstance: // an object, likewise
+		if d.mode == instPlain {
+			// Only a {"b64": …} value can follow plain first elements.
+			fr.role, fr.ctx = roleB64, b64Elem
+			break
+		}
+		fr.role = roleInstance
+		d.inObjN = 0
+		for i := range d.ins {
+			d.ins[i].inObj = false
+		}
+		d.instDumpStart(len(d.stack), p) // "keys must be equal to" prints it
 	case slotB64:
-		d.b64Deviate(d.top(), nil, false)
+		if k != jsontext.String {
+			d.b64Deviate(f, nil, false)
+			break
+		}
+		// Decoded once the object is known to be a {"b64": "…"} value
+		// (closeB64).
+		f.flags |= b64Str
+		tok.Str, stable = d.keepB64(tok.Str, tok.InChunk)
+	case slotTensor:
+		tok.Str, stable = d.tensorValue(s, tok, &fr)
+	}
+	d.feed(tok, stable)
+	if tok.Kind == jsontext.BeginArray || tok.Kind == jsontext.BeginObject {
+		// The nesting bound was checked at its bracket (the tokenizer).
+		d.stack = append(d.stack, fr)
 	}
 }
 
-func (d *Decoder) resetInObj() {
-	d.inObjN = 0
-	for i := range d.ins {
-		d.ins[i].inObj = false
+// tensorValue handles a value where a tensor element or a list of them
+// belongs, with TF's checks in its order: a list's level, or a value's
+// level, the element limit and its type (a string for a BYTES input, a
+// number or literal for the others). A list opens fr as a list of the
+// input; an object opens it as a {"b64": "…"} value, or as an error told
+// at its end with its dump; a scalar is stored. It returns the string to
+// feed the dumps (kept when stored) and whether it is stable.
+func (d *Decoder) tensorValue(s slot, tok jsontext.Token, fr *opFrame) ([]byte, bool) {
+	i, level := int(s.input), int(s.level)
+	fr.input, fr.level = s.input, s.level
+	in := &d.ins[i]
+	dt := in.spec.DataType
+	if tok.Kind == jsontext.BeginArray {
+		if d.openList(i, level) {
+			fr.role = roleTensor
+		} else {
+			d.valueErr(i, errListLevel(level, in.curRank), true, false)
+		}
+		return nil, false
 	}
+	atLevel := d.leafLevel(i, level)
+	res := leafOK
+	switch {
+	case tok.Kind == jsontext.BeginObject:
+		switch {
+		case !atLevel:
+			fr.ctx = objLevel
+		case dt == tensor.Bytes:
+			fr.role, fr.ctx = roleB64, b64Leaf
+			return nil, false
+		default:
+			fr.ctx = objType
+		}
+		d.dumpStart(dumpLeaf, len(d.stack))
+		return nil, false
+	case !atLevel:
+		d.valueErr(i, errLevel(tokenDump(tok), level, in.curRank), true, false)
+		return tok.Str, tok.InChunk && d.whole
+	case !d.countLeaf(i):
+		return tok.Str, tok.InChunk && d.whole
+	case (tok.Kind == jsontext.StringValue) != (dt == tensor.Bytes):
+		res = leafTypeError
+	case dt == tensor.Bytes:
+		tok.Str = d.keep(tok.Str, tok.InChunk)
+		d.ensureStrs(&in.input)
+		in.strs = append(in.strs, tok.Str)
+	default:
+		d.ensureBuf(&in.input)
+		in.data, res = appendLeaf(in.data, dt, tok.ValueKind(), tok.Num)
+	}
+	switch {
+	case res == leafTypeError:
+		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), dt), true, false)
+	case res == leafUnimplemented:
+		d.valueErr(i, errUnimplemented(tokenDump(tok), dt), true, false)
+	case level == 0:
+		d.endItem(i)
+	}
+	return tok.Str, res == leafOK || tok.InChunk && d.whole
 }
 
 // key handles an object key (unescaped).
@@ -319,61 +326,35 @@ func (d *Decoder) key(k []byte) {
 				f.next = slotSignature
 			}
 		case keyInstances, keyInputs:
-			format := tfjson.Row
+			format, next := tfjson.Row, slotInstances
 			if string(k) == keyInputs {
-				format = tfjson.Columnar
+				format, next = tfjson.Columnar, slotInputs
 			}
 			switch d.req.Format {
 			case format:
 				// A later duplicate: FindMember reads the first.
 			case 0:
 				d.req.Format = format
-				if !d.resolveSig() {
-					return // judged at Close
-				}
-				f.next = slotInstances
-				if format == tfjson.Columnar {
-					f.next = slotInputs
+				if d.resolveSig() { // else judged at Close
+					f.next = next
 				}
 			default:
 				d.both = true
 			}
 		}
-	case roleFirstInst:
-		if b64, _ := d.b64First(f, k); b64 {
-			// {"b64": …} first: plain values of the first input (TF feeds
-			// the first input even when there are several).
-			d.mode = instPlain
-			d.beginItem(0)
-			d.leafLevel(0, 0)
-			f.role, f.ctx = roleB64, b64First
-			f.next = slotB64
-			return
-		}
-		d.mode = instObjects
-		f.role = roleInstance
-		d.resetInObj()
-		d.instanceKey(f, k)
-	case roleInstance:
-		d.instanceKey(f, k)
-	case roleInputs:
+	case roleInstance, roleInputs:
 		switch b64, named := d.b64First(f, k); {
-		case !b64:
-		case named && !d.whole:
-			f.role = roleSkip
-			if d.ferr == nil {
-				d.ferr = undecided(`"inputs" object starting with "b64" while an input has that name`)
+		case b64:
+			d.b64Key(f, named)
+		case f.role == roleInputs:
+			if i := d.lookup(k); i >= 0 && !d.ins[i].used {
+				f.next, f.nextInput = slotItem, int32(i)
 			}
-			return
 		default:
-			// One b64 value, or named tensors none of which is "b64".
-			d.named = false
-			f.role, f.ctx = roleB64, b64Inputs
-			f.next = slotB64
-			return
-		}
-		if i := d.lookup(k); i >= 0 && !d.ins[i].used {
-			f.next, f.nextInput = slotItem, int32(i)
+			if d.mode == instUndecided {
+				d.mode = instObjects // the first instance: named inputs
+			}
+			d.instanceKey(f, k)
 		}
 	case roleB64:
 		if f.n == 1 && string(k) == tfjson.KeyB64 {
@@ -396,6 +377,35 @@ func (d *Decoder) b64First(f *opFrame, k []byte) (b64, named bool) {
 	return !(named && d.whole && !d.b64Ahead()), named
 }
 
+// b64Key makes f, an instance object or the "inputs" object whose first
+// key is "b64", a {"b64": "…"} candidate; named: an input has that name
+// too, which only a look ahead tells apart.
+func (d *Decoder) b64Key(f *opFrame, named bool) {
+	ctx := b64Inst // a b64 value where objects are expected, or an input named b64
+	switch {
+	case f.role == roleInputs && named && !d.whole:
+		f.role = roleSkip
+		if d.ferr == nil {
+			d.ferr = undecided(`"inputs" object starting with "b64" while an input has that name`)
+		}
+		return
+	case f.role == roleInputs:
+		// One b64 value, or named tensors none of which is "b64".
+		d.named = false
+		ctx = b64Inputs
+	case d.mode == instUndecided:
+		// The first instance: plain values of the first input (TF feeds
+		// the first input even when there are several).
+		d.mode = instPlain
+		ctx = b64First
+	case named && !d.whole:
+		d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
+		return
+	}
+	f.role, f.ctx = roleB64, ctx
+	f.next = slotB64
+}
+
 // instanceKey maps a key of a named-inputs instance object to its input.
 // TF reads the key as a C string: it ends at its first NUL (rowKey).
 func (d *Decoder) instanceKey(f *opFrame, k []byte) {
@@ -409,23 +419,13 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 		d.keyBuf = append(d.keyBuf[:0], name...)
 		d.ekey = d.keyBuf
 	}
-	if b64, named := d.b64First(f, k); b64 {
-		// A b64 value where objects are expected, or an input named b64.
-		if named && !d.whole {
-			d.valueErr(0, undecided(`instance object starting with "b64" while an input has that name`), false, false)
-			return
-		}
-		f.role, f.ctx = roleB64, b64Inst
-		f.next = slotB64
-		return
-	}
 	i := d.lookup(name)
 	if i < 0 {
 		d.valueErr(0, errNoNamedInput(name), true, false)
 		return
 	}
 	if d.ins[i].inObj {
-		// A duplicated key: TF adds both values (trimDuplicates).
+		// A duplicated key: TF adds both values (finish).
 		d.dups = true
 	} else {
 		d.ins[i].inObj = true
@@ -471,24 +471,29 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 	}
 }
 
-// close ends the innermost container at its closing bracket.
-func (d *Decoder) close() {
+// close ends the innermost container at its closing bracket tok, which
+// ends before buf[q].
+func (d *Decoder) close(tok jsontext.Token, q int) {
 	idx := len(d.stack) - 1
 	f := d.stack[idx]
 	d.stack = d.stack[:idx]
-	d.feedClose(f.obj, idx)
+	d.feed(tok, false)
 	if d.inst.on && idx == d.inst.depth {
-		d.instDumpEnd(d.pos)
+		d.instDumpEnd(q)
 	}
-	if d.skipTo >= 0 && idx >= d.skipTo {
-		// Read for syntax only; a list TF would have found at the wrong
-		// length before the error inside it takes its place.
-		if f.role == roleTensor {
-			i := int(f.input)
-			if in := &d.ins[i]; !d.closeList(i, int(f.level), f.n) {
-				d.valueErr(i, errListSize(f.n, int(f.level), in.cur[f.level]), true, true)
-			}
+	// Values read for syntax only (skipped) are not judged, but for a list
+	// TF would have found at the wrong length before the error inside it:
+	// that error takes the other's place.
+	skipped := d.skipTo >= 0 && idx >= d.skipTo
+	if f.role == roleTensor {
+		i := int(f.input)
+		if !d.closeList(i, int(f.level), f.n) {
+			d.valueErr(i, errListSize(f.n, int(f.level), d.ins[i].cur[f.level]), true, skipped)
+		} else if f.level == 0 && !skipped {
+			d.endItem(i)
 		}
+	}
+	if skipped {
 		if idx == d.skipTo {
 			d.skipTo = -1
 		}
@@ -497,10 +502,8 @@ func (d *Decoder) close() {
 	switch f.role {
 	case roleInstances:
 		d.batch = f.n
-		if f.n == 0 {
-			d.instEmpty = true
-		}
-	case roleFirstInst, roleInstance:
+		d.instEmpty = f.n == 0
+	case roleInstance:
 		// {} first is an object of named inputs, all missing.
 		if d.inObjN < len(d.ins) {
 			names := sortedNames(len(d.ins), func(i int) string { return d.ins[i].spec.Name })
@@ -508,18 +511,19 @@ func (d *Decoder) close() {
 		}
 	case roleInputs:
 		d.closeInputs()
-	case roleTensor:
-		i := int(f.input)
-		if in := &d.ins[i]; !d.closeList(i, int(f.level), f.n) {
-			d.valueErr(i, errListSize(f.n, int(f.level), in.cur[f.level]), true, false)
-		} else if f.level == 0 {
-			d.endItemCheck(i)
-		}
 	case roleB64:
 		d.closeB64(&f)
 	case roleSkip:
-		if f.ctx != objNone {
-			d.closeLeafObject(&f)
+		// An object where a tensor value belongs: its error, now that its
+		// dump is complete.
+		i := int(f.input)
+		dump := d.dumps[dumpLeaf].s.Bytes()
+		switch {
+		case f.ctx == objNone:
+		case f.ctx == objLevel:
+			d.valueErr(i, errLevel(dump, int(f.level), d.ins[i].curRank), true, false)
+		case d.countLeaf(i):
+			d.valueErr(i, errType(dump, jsontext.Object, d.ins[i].spec.DataType), true, false)
 		}
 	}
 }
@@ -537,32 +541,12 @@ func (d *Decoder) closeInputs() {
 		d.ferr = undecided("named inputs exceed the element limit together")
 		return
 	}
-	for i := range d.ins {
-		switch {
-		case !d.ins[i].used:
+	for i := 0; i < len(d.ins) && d.ferr == nil; i++ {
+		if !d.ins[i].used {
 			d.ferr = errMissingNamedInput(d.ins[i].spec.Name)
-		case d.colErrs != nil && d.colErrs[i] != nil:
+		} else if d.colErrs != nil {
 			d.ferr = d.colErrs[i]
-		default:
-			continue
 		}
-		break
-	}
-}
-
-// closeLeafObject tells the error of an object where a tensor value
-// belongs, now that its dump is complete.
-func (d *Decoder) closeLeafObject(f *opFrame) {
-	i := int(f.input)
-	in := &d.ins[i]
-	dump := d.dumpBytes(dumpLeaf)
-	switch {
-	case f.ctx == objLevel:
-		d.valueErr(i, errLevel(dump, int(f.level), in.curRank), true, false)
-	case !d.countLeaf(i):
-		d.limitErr(i)
-	default:
-		d.valueErr(i, errType(dump, jsontext.Object, in.spec.DataType), true, false)
 	}
 }
 
@@ -571,125 +555,51 @@ func (d *Decoder) closeLeafObject(f *opFrame) {
 func (d *Decoder) closeB64(f *opFrame) {
 	isB64 := f.n == 1 && f.flags == b64Str
 	i := int(f.input)
-	switch f.ctx {
-	case b64Leaf:
+	switch {
+	case f.ctx == b64Inputs && len(d.ins) > 1:
+		// Only a b64 value gets here (b64Deviate makes the others named
+		// tensors).
+		d.valueErr(0, errInputsPlain(), false, false)
+	case f.ctx == b64Inst && isB64:
+		d.valueErr(0, errExpectObject(d.elem), false, false)
+	case f.ctx == b64Elem && !isB64:
+		d.valueErr(0, errExpectValue(d.elem), false, false)
+	case f.ctx == b64First && !isB64 && d.lookup([]byte(tfjson.KeyB64)) >= 0:
+		d.valueErr(0, undecided(`first instance starting with "b64" while an input has that name`), false, false)
+	case f.ctx == b64First && !isB64, f.ctx == b64Inst:
+		d.ekey = []byte(tfjson.KeyB64)
+		d.valueErr(0, errNoNamedInput(d.ekey), true, false)
+	default:
+		// A value of input i: in a tensor (b64Leaf), or the whole item of
+		// the first input, which starts here.
+		if f.ctx != b64Leaf {
+			d.beginItem(0)
+			d.leafLevel(0, 0)
+		}
+		in := &d.ins[i]
 		switch {
 		case !d.countLeaf(i):
-			d.limitErr(i)
-		case !isB64:
+		case !isB64: // b64Leaf
 			dump := []byte("{}")
 			if f.n > 0 {
-				dump = d.dumpBytes(dumpLeaf)
+				dump = d.dumps[dumpLeaf].s.Bytes()
 			}
 			d.valueErr(i, errB64Format(dump), true, false)
+		case in.spec.DataType != tensor.Bytes:
+			d.valueErr(i, errType(b64Dump(d.b64), jsontext.Object, in.spec.DataType), true, false)
 		default:
-			d.b64Value(i, f.level == 0)
-		}
-	case b64Elem, b64First:
-		switch {
-		case isB64:
-			if !d.countLeaf(0) {
-				d.limitErr(0)
+			out, ok := tfjson.AppendBase64(make([]byte, 0, len(d.b64)/4*3+3), d.b64)
+			if !ok {
+				d.valueErr(i, errB64Decode(), true, false)
 				break
 			}
-			d.b64Value(0, true)
-		case f.ctx == b64Elem:
-			d.valueErr(0, errExpectValue(d.elem), false, false)
-		case d.lookup([]byte(tfjson.KeyB64)) >= 0:
-			d.valueErr(0, undecided(`first instance starting with "b64" while an input has that name`), false, false)
-		default:
-			d.ekey = []byte(tfjson.KeyB64)
-			d.valueErr(0, errNoNamedInput(d.ekey), true, false)
+			d.ensureStrs(&in.input)
+			in.strs = append(in.strs, out)
+			if f.level == 0 {
+				d.endItem(i)
+			}
 		}
-	case b64Inst:
-		if isB64 {
-			d.valueErr(0, errExpectObject(d.elem), false, false)
-		} else {
-			d.ekey = []byte(tfjson.KeyB64)
-			d.valueErr(0, errNoNamedInput(d.ekey), true, false)
-		}
-	case b64Inputs:
-		// Only a b64 value gets here (b64Deviate makes the others
-		// named tensors).
-		if len(d.ins) > 1 {
-			d.valueErr(0, errInputsPlain(), false, false)
-			break
-		}
-		d.beginItem(0)
-		d.leafLevel(0, 0)
-		if !d.countLeaf(0) {
-			d.limitErr(0)
-			break
-		}
-		d.b64Value(0, true)
 	}
-}
-
-// b64Value adds the kept string of a {"b64": "…"} value, counted already,
-// to input i; root says the object is the input's whole item.
-func (d *Decoder) b64Value(i int, root bool) {
-	in := &d.ins[i]
-	if in.spec.DataType != tensor.Bytes {
-		d.valueErr(i, errType(b64Dump(d.b64), jsontext.Object, in.spec.DataType), true, false)
-		return
-	}
-	out, ok := tfjson.AppendBase64(make([]byte, 0, len(d.b64)/4*3+3), d.b64)
-	if !ok {
-		d.valueErr(i, errB64Decode(), true, false)
-		return
-	}
-	d.ensureStrs(&in.input)
-	in.strs = append(in.strs, out)
-	if root {
-		d.endItemCheck(i)
-	}
-}
-
-// endItemCheck ends input i's item: AddInstanceItem's comparison with the
-// first item (row) or the tensor's shape (columnar).
-func (d *Decoder) endItemCheck(i int) {
-	if !d.endItem(i) {
-		in := &d.ins[i]
-		d.valueErr(i, errItem(in.size, in.curCount, in.shape, in.cur), true, false)
-	}
-}
-
-// limitErr is the element limit met at a value of input i. Named "inputs"
-// with several inputs are undecided in document order: TF counts them in
-// signature order.
-func (d *Decoder) limitErr(i int) {
-	if d.named && d.req.Format == tfjson.Columnar && len(d.ins) > 1 && !d.replaying {
-		d.colTrip = true // replayInputs settles it for a whole body
-		d.valueErr(i, undecided("named inputs exceed the element limit together"), false, false)
-		return
-	}
-	d.valueErr(i, errTooManyElements(d.lim.MaxElements), true, false)
-}
-
-// strDone handles a complete string; inChunk says s lies in the chunk
-// being written (and may be kept when it is the whole body).
-func (d *Decoder) strDone(v slot, s []byte, inChunk bool) {
-	stable := inChunk && d.whole
-	switch v.kind {
-	case slotSkip:
-	case slotSignature:
-		if d.specul && len(s) > 0 {
-			// Resolved as the default signature too early.
-			d.lateSig = true
-		}
-		d.req.SignatureName = string(s)
-		d.sigSeen, d.sigKind = true, jsontext.String
-	case slotB64:
-		// Decoded once the object is known to be a
-		// {"b64": "…"} value (closeB64).
-		d.top().flags |= b64Str
-		s, stable = d.keepB64(s, inChunk)
-	case slotTensor:
-		s, stable = d.stringLeaf(v, s, inChunk)
-	default:
-		d.otherValue(v, jsontext.String)
-	}
-	d.feedString(s, stable)
 }
 
 // keepB64 keeps the string of a {"b64": …} member until its object ends,
@@ -719,74 +629,6 @@ func (d *Decoder) keep(s []byte, inChunk bool) []byte {
 		return s[:len(s):len(s)]
 	}
 	return slices.Clone(s)
-}
-
-// stringLeaf adds a string where a tensor element belongs.
-func (d *Decoder) stringLeaf(v slot, s []byte, inChunk bool) ([]byte, bool) {
-	in, ok := d.leafChecks(v, jsontext.Token{Kind: jsontext.StringValue, Str: s})
-	if !ok {
-		return s, inChunk && d.whole
-	}
-	s = d.keep(s, inChunk)
-	d.ensureStrs(&in.input)
-	in.strs = append(in.strs, s)
-	if v.level == 0 {
-		d.endItemCheck(int(v.input))
-	}
-	return s, true
-}
-
-// scalar handles a number or literal value for slot v.
-func (d *Decoder) scalar(v slot, tok jsontext.Token) {
-	switch v.kind {
-	case slotSkip:
-	case slotTensor:
-		d.scalarLeaf(v, tok)
-	default:
-		d.otherValue(v, tok.ValueKind())
-	}
-	d.feedToken(tok)
-}
-
-// leafChecks makes TF's checks of a value where a tensor element belongs,
-// in its order: level, element limit, type (a string for a BYTES input,
-// a number or literal for the others). ok: the value is to be stored.
-func (d *Decoder) leafChecks(v slot, tok jsontext.Token) (in *opInput, ok bool) {
-	i := int(v.input)
-	in = &d.ins[i]
-	switch {
-	case !d.leafLevel(i, int(v.level)):
-		d.valueErr(i, errLevel(tokenDump(tok), int(v.level), in.curRank), true, false)
-	case !d.countLeaf(i):
-		d.limitErr(i)
-	case (tok.Kind == jsontext.StringValue) != (in.spec.DataType == tensor.Bytes):
-		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), in.spec.DataType), true, false)
-	default:
-		return in, true
-	}
-	return in, false
-}
-
-// scalarLeaf adds a number or literal where a tensor element belongs.
-func (d *Decoder) scalarLeaf(v slot, tok jsontext.Token) {
-	in, ok := d.leafChecks(v, tok)
-	if !ok {
-		return
-	}
-	i := int(v.input)
-	d.ensureBuf(&in.input)
-	var res leafResult
-	in.data, res = appendLeaf(in.data, in.spec.DataType, tok.ValueKind(), tok.Num)
-	switch res {
-	case leafTypeError:
-		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), in.spec.DataType), true, false)
-	case leafUnimplemented:
-		d.valueErr(i, errUnimplemented(tokenDump(tok), in.spec.DataType), true, false)
-	default:
-		if v.level == 0 {
-			d.endItemCheck(i)
-		}
-	}
 }
 
 // leafRun is the hot path: the numbers of the innermost lists of a
@@ -835,10 +677,24 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 			}
 		}
 		if took == 0 {
-			var ok bool
-			if p, data, ok = d.leafValue(buf, p, data, in, dt); !ok {
+			// One number, made room for first; the general path takes a
+			// token the chunk may cut, one to refuse and one that does
+			// not fit the input's type.
+			num, end, ok := jsontext.ParseNumber(buf, p)
+			if !ok || end >= n {
 				break
 			}
+			if cap(data)-len(data) < dt.Size() {
+				// Full: the next block (streaming) or a larger buffer.
+				in.data = data
+				d.room(&in.input)
+				data = in.data
+			}
+			var res leafResult
+			if data, res = appendLeaf(data, dt, jsontext.Number, num); res != leafOK {
+				break
+			}
+			p = end
 			cnt++
 			fn++
 		}
@@ -887,28 +743,6 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 	return p
 }
 
-// leafValue converts the one number at buf[p] into data, making room for
-// it first, and returns the offset after it; ok is false, leaving the
-// token to the general path, for a token the chunk may cut, one to refuse
-// or one that does not fit the input's type.
-func (d *Decoder) leafValue(buf []byte, p int, data []byte, in *opInput, dt tensor.DataType) (int, []byte, bool) {
-	num, end, ok := jsontext.ParseNumber(buf, p)
-	if !ok || end >= len(buf) {
-		return p, data, false
-	}
-	if cap(data)-len(data) < dt.Size() {
-		// Full: the next block (streaming) or a larger buffer.
-		in.data = data
-		d.room(&in.input)
-		data = in.data
-	}
-	var res leafResult
-	if data, res = appendLeaf(data, dt, jsontext.Number, num); res != leafOK {
-		return p, data, false
-	}
-	return end, data, true
-}
-
 // replayInputs reads the values of the named "inputs" object that just
 // closed again, in signature order, with the element limit counted from
 // zero: which input meets the limit first, and so which error TF reports,
@@ -918,9 +752,7 @@ func (d *Decoder) leafValue(buf []byte, p int, data []byte, in *opInput, dt tens
 func (d *Decoder) replayInputs() {
 	root := &d.dumps[dumpRoot]
 	rootOn, tz := root.on, d.tz
-	if rootOn {
-		d.dumpStop(dumpRoot)
-	}
+	root.on = false
 	d.replaying, d.total = true, 0
 	d.colErrs, d.colTrip = nil, false
 	d.stack = append(d.stack, opFrame{obj: true, role: roleInputs})
@@ -938,8 +770,5 @@ func (d *Decoder) replayInputs() {
 	}
 	d.stack = d.stack[:base-1]
 	d.replaying, d.tz = false, tz
-	if rootOn {
-		root.on = true
-		d.ndump++
-	}
+	root.on = rootOn
 }

@@ -41,12 +41,9 @@ type record struct {
 
 	// Root facts, judged at Close in TF's order.
 	rootKind  jsontext.Kind
-	sigKind   jsontext.Kind // of the first "signature_name" value
-	sigSeen   bool
-	lateSig   bool  // a non-empty name came after the signature was resolved
-	resolved  bool  // resolve was called
-	resolveOK bool  // and gave a usable signature
-	resolveE  error // its error (nil: no usable inputs)
+	sigKind   jsontext.Kind // of the first "signature_name" value (String if none)
+	lateSig   bool          // a non-empty name came after the signature was resolved
+	resolveE  error         // the error resolving the signature gave (with no Signature)
 	both      bool
 	lost      bool // lateSig named other inputs: the values were read against the wrong ones
 	instBad   bool // the first "instances" is not a list
@@ -67,7 +64,6 @@ type record struct {
 	b64buf    []byte
 
 	dumps [numDumps]dumpSlot
-	ndump int // dumps collecting
 	inst  instDump
 
 	keyEnd    int  // chunk offset after the last key's closing quote
@@ -75,7 +71,6 @@ type record struct {
 	replaying bool // replayInputs is reading the named "inputs" again
 
 	chunk []byte // the chunk being written (nil outside Write)
-	pos   int    // offset in it after the token just read
 }
 
 // The dumps an error text may need, at most one of each open at a time.
@@ -93,23 +88,9 @@ type dumpSlot struct {
 	on    bool
 }
 
-// hot reports that leafRun may take the numbers: nothing is being dumped
-// or skipped.
-func (d *Decoder) hot() bool {
-	return d.ndump == 0 && d.skipTo < 0
-}
-
 // skipping reports that values are read for syntax only.
 func (d *Decoder) skipping() bool {
 	return d.skipTo >= 0 && len(d.stack) > d.skipTo
-}
-
-// wrapItem wraps an error met inside an instance's value as TF does.
-func (d *Decoder) wrapItem(err error) error {
-	if d.req.Format != tfjson.Row {
-		return err
-	}
-	return wrapElement(int(d.elem), d.ekey, err)
 }
 
 // valueErr records a value error of input i (inside an item when item is
@@ -117,8 +98,8 @@ func (d *Decoder) wrapItem(err error) error {
 // it concerns be skipped. replace is for the list-length check TF makes
 // before the values inside the list.
 func (d *Decoder) valueErr(i int, err error, item, replace bool) {
-	if item {
-		err = d.wrapItem(err)
+	if item && d.req.Format == tfjson.Row {
+		err = wrapElement(int(d.elem), d.ekey, err)
 	}
 	if d.named && d.req.Format == tfjson.Columnar {
 		if d.colErrs == nil {
@@ -150,66 +131,35 @@ func (d *Decoder) dumpStart(k int, depth int) {
 	sl := &d.dumps[k]
 	sl.s.Restart()
 	sl.depth = depth
-	if !sl.on {
-		sl.on = true
-		d.ndump++
-	}
+	sl.on = true
 }
 
-// dumpBytes returns dump k as captured so far.
-func (d *Decoder) dumpBytes(k int) []byte {
-	return d.dumps[k].s.Bytes()
+// dumping reports that a dump is being captured.
+func (d *Decoder) dumping() bool {
+	return d.dumps[dumpRoot].on || d.dumps[dumpLeaf].on
 }
 
-// feed passes one token to every dump capturing.
-func (d *Decoder) feed(tok func(s *jsontext.DumpStream) bool) {
-	for k := range d.dumps {
-		sl := &d.dumps[k]
-		if sl.on {
-			tok(&sl.s)
-			if sl.s.Full() {
-				d.dumpStop(k)
-			}
-		}
-	}
-}
-
-func (d *Decoder) dumpStop(k int) {
-	sl := &d.dumps[k]
-	if sl.on {
-		sl.on = false
-		d.ndump--
-	}
-}
-
-// feedToken passes an opening bracket, a number or a literal.
-func (d *Decoder) feedToken(tok jsontext.Token) {
-	if d.ndump > 0 {
-		d.feed(func(s *jsontext.DumpStream) bool { return s.Feed(tok) })
-	}
-}
-
-// feedClose passes the closing bracket of the container at stack index i
-// and ends the dumps of that container.
-func (d *Decoder) feedClose(obj bool, i int) {
-	if d.ndump == 0 {
+// feed passes a token to every dump capturing, and ends the dumps of the
+// container a closing bracket ends. stable says a string stays unmodified
+// until the Request is released, so a dump may keep it instead of a copy.
+func (d *Decoder) feed(tok jsontext.Token, stable bool) {
+	if !d.dumping() {
 		return
 	}
-	d.feed(func(s *jsontext.DumpStream) bool { return s.Close(obj) })
+	end := tok.Kind == jsontext.EndArray || tok.Kind == jsontext.EndObject
 	for k := range d.dumps {
-		if d.dumps[k].on && d.dumps[k].depth == i {
-			d.dumpStop(k)
+		sl := &d.dumps[k]
+		if !sl.on {
+			continue
 		}
-	}
-}
-
-// feedString passes a string; stable says it stays unmodified until the
-// Request is released, so a dump may keep it instead of a copy.
-func (d *Decoder) feedString(v []byte, stable bool) {
-	if d.ndump > 0 && stable {
-		d.feed(func(s *jsontext.DumpStream) bool { return s.StringStable(v) })
-	} else if d.ndump > 0 {
-		d.feed(func(s *jsontext.DumpStream) bool { return s.String(v) })
+		if stable && (tok.Kind == jsontext.Key || tok.Kind == jsontext.StringValue) {
+			sl.s.StringStable(tok.Str)
+		} else {
+			sl.s.Feed(tok)
+		}
+		if sl.s.Full() || end && sl.depth == len(d.stack) {
+			sl.on = false
+		}
 	}
 }
 

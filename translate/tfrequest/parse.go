@@ -26,42 +26,40 @@ import (
 // bounds nesting depth and the total number of tensor elements. Strings
 // in the Request may alias body.
 func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
-	r, late, err := parseWhole(body, resolve, lim, nil)
-	if late != nil {
-		// The values were read against the default signature; read them
-		// again against the one the body names.
-		r, _, err = parseWhole(body, resolve, lim, late)
-	}
-	return r, err
-}
-
-// parseWhole is the decoder over body as one chunk; name, when set, is
-// the signature name to resolve before the body names it. late is the
-// name to read the body again with, when it names its signature after the
-// values.
-func parseWhole(body []byte, resolve Resolver, lim tensor.Limits, name *string) (r *Request, late *string, err error) {
 	d := NewDecoder(resolve, lim)
-	d.whole, d.body = true, body
-	if name != nil {
-		d.req.SignatureName, d.known = *name, true
+	for {
+		d.whole, d.body = true, body
+		// Every number of a single numeric input is followed by a comma
+		// but the last of each list, so the comma count sizes its buffer
+		// in one go (bytes.Count is vectorized).
+		d.hint = int64(bytes.Count(body, []byte{','})) + 1
+		d.Write(body)
+		r, err := d.Close()
+		if !d.lost {
+			return r, err
+		}
+		// The body names its signature after the values, which were read
+		// against the default signature: read them again with that name
+		// resolved first (it is then known, so this happens once).
+		name := d.req.SignatureName
+		d = NewDecoder(resolve, lim)
+		d.req.SignatureName, d.known = name, true
 	}
-	// Every number of a single numeric input is followed by a comma but
-	// the last of each list, so the comma count sizes its buffer in one
-	// go (bytes.Count is vectorized).
-	d.hint = int64(bytes.Count(body, []byte{','})) + 1
-	d.Write(body)
-	r, err = d.Close()
-	if d.lost {
-		late = &d.req.SignatureName
-	}
-	return r, late, err
 }
 
 // Close finishes the body and returns the Request, or TF Serving's error.
 func (d *Decoder) Close() (*Request, error) {
+	if err := d.end(); err != nil {
+		d.Abort()
+		return nil, err
+	}
+	return d.req, nil
+}
+
+// end judges what Write recorded, in TF's order, and builds the tensors.
+func (d *Decoder) end() error {
 	if d.off == 0 {
-		d.abort()
-		return nil, tfjson.ErrEmptyBody()
+		return tfjson.ErrEmptyBody()
 	}
 	for tok, ok := d.tz.End(); ok && !d.failed; tok, ok = d.tz.End() {
 		d.token(tok, -1, 0) // a number or literal the body ends in
@@ -70,73 +68,50 @@ func (d *Decoder) Close() (*Request, error) {
 		d.tokErr()
 	}
 	if d.failed {
-		d.abort()
-		return nil, d.final
+		return d.final
 	}
 	if err := d.rootErr(); err != nil {
-		d.abort()
-		return nil, err
+		return err
 	}
 	if d.ferr != nil {
-		d.abort()
-		return nil, d.ferr
+		return d.ferr
+	}
+	if !d.finish() {
+		return undecided("internal check failed")
 	}
 	// VerifyRequestInputsSize: only b64 values of the first input with a
 	// several-input signature get here without every input.
-	var sent []tensor.Tensor
-	for i := range d.ins {
-		if d.ins[i].used {
-			sent = append(sent, tensor.Tensor{Name: d.ins[i].spec.Name})
-		}
-	}
-	if err := verifyInputsSize(d.sig, sent); err != nil {
-		d.abort()
-		return nil, err
-	}
-	d.trimDuplicates()
-	if !d.finish() {
-		d.abort()
-		return nil, undecided("internal check failed")
-	}
-	return d.req, nil
+	return verifyInputsSize(d.req.Signature, d.req.Inputs)
 }
 
 // rootErr judges the root facts in TF's order.
 func (d *Decoder) rootErr() error {
-	root := func(msg string) error { return tfjson.FormatDumpError(d.dumpBytes(dumpRoot), msg) }
+	root := func(msg string) error { return tfjson.FormatDumpError(d.dumps[dumpRoot].s.Bytes(), msg) }
 	if d.rootKind != jsontext.Object {
 		return root(msgNotObject)
 	}
-	if d.sigSeen && d.sigKind != jsontext.String {
+	if d.sigKind != jsontext.String {
 		return root(msgSignatureType)
 	}
-	name := d.req.SignatureName
+	resolved := d.req.Signature != nil || d.resolveE != nil
 	switch {
-	case !d.resolved || d.lateSig:
+	case !resolved || d.lateSig:
 		// Neither "instances" nor "inputs" (TF still resolves first), or
 		// a name after them: resolved now.
-		sig, err := d.resolve(name)
-		if err != nil {
+		sig, err := d.resolveName(d.req.SignatureName)
+		switch {
+		case err != nil:
 			return err
-		}
-		if sig == nil || len(sig.Inputs) == 0 {
-			return errNoInputMap(name)
-		}
-		if !d.resolved {
-			break
-		}
-		if !d.resolveOK || !sameInputs(sig, d.sig) {
+		case !resolved:
+		case d.req.Signature == nil || !sameInputs(sig, d.req.Signature):
 			// The values were read against other inputs; the root
 			// checks that follow do not depend on them.
 			d.lost = true
-			break
+		default:
+			d.req.Signature = sig
 		}
-		d.sig, d.req.Signature = sig, sig
-	case !d.resolveOK:
-		if d.resolveE != nil {
-			return d.resolveE
-		}
-		return errNoInputMap(name)
+	case d.req.Signature == nil:
+		return d.resolveE
 	}
 	switch {
 	case d.both:
@@ -158,26 +133,4 @@ func sameInputs(a, b *tensor.Signature) bool {
 	return slices.EqualFunc(a.Inputs, b.Inputs, func(x, y tensor.Spec) bool {
 		return x.Name == y.Name && x.DataType == y.DataType
 	})
-}
-
-// trimDuplicates keeps, after an instance object named an input twice,
-// the first values each tensor holds, as TF's Tensor::FromProto does.
-func (d *Decoder) trimDuplicates() {
-	if !d.dups {
-		return
-	}
-	for i := range d.ins {
-		in := &d.ins[i].input
-		if !in.used {
-			continue
-		}
-		n := in.size * d.batch
-		if in.spec.DataType == tensor.Bytes {
-			if int64(len(in.strs)) > n {
-				in.strs = in.strs[:n]
-			}
-		} else if sz := n * int64(in.spec.DataType.Size()); int64(len(in.data)) > sz {
-			in.data = in.data[:sz]
-		}
-	}
 }
