@@ -244,6 +244,9 @@ func (s *Session) requestBody(ctx context.Context, body [][]byte, end bool, out 
 	// becomes 8 bytes of INT64): count what is really held.
 	s.holdAtLeast(int64(req.Len()))
 	s.exchange = ex
+	if rq.held {
+		s.shadow.sentRequest(req, ex, s.requestOptions()) // never released: see above
+	}
 	return s.emit(out, s.requestAction(req), req.Chunks())
 }
 
@@ -294,6 +297,7 @@ func (s *Session) translateRequest(ctx context.Context, body []byte, out Sink) A
 		return s.fail(err)
 	}
 	s.exchange = ex
+	s.shadow.sentRequest(req, ex, s.requestOptions())
 	return s.emit(out, s.requestAction(req), [][]byte{req.Body})
 }
 

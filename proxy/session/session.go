@@ -354,6 +354,7 @@ func (s *Session) awaitBody(ctx context.Context, p bodyPipeline, h HeaderGetter,
 // for the lookups a mapped model's other signatures need.
 func (s *Session) resolver(ctx context.Context) func(string) (*tensor.Signature, error) {
 	return func(signatureName string) (*tensor.Signature, error) {
+		s.shadow.resolving(signatureName)
 		if s.rt.model != nil && s.rt.tf.Label == "" {
 			return s.resolveMapped(ctx, signatureName)
 		}

@@ -105,6 +105,7 @@ func (p shadowPipeline) response(body []byte, headerLength int, ex translate.Exc
 	tf, err := p.inferencePipeline.response(body, headerLength, ex, lim)
 	if err == nil {
 		p.tee.answer(tf.Parts()...)
+		p.tee.v2Answer(body, headerLength, lim)
 	}
 	return tf, err
 }
@@ -216,6 +217,56 @@ type shadowTee struct {
 	forward     bool
 	status      int
 	ansEncoding string
+	// sent is the primary's v2 request, and answer, for the copy to
+	// reuse (shadow.Sent); sigName the signature_name the primary's
+	// translation resolved.
+	sent    *shadow.Sent
+	sigName string
+}
+
+// resolving notes the signature_name the primary's request translation
+// looks up (nil-safe).
+func (t *shadowTee) resolving(name string) {
+	if t != nil {
+		t.sigName = name
+	}
+}
+
+// sentRequest keeps a reference to the primary's v2 request, for a copy
+// whose translation would write the same bytes (shadow.Sent): only a body
+// the session never gives back to a pool (a whole body's translation, or
+// one held whole in the adapter's pieces), and only within the memory
+// cap; else the copy translates the request itself.
+func (t *shadowTee) sentRequest(req translate.V2Request, ex translate.Exchange, opt translate.RequestOptions) {
+	if t == nil || t.dropped || t.forward {
+		return
+	}
+	n := int64(req.Len())
+	if !t.eng.Reserve(n) {
+		return
+	}
+	t.c.Reserved += n
+	t.sent = &shadow.Sent{Body: req.Chunks(), ContentType: req.ContentType, HeaderLength: req.HeaderLength,
+		Options: opt, SignatureName: t.sigName, Exchange: ex, AnswerHeaderLength: -1}
+}
+
+// maxSentAnswer is the largest primary v2 answer the tee copies for a
+// copy to compare with its own before translating it: a small copy on
+// the primary's path spares the copy's translation of a faithful answer;
+// a large one would cost the client more than it saves.
+const maxSentAnswer = 64 << 10
+
+// v2Answer keeps a copy of the primary's whole v2 answer (its buffer is
+// the adapter's), when the copy will send the primary's request.
+func (t *shadowTee) v2Answer(body []byte, headerLength int, lim tensor.Limits) {
+	if t == nil || t.sent == nil || t.dropped || len(body) > maxSentAnswer {
+		return
+	}
+	var ans []byte
+	if t.keep(&ans, body); t.dropped {
+		return
+	}
+	t.sent.Answer, t.sent.AnswerHeaderLength, t.sent.AnswerLimits = ans, headerLength, lim
 }
 
 // keep appends the pieces to *dst within the memory cap; over it the
@@ -243,7 +294,7 @@ func (t *shadowTee) keep(dst *[]byte, pieces ...[]byte) {
 func (t *shadowTee) drop() {
 	t.dropped = true
 	t.eng.Drop(t.c.Route.Model, t.c.Reserved)
-	t.c.Reserved, t.req, t.ans = 0, nil, nil
+	t.c.Reserved, t.req, t.ans, t.sent = 0, nil, nil, nil
 }
 
 // abandon lets a copy that will not be sent go, uncounted (nil-safe; a
@@ -254,7 +305,7 @@ func (t *shadowTee) abandon() {
 	}
 	t.eng.Release(t.c.Reserved)
 	t.dropped = true
-	t.c.Reserved, t.req, t.ans = 0, nil, nil
+	t.c.Reserved, t.req, t.ans, t.sent = 0, nil, nil, nil
 }
 
 // request keeps the next pieces of the request body, end set with the
@@ -284,6 +335,9 @@ func (t *shadowTee) done(s *Session, status int, e *apierr.Error) {
 	primary := tfcompare.Answer{Status: status, Body: t.ans}
 	if e != nil {
 		primary.Body = tfresponse.Error(nil, e.Msg)
+		if t.sent != nil {
+			t.sent.Answer = nil // not the v2 answer's translation
+		}
 	}
 	t.submit(s, primary)
 }
@@ -306,7 +360,10 @@ func (t *shadowTee) submit(s *Session, primary tfcompare.Answer) {
 		c.Request = body
 	}
 	c.Primary = primary
-	t.dropped, t.req, t.ans = true, nil, nil // the copy's now
+	if c.Sent = t.sent; c.Sent != nil && primary.Status != 200 {
+		c.Sent.Answer = nil // not the v2 answer's translation
+	}
+	t.dropped, t.req, t.ans, t.sent = true, nil, nil, nil // the copy's now
 	t.pending = &c
 }
 
