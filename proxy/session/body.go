@@ -246,6 +246,8 @@ func (s *Session) requestBody(ctx context.Context, body [][]byte, end bool, out 
 	s.exchange = ex
 	if rq.held {
 		s.shadow.sentRequest(req, ex, s.requestOptions()) // never released: see above
+	} else {
+		s.shadow.sentPooled(&rq.v2, ex, s.requestOptions())
 	}
 	return s.emit(out, s.requestAction(req), req.Chunks())
 }

@@ -222,6 +222,9 @@ type shadowTee struct {
 	// translation resolved.
 	sent    *shadow.Sent
 	sigName string
+	// pooled is the session's own v2 request (released at Close) when
+	// sent is to get its bytes only at handOff.
+	pooled *translate.V2Request
 }
 
 // resolving notes the signature_name the primary's request translation
@@ -248,6 +251,44 @@ func (t *shadowTee) sentRequest(req translate.V2Request, ex translate.Exchange, 
 	t.c.Reserved += n
 	t.sent = &shadow.Sent{Body: req.Chunks(), ContentType: req.ContentType, HeaderLength: req.HeaderLength,
 		Options: opt, SignatureName: t.sigName, Exchange: ex, AnswerHeaderLength: -1}
+}
+
+// sentPooled is sentRequest for a body in pooled memory, which the
+// session gives back at Close: its bytes are copied for the copy at
+// handOff, after the answer has left, if the session still holds them.
+func (t *shadowTee) sentPooled(req *translate.V2Request, ex translate.Exchange, opt translate.RequestOptions) {
+	if t == nil || t.dropped || t.forward {
+		return
+	}
+	t.sent = &shadow.Sent{ContentType: req.ContentType, HeaderLength: req.HeaderLength,
+		Options: opt, SignatureName: t.sigName, Exchange: ex, AnswerHeaderLength: -1}
+	t.pooled = req
+}
+
+// takePooled gives c's Sent the bytes of the pooled request sentPooled
+// noted, copied while the session still holds them; else the copy
+// translates the request itself.
+func (t *shadowTee) takePooled(c *shadow.Copy) {
+	p := t.pooled
+	t.pooled = nil
+	s := c.Sent
+	if s == nil || s.Body != nil {
+		return
+	}
+	c.Sent = nil
+	if p == nil {
+		return
+	}
+	n := p.Len() // 0 once released (Close): a v2 body is never empty
+	if n == 0 || !t.eng.Reserve(int64(n)) {
+		return
+	}
+	body := make([]byte, 0, n)
+	for _, part := range p.Chunks() {
+		body = append(body, part...)
+	}
+	s.Body, c.Sent = [][]byte{body}, s
+	c.Reserved += int64(n)
 }
 
 // maxSentAnswer is the largest primary v2 answer the tee copies for a
@@ -294,7 +335,7 @@ func (t *shadowTee) keep(dst *[]byte, pieces ...[]byte) {
 func (t *shadowTee) drop() {
 	t.dropped = true
 	t.eng.Drop(t.c.Route.Model, t.c.Reserved)
-	t.c.Reserved, t.req, t.ans, t.sent = 0, nil, nil, nil
+	t.c.Reserved, t.req, t.ans, t.sent, t.pooled = 0, nil, nil, nil, nil
 }
 
 // abandon lets a copy that will not be sent go, uncounted (nil-safe; a
@@ -305,7 +346,7 @@ func (t *shadowTee) abandon() {
 	}
 	t.eng.Release(t.c.Reserved)
 	t.dropped = true
-	t.c.Reserved, t.req, t.ans, t.sent = 0, nil, nil, nil
+	t.c.Reserved, t.req, t.ans, t.sent, t.pooled = 0, nil, nil, nil, nil
 }
 
 // request keeps the next pieces of the request body, end set with the
@@ -377,5 +418,6 @@ func (t *shadowTee) handOff() {
 	}
 	c := t.pending
 	t.pending = nil
+	t.takePooled(c)
 	t.eng.Submit(c)
 }
