@@ -463,6 +463,7 @@ func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out
 	if err := s.admitResponse(ctx, rp.n); err != nil {
 		return s.fail(err)
 	}
+	s.shadow.v2Answer(chunk, rp.headerLength, s.cfg.Limits)
 	t0 := time.Now()
 	err := rp.tr.Write(chunk)
 	if err == nil && end {

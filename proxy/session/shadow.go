@@ -225,6 +225,10 @@ type shadowTee struct {
 	// pooled is the session's own v2 request (released at Close) when
 	// sent is to get its bytes only at handOff.
 	pooled *translate.V2Request
+	// v2ans is the primary's v2 answer so far; v2Over: it outgrew
+	// maxSentAnswer and is not kept.
+	v2ans  []byte
+	v2Over bool
 }
 
 // resolving notes the signature_name the primary's request translation
@@ -297,17 +301,25 @@ func (t *shadowTee) takePooled(c *shadow.Copy) {
 // a large one would cost the client more than it saves.
 const maxSentAnswer = 64 << 10
 
-// v2Answer keeps a copy of the primary's whole v2 answer (its buffer is
-// the adapter's), when the copy will send the primary's request.
-func (t *shadowTee) v2Answer(body []byte, headerLength int, lim tensor.Limits) {
-	if t == nil || t.sent == nil || t.dropped || len(body) > maxSentAnswer {
+// v2Answer keeps a copy of the next piece of the primary's v2 answer (a
+// whole answer is one piece; the adapter's buffers are its own), when the
+// copy will send the primary's request; past maxSentAnswer bytes it gives
+// the answer up.
+func (t *shadowTee) v2Answer(b []byte, headerLength int, lim tensor.Limits) {
+	if t == nil || t.sent == nil || t.dropped || t.v2Over {
 		return
 	}
-	var ans []byte
-	if t.keep(&ans, body); t.dropped {
+	if len(t.v2ans)+len(b) > maxSentAnswer {
+		t.v2Over, t.sent.Answer = true, nil
 		return
 	}
-	t.sent.Answer, t.sent.AnswerHeaderLength, t.sent.AnswerLimits = ans, headerLength, lim
+	if t.keep(&t.v2ans, b); t.dropped {
+		return
+	}
+	t.sent.Answer, t.sent.AnswerHeaderLength, t.sent.AnswerLimits = t.v2ans, headerLength, lim
+	if t.sent.Answer == nil {
+		t.sent.Answer = []byte{}
+	}
 }
 
 // keep appends the pieces to *dst within the memory cap; over it the
@@ -335,7 +347,7 @@ func (t *shadowTee) keep(dst *[]byte, pieces ...[]byte) {
 func (t *shadowTee) drop() {
 	t.dropped = true
 	t.eng.Drop(t.c.Route.Model, t.c.Reserved)
-	t.c.Reserved, t.req, t.ans, t.sent, t.pooled = 0, nil, nil, nil, nil
+	t.c.Reserved, t.req, t.ans, t.sent, t.pooled, t.v2ans = 0, nil, nil, nil, nil, nil
 }
 
 // abandon lets a copy that will not be sent go, uncounted (nil-safe; a
@@ -346,7 +358,7 @@ func (t *shadowTee) abandon() {
 	}
 	t.eng.Release(t.c.Reserved)
 	t.dropped = true
-	t.c.Reserved, t.req, t.ans, t.sent, t.pooled = 0, nil, nil, nil, nil
+	t.c.Reserved, t.req, t.ans, t.sent, t.pooled, t.v2ans = 0, nil, nil, nil, nil, nil
 }
 
 // request keeps the next pieces of the request body, end set with the
@@ -404,7 +416,7 @@ func (t *shadowTee) submit(s *Session, primary tfcompare.Answer) {
 	if c.Sent = t.sent; c.Sent != nil && primary.Status != 200 {
 		c.Sent.Answer = nil // not the v2 answer's translation
 	}
-	t.dropped, t.req, t.ans, t.sent = true, nil, nil, nil // the copy's now
+	t.dropped, t.req, t.ans, t.sent, t.v2ans = true, nil, nil, nil, nil // the copy's now
 	t.pending = &c
 }
 

@@ -5,14 +5,17 @@ import (
 	"context"
 	"strconv"
 	"testing"
+
+	"github.com/tfsbridge/tfsbridge/proxy/shadow"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
 // The tee hands the copy the primary's v2 request (shadow.Sent), the
 // bytes sent upstream: by reference when the session never gives them
 // back (a whole body, one held in its frames), copied at the hand-off
 // when they are pooled (a streamed body) and only while the session
-// still holds them; and the primary's v2 answer with its header length
-// when it was translated whole.
+// still holds them; and the primary's v2 answer with its header length,
+// whole or streamed.
 func TestShadowTeeSent(t *testing.T) {
 	const reqBody = `{"instances": [1.0, 2.0, 5.0]}`
 	binHeader := `{"model_name":"half_plus_two","model_version":"1","outputs":[{"name":"y","datatype":"FP32","shape":[3],"parameters":{"binary_data_size":12}}]}`
@@ -26,7 +29,7 @@ func TestShadowTeeSent(t *testing.T) {
 	}{
 		{name: "whole", chunk: 0, wantSent: true, wantAnswer: true},
 		{name: "whole in parts", chunk: -1, wantSent: true, wantAnswer: true},
-		{name: "streamed", chunk: 7, wantSent: true},
+		{name: "streamed", chunk: 7, wantSent: true, wantAnswer: true},
 		{name: "streamed, released", chunk: 7, closed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,5 +100,23 @@ func TestShadowTeeSent(t *testing.T) {
 				t.Errorf("Sent.Answer %q (header %d), want the v2 answer (header %d)", c.Sent.Answer, c.Sent.AnswerHeaderLength, len(binHeader))
 			}
 		})
+	}
+}
+
+// A primary's v2 answer past maxSentAnswer is not kept (the copy
+// translates its own answer then), in one piece or several.
+func TestShadowTeeV2AnswerBound(t *testing.T) {
+	for _, pieces := range [][]int{{maxSentAnswer}, {maxSentAnswer + 1}, {maxSentAnswer / 2, maxSentAnswer/2 + 1, 10}} {
+		_, eng := shadowEnv(t, newTFShadow(t, 200, "{}"), 1<<20)
+		tee := &shadowTee{eng: eng, sent: &shadow.Sent{}}
+		total := 0
+		for _, n := range pieces {
+			tee.v2Answer(make([]byte, n), 7, tensor.Limits{})
+			total += n
+		}
+		if kept := tee.sent.Answer != nil; kept != (total <= maxSentAnswer) || (kept && (len(tee.sent.Answer) != total || tee.sent.AnswerHeaderLength != 7)) {
+			t.Errorf("pieces %v: kept %d bytes, header length %d", pieces, len(tee.sent.Answer), tee.sent.AnswerHeaderLength)
+		}
+		eng.Release(tee.c.Reserved)
 	}
 }
