@@ -55,6 +55,34 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
+// sentOf is the Sent of the last copy tap saw (its request and answer,
+// after a copy without Sent to target): what the session hands over.
+func sentOf(t testing.TB, h *harness, w *scratch, target Target, tap *inferTap) *Sent {
+	t.Helper()
+	c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+	c.model = h.e.model(c.Route.Model)
+	w.res.reset(context.Background(), c, target.Backend)
+	defer w.res.done()
+	sig, err := w.res.fn("")
+	h.e.Release(c.Reserved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := translate.RequestOptions{Kind: oip.Triton, ID: "rid", Limits: h.e.o.Limits, MaxBytes: h.e.o.MaxBodyBytes}
+	tp, _ := translate.For(route.Predict)
+	req, ex, err := tp.Request([]byte(predictBody), func(string) (*tensor.Signature, error) { return sig, nil }, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	if !bytes.Equal(req.Body, tap.request) {
+		t.Fatalf("the request translated again is %q, the copy sent %q", req.Body, tap.request)
+	}
+	return &Sent{Body: req.Chunks(), ContentType: req.ContentType, HeaderLength: req.HeaderLength, Options: opt, Exchange: ex,
+		Answer: bytes.Clone(tap.answer), AnswerHeaderLength: tap.answerHeaderLength, AnswerLimits: h.e.o.Limits}
+}
+
 // TestEngineReusesSent: a copy to a server of the primary's kind and
 // signature sends the primary's v2 request as it is, and an answer that
 // is the primary's v2 answer (but for its id) is a match without being
