@@ -41,7 +41,7 @@ func BenchmarkEngineCopy(b *testing.B) {
 // being translated.
 func BenchmarkEngineCopySent(b *testing.B) {
 	h := newHarness(b, Options{}, 1)
-	tap := &inferTap{}
+	tap := &inferTap{first: true}
 	target := v2Target(b, 0, func(next http.Handler) http.Handler { return tap.wrap(replay(next)) })
 	w := h.e.newScratch()
 	defer w.close()

@@ -20,6 +20,9 @@ import (
 // inferTap records the last inference request body a v2 server got, and
 // its answer's body and Inference-Header-Content-Length.
 type inferTap struct {
+	// first: only the first call is recorded (the others pass as they
+	// would without the tap).
+	first              bool
 	mu                 sync.Mutex
 	request, answer    []byte
 	answerHeaderLength int
@@ -27,7 +30,10 @@ type inferTap struct {
 
 func (tp *inferTap) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !bytes.HasSuffix([]byte(r.URL.Path), []byte("/infer")) {
+		tp.mu.Lock()
+		done := tp.first && tp.request != nil
+		tp.mu.Unlock()
+		if done || !bytes.HasSuffix([]byte(r.URL.Path), []byte("/infer")) {
 			next.ServeHTTP(w, r)
 			return
 		}
