@@ -536,6 +536,7 @@ func (s *Session) Fail(err error) Action { return s.fail(err) }
 // away, or its streamed answer broke midway) is completed with status 499.
 func (s *Session) Close() {
 	s.resp.endSpan()
+	s.shadow.takePooledAtClose() // before the request's memory goes back
 	s.req.close()
 	s.ReleaseAdmission()
 	if s.state != stIdle && s.state != stPassThrough {

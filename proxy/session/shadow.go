@@ -295,10 +295,23 @@ func (t *shadowTee) takePooled(c *shadow.Copy) {
 	c.Reserved += int64(n)
 }
 
+// takePooledAtClose takes the pooled request's bytes for a copy not yet
+// handed off when the session ends (the reverse proxy hands its copies
+// off at Close), before Close gives them back: only a small body, as the
+// adapter may not have sent its answer yet (a larger one is translated
+// by the copy itself). Nil-safe.
+func (t *shadowTee) takePooledAtClose() {
+	if t == nil || t.pending == nil || t.pooled == nil || t.pooled.Len() > maxSentAnswer {
+		return
+	}
+	t.takePooled(t.pending)
+}
+
 // maxSentAnswer is the largest primary v2 answer the tee copies for a
-// copy to compare with its own before translating it: a small copy on
-// the primary's path spares the copy's translation of a faithful answer;
-// a large one would cost the client more than it saves.
+// copy to compare with its own before translating it, and the largest
+// pooled request it copies before the answer has surely left (Close): a
+// small copy on the primary's path spares the copy's translation; a large
+// one would cost the client more than it saves.
 const maxSentAnswer = 64 << 10
 
 // v2Answer keeps a copy of the next piece of the primary's v2 answer (a

@@ -14,7 +14,8 @@ import (
 // bytes sent upstream: by reference when the session never gives them
 // back (a whole body, one held in its frames), copied at the hand-off
 // when they are pooled (a streamed body) and only while the session
-// still holds them; and the primary's v2 answer with its header length,
+// still holds them (a small one is taken at Close, before it gives them
+// back); and the primary's v2 answer with its header length,
 // whole or streamed.
 func TestShadowTeeSent(t *testing.T) {
 	const reqBody = `{"instances": [1.0, 2.0, 5.0]}`
@@ -24,6 +25,7 @@ func TestShadowTeeSent(t *testing.T) {
 		name       string
 		chunk      int  // 0: whole bodies; -1: the request whole in parts; else streamed in pieces of chunk bytes
 		closed     bool // the session released its request before the hand-off
+		atClose    bool // ... after Close took its bytes (the reverse proxy's hand-off)
 		wantSent   bool
 		wantAnswer bool
 	}{
@@ -31,6 +33,7 @@ func TestShadowTeeSent(t *testing.T) {
 		{name: "whole in parts", chunk: -1, wantSent: true, wantAnswer: true},
 		{name: "streamed", chunk: 7, wantSent: true, wantAnswer: true},
 		{name: "streamed, released", chunk: 7, closed: true},
+		{name: "streamed, taken at Close", chunk: 7, closed: true, atClose: true, wantSent: true, wantAnswer: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, eng := shadowEnv(t, newTFShadow(t, 200, "{}"), 1<<20)
@@ -70,6 +73,9 @@ func TestShadowTeeSent(t *testing.T) {
 			tee := s.shadow
 			if tee.pending == nil {
 				t.Fatal("no copy made")
+			}
+			if tc.atClose {
+				tee.takePooledAtClose()
 			}
 			if tc.closed {
 				s.req.close()
