@@ -173,3 +173,54 @@ func BenchmarkRequestImage7Chunked16K(b *testing.B) { benchImageChunked(b, 7, 16
 
 // BenchmarkRequestImage17Chunked16K is RequestImage17 streamed in 16 KiB chunks.
 func BenchmarkRequestImage17Chunked16K(b *testing.B) { benchImageChunked(b, -1, 16<<10) }
+
+// pathImageDoc is the image BenchmarkPath (test/e2e) sends: the same
+// 1×224×224×3 rows, but every value d.dddddd in [1, 10) (one integer
+// digit and six decimals, where imageDoc's are 0.ddddddd), 1.76 MB.
+func pathImageDoc() []byte {
+	const n = 224 * 224 * 3
+	b := make([]byte, 0, n*10+64)
+	b = append(b, `{"instances": [[`...)
+	for i := range n {
+		switch {
+		case i == 0:
+			b = append(b, "[["...)
+		case i%(224*3) == 0:
+			b = append(b, "]], [["...)
+		case i%3 == 0:
+			b = append(b, "], ["...)
+		default:
+			b = append(b, ", "...)
+		}
+		v := 1_000_000 + (i*7919+12345)%9_000_000
+		b = strconv.AppendFloat(b, float64(v)/1e6, 'f', 6, 64)
+	}
+	return append(b, "]]]]}"...)
+}
+
+// BenchmarkRequestImagePath decodes BenchmarkPath's image as the BUFFERED
+// ext_proc path does: streamed from 16 KiB pieces (the gRPC message's
+// frames, read where they lie), the v2 blocks given back after each
+// exchange. Its values' shape costs more per value than RequestImage7's
+// (an integer digit to read before the fraction): this is the decode the
+// whole-path row pays.
+func BenchmarkRequestImagePath(b *testing.B) {
+	doc := pathImageDoc()
+	opt := RequestOptions{Kind: oip.Triton}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := predict.NewRequestStream(imageResolve, opt)
+		for p := 0; p < len(doc); p += 16 << 10 {
+			if err := s.Write(doc[p:min(p+16<<10, len(doc))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		req, _, err := s.Close()
+		if err != nil || req.Len() < 224*224*3*4 {
+			b.Fatalf("%d bytes, %v", req.Len(), err)
+		}
+		req.Release()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(224*224*3), "ns/value")
+}

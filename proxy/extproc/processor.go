@@ -169,14 +169,19 @@ func (p *Processor) handleFramed(st *streamTrace, sess *session.Session, f *fram
 	if !body.GetEndOfStream() && sess.AwaitingBody() {
 		return bodyReply(withRequestID(sess.Fail(errPartialBody()), sess, false), true), nil
 	}
-	a, chunks := sess.RequestParts(st.ctx, f.chunks)
+	a, chunks, release := sess.RequestParts(st.ctx, f.chunks)
 	f.free()
 	a = withRequestID(a, sess, false)
 	resp = bodyReply(a, true)
 	if a.Verdict != session.Continue || chunks == nil {
+		if release != nil {
+			release()
+		}
 		return resp, nil
 	}
-	return resp, &partsResponse{msg: resp, parts: chunks}
+	// The v2 body's blocks go back to the decoder's pools once gRPC has
+	// written them (partsResponse.handOver), as a translated answer's do.
+	return resp, &partsResponse{msg: resp, parts: chunks, release: release}
 }
 
 // recvEnded is Process's result once Recv fails: io.EOF and

@@ -245,11 +245,18 @@ func (s *Session) requestBody(ctx context.Context, body [][]byte, end bool, out 
 	s.holdAtLeast(int64(req.Len()))
 	s.exchange = ex
 	if rq.held {
-		s.shadow.sentRequest(req, ex, s.requestOptions()) // never released: see above
+		s.shadow.sentRequest(req, ex, s.requestOptions())
 	} else {
 		s.shadow.sentPooled(&rq.v2, ex, s.requestOptions())
 	}
-	return s.emit(out, s.requestAction(req), req.Chunks())
+	a := s.emit(out, s.requestAction(req), req.Chunks())
+	if o, ok := out.(*partsSink); ok && rq.held && o.parts != nil {
+		// The adapter writes the parts where they lie and gives the
+		// decoder's blocks back once written (pooled, not garbage); a
+		// shadow copy that sends them too shares the release.
+		o.release = s.shadow.shareRelease(req.Release)
+	}
+	return a
 }
 
 // grown is b with room for n more bytes, allocated once to that size

@@ -47,7 +47,11 @@ func TestRequestParts(t *testing.T) {
 			}
 			s := New(e.cfg)
 			s.RequestHeaders(ctx, "POST", path, hdr{"x-request-id": "r1"}, false)
-			got, parts := s.RequestParts(ctx, chunks)
+			got, parts, release := s.RequestParts(ctx, chunks)
+			if (parts != nil) != (release != nil) {
+				// Parts are the decoder's pooled blocks, given back by release.
+				t.Errorf("body %d in pieces of %d: %d parts with release %v", i, size, len(parts), release != nil)
+			}
 			if parts != nil {
 				if got.Body != nil {
 					t.Errorf("body %d: a body in the action and in parts", i)
@@ -55,6 +59,9 @@ func TestRequestParts(t *testing.T) {
 				got.Body = bytes.Join(parts, nil)
 			}
 			s.Close()
+			if release != nil {
+				release()
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("body %d in pieces of %d:\n got %v %d %v %.200q\nwant %v %d %v %.200q", i, size,
 					got.Verdict, got.Status, got.Set, got.Body, want.Verdict, want.Status, want.Set, want.Body)

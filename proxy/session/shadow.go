@@ -240,10 +240,11 @@ func (t *shadowTee) resolving(name string) {
 }
 
 // sentRequest keeps a reference to the primary's v2 request, for a copy
-// whose translation would write the same bytes (shadow.Sent): only a body
-// the session never gives back to a pool (a whole body's translation, or
-// one held whole in the adapter's pieces), and only within the memory
-// cap; else the copy translates the request itself.
+// whose translation would write the same bytes (shadow.Sent): a body the
+// session never gives back to a pool (a whole body's translation), or
+// one held whole in the adapter's pieces, whose release the adapter and
+// the copy then share (shareRelease); only within the memory cap, else
+// the copy translates the request itself.
 func (t *shadowTee) sentRequest(req translate.V2Request, ex translate.Exchange, opt translate.RequestOptions) {
 	if t == nil || t.dropped || t.forward {
 		return
@@ -255,6 +256,20 @@ func (t *shadowTee) sentRequest(req translate.V2Request, ex translate.Exchange, 
 	t.c.Reserved += n
 	t.sent = &shadow.Sent{Body: req.Chunks(), ContentType: req.ContentType, HeaderLength: req.HeaderLength,
 		Options: opt, SignatureName: t.sigName, Exchange: ex, AnswerHeaderLength: -1}
+}
+
+// shareRelease returns the release the adapter calls for the primary's
+// v2 request parts once it has written them: release itself, or, when
+// the copy keeps a reference to the parts, its share of release with the
+// copy (shadow.SharedRelease), so that the parts go back to their pool
+// only once both are done with them. Nil-safe.
+func (t *shadowTee) shareRelease(release func()) func() {
+	if t == nil || t.sent == nil || t.sent.Body == nil || t.dropped {
+		return release
+	}
+	r := shadow.NewSharedRelease(release)
+	t.sent.Release = r.Done
+	return r.Done
 }
 
 // sentPooled is sentRequest for a body in pooled memory, which the

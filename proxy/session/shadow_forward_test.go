@@ -61,8 +61,8 @@ func passOn(t *testing.T, s *Session, body []byte, chunk int, request bool) {
 	}
 	if chunk < 0 && request {
 		half := len(body) / 2
-		a, parts := s.RequestParts(ctx, [][]byte{body[:half], body[half:]})
-		if a.Verdict != PassThrough || parts != nil || a.ReplaceBody || len(a.Set)+len(a.Remove) > 0 {
+		a, parts, release := s.RequestParts(ctx, [][]byte{body[:half], body[half:]})
+		if a.Verdict != PassThrough || parts != nil || release != nil || a.ReplaceBody || len(a.Set)+len(a.Remove) > 0 {
 			t.Fatalf("parts: %v %d parts, replace %v %v %v, want an unchanged pass-through", a.Verdict, len(parts), a.ReplaceBody, a.Set, a.Remove)
 		}
 		return
@@ -212,7 +212,7 @@ func TestShadowForwardPartsNotJoined(t *testing.T) {
 	body := 3 * len(part)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	a, parts := s.RequestParts(context.Background(), [][]byte{part, part, part})
+	a, parts, _ := s.RequestParts(context.Background(), [][]byte{part, part, part})
 	runtime.ReadMemStats(&after)
 	if a.Verdict != PassThrough || parts != nil {
 		t.Fatalf("%v %d parts, want a pass-through", a.Verdict, len(parts))

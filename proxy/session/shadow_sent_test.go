@@ -47,9 +47,17 @@ func TestShadowTeeSent(t *testing.T) {
 			)
 			switch tc.chunk {
 			case -1:
-				var parts [][]byte
-				a, parts = s.RequestParts(ctx, [][]byte{[]byte(reqBody[:10]), []byte(reqBody[10:])})
+				var (
+					parts   [][]byte
+					release func()
+				)
+				a, parts, release = s.RequestParts(ctx, [][]byte{[]byte(reqBody[:10]), []byte(reqBody[10:])})
 				v2 = append(bytes.Clone(a.Body), bytes.Join(parts, nil)...)
+				if release != nil {
+					// The adapter's share, once written: the copy's keeps
+					// the parts alive.
+					defer release()
+				}
 			case 0:
 				a = s.bufferedRequest(ctx, []byte(reqBody))
 				v2 = a.Body
@@ -98,6 +106,11 @@ func TestShadowTeeSent(t *testing.T) {
 			}
 			if c.Sent.SignatureName != "" || c.Sent.Exchange.Signature == nil || c.Sent.Options.ID != s.requestID || c.Sent.ContentType == "" {
 				t.Errorf("Sent %+v: want the default signature, its TF signature and the request's options", c.Sent)
+			}
+			if got := c.Sent.Release != nil; got != (tc.chunk == -1) {
+				// Only parts the adapter gives back to their pool have a
+				// release, which the copy shares.
+				t.Errorf("Sent.Release set %v, want %v", got, tc.chunk == -1)
 			}
 			if got := c.Sent.Answer != nil; got != tc.wantAnswer {
 				t.Fatalf("Sent.Answer %v, want %v", got, tc.wantAnswer)

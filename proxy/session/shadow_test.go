@@ -153,7 +153,7 @@ func TestShadowTee(t *testing.T) {
 			var a Action
 			switch tc.chunk {
 			case -1:
-				a, _ = s.RequestParts(ctx, [][]byte{body[:10], body[10:]})
+				a, _, _ = s.RequestParts(ctx, [][]byte{body[:10], body[10:]})
 			case 0:
 				a = s.bufferedRequest(ctx, body)
 			default:

@@ -87,9 +87,12 @@ func (e *Engine) callV2(ctx context.Context, w *scratch, c *Copy, base *url.URL)
 	sent := e.sameRequest(res, c, opt)
 	if sent != nil {
 		// The primary's bytes, already counted in c.Reserved.
-		ex, parts = sent.Exchange, sent.Body
+		ex, parts, release = sent.Exchange, sent.Body, sent.takeRelease()
 		h = head{contentType: sent.ContentType, headerLength: sent.HeaderLength}
 	} else {
+		if r := c.Sent.takeRelease(); r != nil {
+			r() // not sent: the copy no longer needs the primary's bytes
+		}
 		req, rex, err := tp.Request(c.Request, res.fn, opt)
 		if err != nil {
 			// The request is refused before any server call: that is

@@ -3,6 +3,7 @@ package shadow
 import (
 	"bytes"
 	"slices"
+	"sync/atomic"
 
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
@@ -35,6 +36,44 @@ type Sent struct {
 	Answer             []byte
 	AnswerHeaderLength int
 	AnswerLimits       tensor.Limits
+	// Release, when not nil, is the copy's share of Body's release: Body
+	// is pooled memory, given back once the adapter and the copy have
+	// both released it (a copy that never does leaves it to the
+	// collector). The engine calls it once, when it no longer reads Body.
+	Release func()
+}
+
+// takeRelease returns s's Release, once (nil after that, and for a nil s).
+func (s *Sent) takeRelease() func() {
+	if s == nil {
+		return nil
+	}
+	r := s.Release
+	s.Release = nil
+	return r
+}
+
+// SharedRelease is a release shared by two holders: the memory goes back
+// when both have let it go. If either never does, nothing is given back
+// and the collector frees the memory, which is always safe.
+type SharedRelease struct {
+	left    atomic.Int32
+	release func()
+}
+
+// NewSharedRelease returns release shared by two holders, each to call
+// Done once.
+func NewSharedRelease(release func()) *SharedRelease {
+	r := &SharedRelease{release: release}
+	r.left.Store(2)
+	return r
+}
+
+// Done is one holder's release.
+func (r *SharedRelease) Done() {
+	if r.left.Add(-1) == 0 {
+		r.release()
+	}
 }
 
 // sameRequest is c's Sent when the copy's request, translated for its

