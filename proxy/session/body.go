@@ -244,11 +244,17 @@ func (s *Session) requestBody(ctx context.Context, body [][]byte, end bool, out 
 	// becomes 8 bytes of INT64): count what is really held.
 	s.holdAtLeast(int64(req.Len()))
 	s.exchange = ex
+	if rq.held {
+		s.shadow.sentRequest(req, ex, s.requestOptions())
+	} else {
+		s.shadow.sentPooled(&rq.v2, ex, s.requestOptions())
+	}
 	a := s.emit(out, s.requestAction(req), req.Chunks())
 	if o, ok := out.(*partsSink); ok && rq.held && o.parts != nil {
 		// The adapter writes the parts where they lie and gives the
-		// decoder's blocks back once written (pooled, not garbage).
-		o.release = req.Release
+		// decoder's blocks back once written (pooled, not garbage); a
+		// shadow copy that sends them too shares the release.
+		o.release = s.shadow.shareRelease(req.Release)
 	}
 	return a
 }
@@ -300,6 +306,7 @@ func (s *Session) translateRequest(ctx context.Context, body []byte, out Sink) A
 		return s.fail(err)
 	}
 	s.exchange = ex
+	s.shadow.sentRequest(req, ex, s.requestOptions())
 	return s.emit(out, s.requestAction(req), [][]byte{req.Body})
 }
 
@@ -463,6 +470,7 @@ func (s *Session) ResponseChunk(ctx context.Context, chunk []byte, end bool, out
 	if err := s.admitResponse(ctx, rp.n); err != nil {
 		return s.fail(err)
 	}
+	s.shadow.v2Answer(chunk, rp.headerLength, s.cfg.Limits)
 	t0 := time.Now()
 	err := rp.tr.Write(chunk)
 	if err == nil && end {

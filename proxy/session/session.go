@@ -354,6 +354,7 @@ func (s *Session) awaitBody(ctx context.Context, p bodyPipeline, h HeaderGetter,
 // for the lookups a mapped model's other signatures need.
 func (s *Session) resolver(ctx context.Context) func(string) (*tensor.Signature, error) {
 	return func(signatureName string) (*tensor.Signature, error) {
+		s.shadow.resolving(signatureName)
 		if s.rt.model != nil && s.rt.tf.Label == "" {
 			return s.resolveMapped(ctx, signatureName)
 		}
@@ -535,6 +536,7 @@ func (s *Session) Fail(err error) Action { return s.fail(err) }
 // away, or its streamed answer broke midway) is completed with status 499.
 func (s *Session) Close() {
 	s.resp.endSpan()
+	s.shadow.takePooledAtClose() // before the request's memory goes back
 	s.req.close()
 	s.ReleaseAdmission()
 	if s.state != stIdle && s.state != stPassThrough {

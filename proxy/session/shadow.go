@@ -105,6 +105,7 @@ func (p shadowPipeline) response(body []byte, headerLength int, ex translate.Exc
 	tf, err := p.inferencePipeline.response(body, headerLength, ex, lim)
 	if err == nil {
 		p.tee.answer(tf.Parts()...)
+		p.tee.v2Answer(body, headerLength, lim)
 	}
 	return tf, err
 }
@@ -216,6 +217,137 @@ type shadowTee struct {
 	forward     bool
 	status      int
 	ansEncoding string
+	// sent is the primary's v2 request, and answer, for the copy to
+	// reuse (shadow.Sent); sigName the signature_name the primary's
+	// translation resolved.
+	sent    *shadow.Sent
+	sigName string
+	// pooled is the session's own v2 request (released at Close) when
+	// sent is to get its bytes only at handOff.
+	pooled *translate.V2Request
+	// v2ans is the primary's v2 answer so far; v2Over: it outgrew
+	// maxSentAnswer and is not kept.
+	v2ans  []byte
+	v2Over bool
+}
+
+// resolving notes the signature_name the primary's request translation
+// looks up (nil-safe).
+func (t *shadowTee) resolving(name string) {
+	if t != nil {
+		t.sigName = name
+	}
+}
+
+// sentRequest keeps a reference to the primary's v2 request, for a copy
+// whose translation would write the same bytes (shadow.Sent): a body the
+// session never gives back to a pool (a whole body's translation), or
+// one held whole in the adapter's pieces, whose release the adapter and
+// the copy then share (shareRelease); only within the memory cap, else
+// the copy translates the request itself.
+func (t *shadowTee) sentRequest(req translate.V2Request, ex translate.Exchange, opt translate.RequestOptions) {
+	if t == nil || t.dropped || t.forward {
+		return
+	}
+	n := int64(req.Len())
+	if !t.eng.Reserve(n) {
+		return
+	}
+	t.c.Reserved += n
+	t.sent = &shadow.Sent{Body: req.Chunks(), ContentType: req.ContentType, HeaderLength: req.HeaderLength,
+		Options: opt, SignatureName: t.sigName, Exchange: ex, AnswerHeaderLength: -1}
+}
+
+// shareRelease returns the release the adapter calls for the primary's
+// v2 request parts once it has written them: release itself, or, when
+// the copy keeps a reference to the parts, its share of release with the
+// copy (shadow.SharedRelease), so that the parts go back to their pool
+// only once both are done with them. Nil-safe.
+func (t *shadowTee) shareRelease(release func()) func() {
+	if t == nil || t.sent == nil || t.sent.Body == nil || t.dropped {
+		return release
+	}
+	r := shadow.NewSharedRelease(release)
+	t.sent.Release = r.Done
+	return r.Done
+}
+
+// sentPooled is sentRequest for a body in pooled memory, which the
+// session gives back at Close: its bytes are copied for the copy at
+// handOff, after the answer has left, if the session still holds them.
+func (t *shadowTee) sentPooled(req *translate.V2Request, ex translate.Exchange, opt translate.RequestOptions) {
+	if t == nil || t.dropped || t.forward {
+		return
+	}
+	t.sent = &shadow.Sent{ContentType: req.ContentType, HeaderLength: req.HeaderLength,
+		Options: opt, SignatureName: t.sigName, Exchange: ex, AnswerHeaderLength: -1}
+	t.pooled = req
+}
+
+// takePooled gives c's Sent the bytes of the pooled request sentPooled
+// noted, copied while the session still holds them; else the copy
+// translates the request itself.
+func (t *shadowTee) takePooled(c *shadow.Copy) {
+	p := t.pooled
+	t.pooled = nil
+	s := c.Sent
+	if s == nil || s.Body != nil {
+		return
+	}
+	c.Sent = nil
+	if p == nil {
+		return
+	}
+	n := p.Len() // 0 once released (Close): a v2 body is never empty
+	if n == 0 || !t.eng.Reserve(int64(n)) {
+		return
+	}
+	body := make([]byte, 0, n)
+	for _, part := range p.Chunks() {
+		body = append(body, part...)
+	}
+	s.Body, c.Sent = [][]byte{body}, s
+	c.Reserved += int64(n)
+}
+
+// takePooledAtClose takes the pooled request's bytes for a copy not yet
+// handed off when the session ends (the reverse proxy hands its copies
+// off at Close), before Close gives them back: only a small body, as the
+// adapter may not have sent its answer yet (a larger one is translated
+// by the copy itself). Nil-safe.
+func (t *shadowTee) takePooledAtClose() {
+	if t == nil || t.pending == nil || t.pooled == nil || t.pooled.Len() > maxSentAnswer {
+		return
+	}
+	t.takePooled(t.pending)
+}
+
+// maxSentAnswer is the largest primary v2 answer the tee copies for a
+// copy to compare with its own before translating it, and the largest
+// pooled request it copies before the answer has surely left (Close): a
+// small copy on the primary's path spares the copy's translation; a large
+// one would cost the client more than it saves.
+const maxSentAnswer = 64 << 10
+
+// v2Answer keeps a copy of the next piece of the primary's v2 answer (a
+// whole answer is one piece; the adapter's buffers are its own), when the
+// copy will send the primary's request; past maxSentAnswer bytes it gives
+// the answer up.
+func (t *shadowTee) v2Answer(b []byte, headerLength int, lim tensor.Limits) {
+	if t == nil || t.sent == nil || t.dropped || t.v2Over {
+		return
+	}
+	if len(t.v2ans)+len(b) > maxSentAnswer {
+		t.v2Over, t.sent.Answer = true, nil
+		return
+	}
+	if t.keep(&t.v2ans, b); t.dropped {
+		return
+	}
+	t.sent.Answer, t.sent.AnswerHeaderLength, t.sent.AnswerLimits = t.v2ans, headerLength, lim
+	if t.sent.Answer == nil {
+		t.sent.Answer = []byte{}
+	}
 }
 
 // keep appends the pieces to *dst within the memory cap; over it the
@@ -243,7 +375,7 @@ func (t *shadowTee) keep(dst *[]byte, pieces ...[]byte) {
 func (t *shadowTee) drop() {
 	t.dropped = true
 	t.eng.Drop(t.c.Route.Model, t.c.Reserved)
-	t.c.Reserved, t.req, t.ans = 0, nil, nil
+	t.c.Reserved, t.req, t.ans, t.sent, t.pooled, t.v2ans = 0, nil, nil, nil, nil, nil
 }
 
 // abandon lets a copy that will not be sent go, uncounted (nil-safe; a
@@ -254,7 +386,7 @@ func (t *shadowTee) abandon() {
 	}
 	t.eng.Release(t.c.Reserved)
 	t.dropped = true
-	t.c.Reserved, t.req, t.ans = 0, nil, nil
+	t.c.Reserved, t.req, t.ans, t.sent, t.pooled, t.v2ans = 0, nil, nil, nil, nil, nil
 }
 
 // request keeps the next pieces of the request body, end set with the
@@ -284,6 +416,9 @@ func (t *shadowTee) done(s *Session, status int, e *apierr.Error) {
 	primary := tfcompare.Answer{Status: status, Body: t.ans}
 	if e != nil {
 		primary.Body = tfresponse.Error(nil, e.Msg)
+		if t.sent != nil {
+			t.sent.Answer = nil // not the v2 answer's translation
+		}
 	}
 	t.submit(s, primary)
 }
@@ -306,7 +441,10 @@ func (t *shadowTee) submit(s *Session, primary tfcompare.Answer) {
 		c.Request = body
 	}
 	c.Primary = primary
-	t.dropped, t.req, t.ans = true, nil, nil // the copy's now
+	if c.Sent = t.sent; c.Sent != nil && primary.Status != 200 {
+		c.Sent.Answer = nil // not the v2 answer's translation
+	}
+	t.dropped, t.req, t.ans, t.sent, t.v2ans = true, nil, nil, nil, nil // the copy's now
 	t.pending = &c
 }
 
@@ -320,5 +458,6 @@ func (t *shadowTee) handOff() {
 	}
 	c := t.pending
 	t.pending = nil
+	t.takePooled(c)
 	t.eng.Submit(c)
 }

@@ -78,22 +78,40 @@ func (e *Engine) callV2(ctx context.Context, w *scratch, c *Copy, base *url.URL)
 	res.reset(ctx, c, be)
 	defer res.done()
 	opt := translate.RequestOptions{Kind: kind, ID: c.RequestID, Limits: e.o.Limits, MaxBytes: e.o.MaxBodyBytes}
-	req, ex, err := tp.Request(c.Request, res.fn, opt)
-	if err != nil {
-		// The request is refused before any server call: that is the
-		// shadow's TF answer, compared by status with the primary's.
-		return errorAnswer(apierr.As(err)), nil
+	var (
+		ex      translate.Exchange
+		parts   [][]byte
+		release func()
+		h       head
+	)
+	sent := e.sameRequest(res, c, opt)
+	if sent != nil {
+		// The primary's bytes, already counted in c.Reserved.
+		ex, parts, release = sent.Exchange, sent.Body, sent.takeRelease()
+		h = head{contentType: sent.ContentType, headerLength: sent.HeaderLength}
+	} else {
+		if r := c.Sent.takeRelease(); r != nil {
+			r() // not sent: the copy no longer needs the primary's bytes
+		}
+		req, rex, err := tp.Request(c.Request, res.fn, opt)
+		if err != nil {
+			// The request is refused before any server call: that is
+			// the shadow's TF answer, compared by status with the
+			// primary's.
+			return errorAnswer(apierr.As(err)), nil
+		}
+		n := int64(req.Len())
+		if !e.Reserve(n) {
+			req.Release()
+			return tfcompare.Answer{}, errOverCap
+		}
+		defer e.Release(n)
+		ex, parts, release = rex, req.Chunks(), req.Release
+		h = head{contentType: req.ContentType, headerLength: req.HeaderLength}
 	}
-	n := int64(req.Len())
-	if !e.Reserve(n) {
-		req.Release()
-		return tfcompare.Answer{}, errOverCap
-	}
-	defer e.Release(n)
-	h := head{contentType: req.ContentType, headerLength: req.HeaderLength}
 	// The v2 answer is read into the worker's buffer: only its
 	// translation is kept.
-	ah, body, err := e.post(ctx, c, w, base, res.wire.V2InferPath(), req.Chunks(), req.Release, h)
+	ah, body, err := e.post(ctx, c, w, base, res.wire.V2InferPath(), parts, release, h)
 	if err != nil {
 		return tfcompare.Answer{}, err
 	}
@@ -113,6 +131,11 @@ func (e *Engine) callV2(ctx context.Context, w *scratch, c *Copy, base *url.URL)
 		if headerLength, err = oip.ParseHeaderLength(ihcl, len(body)); err != nil {
 			return tfcompare.Answer{}, fmt.Errorf("%w: %w", errNoAnswer, err)
 		}
+	}
+	if sent != nil && e.sameAnswer(sent, body, headerLength) {
+		// The primary's v2 answer, byte for byte, after the primary's
+		// request: its translation is the primary's TF answer.
+		return tfcompare.Answer{Status: http.StatusOK, Body: c.Primary.Body}, nil
 	}
 	tf, err := tp.Response(body, headerLength, ex, e.o.Limits)
 	if err != nil {

@@ -113,6 +113,10 @@ type Copy struct {
 	Request []byte
 	// Primary is the primary's TF answer as the client got it.
 	Primary tfcompare.Answer
+	// Sent, when not nil, is the primary's v2 request and answer, which
+	// the copy reuses where its own would be the same bytes (sent.go).
+	// Their bytes are counted in Reserved.
+	Sent *Sent
 	// Reserved is what the copy holds of the memory cap (Reserve).
 	Reserved int64
 

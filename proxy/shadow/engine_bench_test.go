@@ -34,6 +34,35 @@ func BenchmarkEngineCopy(b *testing.B) {
 	}
 }
 
+// BenchmarkEngineCopySent is BenchmarkEngineCopy for a copy that has the
+// primary's v2 request and answer (Sent, as the session hands them over
+// when the shadow server is of the primary's kind and signature): the
+// request is sent as it is and the faithful answer is matched without
+// being translated.
+func BenchmarkEngineCopySent(b *testing.B) {
+	h := newHarness(b, Options{}, 1)
+	tap := &inferTap{first: true}
+	target := v2Target(b, 0, func(next http.Handler) http.Handler { return tap.wrap(replay(next)) })
+	w := h.e.newScratch()
+	defer w.close()
+	// One copy without Sent: its request and answer are the primary's.
+	c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+	h.e.runWithin(w, c)
+	h.e.Release(c.Reserved)
+	sent := sentOf(b, h, w, target, tap)
+	b.ReportAllocs()
+	for b.Loop() {
+		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+		c.Sent = sent
+		h.e.runWithin(w, c)
+		h.e.Release(c.Reserved)
+	}
+	b.StopTimer()
+	if got := h.count(observe.ShadowMatch); got < 2 || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
+		b.Fatalf("%d matches, %d mismatches, %d errors", got, h.count(observe.ShadowMismatch), h.count(observe.ShadowError))
+	}
+}
+
 // replay answers every inference call with next's answer to the first.
 func replay(next http.Handler) http.Handler {
 	var (
