@@ -15,13 +15,17 @@ type workers struct {
 	jobs chan func()
 	idle atomic.Int32
 	// max is how many goroutines may wait for work at once; keep is how
-	// long one waits before it ends.
+	// long one waits before it ends (a time.Duration, atomic so that it
+	// can be changed while workers wait: TestWorkers checks reuse with a
+	// long keep and expiry with a short one).
 	max  int32
-	keep time.Duration
+	keep atomic.Int64
 }
 
 func newWorkers(maxIdle int, keep time.Duration) *workers {
-	return &workers{jobs: make(chan func()), max: int32(maxIdle), keep: keep}
+	w := &workers{jobs: make(chan func()), max: int32(maxIdle)}
+	w.keep.Store(int64(keep))
+	return w
 }
 
 // workerKeep is how long an idle receive goroutine waits for the next
@@ -50,9 +54,9 @@ func (w *workers) loop(f func()) {
 			return
 		}
 		if t == nil {
-			t = time.NewTimer(w.keep)
+			t = time.NewTimer(time.Duration(w.keep.Load()))
 		} else {
-			t.Reset(w.keep)
+			t.Reset(time.Duration(w.keep.Load()))
 		}
 		select {
 		case f = <-w.jobs:

@@ -12,33 +12,44 @@ import (
 // no more than max wait, and that the idle ones end after keep.
 func TestWorkers(t *testing.T) {
 	base := runtime.NumGoroutine()
-	w := newWorkers(1, 200*time.Millisecond)
+	// keep is an hour while reuse is checked: a busy machine may take
+	// longer than any short keep between the two functions.
+	w := newWorkers(1, time.Hour)
 	ids := make(chan int64, 2)
 	done := make(chan struct{})
-	for range 2 {
-		// One at a time: the second runs once the first is done, on the
-		// worker the first left waiting (poll for it: it waits only once
-		// its function has returned).
-		w.run(func() { ids <- goid(); done <- struct{}{} })
-		<-done
-		// Generous deadline: on a busy machine the worker may take a while
-		// to reach its wait.
-		if !poll.Until(10*time.Second, func() bool { return w.idle.Load() == 1 }) {
-			t.Fatalf("idle workers %d, want 1", w.idle.Load())
-		}
-	}
+	job := func() { ids <- goid(); done <- struct{}{} }
+	w.run(job) // no worker waits yet: a goroutine of its own
+	<-done
+	// The second goes to the worker the first left waiting. A blocking
+	// send, not run's: run gives up (and starts a goroutine) when the
+	// worker has not reached its wait yet, which a busy machine can delay.
+	handOff(t, w, job)
+	<-done
 	if a, b := <-ids, <-ids; a != b {
 		t.Errorf("the second function ran on goroutine %d, not on the idle worker %d", b, a)
 	}
-	// Two at once: the second gets a goroutine of its own, and only one of
-	// them stays (max 1).
+	// Two at once, with a short keep (the worker reads it when it next
+	// waits): the first goes to the idle worker, the second, with no
+	// worker left waiting, gets a goroutine of its own; once both are
+	// done only one stays (max 1), and it ends after keep.
+	w.keep.Store(int64(50 * time.Millisecond))
 	release := make(chan struct{})
-	for range 2 {
-		w.run(func() { <-release })
-	}
+	handOff(t, w, func() { <-release })
+	w.run(func() { <-release })
 	close(release)
 	if !poll.Until(10*time.Second, func() bool { return w.idle.Load() == 0 && runtime.NumGoroutine() <= base }) {
 		t.Fatalf("%d idle workers and %d goroutines after keep, want 0 and at most %d", w.idle.Load(), runtime.NumGoroutine(), base)
+	}
+}
+
+// handOff gives f to w's waiting worker, failing t if none takes it
+// within a generous bound (a busy machine delays the worker's wait).
+func handOff(t *testing.T, w *workers, f func()) {
+	t.Helper()
+	select {
+	case w.jobs <- f:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no idle worker took the function")
 	}
 }
 
