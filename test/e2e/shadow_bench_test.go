@@ -43,6 +43,11 @@ import (
 //     own share is a read and a write syscall per copy. The shadow
 //     model's serving is not measured — in a deployment it runs on the
 //     shadow's own machine.
+//   - drift-p50-cost-%: the same stand-in answering what a converted
+//     model would, its outputs 1e-6 off the primary's (within the
+//     tolerance: a match): the answer is not the primary's bytes, so
+//     it is translated back to TF and compared value by value, where
+//     p50-cost-%'s copy matches the primary's bytes untranslated.
 //   - full-p50-cost-%: the same with the shadow model's work included:
 //     the shadow server is the full mock behind net/http, in this
 //     process, parsing and answering every copy on the same cores as
@@ -53,7 +58,8 @@ import (
 func BenchmarkShadowCost(b *testing.B) {
 	const turn = 50
 	full := startShadowServer(b, 0, 0)
-	shadowed := newStack(b, stackConfig{ModelMap: shadowMap(startReplayServer(b), filepath.Join(b.TempDir(), "m.jsonl"), 8)})
+	shadowed := newStack(b, stackConfig{ModelMap: shadowMap(startReplayServer(b, 0), filepath.Join(b.TempDir(), "m.jsonl"), 8)})
+	drifted := newStack(b, stackConfig{ModelMap: shadowMap(startReplayServer(b, 1e-6), filepath.Join(b.TempDir(), "m.jsonl"), 8)})
 	shadowedFull := newStack(b, stackConfig{ModelMap: shadowMap(full.srv.URL, filepath.Join(b.TempDir(), "m.jsonl"), 8)})
 	// A shadow that never answers within the run: after its first
 	// max_inflight copies every copy is dropped, so this stack's cost is
@@ -78,13 +84,15 @@ func BenchmarkShadowCost(b *testing.B) {
 			var warm []time.Duration
 			run(shadowed, 10, &warm)
 			run(shadowedFull, 10, &warm)
+			run(drifted, 10, &warm)
 			run(plain, 10, &warm)
 			run(teeOnly, 10, &warm)
-			var with, withFull, without, tee []time.Duration
+			var with, withDrift, withFull, without, tee []time.Duration
 			b.ResetTimer()
 			for done := 0; done < b.N; done += turn {
 				run(plain, turn, &without)
 				run(shadowed, turn, &with)
+				run(drifted, turn, &withDrift)
 				run(shadowedFull, turn, &withFull)
 				run(teeOnly, turn, &tee)
 			}
@@ -94,14 +102,17 @@ func BenchmarkShadowCost(b *testing.B) {
 			b.ReportMetric(p50/float64(time.Microsecond), "plain-p50-µs")
 			b.ReportMetric(float64(quantile(with, 0.5))/float64(time.Microsecond), "shadowed-p50-µs")
 			b.ReportMetric(cost(with), "p50-cost-%")
+			b.ReportMetric(cost(withDrift), "drift-p50-cost-%")
 			b.ReportMetric(cost(withFull), "full-p50-cost-%")
 			b.ReportMetric(cost(tee), "tee-p50-cost-%")
 		})
 	}
 	// The comparisons ran and matched: the stand-in's answer is the
 	// mock's, so the cost measured is that of a real comparison.
-	if m, mm := shadowed.shadowCount(observe.ShadowMatch), shadowed.shadowCount(observe.ShadowMismatch); m == 0 || mm != 0 {
-		b.Fatalf("stand-in shadow: %d matches, %d mismatches; want some and none", m, mm)
+	for name, s := range map[string]*stack{"stand-in": shadowed, "drifted stand-in": drifted} {
+		if m, mm := s.shadowCount(observe.ShadowMatch), s.shadowCount(observe.ShadowMismatch); m == 0 || mm != 0 {
+			b.Fatalf("%s shadow: %d matches, %d mismatches; want some and none", name, m, mm)
+		}
 	}
 }
 
@@ -114,10 +125,16 @@ func BenchmarkShadowCost(b *testing.B) {
 // the wire bytes; every later one is drained unparsed and answered with
 // that recording (the benchmark sends one request, so it is the right
 // answer). Metadata calls (the engine's kind and signature look-ups,
-// cached after the first) go to the mock. It returns the server's URL.
-func startReplayServer(b *testing.B) string {
+// cached after the first) go to the mock. A perturb other than 0 is the
+// mock's (mockv2.Options.Perturb) for half_plus_two. It returns the
+// server's URL.
+func startReplayServer(b *testing.B, perturb float64) string {
 	b.Helper()
-	mock, err := mockv2.New(mockv2.Options{Kind: triton})
+	opt := mockv2.Options{Kind: triton}
+	if perturb != 0 {
+		opt.Perturb = map[string]float64{"half_plus_two": perturb}
+	}
+	mock, err := mockv2.New(opt)
 	if err != nil {
 		b.Fatal(err)
 	}
