@@ -59,8 +59,9 @@ func directRoundTrip(d *http1.Client, req *http.Request, body []byte) (*http.Res
 	if host == "" {
 		host = req.URL.Host
 	}
+	var buf [1 << 10]byte // the header lines, copied into the connection's buffer
 	r, err := d.Do(ctx, &http1.Request{Method: req.Method, Addr: addr, Target: req.URL.RequestURI(), Host: host,
-		Header: http1.HTTPHeader(req.Header), Body: [][]byte{body}, Close: req.Close})
+		Header: http1.AppendHTTPHeader(buf[:0], req.Header), Close: req.Close}, [][]byte{body})
 	if err != nil {
 		return nil, err
 	}

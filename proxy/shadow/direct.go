@@ -57,11 +57,12 @@ func (e *Engine) postDirect(ctx context.Context, c *Copy, w *scratch, u *url.URL
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
+	var buf [512]byte // the header lines, copied into the connection's buffer
 	resp, err := e.conns.Do(ctx, &http1.Request{
-		Addr: addr, Target: u.EscapedPath(), Host: u.Host, Header: &copyHeader{u: u, h: &h},
-		Body: parts, Deadline: c.deadline, Retry: true,
+		Addr: addr, Target: u.EscapedPath(), Host: u.Host, Header: appendCopyHeader(buf[:0], u, &h),
+		Deadline: c.deadline, Retry: true,
 		Unwatched: true, // Close cuts every connection, the deadline is on the connection
-	})
+	}, parts)
 	if release != nil {
 		release() // written (or failed): nothing refers to the parts any more
 	}
@@ -76,28 +77,23 @@ func (e *Engine) postDirect(ctx context.Context, c *Copy, w *scratch, u *url.URL
 	return headOf(resp.StatusCode, resp), body, nil
 }
 
-// copyHeader is a copy's request header lines: what net/http would
-// send of h, the URL's user info as http.Client sends it unless the
-// server has a bearer token.
-type copyHeader struct {
-	u *url.URL
-	h *head
-}
-
-func (x *copyHeader) AppendTo(b []byte) []byte {
+// appendCopyHeader appends a copy's request header lines to b: what
+// net/http would send of h, the URL's user info as http.Client sends it
+// unless the server has a bearer token.
+func appendCopyHeader(b []byte, u *url.URL, h *head) []byte {
 	b = append(b, "User-Agent: tfsbridge-shadow\r\nAccept-Encoding: identity\r\n"...)
-	b = http1.AppendHeader(b, "Content-Type", x.h.contentType)
-	if x.h.headerLength >= 0 {
+	b = http1.AppendHeader(b, "Content-Type", h.contentType)
+	if h.headerLength >= 0 {
 		b = append(b, "Inference-Header-Content-Length: "...)
-		b = strconv.AppendInt(b, int64(x.h.headerLength), 10)
+		b = strconv.AppendInt(b, int64(h.headerLength), 10)
 		b = append(b, "\r\n"...)
 	}
-	b = http1.AppendHeader(b, "X-Request-Id", x.h.requestID)
-	if x.h.bearer != "" {
-		b = http1.AppendHeader(b, "Authorization", "Bearer "+x.h.bearer)
-	} else if x.u.User != nil {
-		pw, _ := x.u.User.Password()
-		cred := x.u.User.Username() + ":" + pw
+	b = http1.AppendHeader(b, "X-Request-Id", h.requestID)
+	if h.bearer != "" {
+		b = http1.AppendHeader(b, "Authorization", "Bearer "+h.bearer)
+	} else if u.User != nil {
+		pw, _ := u.User.Password()
+		cred := u.User.Username() + ":" + pw
 		b = append(b, "Authorization: Basic "...)
 		b = base64.StdEncoding.AppendEncode(b, []byte(cred))
 		b = append(b, "\r\n"...)

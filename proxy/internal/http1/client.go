@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -66,18 +67,20 @@ func (l Limits) withDefaults() Limits {
 // survives.
 const IdleChecked = canPeek
 
-// Request is one request. The head is the request line, Host,
-// Content-Length (the body's total length), Connection: close when
-// Close is set, then Header's lines.
+// Request is one request's head and how it is sent (its body is Do's
+// own argument). The head is the request line, Host, Content-Length
+// (the body's total length), Connection: close when Close is set, then
+// Header. The Client copies what it needs of it before Do returns.
 type Request struct {
 	Method string // "" is POST
 	Addr   string // host:port to connect to
 	Target string // the request target: escaped path and query
 	Host   string // the Host header
-	Header Header // the other header lines; nil for none
-	// Body is sent after the head in the same writev, as it is; the
-	// Client refers to its slices only until Do returns.
-	Body [][]byte
+	// Header is the other header lines, each "Name: value\r\n"
+	// (AppendHeader, AppendHTTPHeader): a caller may build them in a
+	// buffer on its stack, as the Client copies them into the
+	// connection's own.
+	Header []byte
 	// Deadline bounds the whole exchange, body included, with ctx's
 	// own deadline; zero for none besides ctx's.
 	Deadline time.Time
@@ -91,13 +94,6 @@ type Request struct {
 	// (no context.AfterFunc per exchange); it ends at the deadline or by
 	// Client.Close.
 	Unwatched bool
-}
-
-// Header appends a request's header lines, each "Name: value\r\n", to
-// b. A type holding the caller's fields implements it, so that the head
-// is written straight into the connection's buffer.
-type Header interface {
-	AppendTo(b []byte) []byte
 }
 
 // Client keeps keep-alive connections per server address. It is safe
@@ -166,7 +162,7 @@ func (cl *Client) get(ctx context.Context, key string, deadline time.Time, fresh
 		for cs := cl.idle[key]; len(cs) > 0; cs = cl.idle[key] {
 			c := cs[len(cs)-1]
 			cs[len(cs)-1] = nil
-			cl.idle[key] = cs[:len(cs)-1]
+			cl.idle[c.key] = cs[:len(cs)-1] // c.key: key itself stays the caller's
 			cl.mu.Unlock()
 			if now.Sub(c.idle) < cl.lim.IdleTimeout && (!canPeek || c.peek.idleAlive()) {
 				return c, nil
@@ -176,13 +172,16 @@ func (cl *Client) get(ctx context.Context, key string, deadline time.Time, fresh
 		}
 		cl.mu.Unlock()
 	}
+	// The conn keeps its own copy of key: the caller's Request, and its
+	// header lines, then stay on the caller's stack.
+	addr := strings.Clone(key)
 	d := cl.dialer
 	d.Deadline = deadline
-	nc, err := d.DialContext(ctx, "tcp", key)
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{cl: cl, nc: nc, key: key, peek: newPeeker(nc)}
+	c := &conn{cl: cl, nc: nc, key: addr, peek: newPeeker(nc)}
 	c.cut = func() { _ = c.nc.SetDeadline(aLongTimeAgo) }
 	c.lr.R = nc
 	c.br = bufio.NewReaderSize(&c.lr, cl.lim.ReadBufferSize)
@@ -234,16 +233,18 @@ var aLongTimeAgo = time.Unix(1, 0)
 // answer came: most likely the server closed it while idle.
 var errStale = errors.New("stale connection")
 
-// Do sends req and reads its answer's head. The answer's body is read
+// Do sends req's head and body (its slices after the head in one
+// writev, as they are; referred to only until Do returns) and reads the
+// answer's head. The answer's body is read
 // from the Response, which belongs to the connection: the caller reads
 // it, then calls its Close (always), after which the Response is not to
 // be used. ctx's deadline and, unless req.Unwatched, its cancellation
 // end the exchange; its error is then context.Cause(ctx).
-func (cl *Client) Do(ctx context.Context, req *Request) (*Response, error) {
+func (cl *Client) Do(ctx context.Context, req *Request, body [][]byte) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
-	deadline := req.Deadline
+	deadline := detached(req.Deadline)
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 		deadline = d
 	}
@@ -252,7 +253,7 @@ func (cl *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 		if err != nil {
 			return nil, cl.ctxErr(ctx, err)
 		}
-		resp, err := c.exchange(ctx, req, deadline)
+		resp, err := c.exchange(ctx, req, body, deadline)
 		if err == nil {
 			return resp, nil
 		}
@@ -261,6 +262,16 @@ func (cl *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 			return nil, cl.ctxErr(ctx, err)
 		}
 	}
+}
+
+// detached is t without its location: the same instant, nothing of the
+// caller's Request kept by reference (a deadline goes into the dialer and
+// the connection), so that it stays on the caller's stack.
+func detached(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return time.Unix(0, t.UnixNano())
 }
 
 // ctxErr is err, or ctx's cause when ctx ended (what ended the I/O).
@@ -272,7 +283,7 @@ func (cl *Client) ctxErr(ctx context.Context, err error) error {
 }
 
 // exchange writes req and reads the answer's head on c.
-func (c *conn) exchange(ctx context.Context, req *Request, deadline time.Time) (*Response, error) {
+func (c *conn) exchange(ctx context.Context, req *Request, body [][]byte, deadline time.Time) (*Response, error) {
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		return nil, err
 	}
@@ -282,12 +293,12 @@ func (c *conn) exchange(ctx context.Context, req *Request, deadline time.Time) (
 		r.stop = context.AfterFunc(ctx, c.cut)
 	}
 	n := 0
-	for _, p := range req.Body {
+	for _, p := range body {
 		n += len(p)
 	}
 	c.head = appendRequestHead(c.head[:0], req, n)
 	c.parts = append(c.parts[:0], c.head)
-	for _, p := range req.Body {
+	for _, p := range body {
 		if len(p) > 0 {
 			c.parts = append(c.parts, p)
 		}
@@ -380,8 +391,6 @@ func appendRequestHead(b []byte, req *Request, n int) []byte {
 	if req.Close {
 		b = append(b, "Connection: close\r\n"...)
 	}
-	if req.Header != nil {
-		b = req.Header.AppendTo(b)
-	}
+	b = append(b, req.Header...)
 	return append(b, "\r\n"...)
 }

@@ -96,7 +96,7 @@ func withLength(head, body string) string {
 // post sends body to s and reads the whole answer.
 func post(ctx context.Context, cl *Client, s *rawServer, body string) (status int, ct, answer string, err error) {
 	resp, err := cl.Do(ctx, &Request{Addr: s.addr, Target: "/v2/models/m/infer", Host: s.addr,
-		Header: HTTPHeader{"Content-Type": {"application/json"}}, Body: [][]byte{[]byte(body)}})
+		Header: AppendHTTPHeader(nil, http.Header{"Content-Type": {"application/json"}})}, [][]byte{[]byte(body)})
 	if err != nil {
 		return 0, "", "", err
 	}
@@ -167,9 +167,9 @@ func TestClientRequestHead(t *testing.T) {
 	cl := New(Limits{})
 	defer cl.Close()
 	resp, err := cl.Do(context.Background(), &Request{Addr: s.addr, Target: "/a%20b?x=1", Host: "up.example", Close: true,
-		Header: HTTPHeader{"X-Request-Id": {"r1"}, "X-Evil": {"a\r\nX-Injected: 1"}, "User-Agent": {""}, "X-Two": {"1", "2"},
-			"Content-Length": {"99"}, "Bad Name": {"x"}},
-		Body: [][]byte{[]byte("ab"), nil, []byte("c")}})
+		Header: AppendHTTPHeader(nil, http.Header{"X-Request-Id": {"r1"}, "X-Evil": {"a\r\nX-Injected: 1"}, "User-Agent": {""},
+			"X-Two": {"1", "2"}, "Content-Length": {"99"}, "Bad Name": {"x"}})},
+		[][]byte{[]byte("ab"), nil, []byte("c")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestClientStaleConnection(t *testing.T) {
 	cl := New(Limits{})
 	defer cl.Close()
 	for i := range 3 {
-		resp, err := cl.Do(context.Background(), &Request{Addr: s.addr, Host: s.addr, Retry: true})
+		resp, err := cl.Do(context.Background(), &Request{Addr: s.addr, Host: s.addr, Retry: true}, nil)
 		if err != nil {
 			t.Fatalf("exchange %d: %v", i, err)
 		}
@@ -273,7 +273,7 @@ func TestClientDeadline(t *testing.T) {
 	s, _ := stalled(t)
 	cl := New(Limits{})
 	defer cl.Close()
-	_, err := cl.Do(context.Background(), &Request{Addr: s.addr, Host: s.addr, Deadline: time.Now().Add(50 * time.Millisecond)})
+	_, err := cl.Do(context.Background(), &Request{Addr: s.addr, Host: s.addr, Deadline: time.Now().Add(50 * time.Millisecond)}, nil)
 	if ne := net.Error(nil); !errors.As(err, &ne) || !ne.Timeout() {
 		t.Errorf("error %v, want a timeout", err)
 	}
@@ -286,7 +286,7 @@ func TestClientUnreadBody(t *testing.T) {
 	cl := New(Limits{})
 	defer cl.Close()
 	for range 2 {
-		resp, err := cl.Do(context.Background(), &Request{Addr: s.addr, Host: s.addr})
+		resp, err := cl.Do(context.Background(), &Request{Addr: s.addr, Host: s.addr}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,17 +21,14 @@ func appendField(b []byte, k, v string) []byte {
 	return append(b, "\r\n"...)
 }
 
-// HTTPHeader is an http.Header as a request's Header: its fields in key
-// order, as Request.Write writes them, but for the ones the Client
+// AppendHTTPHeader appends h's lines to b: its fields in key order, as
+// Request.Write writes them, but for the ones the Client
 // writes itself (Host, Content-Length, Connection) and the ones it does
 // not send (Transfer-Encoding, Trailer); an empty User-Agent is left
 // out, as Request.Write does. A field whose name is not a token or whose
 // value holds a control character is left out (net/http's Transport
 // refuses the request; ReverseProxy has already checked its client's).
-type HTTPHeader http.Header
-
-// AppendTo appends h's lines to b.
-func (h HTTPHeader) AppendTo(b []byte) []byte {
+func AppendHTTPHeader(b []byte, h http.Header) []byte {
 	var arr [32]string
 	keys := arr[:0]
 	for k := range h {
