@@ -88,7 +88,8 @@ type Request struct {
 	Close bool
 	// Retry lets a request be sent again, once, on a new connection when
 	// a reused one failed before any byte of its answer (the server
-	// closed it while idle): a duplicate must be harmless.
+	// closed it while idle): a duplicate must be harmless. Its idle
+	// connection is then taken without the check.
 	Retry bool
 	// Unwatched: ctx's cancellation is not watched during the exchange
 	// (no context.AfterFunc per exchange); it ends at the deadline or by
@@ -153,9 +154,9 @@ func (cl *Client) Open() int {
 	return len(cl.open)
 }
 
-// get returns an idle connection to key still open at the server's end,
-// the most recently used, or dials one.
-func (cl *Client) get(ctx context.Context, key string, deadline time.Time, fresh bool) (*conn, error) {
+// get returns an idle connection to key, the most recently used, still
+// open at the server's end when check asks (a peek), or dials one.
+func (cl *Client) get(ctx context.Context, key string, deadline time.Time, fresh, check bool) (*conn, error) {
 	if !fresh {
 		now := time.Now()
 		cl.mu.Lock()
@@ -164,7 +165,7 @@ func (cl *Client) get(ctx context.Context, key string, deadline time.Time, fresh
 			cs[len(cs)-1] = nil
 			cl.idle[c.key] = cs[:len(cs)-1] // c.key: key itself stays the caller's
 			cl.mu.Unlock()
-			if now.Sub(c.idle) < cl.lim.IdleTimeout && (!canPeek || c.peek.idleAlive()) {
+			if now.Sub(c.idle) < cl.lim.IdleTimeout && (!check || !canPeek || c.peek.idleAlive()) {
 				return c, nil
 			}
 			cl.discard(c)
@@ -249,7 +250,9 @@ func (cl *Client) Do(ctx context.Context, req *Request, body [][]byte) (*Respons
 		deadline = d
 	}
 	for attempt := 0; ; attempt++ {
-		c, err := cl.get(ctx, req.Addr, deadline, attempt > 0)
+		// A request that may be sent again skips the idle check: a stale
+		// connection costs it a resend, rarer than a syscall per exchange.
+		c, err := cl.get(ctx, req.Addr, deadline, attempt > 0, !req.Retry)
 		if err != nil {
 			return nil, cl.ctxErr(ctx, err)
 		}

@@ -33,7 +33,7 @@ func TestClientIdleCheck(t *testing.T) {
 	cl := New(Limits{})
 	defer cl.Close()
 	key := ln.Addr().String()
-	c, err := cl.get(context.Background(), key, time.Time{}, false)
+	c, err := cl.get(context.Background(), key, time.Time{}, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestClientIdleCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.put(c)
-	again, err := cl.get(context.Background(), key, time.Time{}, false)
+	again, err := cl.get(context.Background(), key, time.Time{}, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestClientIdleCheck(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	third, err := cl.get(context.Background(), key, time.Time{}, false)
+	third, err := cl.get(context.Background(), key, time.Time{}, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}

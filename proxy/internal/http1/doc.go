@@ -18,8 +18,9 @@
 // Without a reader goroutine nobody watches an idle connection, so one
 // is checked before reuse with a non-blocking peek where the platform
 // has one (a server's idle close or reset shows there). A request is
-// sent twice only when the caller allows it (Request.Retry) and a reused
-// connection failed before any byte of its answer.
+// sent twice only when the caller allows it (Request.Retry, which skips
+// the check) and a reused connection failed before any byte of its
+// answer.
 //
 // The answer's head is read by a parser of the common form (head.go:
 // HTTP/1.1, a final status, one Content-Length, the whole head
