@@ -57,7 +57,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport makes the calls to https shadow servers; nil uses a
 	// fresh http.Transport. Plain-http servers are reached with the
-	// engine's own client (conn.go), which dials them directly (no proxy,
+	// engine's own client (direct.go), which dials them directly (no proxy,
 	// no custom dialer), unless Transport is not an *http.Transport: such
 	// a RoundTripper (a wrapper, a test's fault injector) makes every
 	// call.
