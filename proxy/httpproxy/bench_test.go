@@ -73,3 +73,46 @@ func BenchmarkProxySmallExchange(b *testing.B) {
 		exchange()
 	}
 }
+
+// BenchmarkProxyUpstream is one small predict through the proxy's
+// handler to a v2 server on a loopback socket, by the direct client
+// (direct.go) and by net/http's Transport, in the same run: what the
+// direct client saves per exchange.
+func BenchmarkProxyUpstream(b *testing.B) {
+	v2 := fakev2.New(b, "triton", halfPlusTwo)
+	v2.SetInfer(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		binaryAnswer(w)
+	})
+	be, err := backend.New(backend.Config{BaseURL: v2.URL, Kind: "triton", Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	u, _ := url.Parse(v2.URL)
+	body := []byte(`{"instances": [1.0, 2.0, 5.0]}`)
+	for _, tc := range []struct {
+		name string
+		tr   http.RoundTripper
+	}{{"direct", nil}, {"transport", backend.NewTransport(time.Second)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			p, err := New(Config{Session: &session.Config{Backend: be, Metrics: observe.NewMetrics()},
+				Upstream: u, Transport: tc.tr})
+			if err != nil {
+				b.Fatal(err)
+			}
+			exchange := func() {
+				req := httptest.NewRequest(http.MethodPost, "/v1/models/half_plus_two:predict", bytes.NewReader(body))
+				w := httptest.NewRecorder()
+				p.ServeHTTP(w, req)
+				if w.Code != 200 || w.Body.String() != predictions {
+					b.Fatalf("answer %d %q", w.Code, w.Body)
+				}
+			}
+			exchange()
+			b.ReportAllocs()
+			for b.Loop() {
+				exchange()
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/inflight"
+	"github.com/tfsbridge/tfsbridge/proxy/internal/http1"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
@@ -65,6 +66,9 @@ type Proxy struct {
 	rp   *httputil.ReverseProxy
 	log  *slog.Logger
 	pool *bufferPool
+	// direct sends small translated requests over plain http (direct.go);
+	// nil when the caller gave its own Transport.
+	direct *http1.Client
 	// inflight tracks the exchanges in progress for a graceful stop.
 	inflight inflight.Tracker
 }
@@ -80,8 +84,10 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Session == nil || cfg.Upstream == nil {
 		return nil, errors.New("httpproxy: Session and Upstream are required")
 	}
+	var direct *http1.Client
 	if cfg.Transport == nil {
 		cfg.Transport = backend.NewTransport(backend.DefaultTimeout)
+		direct = newDirect(backend.DefaultTimeout)
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
@@ -102,10 +108,10 @@ func New(cfg Config) (*Proxy, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{cfg: cfg, log: log, pool: newBufferPool()}
+	p := &Proxy{cfg: cfg, log: log, pool: newBufferPool(), direct: direct}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
-		Transport:      connectionKeeper{cfg.Transport},
+		Transport:      connectionKeeper{RoundTripper: cfg.Transport, direct: direct},
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -326,9 +332,17 @@ func upstreamURL(base *url.URL, target string) *url.URL {
 // runs, and a v2 server naming Inference-Header-Content-Length there would
 // otherwise have its binary body read as JSON. Envoy does not remove
 // them either.
-type connectionKeeper struct{ http.RoundTripper }
+//
+// It also sends a small translated request by the direct client
+// (direct.go) when there is one.
+type connectionKeeper struct {
+	http.RoundTripper
+	direct *http1.Client
+}
 
 func (c connectionKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
+	var resp *http.Response
+	var err error
 	if ex := exchangeFrom(req.Context()); ex != nil && ex.sent != nil && len(ex.sent.parts) == 1 && req.Body != nil {
 		// ReverseProxy hands over the body in a wrapper of its own, which
 		// net/http cannot tell is in memory: it would flush the headers
@@ -337,8 +351,14 @@ func (c connectionKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
 		r := *req
 		r.Body = ex.sent.body()
 		req = &r
+		if directSuits(c.direct, req, ex.sent.parts[0]) {
+			resp, err = directRoundTrip(c.direct, req, ex.sent.parts[0])
+		} else {
+			resp, err = c.RoundTripper.RoundTrip(req)
+		}
+	} else {
+		resp, err = c.RoundTripper.RoundTrip(req)
 	}
-	resp, err := c.RoundTripper.RoundTrip(req)
 	if err != nil {
 		return resp, err
 	}

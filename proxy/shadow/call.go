@@ -202,7 +202,7 @@ func (e *Engine) post(ctx context.Context, c *Copy, w *scratch, base *url.URL, p
 		h.bearer = tok
 	}
 	if e.conns != nil && u.Scheme == "http" {
-		return e.postDirect(ctx, c, w, &u, parts, n, release, h)
+		return e.postDirect(ctx, c, w, &u, parts, release, h)
 	}
 	var (
 		rd   io.Reader
@@ -280,25 +280,6 @@ func (h head) header() http.Header {
 		hh["Authorization"] = []string{"Bearer " + h.bearer}
 	}
 	return hh
-}
-
-// postDirect is post over the engine's own client (conn.go): the head
-// and the parts in one writev, the answer read on the pooled connection.
-func (e *Engine) postDirect(ctx context.Context, c *Copy, w *scratch, u *url.URL, parts [][]byte, n int, release func(), h head) (answerHead, []byte, error) {
-	resp, conn, err := e.roundTrip(ctx, &exchange{u: u, h: h, parts: parts, n: n, deadline: c.deadline})
-	if release != nil {
-		release() // written (or failed): nothing refers to the parts any more
-	}
-	if err != nil {
-		return answerHead{}, nil, fmt.Errorf("%w: POST %s: %w", errNoAnswer, u.Redacted(), err)
-	}
-	body, err := e.readBody(c, w, resp.body, resp.length)
-	ah := resp.answerHead // resp is the connection's: read before it goes back to the pool
-	e.finish(conn, resp, err == nil)
-	if err != nil {
-		return answerHead{}, nil, err
-	}
-	return ah, body, nil
 }
 
 // partsReader reads byte slices in turn. net/http sends a request body

@@ -15,10 +15,10 @@
 // server through tfsbridge's own translation (translate's pipelines, the
 // server's proxy/backend client for its kind and signatures), a TF
 // Serving server (kind tfserving) with the TF REST request as it came.
-// A plain-http server is called with the engine's own HTTP/1.1 client
-// (conn.go: pooled keep-alive connections, one writev per request, the
-// timeout as a connection deadline); an https one through
-// Options.Transport.
+// A plain-http server is called with tfsbridge's own HTTP/1.1 client
+// (proxy/internal/http1, through direct.go: pooled keep-alive
+// connections, one writev per request, the timeout as a connection
+// deadline); an https one through Options.Transport.
 //
 // Results are counted in tfsbridge_shadow_comparisons_total{model,result}
 // and tfsbridge_shadow_worst_relative_error; mismatches are logged

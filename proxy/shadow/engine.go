@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/proxy/internal/http1"
 	"github.com/tfsbridge/tfsbridge/proxy/modelmap"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
@@ -56,7 +57,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport makes the calls to https shadow servers; nil uses a
 	// fresh http.Transport. Plain-http servers are reached with the
-	// engine's own client (conn.go), which dials them directly (no proxy,
+	// engine's own client (direct.go), which dials them directly (no proxy,
 	// no custom dialer), unless Transport is not an *http.Transport: such
 	// a RoundTripper (a wrapper, a test's fault injector) makes every
 	// call.
@@ -133,9 +134,9 @@ type Engine struct {
 	limiter *observe.LogLimiter
 	rt      http.RoundTripper
 	// conns are the engine's own client's connections, for servers
-	// reached over plain http (conn.go); nil when an injected
+	// reached over plain http (direct.go); nil when an injected
 	// RoundTripper is to see every call.
-	conns *connPool
+	conns *http1.Client
 
 	held   atomic.Int64 // bytes all copies hold
 	models sync.Map     // model → *modelState
@@ -191,7 +192,7 @@ func New(o Options) *Engine {
 		rt: o.Transport,
 	}
 	if direct {
-		e.conns = newConnPool()
+		e.conns = newClient()
 	}
 	e.pool.New = func() any { return tfcompare.New(tfcompare.DefaultTolerance) }
 	e.work = make(chan *Copy)
@@ -207,7 +208,7 @@ func (e *Engine) Close() {
 	}
 	e.cancel()
 	if e.conns != nil {
-		e.conns.close() // the copies' reads and writes fail at once
+		e.conns.Close() // the copies' reads and writes fail at once
 	}
 	e.wg.Wait()
 	e.logs.Range(func(_, v any) bool {
