@@ -159,3 +159,14 @@ func TestSignatureLookup(t *testing.T) {
 		t.Error("Output(y) not found")
 	}
 }
+
+func TestShapeString(t *testing.T) {
+	for _, tt := range []struct {
+		in   []int64
+		want string
+	}{{nil, "[]"}, {[]int64{3}, "[3]"}, {[]int64{1, 2, 3}, "[1,2,3]"}} {
+		if got := ShapeString(tt.in); got != tt.want {
+			t.Errorf("%v: %s", tt.in, got)
+		}
+	}
+}

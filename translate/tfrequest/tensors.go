@@ -49,18 +49,6 @@ func sortedNames(n int, name func(int) string) string {
 	return strings.Join(sortedSet(n, name), ",")
 }
 
-// shapeString is ShapeToString: "[2,3]", "[]" for a scalar.
-func shapeString(shape []int64) string {
-	b := []byte{'['}
-	for i, d := range shape {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, d, 10)
-	}
-	return string(append(b, ']'))
-}
-
 // buildTensors is the last step of the decoder (and of the tape oracle
 // the tests hold it to, oracle_test.go): the n inputs' accumulated values become r.Inputs, in
 // signature order, skipping inputs the body did not fill. Row format
