@@ -76,7 +76,7 @@ var cachedPowers = func() (t [87]diyFp) {
 	for i := range t {
 		k := -348 + 8*i
 		r := new(big.Rat)
-		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(k))), nil)
+		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(k, -k))), nil)
 		if k >= 0 {
 			r.SetInt(p)
 		} else {
@@ -91,13 +91,6 @@ var cachedPowers = func() (t [87]diyFp) {
 	}
 	return t
 }()
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
 
 // cachedPower is rapidjson's GetCachedPower: the cached power that brings
 // a number with binary exponent e into Grisu's working range, and its

@@ -118,7 +118,7 @@ func appendFloat32s(dst, le []byte, row, col int) []byte {
 			}
 			// A value the run loop leaves: written out of line, then its
 			// separator as the loop writes it.
-			i := len(appendFloat32Other(dst[:n], binary.LittleEndian.Uint32(run[j:]), 0, 0, 0, false)) - n
+			i := len(appendFloat32Other(dst[:n], binary.LittleEndian.Uint32(run[j:]))) - n
 			n, left = endValue((*[valueRoom]byte)(dst[n:n+valueRoom]), i, n, left, row)
 			run = run[j+4:]
 		}
@@ -360,10 +360,9 @@ var f32Scales = func() (t [256]f32Scale) {
 
 // appendFloat32Other is appendFloat32s for the float32 with bits b that
 // its loop does not write: non-finite, zero, subnormal, beyond the loop's
-// digits (ok false: float32Digits, else strconv), close to a six-digit
-// decimal (step 3), or in exponent form. d, exp and margin are the loop's
-// digits when ok.
-func appendFloat32Other(dst []byte, b uint32, d uint64, exp int, margin uint64, ok bool) []byte {
+// digits (float32Digits, else strconv), close to a six-digit decimal
+// (step 3), or in exponent form.
+func appendFloat32Other(dst []byte, b uint32) []byte {
 	f := float64(math.Float32frombits(b))
 	switch b >> 23 & 0xFF {
 	case 0xFF:
@@ -371,11 +370,10 @@ func appendFloat32Other(dst []byte, b uint32, d uint64, exp int, margin uint64, 
 	case 0:
 		return appendLiteral(dst, f, 32, 9)
 	}
+	d, exp, margin, ok := float32Digits(b)
 	if !ok {
-		if d, exp, margin, ok = float32Digits(b); !ok {
-			d, exp = strconvDigits(f, 32, 9)
-			margin = 61
-		}
+		d, exp = strconvDigits(f, 32, 9)
+		margin = 61
 	}
 	return appendChoice(dst, f, b>>31 != 0, d, exp, 32, 9, 1000, margin)
 }
@@ -391,9 +389,6 @@ func AppendFloat64(dst []byte, v float64) []byte {
 		return appendLiteral(dst, v, 64, 17)
 	}
 	d, exp := strconvDigits(v, 64, 17)
-	if t := d % 100_000_000_000; t >= 13 && t <= 100_000_000_000-13 {
-		return appendDecimal(dst, b>>63 != 0, d, 17, exp, false)
-	}
 	return appendChoice(dst, v, b>>63 != 0, d, exp, 64, 17, 100_000_000_000, 13)
 }
 
@@ -698,23 +693,7 @@ func putDigits(b []byte, d uint64) {
 }
 
 // eightDigits returns v < 10^8 as eight ASCII digits packed little-endian
-// (the first digit in the low byte), computed in parallel lanes of one
-// 64-bit word: v split into two 4-digit halves in 32-bit lanes, each
-// divided by 100 into 2-digit pairs in 16-bit lanes, each of those by 10
-// into digits in 8-bit lanes. A division by 100 is a multiplication by
-// 10486/2^20, exact below 43699; by 10, by 103/2^10, exact below 179; no
-// lane's product reaches the next lane.
-func eightDigits(v uint32) uint64 { return eightDigitsRaw(v) | 0x3030_3030_3030_3030 }
-
-// eightDigitsRaw is eightDigits with digit values (0-9) in the bytes
-// rather than ASCII.
-func eightDigitsRaw(v uint32) uint64 {
-	x := uint64(v/10_000) | uint64(v%10_000)<<32
-	q := (x * 10486 >> 20) & 0x0000_007F_0000_007F
-	x = q | (x-q*100)<<16
-	q = (x * 103 >> 10) & 0x000F_000F_000F_000F
-	return q | (x-q*10)<<8
+// (the first digit in the low byte): eightDigitsRev's lanes in text order.
+func eightDigits(v uint32) uint64 {
+	return bits.ReverseBytes64(eightDigitsRev(v)) | 0x3030_3030_3030_3030
 }
-
-func appendInt(dst []byte, v int64) []byte   { return strconv.AppendInt(dst, v, 10) }
-func appendUint(dst []byte, v uint64) []byte { return strconv.AppendUint(dst, v, 10) }
