@@ -279,12 +279,11 @@ type f32Decade struct {
 	// D%1000 done on D*mod1000's low 64 bits (settledLow).
 	lowMargin, lowSpan uint64
 	// margin is step 2's bound for the decade, floor(ulp(x)/2) in units
-	// of D's last digit plus 2; span is 1000-2*margin, so that D is
-	// settled when D%1000-margin <= span as unsigned integers. A decade
-	// the loop does not write has margin noFast and span 0: every value
-	// fails the test.
-	margin, span uint16
-	exp          int8
+	// of D's last digit plus 2: D is settled when margin <= D%1000 <=
+	// 1000-margin. A decade the loop does not write has margin noFast,
+	// and lowMargin and lowSpan that every value fails.
+	margin uint16
+	exp    int8
 }
 
 // mod1000 is ceil(2^64/1000): for D < 10^9, D*mod1000 mod 2^64 is
@@ -351,7 +350,7 @@ var f32Scales = func() (t [256]f32Scale) {
 			half := math.Floor(math.Ldexp(pow10f64[k], q-1))
 			margin := uint16(half + 2)
 			dc := &t[e].dec[up]
-			dc.margin, dc.span, dc.exp = margin, 1000-2*margin, int8(exp)
+			dc.margin, dc.exp = margin, int8(exp)
 			dc.lowMargin, dc.lowSpan = settledLow(margin)
 		}
 	}

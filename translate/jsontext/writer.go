@@ -108,48 +108,39 @@ func (w *Writer) prefix() {
 }
 
 // StartObject opens an object.
-func (w *Writer) StartObject() {
-	w.prefix()
-	w.stack = append(w.stack, level{})
-	w.buf = append(w.buf, '{')
-}
+func (w *Writer) StartObject() { w.open(false) }
 
 // EndObject closes the innermost object.
-func (w *Writer) EndObject() {
-	n := len(w.stack)
-	empty := w.stack[n-1].count == 0
-	w.stack = w.stack[:n-1]
-	if !empty {
-		w.buf = append(w.buf, '\n')
-		w.indent(n - 1)
-	}
-	w.buf = append(w.buf, '}')
-}
+func (w *Writer) EndObject() { w.close() }
 
 // StartArray opens an array.
-func (w *Writer) StartArray() {
-	w.prefix()
-	w.stack = append(w.stack, level{array: true})
-	w.buf = append(w.buf, '[')
-}
+func (w *Writer) StartArray() { w.open(true) }
 
 // EndArray closes the innermost array.
-func (w *Writer) EndArray() {
+func (w *Writer) EndArray() { w.close() }
+
+// open opens an array or an object.
+func (w *Writer) open(array bool) {
+	w.prefix()
+	w.stack = append(w.stack, level{array: array})
+	w.buf = append(w.buf, "{["[bitIf(array)])
+}
+
+// close closes the innermost container: on a line of its own unless it
+// is empty or a single-line array.
+func (w *Writer) close() {
 	n := len(w.stack)
-	empty := w.stack[n-1].count == 0
+	l := w.stack[n-1]
 	w.stack = w.stack[:n-1]
-	if !empty && !w.singleLine {
+	if l.count > 0 && !(l.array && w.singleLine) {
 		w.buf = append(w.buf, '\n')
 		w.indent(n - 1)
 	}
-	w.buf = append(w.buf, ']')
+	w.buf = append(w.buf, "}]"[bitIf(l.array)])
 }
 
-// Key writes an object key.
-func (w *Writer) Key(k string) {
-	w.prefix()
-	w.buf = AppendString(w.buf, k)
-}
+// Key writes an object key: rapidjson writes it as a string.
+func (w *Writer) Key(k string) { w.String(k) }
 
 // String writes a string value.
 func (w *Writer) String(s string) {
