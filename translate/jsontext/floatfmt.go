@@ -146,7 +146,7 @@ func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 		b := binary.LittleEndian.Uint32(run[j:])
 		sc := &f32Scales[b>>23&0xFF]
 		d, up := sc.digits(b)
-		dc := &sc.dec[up]
+		dc := &sc[up]
 		exp := int(dc.exp)
 		if uint64(d)*mod1000-dc.lowMargin > dc.lowSpan {
 			// Not settled by step 2, or not a normal float32 in fixed
@@ -160,18 +160,13 @@ func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 			// D%1000 is near 0 or 1000) and its round trip as
 			// sixDigitsRoundTrip decides it, with a single exact
 			// float32 division or multiplication (the exponent is
-			// -9…1), rounded to float32 as strtof rounds.
+			// -9…1, exactParse inlined), rounded to float32 as strtof
+			// rounds.
 			d6, exp6 := (d+500)/1000, exp
 			if d6 == 1_000_000 {
 				d6, exp6 = 100_000, exp+1
 			}
-			back, p := float32(d6), float32(pow10f64[max(5-exp6, exp6-5)])
-			if exp6 < 5 {
-				back = float32(back / p)
-			} else {
-				back = float32(back * p)
-			}
-			if back == math.Float32frombits(b&^(1<<31)) {
+			if exactParse[float32](d6, exp6-5) == math.Float32frombits(b&^(1<<31)) {
 				// %.6g's six digits followed by three zeros (trimmed,
 				// its text), in fixed form for exponents -4…5.
 				d, exp = d6*1000, exp6
@@ -267,9 +262,7 @@ func eightDigitsRev(v uint32) uint64 {
 // even. The first product decides the decade even where it is rounded
 // (exp0 = -5): rounding is monotonic, and the tests check the mantissas
 // on both sides of every decade's start.
-type f32Scale struct {
-	dec [2]f32Decade
-}
+type f32Scale [2]f32Decade
 
 // f32Decade is one decade of an f32Scale: everything the loop reads once
 // it knows the decade is at one address.
@@ -311,7 +304,7 @@ func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
 	x := float64(math.Float32frombits(b &^ (1 << 31)))
 	// The conversions keep each product rounded on its own (no fused
 	// multiply-add, which would not change an exact product anyway).
-	va, vb := float64(x*sc.dec[0].pow), float64(x*sc.dec[1].pow)
+	va, vb := float64(x*sc[0].pow), float64(x*sc[1].pow)
 	d = uint32(math.Float64bits(va + 0x1p52)) // the low 32 bits of 2^52+D are D
 	up = bitIf(va >= 1e9)
 	if up != 0 {
@@ -330,7 +323,7 @@ const noFast = 0xFFFF
 var f32Scales = func() (t [256]f32Scale) {
 	for e := range t {
 		for up := range 2 {
-			dc := &t[e].dec[up]
+			dc := &t[e][up]
 			dc.margin = noFast
 			dc.lowMargin, dc.lowSpan = settledLow(noFast)
 		}
@@ -339,7 +332,7 @@ var f32Scales = func() (t [256]f32Scale) {
 		if e == 0 || e == 0xFF || exp0 < -5 || exp0 > 8 {
 			continue
 		}
-		t[e].dec[0].pow, t[e].dec[1].pow = pow10f64[8-exp0], pow10f64[max(7-exp0, 0)]
+		t[e][0].pow, t[e][1].pow = pow10f64[8-exp0], pow10f64[max(7-exp0, 0)]
 		for up := range 2 {
 			exp := exp0 + up
 			if exp < -4 || exp > 8 {
@@ -349,7 +342,7 @@ var f32Scales = func() (t [256]f32Scale) {
 			k := 8 - exp
 			half := math.Floor(math.Ldexp(pow10f64[k], q-1))
 			margin := uint16(half + 2)
-			dc := &t[e].dec[up]
+			dc := &t[e][up]
 			dc.margin, dc.exp = margin, int8(exp)
 			dc.lowMargin, dc.lowSpan = settledLow(margin)
 		}
@@ -406,16 +399,16 @@ func appendNonFinite(dst []byte, v float64) []byte {
 // tailMod is 10^(prec-6) and margin the bound of step 2.
 func appendChoice(dst []byte, v float64, neg bool, d uint64, exp, bits, prec int, tailMod, margin uint64) []byte {
 	if t := d % tailMod; t >= margin && t <= tailMod-margin {
-		return appendDecimal(dst, neg, d, prec, exp, false)
+		return appendDecimal(dst, neg, d, prec, exp)
 	}
 	d6, exp6 := (d+tailMod/2)/tailMod, exp // no tie: t is near 0 or tailMod
 	if d6 == 1_000_000 {
 		d6, exp6 = 100_000, exp6+1
 	}
 	if sixDigitsRoundTrip(math.Abs(v), d6, exp6-5, bits) {
-		return appendDecimal(dst, neg, d6, 6, exp6, false)
+		return appendDecimal(dst, neg, d6, 6, exp6)
 	}
-	return appendDecimal(dst, neg, d, prec, exp, false)
+	return appendDecimal(dst, neg, d, prec, exp)
 }
 
 // sixDigitsRoundTrip reports whether the decimal d6*10^e (d6 < 10^6)
@@ -429,24 +422,25 @@ func appendChoice(dst []byte, v float64, neg bool, d uint64, exp, bits, prec int
 func sixDigitsRoundTrip(a float64, d6 uint64, e, bits int) bool {
 	switch {
 	case bits == 32 && -10 <= e && e <= 10:
-		f, p := float32(d6), float32(pow10f64[max(e, -e)])
-		if e < 0 {
-			return float64(float32(f/p)) == a
-		}
-		return float64(float32(f*p)) == a
+		return float64(exactParse[float32](uint32(d6), e)) == a
 	case bits == 64 && -22 <= e && e <= 22:
-		f, p := float64(d6), pow10f64[max(e, -e)]
-		if e < 0 {
-			return float64(f/p) == a
-		}
-		return float64(f*p) == a
+		return exactParse[float64](uint32(d6), e) == a
 	}
-	// Exponent form for ParseFloat; 32 bytes is appendDecimal's room, so
-	// nothing is allocated.
+	// "d6e<e>" for ParseFloat, in a buffer on the stack.
 	var buf [32]byte
-	text := appendDecimal(buf[:0], false, d6, 6, e+5, true)
+	text := strconv.AppendInt(append(strconv.AppendUint(buf[:0], d6, 10), 'e'), int64(e), 10)
 	back, err := strconv.ParseFloat(string(text), bits)
 	return err == nil && back == a
+}
+
+// exactParse is strtof (F float32) or strtod (float64) of d6*10^e for a
+// 10^|e| exact in F: one correctly rounded division or multiplication.
+func exactParse[F float32 | float64](d6 uint32, e int) F {
+	f, p := F(d6), F(pow10f64[max(e, -e)])
+	if e < 0 {
+		return f / p
+	}
+	return f * p
 }
 
 // pow10f64 holds 10^0 .. 10^22, the powers of ten a float64 holds exactly
@@ -461,10 +455,10 @@ func appendLiteral(dst []byte, v float64, bits, fallback int) []byte {
 	s := strconv.AppendFloat(buf[:0], v, 'e', 5, 64)
 	if back, err := strconv.ParseFloat(string(s), bits); err == nil && back == v {
 		d, exp := readE(s)
-		return appendDecimal(dst, math.Signbit(v), d, 6, exp, false)
+		return appendDecimal(dst, math.Signbit(v), d, 6, exp)
 	}
 	d, exp := strconvDigits(v, 64, fallback)
-	return appendDecimal(dst, math.Signbit(v), d, fallback, exp, false)
+	return appendDecimal(dst, math.Signbit(v), d, fallback, exp)
 }
 
 // strconvDigits returns |v| rounded to prec significant digits as
@@ -604,12 +598,12 @@ const digitPairs = "000102030405060708091011121314151617181920212223242526272829
 
 // appendDecimal appends the number d*10^(exp-nd+1), d having exactly nd
 // digits, as printf's %.<nd>g writes it (exponent form when exp < -4 or
-// exp >= nd, or when expForm; trailing zeros dropped; an exponent of at
+// exp >= nd; trailing zeros dropped; an exponent of at
 // least two digits), then TF Serving's ".0" when the text would otherwise
 // read as an integer. It writes all nd digits in place into spare
 // capacity and trims the zeros afterwards: this is the inner loop of every
 // float response.
-func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int, expForm bool) []byte {
+func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int) []byte {
 	n := len(dst)
 	dst = slices.Grow(dst, 32) // longest: "-0.0000" + 17 digits, or "-d." + 16 digits + "e-308"
 	b := dst[n : n+32]
@@ -619,7 +613,7 @@ func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int, expForm bool) []
 		i = 1
 	}
 	switch {
-	case expForm || exp < -4 || exp >= nd: // "d.ddde+XX"
+	case exp < -4 || exp >= nd: // "d.ddde+XX"
 		putDigits(b[i+1:i+1+nd], d)
 		b[i], b[i+1] = b[i+1], '.'
 		i += nd + 1
