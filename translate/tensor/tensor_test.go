@@ -3,6 +3,7 @@ package tensor
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -168,5 +169,20 @@ func TestShapeString(t *testing.T) {
 		if got := ShapeString(tt.in); got != tt.want {
 			t.Errorf("%v: %s", tt.in, got)
 		}
+	}
+}
+
+func TestNameSet(t *testing.T) {
+	sent := []string{"b", "a", "b", "c"}
+	a := NameSet(len(sent), func(i int) string { return sent[i] })
+	b := NameSet(2, func(i int) string { return []string{"d", "b"}[i] })
+	if got := strings.Join(a, ","); got != "a,b,c" {
+		t.Errorf("NameSet = %s, want a,b,c", got)
+	}
+	if got := strings.Join(SetDifference(a, b), ","); got != "a,c" {
+		t.Errorf("a-b = %s, want a,c", got)
+	}
+	if got := strings.Join(SetDifference(b, a), ","); got != "d" {
+		t.Errorf("b-a = %s, want d", got)
 	}
 }

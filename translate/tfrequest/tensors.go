@@ -46,7 +46,7 @@ func wrapElement(i int, key []byte, err error) error {
 
 // sortedNames joins the input names as TF's std::set<string> orders them.
 func sortedNames(n int, name func(int) string) string {
-	return strings.Join(sortedSet(n, name), ",")
+	return strings.Join(tensor.NameSet(n, name), ",")
 }
 
 // buildTensors is the last step of the decoder (and of the tape oracle
