@@ -412,8 +412,8 @@ func appendChoice(dst []byte, v float64, neg bool, d uint64, exp, bits, prec int
 }
 
 // sixDigitsRoundTrip reports whether the decimal d6*10^e (d6 < 10^6)
-// parses back, as TF Serving's strtof/strtod would, to a (positive,
-// finite). When 10^|e| is exact in the target type (|e| <= 10 for
+// parses back, as TF Serving's strtof/strtod would, to a (finite, not
+// negative). When 10^|e| is exact in the target type (|e| <= 10 for
 // float32, 22 for float64; d6 is exact in both), that parse is one
 // correctly rounded multiplication or division of two exact operands,
 // which is what the hardware does, as strconv's own fast path; only the
@@ -451,10 +451,7 @@ var pow10f64 = [23]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e1
 // appendLiteral is TF Serving's algorithm done literally: format %.6g,
 // parse it back, reformat with the fallback precision when it differs.
 func appendLiteral(dst []byte, v float64, bits, fallback int) []byte {
-	var buf [32]byte
-	s := strconv.AppendFloat(buf[:0], v, 'e', 5, 64)
-	if back, err := strconv.ParseFloat(string(s), bits); err == nil && back == v {
-		d, exp := readE(s)
+	if d, exp := strconvDigits(v, 64, 6); sixDigitsRoundTrip(math.Abs(v), d, exp-5, bits) {
 		return appendDecimal(dst, math.Signbit(v), d, 6, exp)
 	}
 	d, exp := strconvDigits(v, 64, fallback)
@@ -463,18 +460,11 @@ func appendLiteral(dst []byte, v float64, bits, fallback int) []byte {
 
 // strconvDigits returns |v| rounded to prec significant digits as
 // d*10^(exp-prec+1), d of exactly prec digits, using strconv's
-// correctly rounded fixed-precision formatting.
+// correctly rounded fixed-precision formatting, read from its 'e' format
+// ("d.ddde+XX").
 func strconvDigits(v float64, bits, prec int) (d uint64, exp int) {
 	var buf [32]byte
-	return readE(strconv.AppendFloat(buf[:0], math.Abs(v), 'e', prec-1, bits))
-}
-
-// readE reads strconv's 'e' format without sign ("d.ddde+XX") into its
-// digits as an integer and its decimal exponent.
-func readE(s []byte) (d uint64, exp int) {
-	if s[0] == '-' {
-		s = s[1:]
-	}
+	s := strconv.AppendFloat(buf[:0], math.Abs(v), 'e', prec-1, bits)
 	i := 0
 	for ; s[i] != 'e'; i++ {
 		if c := s[i]; c != '.' {
