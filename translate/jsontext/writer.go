@@ -79,30 +79,19 @@ func (w *Writer) prefix() {
 		return
 	}
 	l := &w.stack[n-1]
-	if l.array {
+	switch {
+	case l.array && w.singleLine:
+		if l.count > 0 {
+			w.buf = append(w.buf, ',', ' ')
+		}
+	case !l.array && l.count%2 == 1: // between a key and its value
+		w.buf = append(w.buf, ':', ' ')
+	default: // on a new line, after a comma unless it is the first
 		if l.count > 0 {
 			w.buf = append(w.buf, ',')
-			if w.singleLine {
-				w.buf = append(w.buf, ' ')
-			}
 		}
-		if !w.singleLine {
-			w.buf = append(w.buf, '\n')
-			w.indent(n)
-		}
-	} else {
-		if l.count > 0 {
-			if l.count%2 == 0 {
-				w.buf = append(w.buf, ',', '\n')
-			} else {
-				w.buf = append(w.buf, ':', ' ')
-			}
-		} else {
-			w.buf = append(w.buf, '\n')
-		}
-		if l.count%2 == 0 {
-			w.indent(n)
-		}
+		w.buf = append(w.buf, '\n')
+		w.indent(n)
 	}
 	l.count++
 }
