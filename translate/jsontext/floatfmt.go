@@ -560,27 +560,25 @@ func bitIf(c bool) uint {
 // decimal exponent is log10Pow2(e-127), from it one more (2^24 when the
 // next power of ten is out of reach). Computed exactly with math/big.
 var decadeStart = func() (t [256]uint32) {
-	ten := big.NewInt(10)
 	for e := 1; e < 255; e++ {
 		q := e - 150
-		p10 := log10Pow2(q+23) + 1
-		num, den := big.NewInt(1), big.NewInt(1) // m >= 10^p10 / 2^q = num/den
-		pow := new(big.Int).Exp(ten, big.NewInt(int64(max(p10, -p10))), nil)
-		if p10 >= 0 {
-			num.Set(pow)
-		} else {
-			den.Set(pow)
-		}
-		if q >= 0 {
-			den.Lsh(den, uint(q))
-		} else {
-			num.Lsh(num, uint(-q))
-		}
+		r := pow10Rat(log10Pow2(q+23) + 1) // m >= 10^p10 / 2^q = r
+		r.Mul(r, new(big.Rat).SetFloat64(math.Ldexp(1, -q)))
+		num, den := new(big.Int).Set(r.Num()), r.Denom()
 		num.Add(num, den).Sub(num, big.NewInt(1)).Quo(num, den) // ceiling
 		t[e] = uint32(min(num.Uint64(), 1<<24))
 	}
 	return t
 }()
+
+// pow10Rat returns 10^k exactly.
+func pow10Rat(k int) *big.Rat {
+	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(k, -k))), nil)
+	if k < 0 {
+		return new(big.Rat).SetFrac(big.NewInt(1), p)
+	}
+	return new(big.Rat).SetInt(p)
+}
 
 // digitPairs is "00010203...99", for writing two digits at a time.
 const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
