@@ -268,8 +268,8 @@ type f32Scale [2]f32Decade
 // it knows the decade is at one address.
 type f32Decade struct {
 	pow float64 // 10^(8-exp)
-	// lowMargin and lowSpan are margin and span for the loop's test of
-	// D%1000 done on D*mod1000's low 64 bits (settledLow).
+	// lowMargin and lowSpan are the loop's test of margin's bounds on
+	// D%1000, done on D*mod1000's low 64 bits (settledLow).
 	lowMargin, lowSpan uint64
 	// margin is step 2's bound for the decade, floor(ulp(x)/2) in units
 	// of D's last digit plus 2: D is settled when margin <= D%1000 <=
