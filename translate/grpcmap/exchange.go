@@ -2,7 +2,6 @@ package grpcmap
 
 import (
 	"errors"
-	"slices"
 	"strconv"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -229,12 +228,4 @@ func fromWire(name string, specs, wire []tensor.Spec) string {
 		}
 	}
 	return name
-}
-
-// sortedNames returns names sorted and deduplicated, as std::set holds
-// them.
-func sortedNames(names []string) []string {
-	s := slices.Clone(names)
-	slices.Sort(s)
-	return slices.Compact(s)
 }

@@ -95,19 +95,12 @@ func PredictRequest(dst, msg []byte, resolve Resolver, opt Options) ([]byte, *Ex
 // signatureInputs is VerifyRequestInputsSize and GetInputValues: the
 // request's inputs in signature order, each read as FromProto would.
 func signatureInputs(req *tfgrpc.PredictRequest, sig *tensor.Signature, opt Options) ([]predictInput, error) {
-	sent := make([]string, len(req.Inputs))
-	for i := range req.Inputs {
-		sent[i] = req.Inputs[i].Name
-	}
+	sentName := func(i int) string { return req.Inputs[i].Name }
 	if len(req.Inputs) != len(sig.Inputs) {
-		want := make([]string, len(sig.Inputs))
-		for i := range sig.Inputs {
-			want[i] = sig.Inputs[i].Name
-		}
-		s, w := sortedNames(sent), sortedNames(want)
+		sent, w := tensor.NameSet(len(req.Inputs), sentName), tensor.NameSet(len(sig.Inputs), func(i int) string { return sig.Inputs[i].Name })
 		return nil, apierr.InvalidArgumentf("input size does not match signature: %d!=%d len({%s}) != len({%s}). Sent extra: {%s}. Missing but required: {%s}.",
-			len(req.Inputs), len(sig.Inputs), strings.Join(s, ","), strings.Join(w, ","),
-			strings.Join(difference(s, w), ","), strings.Join(difference(w, s), ","))
+			len(req.Inputs), len(sig.Inputs), strings.Join(sent, ","), strings.Join(w, ","),
+			strings.Join(tensor.SetDifference(sent, w), ","), strings.Join(tensor.SetDifference(w, sent), ","))
 	}
 	byName := make(map[string]*tfgrpc.TensorProto, len(req.Inputs))
 	for i := range req.Inputs {
@@ -118,7 +111,7 @@ func signatureInputs(req *tfgrpc.PredictRequest, sig *tensor.Signature, opt Opti
 		tp, ok := byName[spec.Name]
 		if !ok {
 			return nil, apierr.InvalidArgumentf("Signature input alias: %s(feed name: %s:0) not found in request and no default value provided. Inputs expected to be in the request {%s}, or default input alias set: ",
-				spec.Name, spec.Name, strings.Join(sortedNames(sent), ","))
+				spec.Name, spec.Name, strings.Join(tensor.NameSet(len(req.Inputs), sentName), ","))
 		}
 		in, err := readInput(spec.Name, tp, opt)
 		if err != nil {
@@ -178,11 +171,8 @@ func outputFilter(filter []string, sig *tensor.Signature) ([]string, error) {
 	seen := make(map[string]bool, len(filter))
 	for _, alias := range filter {
 		if _, ok := sig.Output(alias); !ok {
-			names := make([]string, len(sig.Outputs))
-			for i := range sig.Outputs {
-				names[i] = sig.Outputs[i].Name
-			}
-			return nil, apierr.InvalidArgumentf("output tensor alias not found in signature: %s Outputs expected to be in the set {%s}.", alias, strings.Join(sortedNames(names), ","))
+			names := tensor.NameSet(len(sig.Outputs), func(i int) string { return sig.Outputs[i].Name })
+			return nil, apierr.InvalidArgumentf("output tensor alias not found in signature: %s Outputs expected to be in the set {%s}.", alias, strings.Join(names, ","))
 		}
 		if seen[alias] {
 			return nil, apierr.InvalidArgumentf("duplicate output tensor alias: %s", alias)
@@ -305,17 +295,6 @@ func tfNames(outputs []tensor.Tensor, sig *tensor.Signature) []tensor.Tensor {
 
 func tooLarge(what string, opt Options) error {
 	return apierr.Errorf(apierr.ResourceExhausted, "%s larger than the limit of %d bytes", what, opt.maxBytes())
-}
-
-// difference returns the names of sorted a not in sorted b.
-func difference(a, b []string) []string {
-	var out []string
-	for _, s := range a {
-		if _, found := slices.BinarySearch(b, s); !found {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func kindTitle(k oip.ServerKind) string {

@@ -79,12 +79,12 @@ func prettify(dst, digits []byte, k int) []byte {
 			dst = append(dst, '0')
 		}
 		return append(dst, digits...)
-	case length == 1:
-		dst = append(dst, digits[0], 'e')
-		return strconv.AppendInt(dst, int64(kk-1), 10)
-	default:
-		dst = append(dst, digits[0], '.')
-		dst = append(dst, digits[1:]...)
+	default: // "d.ddde±x", or "de±x" for one digit
+		dst = append(dst, digits[0])
+		if length > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, digits[1:]...)
+		}
 		dst = append(dst, 'e')
 		return strconv.AppendInt(dst, int64(kk-1), 10)
 	}

@@ -74,15 +74,7 @@ func (x diyFp) boundaries() (minus, plus diyFp) {
 // exactly instead of transcribed.
 var cachedPowers = func() (t [87]diyFp) {
 	for i := range t {
-		k := -348 + 8*i
-		r := new(big.Rat)
-		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(k))), nil)
-		if k >= 0 {
-			r.SetInt(p)
-		} else {
-			r.SetFrac(big.NewInt(1), p)
-		}
-		f := new(big.Float).SetPrec(64).SetMode(big.ToNearestEven).SetRat(r)
+		f := new(big.Float).SetPrec(64).SetMode(big.ToNearestEven).SetRat(pow10Rat(-348 + 8*i))
 		mant := new(big.Float)
 		exp := f.MantExp(mant) // f = mant × 2^exp, mant in [0.5, 1)
 		mant.SetMantExp(mant, 64)
@@ -91,13 +83,6 @@ var cachedPowers = func() (t [87]diyFp) {
 	}
 	return t
 }()
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
 
 // cachedPower is rapidjson's GetCachedPower: the cached power that brings
 // a number with binary exponent e into Grisu's working range, and its

@@ -58,28 +58,20 @@ func (s *DumpStream) room() bool {
 
 // Open writes an opening bracket ('{' when obj).
 func (s *DumpStream) Open(obj bool) bool {
-	if !s.room() {
-		return false
+	ok := s.room()
+	if ok {
+		s.w.open(!obj)
 	}
-	if obj {
-		s.w.StartObject()
-	} else {
-		s.w.StartArray()
-	}
-	return true
+	return ok
 }
 
-// Close writes a closing bracket.
-func (s *DumpStream) Close(obj bool) bool {
-	if !s.room() {
-		return false
+// Close writes the closing bracket of the innermost container.
+func (s *DumpStream) Close() bool {
+	ok := s.room()
+	if ok {
+		s.w.close()
 	}
-	if obj {
-		s.w.EndObject()
-	} else {
-		s.w.EndArray()
-	}
-	return true
+	return ok
 }
 
 // String writes a string token; rapidjson writes a key the same way.

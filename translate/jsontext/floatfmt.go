@@ -118,7 +118,7 @@ func appendFloat32s(dst, le []byte, row, col int) []byte {
 			}
 			// A value the run loop leaves: written out of line, then its
 			// separator as the loop writes it.
-			i := len(appendFloat32Other(dst[:n], binary.LittleEndian.Uint32(run[j:]), 0, 0, 0, false)) - n
+			i := len(appendFloat32Other(dst[:n], binary.LittleEndian.Uint32(run[j:]))) - n
 			n, left = endValue((*[valueRoom]byte)(dst[n:n+valueRoom]), i, n, left, row)
 			run = run[j+4:]
 		}
@@ -146,7 +146,7 @@ func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 		b := binary.LittleEndian.Uint32(run[j:])
 		sc := &f32Scales[b>>23&0xFF]
 		d, up := sc.digits(b)
-		dc := &sc.dec[up]
+		dc := &sc[up]
 		exp := int(dc.exp)
 		if uint64(d)*mod1000-dc.lowMargin > dc.lowSpan {
 			// Not settled by step 2, or not a normal float32 in fixed
@@ -160,18 +160,13 @@ func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 			// D%1000 is near 0 or 1000) and its round trip as
 			// sixDigitsRoundTrip decides it, with a single exact
 			// float32 division or multiplication (the exponent is
-			// -9…1), rounded to float32 as strtof rounds.
+			// -9…1, exactParse inlined), rounded to float32 as strtof
+			// rounds.
 			d6, exp6 := (d+500)/1000, exp
 			if d6 == 1_000_000 {
 				d6, exp6 = 100_000, exp+1
 			}
-			back, p := float32(d6), float32(pow10f64[max(5-exp6, exp6-5)])
-			if exp6 < 5 {
-				back = float32(back / p)
-			} else {
-				back = float32(back * p)
-			}
-			if back == math.Float32frombits(b&^(1<<31)) {
+			if exactParse[float32](d6, exp6-5) == math.Float32frombits(b&^(1<<31)) {
 				// %.6g's six digits followed by three zeros (trimmed,
 				// its text), in fixed form for exponents -4…5.
 				d, exp = d6*1000, exp6
@@ -267,24 +262,21 @@ func eightDigitsRev(v uint32) uint64 {
 // even. The first product decides the decade even where it is rounded
 // (exp0 = -5): rounding is monotonic, and the tests check the mantissas
 // on both sides of every decade's start.
-type f32Scale struct {
-	dec [2]f32Decade
-}
+type f32Scale [2]f32Decade
 
 // f32Decade is one decade of an f32Scale: everything the loop reads once
 // it knows the decade is at one address.
 type f32Decade struct {
 	pow float64 // 10^(8-exp)
-	// lowMargin and lowSpan are margin and span for the loop's test of
-	// D%1000 done on D*mod1000's low 64 bits (settledLow).
+	// lowMargin and lowSpan are the loop's test of margin's bounds on
+	// D%1000, done on D*mod1000's low 64 bits (settledLow).
 	lowMargin, lowSpan uint64
 	// margin is step 2's bound for the decade, floor(ulp(x)/2) in units
-	// of D's last digit plus 2; span is 1000-2*margin, so that D is
-	// settled when D%1000-margin <= span as unsigned integers. A decade
-	// the loop does not write has margin noFast and span 0: every value
-	// fails the test.
-	margin, span uint16
-	exp          int8
+	// of D's last digit plus 2: D is settled when margin <= D%1000 <=
+	// 1000-margin. A decade the loop does not write has margin noFast,
+	// and lowMargin and lowSpan that every value fails.
+	margin uint16
+	exp    int8
 }
 
 // mod1000 is ceil(2^64/1000): for D < 10^9, D*mod1000 mod 2^64 is
@@ -312,7 +304,7 @@ func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
 	x := float64(math.Float32frombits(b &^ (1 << 31)))
 	// The conversions keep each product rounded on its own (no fused
 	// multiply-add, which would not change an exact product anyway).
-	va, vb := float64(x*sc.dec[0].pow), float64(x*sc.dec[1].pow)
+	va, vb := float64(x*sc[0].pow), float64(x*sc[1].pow)
 	d = uint32(math.Float64bits(va + 0x1p52)) // the low 32 bits of 2^52+D are D
 	up = bitIf(va >= 1e9)
 	if up != 0 {
@@ -331,7 +323,7 @@ const noFast = 0xFFFF
 var f32Scales = func() (t [256]f32Scale) {
 	for e := range t {
 		for up := range 2 {
-			dc := &t[e].dec[up]
+			dc := &t[e][up]
 			dc.margin = noFast
 			dc.lowMargin, dc.lowSpan = settledLow(noFast)
 		}
@@ -340,7 +332,7 @@ var f32Scales = func() (t [256]f32Scale) {
 		if e == 0 || e == 0xFF || exp0 < -5 || exp0 > 8 {
 			continue
 		}
-		t[e].dec[0].pow, t[e].dec[1].pow = pow10f64[8-exp0], pow10f64[max(7-exp0, 0)]
+		t[e][0].pow, t[e][1].pow = pow10f64[8-exp0], pow10f64[max(7-exp0, 0)]
 		for up := range 2 {
 			exp := exp0 + up
 			if exp < -4 || exp > 8 {
@@ -350,8 +342,8 @@ var f32Scales = func() (t [256]f32Scale) {
 			k := 8 - exp
 			half := math.Floor(math.Ldexp(pow10f64[k], q-1))
 			margin := uint16(half + 2)
-			dc := &t[e].dec[up]
-			dc.margin, dc.span, dc.exp = margin, 1000-2*margin, int8(exp)
+			dc := &t[e][up]
+			dc.margin, dc.exp = margin, int8(exp)
 			dc.lowMargin, dc.lowSpan = settledLow(margin)
 		}
 	}
@@ -360,10 +352,9 @@ var f32Scales = func() (t [256]f32Scale) {
 
 // appendFloat32Other is appendFloat32s for the float32 with bits b that
 // its loop does not write: non-finite, zero, subnormal, beyond the loop's
-// digits (ok false: float32Digits, else strconv), close to a six-digit
-// decimal (step 3), or in exponent form. d, exp and margin are the loop's
-// digits when ok.
-func appendFloat32Other(dst []byte, b uint32, d uint64, exp int, margin uint64, ok bool) []byte {
+// digits (float32Digits, else strconv), close to a six-digit decimal
+// (step 3), or in exponent form.
+func appendFloat32Other(dst []byte, b uint32) []byte {
 	f := float64(math.Float32frombits(b))
 	switch b >> 23 & 0xFF {
 	case 0xFF:
@@ -371,11 +362,10 @@ func appendFloat32Other(dst []byte, b uint32, d uint64, exp int, margin uint64, 
 	case 0:
 		return appendLiteral(dst, f, 32, 9)
 	}
+	d, exp, margin, ok := float32Digits(b)
 	if !ok {
-		if d, exp, margin, ok = float32Digits(b); !ok {
-			d, exp = strconvDigits(f, 32, 9)
-			margin = 61
-		}
+		d, exp = strconvDigits(f, 32, 9)
+		margin = 61
 	}
 	return appendChoice(dst, f, b>>31 != 0, d, exp, 32, 9, 1000, margin)
 }
@@ -391,9 +381,6 @@ func AppendFloat64(dst []byte, v float64) []byte {
 		return appendLiteral(dst, v, 64, 17)
 	}
 	d, exp := strconvDigits(v, 64, 17)
-	if t := d % 100_000_000_000; t >= 13 && t <= 100_000_000_000-13 {
-		return appendDecimal(dst, b>>63 != 0, d, 17, exp, false)
-	}
 	return appendChoice(dst, v, b>>63 != 0, d, exp, 64, 17, 100_000_000_000, 13)
 }
 
@@ -412,21 +399,21 @@ func appendNonFinite(dst []byte, v float64) []byte {
 // tailMod is 10^(prec-6) and margin the bound of step 2.
 func appendChoice(dst []byte, v float64, neg bool, d uint64, exp, bits, prec int, tailMod, margin uint64) []byte {
 	if t := d % tailMod; t >= margin && t <= tailMod-margin {
-		return appendDecimal(dst, neg, d, prec, exp, false)
+		return appendDecimal(dst, neg, d, prec, exp)
 	}
 	d6, exp6 := (d+tailMod/2)/tailMod, exp // no tie: t is near 0 or tailMod
 	if d6 == 1_000_000 {
 		d6, exp6 = 100_000, exp6+1
 	}
 	if sixDigitsRoundTrip(math.Abs(v), d6, exp6-5, bits) {
-		return appendDecimal(dst, neg, d6, 6, exp6, false)
+		return appendDecimal(dst, neg, d6, 6, exp6)
 	}
-	return appendDecimal(dst, neg, d, prec, exp, false)
+	return appendDecimal(dst, neg, d, prec, exp)
 }
 
 // sixDigitsRoundTrip reports whether the decimal d6*10^e (d6 < 10^6)
-// parses back, as TF Serving's strtof/strtod would, to a (positive,
-// finite). When 10^|e| is exact in the target type (|e| <= 10 for
+// parses back, as TF Serving's strtof/strtod would, to a (finite, not
+// negative). When 10^|e| is exact in the target type (|e| <= 10 for
 // float32, 22 for float64; d6 is exact in both), that parse is one
 // correctly rounded multiplication or division of two exact operands,
 // which is what the hardware does, as strconv's own fast path; only the
@@ -435,24 +422,25 @@ func appendChoice(dst []byte, v float64, neg bool, d uint64, exp, bits, prec int
 func sixDigitsRoundTrip(a float64, d6 uint64, e, bits int) bool {
 	switch {
 	case bits == 32 && -10 <= e && e <= 10:
-		f, p := float32(d6), float32(pow10f64[max(e, -e)])
-		if e < 0 {
-			return float64(float32(f/p)) == a
-		}
-		return float64(float32(f*p)) == a
+		return float64(exactParse[float32](uint32(d6), e)) == a
 	case bits == 64 && -22 <= e && e <= 22:
-		f, p := float64(d6), pow10f64[max(e, -e)]
-		if e < 0 {
-			return float64(f/p) == a
-		}
-		return float64(f*p) == a
+		return exactParse[float64](uint32(d6), e) == a
 	}
-	// Exponent form for ParseFloat; 32 bytes is appendDecimal's room, so
-	// nothing is allocated.
+	// "d6e<e>" for ParseFloat, in a buffer on the stack.
 	var buf [32]byte
-	text := appendDecimal(buf[:0], false, d6, 6, e+5, true)
+	text := strconv.AppendInt(append(strconv.AppendUint(buf[:0], d6, 10), 'e'), int64(e), 10)
 	back, err := strconv.ParseFloat(string(text), bits)
 	return err == nil && back == a
+}
+
+// exactParse is strtof (F float32) or strtod (float64) of d6*10^e for a
+// 10^|e| exact in F: one correctly rounded division or multiplication.
+func exactParse[F float32 | float64](d6 uint32, e int) F {
+	f, p := F(d6), F(pow10f64[max(e, -e)])
+	if e < 0 {
+		return f / p
+	}
+	return f * p
 }
 
 // pow10f64 holds 10^0 .. 10^22, the powers of ten a float64 holds exactly
@@ -463,30 +451,20 @@ var pow10f64 = [23]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e1
 // appendLiteral is TF Serving's algorithm done literally: format %.6g,
 // parse it back, reformat with the fallback precision when it differs.
 func appendLiteral(dst []byte, v float64, bits, fallback int) []byte {
-	var buf [32]byte
-	s := strconv.AppendFloat(buf[:0], v, 'e', 5, 64)
-	if back, err := strconv.ParseFloat(string(s), bits); err == nil && back == v {
-		d, exp := readE(s)
-		return appendDecimal(dst, math.Signbit(v), d, 6, exp, false)
+	if d, exp := strconvDigits(v, 64, 6); sixDigitsRoundTrip(math.Abs(v), d, exp-5, bits) {
+		return appendDecimal(dst, math.Signbit(v), d, 6, exp)
 	}
 	d, exp := strconvDigits(v, 64, fallback)
-	return appendDecimal(dst, math.Signbit(v), d, fallback, exp, false)
+	return appendDecimal(dst, math.Signbit(v), d, fallback, exp)
 }
 
 // strconvDigits returns |v| rounded to prec significant digits as
 // d*10^(exp-prec+1), d of exactly prec digits, using strconv's
-// correctly rounded fixed-precision formatting.
+// correctly rounded fixed-precision formatting, read from its 'e' format
+// ("d.ddde+XX").
 func strconvDigits(v float64, bits, prec int) (d uint64, exp int) {
 	var buf [32]byte
-	return readE(strconv.AppendFloat(buf[:0], math.Abs(v), 'e', prec-1, bits))
-}
-
-// readE reads strconv's 'e' format without sign ("d.ddde+XX") into its
-// digits as an integer and its decimal exponent.
-func readE(s []byte) (d uint64, exp int) {
-	if s[0] == '-' {
-		s = s[1:]
-	}
+	s := strconv.AppendFloat(buf[:0], math.Abs(v), 'e', prec-1, bits)
 	i := 0
 	for ; s[i] != 'e'; i++ {
 		if c := s[i]; c != '.' {
@@ -582,27 +560,25 @@ func bitIf(c bool) uint {
 // decimal exponent is log10Pow2(e-127), from it one more (2^24 when the
 // next power of ten is out of reach). Computed exactly with math/big.
 var decadeStart = func() (t [256]uint32) {
-	ten := big.NewInt(10)
 	for e := 1; e < 255; e++ {
 		q := e - 150
-		p10 := log10Pow2(q+23) + 1
-		num, den := big.NewInt(1), big.NewInt(1) // m >= 10^p10 / 2^q = num/den
-		pow := new(big.Int).Exp(ten, big.NewInt(int64(max(p10, -p10))), nil)
-		if p10 >= 0 {
-			num.Set(pow)
-		} else {
-			den.Set(pow)
-		}
-		if q >= 0 {
-			den.Lsh(den, uint(q))
-		} else {
-			num.Lsh(num, uint(-q))
-		}
+		r := pow10Rat(log10Pow2(q+23) + 1) // m >= 10^p10 / 2^q = r
+		r.Mul(r, new(big.Rat).SetFloat64(math.Ldexp(1, -q)))
+		num, den := new(big.Int).Set(r.Num()), r.Denom()
 		num.Add(num, den).Sub(num, big.NewInt(1)).Quo(num, den) // ceiling
 		t[e] = uint32(min(num.Uint64(), 1<<24))
 	}
 	return t
 }()
+
+// pow10Rat returns 10^k exactly.
+func pow10Rat(k int) *big.Rat {
+	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(k, -k))), nil)
+	if k < 0 {
+		return new(big.Rat).SetFrac(big.NewInt(1), p)
+	}
+	return new(big.Rat).SetInt(p)
+}
 
 // digitPairs is "00010203...99", for writing two digits at a time.
 const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
@@ -610,12 +586,12 @@ const digitPairs = "000102030405060708091011121314151617181920212223242526272829
 
 // appendDecimal appends the number d*10^(exp-nd+1), d having exactly nd
 // digits, as printf's %.<nd>g writes it (exponent form when exp < -4 or
-// exp >= nd, or when expForm; trailing zeros dropped; an exponent of at
+// exp >= nd; trailing zeros dropped; an exponent of at
 // least two digits), then TF Serving's ".0" when the text would otherwise
 // read as an integer. It writes all nd digits in place into spare
 // capacity and trims the zeros afterwards: this is the inner loop of every
 // float response.
-func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int, expForm bool) []byte {
+func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int) []byte {
 	n := len(dst)
 	dst = slices.Grow(dst, 32) // longest: "-0.0000" + 17 digits, or "-d." + 16 digits + "e-308"
 	b := dst[n : n+32]
@@ -625,7 +601,7 @@ func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int, expForm bool) []
 		i = 1
 	}
 	switch {
-	case expForm || exp < -4 || exp >= nd: // "d.ddde+XX"
+	case exp < -4 || exp >= nd: // "d.ddde+XX"
 		putDigits(b[i+1:i+1+nd], d)
 		b[i], b[i+1] = b[i+1], '.'
 		i += nd + 1
@@ -698,23 +674,7 @@ func putDigits(b []byte, d uint64) {
 }
 
 // eightDigits returns v < 10^8 as eight ASCII digits packed little-endian
-// (the first digit in the low byte), computed in parallel lanes of one
-// 64-bit word: v split into two 4-digit halves in 32-bit lanes, each
-// divided by 100 into 2-digit pairs in 16-bit lanes, each of those by 10
-// into digits in 8-bit lanes. A division by 100 is a multiplication by
-// 10486/2^20, exact below 43699; by 10, by 103/2^10, exact below 179; no
-// lane's product reaches the next lane.
-func eightDigits(v uint32) uint64 { return eightDigitsRaw(v) | 0x3030_3030_3030_3030 }
-
-// eightDigitsRaw is eightDigits with digit values (0-9) in the bytes
-// rather than ASCII.
-func eightDigitsRaw(v uint32) uint64 {
-	x := uint64(v/10_000) | uint64(v%10_000)<<32
-	q := (x * 10486 >> 20) & 0x0000_007F_0000_007F
-	x = q | (x-q*100)<<16
-	q = (x * 103 >> 10) & 0x000F_000F_000F_000F
-	return q | (x-q*10)<<8
+// (the first digit in the low byte): eightDigitsRev's lanes in text order.
+func eightDigits(v uint32) uint64 {
+	return bits.ReverseBytes64(eightDigitsRev(v)) | 0x3030_3030_3030_3030
 }
-
-func appendInt(dst []byte, v int64) []byte   { return strconv.AppendInt(dst, v, 10) }
-func appendUint(dst []byte, v uint64) []byte { return strconv.AppendUint(dst, v, 10) }

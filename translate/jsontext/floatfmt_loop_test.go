@@ -31,7 +31,7 @@ func TestF32Scales(t *testing.T) {
 				continue // the binade has one decade
 			}
 			f := func(m uint32) float64 { return float64(math.Float32frombits(e<<23 | m&0x7FFFFF)) }
-			if sc.dec[up].margin == noFast {
+			if sc[up].margin == noFast {
 				if f(hi) >= 1e-4 && f(lo) < 1e9 {
 					t.Errorf("e %d decade %d: [%g, %g] not written by the loop", e, up, f(lo), f(hi))
 				}
@@ -48,7 +48,7 @@ func TestF32Scales(t *testing.T) {
 				if gotUp != up {
 					t.Fatalf("%g (e %d, m %#x): decade %d, want %d", f(m), e, m, gotUp, up)
 				}
-				exp := int(sc.dec[up].exp)
+				exp := int(sc[up].exp)
 				if d == 1_000_000_000 { // rounded up a decade (the loop takes it to step 3)
 					d, exp = 100_000_000, exp+1
 				}
@@ -56,9 +56,8 @@ func TestF32Scales(t *testing.T) {
 				if uint64(d) != wd || exp != wexp {
 					t.Fatalf("%g: D %d e%d, strconv %d e%d", f(m), d, exp, wd, wexp)
 				}
-				if _, _, margin, ok := float32Digits(b); !ok || margin != uint64(sc.dec[up].margin) ||
-					sc.dec[up].span != 1000-2*sc.dec[up].margin {
-					t.Fatalf("%g: margin %d span %d, float32Digits %d (%v)", f(m), sc.dec[up].margin, sc.dec[up].span, margin, ok)
+				if _, _, margin, ok := float32Digits(b); !ok || margin != uint64(sc[up].margin) {
+					t.Fatalf("%g: margin %d, float32Digits %d (%v)", f(m), sc[up].margin, margin, ok)
 				}
 			}
 		}
@@ -180,7 +179,7 @@ func TestSettledLow(t *testing.T) {
 	margins := map[uint16]bool{noFast: true}
 	for e := range f32Scales {
 		for up := range 2 {
-			margins[f32Scales[e].dec[up].margin] = true
+			margins[f32Scales[e][up].margin] = true
 		}
 	}
 	for m := uint16(2); m <= 61; m++ {

@@ -53,7 +53,7 @@ func appendFloat32sV1(dst, le []byte, row, col int) []byte {
 			}
 		}
 		if t := d % 1000; !ok || t < margin || t > 1000-margin || exp < -4 || exp >= 9 {
-			dst = appendFloat32Other(dst[:n], b, d, exp, margin, ok)
+			dst = appendFloat32Other(dst[:n], b)
 			dst = binary.LittleEndian.AppendUint32(dst, sep)[:len(dst)+more]
 			n = len(dst)
 			continue
@@ -64,7 +64,7 @@ func appendFloat32sV1(dst, le []byte, row, col int) []byte {
 		i := int(b >> 31) // the sign
 		w[0] = '-'
 		lead := byte('0' + d/100_000_000)
-		raw := eightDigitsRaw(uint32(d % 100_000_000))
+		raw := bits.ReverseBytes64(eightDigitsRev(uint32(d % 100_000_000)))
 		tz := bits.LeadingZeros64(raw) >> 3 // zero digits ending the last eight (the lead is not zero)
 		digits := raw | 0x3030_3030_3030_3030
 		if exp < 0 { // "0." and -exp-1 zeros, then the digits

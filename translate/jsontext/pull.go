@@ -71,7 +71,7 @@ func (s *DumpStream) Feed(tok Token) bool {
 	case BeginArray, BeginObject:
 		return s.Open(tok.Kind == BeginObject)
 	case EndArray, EndObject:
-		return s.Close(tok.Kind == EndObject)
+		return s.Close()
 	case Key, StringValue:
 		return s.String(tok.Str)
 	case NumberValue:

@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"strconv"
 )
 
 // indentUnit is rapidjson PrettyWriter's default indent (4 spaces).
@@ -78,77 +79,57 @@ func (w *Writer) prefix() {
 		return
 	}
 	l := &w.stack[n-1]
-	if l.array {
+	switch {
+	case l.array && w.singleLine:
+		if l.count > 0 {
+			w.buf = append(w.buf, ',', ' ')
+		}
+	case !l.array && l.count%2 == 1: // between a key and its value
+		w.buf = append(w.buf, ':', ' ')
+	default: // on a new line, after a comma unless it is the first
 		if l.count > 0 {
 			w.buf = append(w.buf, ',')
-			if w.singleLine {
-				w.buf = append(w.buf, ' ')
-			}
 		}
-		if !w.singleLine {
-			w.buf = append(w.buf, '\n')
-			w.indent(n)
-		}
-	} else {
-		if l.count > 0 {
-			if l.count%2 == 0 {
-				w.buf = append(w.buf, ',', '\n')
-			} else {
-				w.buf = append(w.buf, ':', ' ')
-			}
-		} else {
-			w.buf = append(w.buf, '\n')
-		}
-		if l.count%2 == 0 {
-			w.indent(n)
-		}
+		w.buf = append(w.buf, '\n')
+		w.indent(n)
 	}
 	l.count++
 }
 
 // StartObject opens an object.
-func (w *Writer) StartObject() {
-	w.prefix()
-	w.stack = append(w.stack, level{})
-	w.buf = append(w.buf, '{')
-}
+func (w *Writer) StartObject() { w.open(false) }
 
 // EndObject closes the innermost object.
-func (w *Writer) EndObject() {
-	n := len(w.stack)
-	empty := w.stack[n-1].count == 0
-	w.stack = w.stack[:n-1]
-	if !empty {
-		w.buf = append(w.buf, '\n')
-		w.indent(n - 1)
-	}
-	w.buf = append(w.buf, '}')
-}
+func (w *Writer) EndObject() { w.close() }
 
 // StartArray opens an array.
-func (w *Writer) StartArray() {
-	w.prefix()
-	w.stack = append(w.stack, level{array: true})
-	w.buf = append(w.buf, '[')
-}
+func (w *Writer) StartArray() { w.open(true) }
 
 // EndArray closes the innermost array.
-func (w *Writer) EndArray() {
+func (w *Writer) EndArray() { w.close() }
+
+// open opens an array or an object.
+func (w *Writer) open(array bool) {
+	w.prefix()
+	w.stack = append(w.stack, level{array: array})
+	w.buf = append(w.buf, "{["[bitIf(array)])
+}
+
+// close closes the innermost container: on a line of its own unless it
+// is empty or a single-line array.
+func (w *Writer) close() {
 	n := len(w.stack)
-	empty := w.stack[n-1].count == 0
+	l := w.stack[n-1]
 	w.stack = w.stack[:n-1]
-	if !empty && !w.singleLine {
+	if l.count > 0 && !(l.array && w.singleLine) {
 		w.buf = append(w.buf, '\n')
 		w.indent(n - 1)
 	}
-	w.buf = append(w.buf, ']')
+	w.buf = append(w.buf, "}]"[bitIf(l.array)])
 }
 
-// Key writes an object key.
-func (w *Writer) Key(k string) {
-	w.prefix()
-	w.buf = AppendString(w.buf, k)
-}
+// Key writes an object key: rapidjson writes it as a string.
+func (w *Writer) Key(k string) { w.String(k) }
 
 // String writes a string value.
 func (w *Writer) String(s string) {
@@ -183,13 +164,13 @@ func (w *Writer) Bool(b bool) {
 // Int64 writes a signed integer.
 func (w *Writer) Int64(v int64) {
 	w.prefix()
-	w.buf = appendInt(w.buf, v)
+	w.buf = strconv.AppendInt(w.buf, v, 10)
 }
 
 // Uint64 writes an unsigned integer.
 func (w *Writer) Uint64(v uint64) {
 	w.prefix()
-	w.buf = appendUint(w.buf, v)
+	w.buf = strconv.AppendUint(w.buf, v, 10)
 }
 
 // Float32 writes a float in TF Serving's DT_FLOAT format.
@@ -209,7 +190,7 @@ func (w *Writer) Float32s(le []byte) {
 	}
 	w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le)))
 	depth := len(w.stack)
-	if depth == 0 || !w.stack[depth-1].array {
+	if depth == 0 || !w.stack[depth-1].array || !w.singleLine && depth*indentUnit >= len(spaces) {
 		for i := 1; i < n; i++ {
 			w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
 		}
@@ -224,12 +205,6 @@ func (w *Writer) Float32s(le []byte) {
 			buf = appendFloat32s(buf, le[4:4*n], 0, 0)
 		}
 	} else {
-		if depth*indentUnit >= len(spaces) {
-			for i := 1; i < n; i++ {
-				w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
-			}
-			return
-		}
 		var sepBuf [2 + len(spaces)]byte
 		sep := append(append(sepBuf[:0], ',', '\n'), spaces[:depth*indentUnit]...)
 		for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
@@ -294,18 +269,6 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// SingleLineFloat32s writes the little-endian float32s in le as one value:
-// nested arrays of the given shape (product of shape = len(le)/4), laid
-// out as the single-line array mode lays them out ("[[a, b], [c, d]]").
-// It is the same text as StartArray/Float32s/EndArray calls in that mode,
-// without the per-array bookkeeping that dominates tensors with a small
-// innermost dimension (an image's 3 channels). w must be in single-line
-// mode (SetSingleLine(true)).
-func (w *Writer) SingleLineFloat32s(le []byte, shape []int64) {
-	var nest Nest
-	w.SingleLineFloat32sPart(&nest, shape, le)
 }
 
 // Nest is the position in one nested-array value written over several
@@ -376,10 +339,13 @@ func (n *Nest) Advance(r int64) {
 
 // SingleLineFloat32sPart continues the single-line nested value of the
 // given shape at nest's position, with the little-endian float32s in le
-// (the next len(le)/4 elements; more than the value holds are ignored).
-// The calls together write exactly what SingleLineFloat32s writes for
-// all the elements at once, so a tensor can be written as its bytes
-// arrive. The first call writes the value's prefix (its separator in the
+// (the next len(le)/4 elements; more than the value holds are ignored):
+// nested arrays laid out as the single-line array mode lays them out
+// ("[[a, b], [c, d]]"), the same text as StartArray/Float32s/EndArray
+// calls in that mode, without the per-array bookkeeping that dominates
+// tensors with a small innermost dimension (an image's 3 channels). The
+// calls together write the same as one call with all the elements, so a
+// tensor can be written as its bytes arrive. The first call writes the value's prefix (its separator in the
 // enclosing container) and opening brackets; the call that completes the
 // value writes its closing brackets. A value without elements is written
 // whole by the first call. w must stay in single-line mode.

@@ -79,7 +79,7 @@ func TestSingleLineFloat32s(t *testing.T) {
 		for _, d := range shape {
 			n *= int(d)
 		}
-		// part 0: nested calls; -1: SingleLineFloat32s; else
+		// part 0: nested calls; -1: one SingleLineFloat32sPart call; else
 		// SingleLineFloat32sPart with part elements at a time.
 		write := func(part int) string {
 			w := NewWriter(nil)
@@ -90,7 +90,8 @@ func TestSingleLineFloat32s(t *testing.T) {
 			w.Float32(9)
 			switch part {
 			case -1:
-				w.SingleLineFloat32s(le[:4*n], shape)
+				var nest Nest // the whole value in one call
+				w.SingleLineFloat32sPart(&nest, shape, le[:4*n])
 			case 0:
 				nested(w, le[:4*n], shape)
 			default:

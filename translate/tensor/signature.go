@@ -1,5 +1,7 @@
 package tensor
 
+import "slices"
+
 // Spec describes one input or output of a model: its name, datatype and
 // declared shape (-1 for a variable dimension).
 type Spec struct {
@@ -53,4 +55,28 @@ func find(specs []Spec, name string) (*Spec, bool) {
 		}
 	}
 	return nil, false
+}
+
+// NameSet returns the n names name(0..n-1) sorted and without duplicates,
+// as a std::set<string> holds them: the order in which TF's messages list
+// tensor names.
+func NameSet(n int, name func(int) string) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = name(i)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// SetDifference returns the names of sorted set a that are not in sorted
+// set b, in order.
+func SetDifference(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if _, found := slices.BinarySearch(b, s); !found {
+			out = append(out, s)
+		}
+	}
+	return out
 }

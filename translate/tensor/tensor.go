@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/x448/float16"
 )
@@ -42,6 +43,20 @@ func NumElements(shape []int64) (int64, error) {
 		n *= d
 	}
 	return n, nil
+}
+
+// ShapeString writes a shape as TF's TensorShape::DebugString and
+// ShapeToString do, the text its error messages quote: "[2,3]", "[]" for
+// a scalar.
+func ShapeString(shape []int64) string {
+	b := []byte{'['}
+	for i, d := range shape {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, d, 10)
+	}
+	return string(append(b, ']'))
 }
 
 // Len returns the number of elements actually held.

@@ -3,6 +3,7 @@ package tensor
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -157,5 +158,31 @@ func TestSignatureLookup(t *testing.T) {
 	}
 	if out, ok := s.Output("y"); !ok || out.Name != "y" {
 		t.Error("Output(y) not found")
+	}
+}
+
+func TestShapeString(t *testing.T) {
+	for _, tt := range []struct {
+		in   []int64
+		want string
+	}{{nil, "[]"}, {[]int64{3}, "[3]"}, {[]int64{1, 2, 3}, "[1,2,3]"}} {
+		if got := ShapeString(tt.in); got != tt.want {
+			t.Errorf("%v: %s", tt.in, got)
+		}
+	}
+}
+
+func TestNameSet(t *testing.T) {
+	sent := []string{"b", "a", "b", "c"}
+	a := NameSet(len(sent), func(i int) string { return sent[i] })
+	b := NameSet(2, func(i int) string { return []string{"d", "b"}[i] })
+	if got := strings.Join(a, ","); got != "a,b,c" {
+		t.Errorf("NameSet = %s, want a,b,c", got)
+	}
+	if got := strings.Join(SetDifference(a, b), ","); got != "a,c" {
+		t.Errorf("a-b = %s, want a,c", got)
+	}
+	if got := strings.Join(SetDifference(b, a), ","); got != "d" {
+		t.Errorf("b-a = %s, want d", got)
 	}
 }

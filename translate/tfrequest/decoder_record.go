@@ -175,6 +175,6 @@ func tokenDump(tok jsontext.Token) []byte {
 func b64Dump(str []byte) []byte {
 	var s jsontext.DumpStream
 	s.Reset(nil)
-	_ = s.Open(true) && s.String([]byte(tfjson.KeyB64)) && s.String(str) && s.Close(true)
+	_ = s.Open(true) && s.String([]byte(tfjson.KeyB64)) && s.String(str) && s.Close()
 	return s.Bytes()
 }

@@ -63,7 +63,7 @@ func errItem(wantSize, gotSize int64, wantShape, gotShape []int64) error {
 	if wantSize != gotSize {
 		return apierr.InvalidArgumentf("Expecting tensor size: %d but got: %d", wantSize, gotSize)
 	}
-	return apierr.InvalidArgumentf("Expecting shape %s but got: %s", shapeString(wantShape), shapeString(gotShape))
+	return apierr.InvalidArgumentf("Expecting shape %s but got: %s", tensor.ShapeString(wantShape), tensor.ShapeString(gotShape))
 }
 
 func errLevel(dump []byte, level, rank int) error {

@@ -423,15 +423,7 @@ func TestRelease(t *testing.T) {
 	}
 }
 
-func TestShapeString(t *testing.T) {
-	for _, tt := range []struct {
-		in   []int64
-		want string
-	}{{nil, "[]"}, {[]int64{3}, "[3]"}, {[]int64{1, 2, 3}, "[1,2,3]"}} {
-		if got := shapeString(tt.in); got != tt.want {
-			t.Errorf("%v: %s", tt.in, got)
-		}
-	}
+func TestDenseShape(t *testing.T) {
 	if !slices.Equal(denseShape(jsonRoot(t, `[[1,2],[3]]`), nil), []int64{2, 2}) {
 		t.Error("dense shape of a ragged list")
 	}

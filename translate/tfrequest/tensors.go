@@ -46,19 +46,7 @@ func wrapElement(i int, key []byte, err error) error {
 
 // sortedNames joins the input names as TF's std::set<string> orders them.
 func sortedNames(n int, name func(int) string) string {
-	return strings.Join(sortedSet(n, name), ",")
-}
-
-// shapeString is ShapeToString: "[2,3]", "[]" for a scalar.
-func shapeString(shape []int64) string {
-	b := []byte{'['}
-	for i, d := range shape {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, d, 10)
-	}
-	return string(append(b, ']'))
+	return strings.Join(tensor.NameSet(n, name), ",")
 }
 
 // buildTensors is the last step of the decoder (and of the tape oracle

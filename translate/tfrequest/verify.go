@@ -1,7 +1,6 @@
 package tfrequest
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
@@ -24,35 +23,12 @@ func verifyInputsSize(sig *tensor.Signature, inputs []tensor.Tensor) error {
 	if len(inputs) == len(sig.Inputs) {
 		return nil // every parser path fills each input once, or fails
 	}
-	sent := sortedSet(len(inputs), func(i int) string { return inputs[i].Name })
-	want := sortedSet(len(sig.Inputs), func(i int) string { return sig.Inputs[i].Name })
+	sent := tensor.NameSet(len(inputs), func(i int) string { return inputs[i].Name })
+	want := tensor.NameSet(len(sig.Inputs), func(i int) string { return sig.Inputs[i].Name })
 	if len(sent) == len(want) {
 		return nil // TF compares map sizes: duplicate names count once
 	}
 	return apierr.InvalidArgumentf("input size does not match signature: %d!=%d len({%s}) != len({%s}). Sent extra: {%s}. Missing but required: {%s}.",
 		len(sent), len(want), strings.Join(sent, ","), strings.Join(want, ","),
-		strings.Join(setDifference(sent, want), ","), strings.Join(setDifference(want, sent), ","))
-}
-
-// sortedSet returns the n names name(0..n-1) sorted and without
-// duplicates, as a std::set<string> holds them.
-func sortedSet(n int, name func(int) string) []string {
-	names := make([]string, n)
-	for i := range names {
-		names[i] = name(i)
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
-}
-
-// setDifference returns the names of sorted set a that are not in sorted
-// set b, in order.
-func setDifference(a, b []string) []string {
-	var out []string
-	for _, s := range a {
-		if _, found := slices.BinarySearch(b, s); !found {
-			out = append(out, s)
-		}
-	}
-	return out
+		strings.Join(tensor.SetDifference(sent, want), ","), strings.Join(tensor.SetDifference(want, sent), ","))
 }

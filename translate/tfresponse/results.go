@@ -3,8 +3,6 @@ package tfresponse
 import (
 	"encoding/binary"
 	"math"
-	"strconv"
-	"strings"
 
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
@@ -72,7 +70,7 @@ func NewRegress(outputs []tensor.Tensor, out int, numExamples int) (*Body, error
 	t := &outputs[out]
 	shape := t.Shape
 	if !(len(shape) == 1 || (len(shape) == 2 && shape[1] == 1)) {
-		return nil, apierr.InvalidArgumentf("Expected output Tensor shape to be either [batch_size] or [batch_size, 1] but got %s", shapeString(shape))
+		return nil, apierr.InvalidArgumentf("Expected output Tensor shape to be either [batch_size] or [batch_size, 1] but got %s", tensor.ShapeString(shape))
 	}
 	if int64(numExamples) != shape[0] {
 		return nil, apierr.InvalidArgumentf("Input batch size did not match output batch size: %d vs. %d", numExamples, shape[0])
@@ -204,7 +202,7 @@ func checkClassOutput(t *tensor.Tensor, name string, want tensor.DataType, numEx
 		return nil
 	}
 	if len(t.Shape) != 2 {
-		return apierr.InvalidArgumentf("Expected Tensor shape: [batch_size num_classes] but got %s", shapeString(t.Shape))
+		return apierr.InvalidArgumentf("Expected Tensor shape: [batch_size num_classes] but got %s", tensor.ShapeString(t.Shape))
 	}
 	if t.DataType != want {
 		return apierr.InvalidArgumentf("Expected %s Tensor of %s. Got: %s", name, want.TFName(), t.DataType.TFName())
@@ -213,18 +211,4 @@ func checkClassOutput(t *tensor.Tensor, name string, want tensor.DataType, numEx
 		return apierr.InvalidArgumentf("Expected %s output batch size of %d. Got: %d", name, numExamples, t.Shape[0])
 	}
 	return nil
-}
-
-// shapeString is TensorShape::DebugString: "[2,3]", "[]" for a scalar.
-func shapeString(shape []int64) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, d := range shape {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatInt(d, 10))
-	}
-	b.WriteByte(']')
-	return b.String()
 }

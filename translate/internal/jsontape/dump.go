@@ -54,5 +54,5 @@ func dumpValue(s *jsontext.DumpStream, v Value) bool {
 		}
 		e = e.Next()
 	}
-	return s.Close(obj)
+	return s.Close()
 }
