@@ -314,13 +314,13 @@ func (c *conn) exchange(ctx context.Context, req *Request, body [][]byte, deadli
 	if err != nil {
 		return nil, r.fail(c.staleIf(err, true))
 	}
-	max := c.cl.lim.MaxHeadBytes
+	maxHead := c.cl.lim.MaxHeadBytes
 	for n1xx := 0; ; n1xx++ {
-		c.lr.N = max
+		c.lr.N = maxHead
 		// Wait for the answer's first bytes: a reused connection its
 		// server closed fails here, before any byte of the answer.
 		if _, err := c.br.Peek(1); err != nil {
-			return nil, r.fail(c.staleIf(err, n1xx == 0 && c.lr.N == max))
+			return nil, r.fail(c.staleIf(err, n1xx == 0 && c.lr.N == maxHead))
 		}
 		if c.readCommonHead() {
 			c.lr.N = 1<<63 - 1
@@ -330,9 +330,9 @@ func (c *conn) exchange(ctx context.Context, req *Request, body [][]byte, deadli
 		hr, err := http.ReadResponse(c.br, nil)
 		if err != nil {
 			if c.lr.N == 0 {
-				err = fmt.Errorf("an answer head over %d bytes", max)
+				err = fmt.Errorf("an answer head over %d bytes", maxHead)
 			}
-			return nil, r.fail(c.staleIf(err, n1xx == 0 && c.lr.N == max))
+			return nil, r.fail(c.staleIf(err, n1xx == 0 && c.lr.N == maxHead))
 		}
 		// The body is read past the head's bound (its own limit is the
 		// caller's, applied as it is read).
