@@ -1,6 +1,8 @@
 package tfrequest
 
 import (
+	"encoding/binary"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,5 +103,52 @@ func TestDecoderBlocks(t *testing.T) {
 		}
 		whole.Release()
 		exact.Release()
+	}
+}
+
+// TestDuplicateKeyBlocks: an instance object whose key comes twice has
+// both lists added (TF's parser adds every member), and the tensor keeps
+// the first values added, as many as the instances' shape holds: here
+// the first instance's two lists. When that data spans several blocks, a
+// stream keeps exactly the values a whole body and the tape oracle keep
+// (the stream once failed such a body as undecidable).
+func TestDuplicateKeyBlocks(t *testing.T) {
+	n := BlockSize / 4 * 3 / 5 // FP32 values per list: two instances' first lists span two blocks
+	list := func(base int) string {
+		var b strings.Builder
+		b.WriteByte('[')
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Itoa(base + i%1000))
+		}
+		return b.String() + "]"
+	}
+	body := []byte(`{"instances": [{"x": ` + list(0) + `, "x": ` + list(5000) + `}, {"x": ` + list(10000) + `, "x": ` + list(20000) + `}]}`)
+	sig := sigOf("x:FP32")
+	for _, chunk := range []int{4093, 64 << 10, len(body)} {
+		var cuts []int
+		for p := chunk; p < len(body); p += chunk {
+			cuts = append(cuts, p)
+		}
+		checkOnePass(t, body, sig, tensor.Limits{}, cuts)
+	}
+	got, err := streamCuts(body, fixed(sig), tensor.Limits{}, []int{4093})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	var data []byte
+	for _, b := range got.Blocks(0) {
+		data = append(data, b...)
+	}
+	if len(data) != 2*n*4 {
+		t.Fatalf("%d bytes of data, want %d (two instances of %d values)", len(data), 2*n*4, n)
+	}
+	for i, want := range map[int]float32{0: 0, 1: 1, n: 5000, 2*n - 1: float32(5000 + (n-1)%1000)} {
+		if v := math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:])); v != want {
+			t.Errorf("value %d is %v, want %v (the first instance's two lists)", i, v, want)
+		}
 	}
 }
