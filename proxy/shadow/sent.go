@@ -2,7 +2,6 @@ package shadow
 
 import (
 	"bytes"
-	"slices"
 	"sync/atomic"
 
 	"github.com/tfsbridge/tfsbridge/translate"
@@ -91,7 +90,7 @@ func (e *Engine) sameRequest(res *resolver, c *Copy, opt translate.RequestOption
 		return nil
 	}
 	sig, err := res.fn(s.SignatureName)
-	if err != nil || !sameSignature(sig, s.Exchange.Signature) {
+	if err != nil || !sig.Equal(s.Exchange.Signature) {
 		return nil
 	}
 	return s
@@ -139,24 +138,4 @@ func leadingID(b []byte) int {
 		}
 	}
 	return 0
-}
-
-// sameSignature reports two signatures that translate alike: every field
-// equal, the v2 names' signature too.
-func sameSignature(a, b *tensor.Signature) bool {
-	if a == b {
-		return true
-	}
-	if a == nil || b == nil {
-		return false
-	}
-	return a.Model == b.Model && a.Platform == b.Platform && a.Batched == b.Batched &&
-		a.MaxBatchSize == b.MaxBatchSize && slices.Equal(a.Versions, b.Versions) &&
-		sameSpecs(a.Inputs, b.Inputs) && sameSpecs(a.Outputs, b.Outputs) && sameSignature(a.Wire, b.Wire)
-}
-
-func sameSpecs(a, b []tensor.Spec) bool {
-	return slices.EqualFunc(a, b, func(x, y tensor.Spec) bool {
-		return x.Name == y.Name && x.DataType == y.DataType && slices.Equal(x.Shape, y.Shape)
-	})
 }

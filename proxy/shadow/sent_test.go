@@ -225,32 +225,6 @@ func TestLeadingID(t *testing.T) {
 	}
 }
 
-func TestSameSignature(t *testing.T) {
-	base := func() *tensor.Signature {
-		return &tensor.Signature{Model: "m", Versions: []string{"1"}, Inputs: []tensor.Spec{{Name: "x", DataType: tensor.FP32, Shape: []int64{-1}}},
-			Outputs: []tensor.Spec{{Name: "y", DataType: tensor.FP32, Shape: []int64{-1}}}, Batched: true}
-	}
-	for _, tc := range []struct {
-		name string
-		edit func(*tensor.Signature)
-		want bool
-	}{
-		{"equal", func(*tensor.Signature) {}, true},
-		{"model", func(s *tensor.Signature) { s.Model = "n" }, false},
-		{"versions", func(s *tensor.Signature) { s.Versions = []string{"2"} }, false},
-		{"input dtype", func(s *tensor.Signature) { s.Inputs[0].DataType = tensor.FP64 }, false},
-		{"output shape", func(s *tensor.Signature) { s.Outputs[0].Shape = []int64{-1, 2} }, false},
-		{"batched", func(s *tensor.Signature) { s.Batched = false }, false},
-		{"wire names", func(s *tensor.Signature) { s.Wire = base() }, false},
-	} {
-		b := base()
-		tc.edit(b)
-		if got := sameSignature(base(), b); got != tc.want {
-			t.Errorf("%s: sameSignature = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // A shared release runs once both holders are done, whichever is last.
 func TestSharedRelease(t *testing.T) {
 	for _, order := range []string{"adapter first", "copy first"} {

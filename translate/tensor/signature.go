@@ -42,6 +42,27 @@ func (s *Signature) OnWire() *Signature {
 	return s.Wire
 }
 
+// Equal reports two signatures that translate alike: every field equal,
+// the v2 names' signature (Wire) too. It lives beside the type so that a
+// field added here is compared too.
+func (s *Signature) Equal(o *Signature) bool {
+	if s == o {
+		return true
+	}
+	if s == nil || o == nil {
+		return false
+	}
+	return s.Model == o.Model && s.Platform == o.Platform && s.Batched == o.Batched &&
+		s.MaxBatchSize == o.MaxBatchSize && slices.Equal(s.Versions, o.Versions) &&
+		equalSpecs(s.Inputs, o.Inputs) && equalSpecs(s.Outputs, o.Outputs) && s.Wire.Equal(o.Wire)
+}
+
+func equalSpecs(a, b []Spec) bool {
+	return slices.EqualFunc(a, b, func(x, y Spec) bool {
+		return x.Name == y.Name && x.DataType == y.DataType && slices.Equal(x.Shape, y.Shape)
+	})
+}
+
 // Input returns the input spec named name.
 func (s *Signature) Input(name string) (*Spec, bool) { return find(s.Inputs, name) }
 

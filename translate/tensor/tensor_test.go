@@ -186,3 +186,34 @@ func TestNameSet(t *testing.T) {
 		t.Errorf("b-a = %s, want d", got)
 	}
 }
+
+// TestSignatureEqual: every field counts, the v2 names' signature too.
+func TestSignatureEqual(t *testing.T) {
+	base := func() *Signature {
+		return &Signature{Model: "m", Versions: []string{"1"}, Inputs: []Spec{{Name: "x", DataType: FP32, Shape: []int64{-1}}},
+			Outputs: []Spec{{Name: "y", DataType: FP32, Shape: []int64{-1}}}, Batched: true}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Signature)
+		want bool
+	}{
+		{"equal", func(*Signature) {}, true},
+		{"model", func(s *Signature) { s.Model = "n" }, false},
+		{"versions", func(s *Signature) { s.Versions = []string{"2"} }, false},
+		{"input dtype", func(s *Signature) { s.Inputs[0].DataType = FP64 }, false},
+		{"output shape", func(s *Signature) { s.Outputs[0].Shape = []int64{-1, 2} }, false},
+		{"batched", func(s *Signature) { s.Batched = false }, false},
+		{"wire names", func(s *Signature) { s.Wire = base() }, false},
+	} {
+		b := base()
+		tc.edit(b)
+		if got := base().Equal(b); got != tc.want {
+			t.Errorf("%s: Equal = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	var none *Signature
+	if !none.Equal(nil) || none.Equal(base()) || base().Equal(nil) {
+		t.Error("nil signatures: equal only to nil")
+	}
+}
