@@ -2,7 +2,6 @@ package httpproxy
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -51,10 +50,7 @@ func directSuits(d *http1.Client, req *http.Request, body []byte) bool {
 // goes back to the pool when it has been read to its end and closed.
 func directRoundTrip(d *http1.Client, req *http.Request, body []byte) (*http.Response, error) {
 	ctx := req.Context()
-	addr := req.URL.Host
-	if req.URL.Port() == "" {
-		addr = net.JoinHostPort(req.URL.Hostname(), "80")
-	}
+	addr := http1.Addr(req.URL)
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/url"
 	"strconv"
 	"time"
@@ -53,10 +52,7 @@ func headOf(status int, h headGetter) answerHead {
 // (its duplicate costs the shadow server a computation, never the
 // client anything).
 func (e *Engine) postDirect(ctx context.Context, c *Copy, w *scratch, u *url.URL, parts [][]byte, release func(), h head) (answerHead, []byte, error) {
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
-	}
+	addr := http1.Addr(u)
 	var buf [512]byte // the header lines, copied into the connection's buffer
 	resp, err := e.conns.Do(ctx, &http1.Request{
 		Addr: addr, Target: u.EscapedPath(), Host: u.Host, Header: appendCopyHeader(buf[:0], u, &h),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,5 +299,22 @@ func TestClientUnreadBody(t *testing.T) {
 	}
 	if _, conns := s.stats(); conns != 2 {
 		t.Errorf("%d connections, want 2", conns)
+	}
+}
+
+func TestAddr(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"http://mock:8000/v2", "mock:8000"},
+		{"http://mock/v2", "mock:80"},
+		{"http://[::1]/v2", "[::1]:80"},
+		{"http://[::1]:9/v2", "[::1]:9"},
+	} {
+		u, err := url.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Addr(u); got != tc.want {
+			t.Errorf("Addr(%s) = %q, want %q", tc.url, got, tc.want)
+		}
 	}
 }

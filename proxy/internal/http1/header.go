@@ -1,7 +1,9 @@
 package http1
 
 import (
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 )
 
@@ -51,4 +53,13 @@ func AppendHTTPHeader(b []byte, h http.Header) []byte {
 		}
 	}
 	return b
+}
+
+// Addr is the address to dial for a plain-http URL: its host and port,
+// port 80 when it names none.
+func Addr(u *url.URL) string {
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "80")
+	}
+	return u.Host
 }
