@@ -254,7 +254,14 @@ func (t *shadowTee) sentRequest(req translate.V2Request, ex translate.Exchange, 
 		return
 	}
 	t.c.Reserved += n
-	t.sent = &shadow.Sent{Body: req.Chunks(), ContentType: req.ContentType, HeaderLength: req.HeaderLength,
+	t.sent = t.newSent(&req, ex, opt)
+	t.sent.Body = req.Chunks()
+}
+
+// newSent is what a copy may reuse of the primary's request req, but for
+// its bytes, which sentRequest and takePooled each give in their way.
+func (t *shadowTee) newSent(req *translate.V2Request, ex translate.Exchange, opt translate.RequestOptions) *shadow.Sent {
+	return &shadow.Sent{ContentType: req.ContentType, HeaderLength: req.HeaderLength,
 		Options: opt, SignatureName: t.sigName, Exchange: ex, AnswerHeaderLength: -1}
 }
 
@@ -279,8 +286,7 @@ func (t *shadowTee) sentPooled(req *translate.V2Request, ex translate.Exchange, 
 	if t == nil || t.dropped || t.forward {
 		return
 	}
-	t.sent = &shadow.Sent{ContentType: req.ContentType, HeaderLength: req.HeaderLength,
-		Options: opt, SignatureName: t.sigName, Exchange: ex, AnswerHeaderLength: -1}
+	t.sent = t.newSent(req, ex, opt)
 	t.pooled = req
 }
 
