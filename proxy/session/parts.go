@@ -25,11 +25,7 @@ import "context"
 func (s *Session) RequestParts(ctx context.Context, chunks [][]byte) (_ Action, parts [][]byte, release func()) {
 	var out partsSink
 	a := s.requestBody(ctx, chunks, true, &out)
-	if out.parts == nil && out.release != nil {
-		// Nothing to hand over: the body (if any) is in the action.
-		out.release = nil
-	}
-	return a, out.parts, out.release
+	return a, out.parts, out.release // requestBody sets release only with parts
 }
 
 // partsSink is RequestParts' Sink: like Whole it is answered with one
