@@ -332,7 +332,7 @@ func (d *duplex) handle(req *extprocv3.ProcessingRequest) error {
 			d.wounded = d.sess.Admission().Wounded()
 			return nil
 		}
-		return d.send(duplexHeadersReply(a, true))
+		return d.send(d.headersReply(a, true))
 
 	case *extprocv3.ProcessingRequest_RequestBody:
 		if !d.req {
@@ -363,7 +363,7 @@ func (d *duplex) handle(req *extprocv3.ProcessingRequest) error {
 			d.heldResp = &a
 			return nil
 		}
-		return d.send(duplexHeadersReply(a, false))
+		return d.send(d.headersReply(a, false))
 
 	case *extprocv3.ProcessingRequest_ResponseBody:
 		if !d.resp {
@@ -412,7 +412,7 @@ func (d *duplex) body(ctx context.Context, chunk []byte, end, request bool) erro
 		// Every chunk is answered, an empty last one too (Envoy sends
 		// one when the end of a body arrives without data), or Envoy
 		// waits for its reply for ever.
-		return d.send(streamedReply(chunk, end, request))
+		return d.send(d.st.streamedReply(chunk, end, request))
 	}
 	// A wait for budget inside the event is bounded like the silence it
 	// replaces: the body deadline, or the write timeout.
@@ -496,12 +496,12 @@ func (s sink) Headers(a session.Action) error {
 	if held != nil {
 		a = held.Then(a)
 	}
-	return s.d.send(duplexHeadersReply(a, s.request))
+	return s.d.send(s.d.headersReply(a, s.request))
 }
 
 // Body sends one streamed_response chunk.
 func (s sink) Body(p []byte, end bool) error {
-	return s.d.send(streamedReply(p, end && !s.d.trailers, s.request))
+	return s.d.send(s.d.st.streamedReply(p, end && !s.d.trailers, s.request))
 }
 
 // duplexHeadersReply is headersReply without mode_override, which Envoy
@@ -512,10 +512,21 @@ func duplexHeadersReply(a session.Action, request bool) *extprocv3.ProcessingRes
 	return r
 }
 
+// headersReply is duplexHeadersReply in the stream's room.
+func (d *duplex) headersReply(a session.Action, request bool) *extprocv3.ProcessingResponse {
+	r := d.st.headersReply(a, request)
+	r.ModeOverride = nil
+	return r
+}
+
 // streamedReply is a body reply carrying one streamed_response chunk:
 // the only body reply Envoy accepts in full-duplex mode.
 func streamedReply(p []byte, end, request bool) *extprocv3.ProcessingResponse {
-	r := &chunkReply{}
+	return new(chunkReply).build(p, end, request)
+}
+
+// build fills r (zero) with a streamed_response reply.
+func (r *chunkReply) build(p []byte, end, request bool) *extprocv3.ProcessingResponse {
 	r.sbr.Body, r.sbr.EndOfStream = p, end
 	r.sr.StreamedResponse = &r.sbr
 	r.bm.Mutation = &r.sr

@@ -33,6 +33,7 @@ func BenchmarkHandleSmall(b *testing.B) {
 				b.Fatal("no reply")
 			}
 		}
+		st.end()
 		sess.Close()
 	}
 	exchange()

@@ -167,12 +167,12 @@ func (p *Processor) handleFramed(st *streamTrace, sess *session.Session, f *fram
 	}
 	body := f.GetRequestBody()
 	if !body.GetEndOfStream() && sess.AwaitingBody() {
-		return bodyReply(withRequestID(sess.Fail(errPartialBody()), sess, false), true), nil
+		return st.bodyReply(withRequestID(sess.Fail(errPartialBody()), sess, false), true), nil
 	}
 	a, chunks, release := sess.RequestParts(st.ctx, f.chunks)
 	f.free()
 	a = withRequestID(a, sess, false)
-	resp = bodyReply(a, true)
+	resp = st.bodyReply(a, true)
 	if a.Verdict != session.Continue || chunks == nil {
 		if release != nil {
 			release()
@@ -228,19 +228,19 @@ func (p *Processor) handle(st *streamTrace, sess *session.Session,
 		h := headersOf(m.RequestHeaders)
 		ctx = st.begin(h)
 		a := sess.RequestHeaders(ctx, h.Get(":method"), h.Get(":path"), h, m.RequestHeaders.GetEndOfStream())
-		return grpcMode(sess, a, headersReply(withRequestID(a, sess, false), true))
+		return grpcMode(sess, a, st.headersReply(withRequestID(a, sess, false), true))
 
 	case *extprocv3.ProcessingRequest_RequestBody:
-		return bodyReply(withRequestID(bodyAction(ctx, sess, m.RequestBody, sess.RequestChunk, true), sess, false), true)
+		return st.bodyReply(withRequestID(bodyAction(ctx, sess, m.RequestBody, sess.RequestChunk, true), sess, false), true)
 
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		h := headersOf(m.ResponseHeaders)
 		code, _ := strconv.Atoi(h.Get(":status"))
 		a := sess.ResponseHeaders(ctx, code, h, m.ResponseHeaders.GetEndOfStream())
-		return headersReply(withRequestID(a, sess, true), false)
+		return st.headersReply(withRequestID(a, sess, true), false)
 
 	case *extprocv3.ProcessingRequest_ResponseBody:
-		return bodyReply(withRequestID(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseChunk, false), sess, false), false)
+		return st.bodyReply(withRequestID(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseChunk, false), sess, false), false)
 
 	case *extprocv3.ProcessingRequest_RequestTrailers:
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
@@ -290,7 +290,7 @@ type reply struct {
 	br   extprocv3.BodyResponse
 	cr   extprocv3.CommonResponse
 	bm   extprocv3.BodyMutation
-	body extprocv3.BodyMutation_Body
+	mb   extprocv3.BodyMutation_Body
 	reqH extprocv3.ProcessingResponse_RequestHeaders
 	resH extprocv3.ProcessingResponse_ResponseHeaders
 	reqB extprocv3.ProcessingResponse_RequestBody
@@ -298,12 +298,16 @@ type reply struct {
 	hm   headerMutation
 }
 
-// headersReply answers a headers message.
+// headersReply answers a headers message, in a reply of its own.
 func headersReply(a session.Action, request bool) *extprocv3.ProcessingResponse {
+	return new(reply).headers(a, request)
+}
+
+// headers answers a headers message in r (zero).
+func (r *reply) headers(a session.Action, request bool) *extprocv3.ProcessingResponse {
 	if a.Verdict == session.Respond {
 		return immediate(a)
 	}
-	r := &reply{}
 	hr, resp := &r.hr, &r.resp
 	if a.Verdict == session.PassThrough {
 		switch {
@@ -335,12 +339,16 @@ func headersReply(a session.Action, request bool) *extprocv3.ProcessingResponse 
 	return resp
 }
 
-// bodyReply answers a body message.
+// bodyReply answers a body message, in a reply of its own.
 func bodyReply(a session.Action, request bool) *extprocv3.ProcessingResponse {
+	return new(reply).body(a, request)
+}
+
+// body answers a body message in r (zero).
+func (r *reply) body(a session.Action, request bool) *extprocv3.ProcessingResponse {
 	if a.Verdict == session.Respond {
 		return immediate(a)
 	}
-	r := &reply{}
 	if a.Verdict == session.Continue {
 		r.br.Response = r.common(a)
 	}
@@ -366,8 +374,8 @@ func (r *reply) common(a session.Action) *extprocv3.CommonResponse {
 	// when asked, and only with a header mutation in the same reply.
 	cr.ClearRouteCache = a.ClearRouteCache && cr.HeaderMutation != nil
 	if a.ReplaceBody {
-		r.body.Body = a.Body
-		r.bm.Mutation = &r.body
+		r.mb.Body = a.Body
+		r.bm.Mutation = &r.mb
 		cr.BodyMutation = &r.bm
 	}
 	return cr

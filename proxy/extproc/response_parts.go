@@ -28,7 +28,7 @@ func (p *Processor) responseParts(st *streamTrace, sess *session.Session,
 		}
 	}()
 	a, ans := sess.ResponseParts(st.ctx, body.GetBody())
-	resp = bodyReply(withRequestID(a, sess, false), false)
+	resp = st.bodyReply(withRequestID(a, sess, false), false)
 	if ans.Len() == 0 {
 		ans.Release()
 		return resp, nil
