@@ -24,6 +24,9 @@ import (
 type replyRooms struct {
 	r     reply
 	chunk chunkReply
+	// answer holds a small translated answer (responseParts) while its
+	// reply is sent; it keeps its capacity in the pool.
+	answer []byte
 }
 
 // roomPool keeps the rooms of ended streams: a stream is one exchange,
@@ -43,7 +46,8 @@ func (st *streamTrace) replyRooms() *replyRooms {
 // emptied: a pooled room must not keep a body alive.
 func (st *streamTrace) freeRooms() {
 	if st.rooms != nil {
-		*st.rooms = replyRooms{}
+		answer := st.rooms.answer[:0]
+		*st.rooms = replyRooms{answer: answer}
 		roomPool.Put(st.rooms)
 		st.rooms = nil
 	}
@@ -77,4 +81,14 @@ func (st *streamTrace) streamedReply(p []byte, end, request bool) *extprocv3.Pro
 	r := &st.replyRooms().chunk
 	*r = chunkReply{}
 	return r.build(p, end, request)
+}
+
+// answerRoom returns the stream's answer room, empty, with room for n
+// bytes (n ≤ smallAnswer).
+func (st *streamTrace) answerRoom(n int) []byte {
+	rooms := st.replyRooms()
+	if cap(rooms.answer) < n {
+		rooms.answer = make([]byte, 0, smallAnswer)
+	}
+	return rooms.answer[:0]
 }

@@ -28,13 +28,25 @@ func (p *Processor) responseParts(st *streamTrace, sess *session.Session,
 		}
 	}()
 	a, ans := sess.ResponseParts(st.ctx, body.GetBody())
-	resp = st.bodyReply(withRequestID(a, sess, false), false)
-	if ans.Len() == 0 {
+	a = withRequestID(a, sess, false)
+	if n := ans.Len(); n <= smallAnswer {
+		// Sent in parts, a small answer costs more than its copy (the
+		// parts' framing, their release's bookkeeping, and gRPC copies
+		// parts this small anyway): it goes in the reply, copied into
+		// the stream's room, and its memory back at once.
+		if n > 0 {
+			a.Body = ans.AppendTo(st.answerRoom(n))
+		}
 		ans.Release()
-		return resp, nil
+		return st.bodyReply(a, false), nil
 	}
+	resp = st.bodyReply(a, false)
 	// The answer's memory goes back once gRPC is done with it, from
 	// whichever goroutine frees its last buffer.
 	parts = &partsResponse{msg: resp, parts: ans.Parts(), release: ans.Release}
 	return resp, parts
 }
+
+// smallAnswer is the size up to which a translated answer is copied into
+// its reply rather than sent in parts.
+const smallAnswer = 4 << 10
