@@ -64,6 +64,9 @@ func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
 func (c bodyCodec) Marshal(v any) (mem.BufferSlice, error) {
 	switch r := v.(type) {
 	case *extprocv3.ProcessingResponse:
+		if b, ok := appendReply(nil, r); ok {
+			return mem.BufferSlice{mem.SliceBuffer(b)}, nil // replywire.go
+		}
 		if out, ok, err := marshalBodyResponse(r, nil); ok || err != nil {
 			return out, err
 		}

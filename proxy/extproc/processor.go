@@ -137,10 +137,15 @@ func (p *Processor) Process(stream extprocv3.ExternalProcessor_ProcessServer) er
 }
 
 // recvFramed receives the next message into f (one per stream), a large
-// request body left in the frames it arrived in (see framedRequest).
+// request body left in the frames it arrived in (see framedRequest). The
+// message is reused: decoding resets it, and what a message held (its
+// headers, its body) is in submessages of its own, which the reset only
+// lets go of.
 func recvFramed(stream extprocv3.ExternalProcessor_ProcessServer, f *framedRequest) error {
 	f.free()
-	f.ProcessingRequest = new(extprocv3.ProcessingRequest)
+	if f.ProcessingRequest == nil {
+		f.ProcessingRequest = new(extprocv3.ProcessingRequest)
+	}
 	return stream.RecvMsg(f)
 }
 
@@ -237,7 +242,7 @@ func (p *Processor) handle(st *streamTrace, sess *session.Session,
 		h := headersOf(m.ResponseHeaders)
 		code, _ := strconv.Atoi(h.Get(":status"))
 		a := sess.ResponseHeaders(ctx, code, h, m.ResponseHeaders.GetEndOfStream())
-		return st.headersReply(withRequestID(a, sess, true), false)
+		return st.headersReply(st.withRequestID(a, sess, true), false)
 
 	case *extprocv3.ProcessingRequest_ResponseBody:
 		return st.bodyReply(withRequestID(bodyAction(ctx, sess, m.ResponseBody, sess.ResponseChunk, false), sess, false), false)

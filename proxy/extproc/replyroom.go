@@ -24,6 +24,9 @@ import (
 type replyRooms struct {
 	r     reply
 	chunk chunkReply
+	// set holds the header list of an action the stream's request id
+	// was added to (streamTrace.withRequestID) until its reply is built.
+	set [4]session.Header
 	// answer holds a small translated answer (responseParts) while its
 	// reply is sent; it keeps its capacity in the pool.
 	answer []byte

@@ -18,3 +18,19 @@ func withRequestID(a session.Action, sess *session.Session, responseHeaders bool
 	a.Set = append(a.Set[:len(a.Set):len(a.Set)], session.Header{Key: headerRequestID, Value: id})
 	return a
 }
+
+// withRequestID is withRequestID for an action whose reply is built at
+// once (the buffered loop's): the grown header list is in the stream's
+// room instead of an allocation of its own per exchange.
+func (st *streamTrace) withRequestID(a session.Action, sess *session.Session, responseHeaders bool) session.Action {
+	id := sess.RequestID()
+	if id == "" || !(a.Verdict == session.Respond || (responseHeaders && a.Verdict == session.Continue)) {
+		return a
+	}
+	room := st.replyRooms().set[:0]
+	if len(a.Set) >= cap(room) {
+		return withRequestID(a, sess, responseHeaders)
+	}
+	a.Set = append(append(room, a.Set...), session.Header{Key: headerRequestID, Value: id})
+	return a
+}
