@@ -219,6 +219,13 @@ func (c bodyCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		if data.Len() >= r.min() {
 			return r.unmarshal(data)
 		}
+		if isHeaders(data) {
+			buf := data.Materialize() // the headers' strings alias it
+			if ok, err := unmarshalHeaders(buf, r.ProcessingRequest); ok {
+				return err
+			}
+			return proto.Unmarshal(buf, r.ProcessingRequest)
+		}
 		return c.std.Unmarshal(data, r.ProcessingRequest)
 	}
 	return c.std.Unmarshal(data, v)
