@@ -173,10 +173,29 @@ func decodeHeaderValue(b []byte, hv *corev3.HeaderValue) bool {
 	return true
 }
 
-// isHeaders reports a message that starts with request or response
-// headers (Envoy writes them first: the lowest field numbers it sets),
-// without gathering it.
+// isHeaders reports a message that carries request or response
+// headers, without gathering it: a message in one buffer (a small one
+// arrives in one frame) is looked through, another is judged by its
+// first field (Envoy writes its fields in field-number order, the headers
+// first; Go's protobuf writes the oneof last).
 func isHeaders(data mem.BufferSlice) bool {
+	if len(data) == 1 {
+		for b := data[0].ReadOnlyData(); len(b) > 0; {
+			num, typ, n := protowire.ConsumeTag(b)
+			if n < 0 {
+				return false
+			}
+			if typ == protowire.BytesType && (num == prRequestHeaders || num == prResponseHeaders) {
+				return true
+			}
+			m := protowire.ConsumeFieldValue(num, typ, b[n:])
+			if m < 0 {
+				return false
+			}
+			b = b[n+m:]
+		}
+		return false
+	}
 	for _, d := range data {
 		if b := d.ReadOnlyData(); len(b) > 0 {
 			num, typ, n := protowire.ConsumeTag(b)

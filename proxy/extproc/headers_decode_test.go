@@ -42,6 +42,9 @@ func TestUnmarshalHeaders(t *testing.T) {
 		if ok, err := unmarshalHeaders(append([]byte(nil), buf...), got); !ok || err != nil || !proto.Equal(got, m) {
 			t.Errorf("%s: unmarshalHeaders = %v, %v: %v, want %v", name, ok, err, got, m)
 		}
+		if !isHeaders(mem.BufferSlice{mem.SliceBuffer(buf)}) {
+			t.Errorf("%s: not seen as headers", name)
+		}
 		for cut := 0; cut <= len(buf); cut++ {
 			f := &framedRequest{ProcessingRequest: &extprocv3.ProcessingRequest{}}
 			data := mem.BufferSlice{mem.SliceBuffer(buf[:cut]), mem.SliceBuffer(buf[cut:])}
