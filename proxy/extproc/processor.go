@@ -398,10 +398,13 @@ func mutation(set []session.Header, remove []string) *extprocv3.HeaderMutation {
 // inlineHeaders and inlineRaw size a headerMutation's own room: a
 // translated request's body reply sets four headers (content-type,
 // content-length, accept-encoding, inference-header-content-length) of
-// about 60 bytes of values, every other reply of an exchange fewer.
+// about 60 bytes of values, five with the :path rewrite when a
+// full-duplex stream sends both in its held headers reply, every other
+// reply of an exchange fewer. (Replies live in pooled rooms: the room
+// costs nothing per exchange.)
 const (
-	inlineHeaders = 4
-	inlineRaw     = 128
+	inlineHeaders = 6
+	inlineRaw     = 192
 )
 
 // headerMutation is a header mutation with room for its headers' messages

@@ -118,7 +118,8 @@ type responseStream struct {
 	text         []byte // the gathered body, when not translated as it comes
 	tr           *translate.ResponseStream
 	headerLength int
-	out          *pieceWriter
+	out          *pieceWriter // &w once streaming
+	w            pieceWriter
 	translating  time.Duration
 	span         trace.Span
 	// reserved is the part of the session's reservation that is the
@@ -557,11 +558,11 @@ func (s *Session) translateResponse(ctx context.Context, body []byte, out Sink) 
 	}
 	a := Action{
 		Verdict: Continue,
-		Set: []Header{
-			{hdrContentType, contentTypeJSON},
-			{hdrContentLength, strconv.Itoa(tf.Len())},
-		},
-		Remove: []string{hdrIHCL},
+		Set: append(s.rooms.responseSet[:0],
+			Header{hdrContentType, contentTypeJSON},
+			Header{hdrContentLength, strconv.Itoa(tf.Len())},
+		),
+		Remove: append(s.rooms.responseRemove[:0], hdrIHCL),
 	}
 	if s.respEncoding != "" {
 		a.Remove = append(a.Remove, hdrContentEnc)
@@ -583,7 +584,8 @@ func (s *Session) startResponseStream(ctx context.Context, out Sink) error {
 		return err
 	}
 	rp.headerLength = hl
-	rp.out = &pieceWriter{sink: out, headers: s.streamedResponseHeaders()}
+	rp.w = pieceWriter{sink: out, headers: s.streamedResponseHeaders()}
+	rp.out = &rp.w
 	rp.tr = s.body.responseStream(hl, s.exchange, s.cfg.Limits, rp.out.write)
 	// The span covers the whole streamed answer, upstream waits included.
 	_, rp.span = tracing.Start(ctx, tracing.SpanTranslateResponse)
@@ -611,8 +613,8 @@ func (s *Session) admitResponse(ctx context.Context, n int64) error {
 func (s *Session) streamedResponseHeaders() Action {
 	a := Action{
 		Verdict: Continue,
-		Set:     []Header{{hdrContentType, contentTypeJSON}},
-		Remove:  []string{hdrContentLength, hdrIHCL},
+		Set:     append(s.rooms.responseSet[:0], Header{hdrContentType, contentTypeJSON}),
+		Remove:  append(s.rooms.responseRemove[:0], hdrContentLength, hdrIHCL),
 	}
 	if s.respEncoding != "" {
 		a.Remove = append(a.Remove, hdrContentEnc)
@@ -629,6 +631,9 @@ type pieceWriter struct {
 	first   []byte // the first piece, until a second one comes
 	started bool   // headers sent
 	err     error  // the sink's first error
+	// set and remove are the room of finish's headers.
+	set    [4]Header
+	remove [4]string
 }
 
 // write is the ResponseStream's out.
@@ -662,8 +667,8 @@ func (w *pieceWriter) finish() error {
 	if !w.started {
 		w.started = true
 		h := w.headers
-		h.Remove = slices.DeleteFunc(slices.Clone(h.Remove), func(k string) bool { return k == hdrContentLength })
-		h.Set = append(slices.Clone(h.Set), Header{hdrContentLength, strconv.Itoa(len(w.first))})
+		h.Remove = slices.DeleteFunc(append(w.remove[:0], h.Remove...), func(k string) bool { return k == hdrContentLength })
+		h.Set = append(append(w.set[:0], h.Set...), Header{hdrContentLength, strconv.Itoa(len(w.first))})
 		if w.err = w.sink.Headers(h); w.err != nil {
 			return w.err
 		}
@@ -679,21 +684,29 @@ func (w *pieceWriter) finish() error {
 func (a Action) Then(b Action) Action {
 	out := b
 	out.Set, out.Remove = nil, nil
-	touched := make(map[string]bool, len(b.Set)+len(b.Remove))
-	for _, h := range b.Set {
-		touched[h.Key] = true
+	// A few headers each: a scan costs less than a set.
+	touched := func(k string) bool {
+		for _, h := range b.Set {
+			if h.Key == k {
+				return true
+			}
+		}
+		return slices.Contains(b.Remove, k)
 	}
-	for _, k := range b.Remove {
-		touched[k] = true
+	if n := len(a.Set) + len(b.Set); n > 0 {
+		out.Set = make([]Header, 0, n)
 	}
 	for _, h := range a.Set {
-		if !touched[h.Key] {
+		if !touched(h.Key) {
 			out.Set = append(out.Set, h)
 		}
 	}
 	out.Set = append(out.Set, b.Set...)
+	if n := len(a.Remove) + len(b.Remove); n > 0 {
+		out.Remove = make([]string, 0, n)
+	}
 	for _, k := range a.Remove {
-		if !touched[k] {
+		if !touched(k) {
 			out.Remove = append(out.Remove, k)
 		}
 	}

@@ -139,6 +139,9 @@ type Session struct {
 	// headersSet is the room of the request-headers action's Set (the
 	// path rewrite and the target's headers): no allocation of its own.
 	headersSet [4]Header
+	// rooms holds the header lists of the body events' actions
+	// (rooms.go).
+	rooms actionRooms
 	// log is the exchange's logger (with request_id), built on first use:
 	// slog's With costs four allocations, and most exchanges log nothing.
 	log   *slog.Logger
@@ -408,8 +411,7 @@ func (s *Session) requestAction(req translate.V2Request) Action {
 	s.cfg.Metrics.BodySize(observe.StageV2Request, n)
 	a := Action{
 		Verdict: Continue,
-		// Room for the fourth header too: one allocation, not two.
-		Set: append(make([]Header, 0, 4),
+		Set: append(s.rooms.requestSet[:0],
 			Header{hdrContentType, req.ContentType},
 			Header{hdrContentLength, strconv.Itoa(n)},
 			// An ext_proc filter sees upstream bytes as sent: ask for
