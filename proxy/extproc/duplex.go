@@ -143,6 +143,9 @@ type duplex struct {
 	// cut is the stream's context from the processor's inflight tracker:
 	// a shutdown that runs out of time cancels it (inflight.IsCut).
 	cut context.Context
+	// stall releases the budget when a send outlasts the write timeout
+	// (send).
+	stall *time.Timer
 	// holding is set while the stream counts in p.holding: it withholds a
 	// headers reply, so Envoy awaits a reply and an immediate_response is
 	// one (at other times Envoy takes it for a spurious message).
@@ -170,8 +173,13 @@ func (d *duplex) run(first *extprocv3.ProcessingRequest) error {
 	defer close(done)
 	d.p.receivers.run(func() {
 		f := &framedRequest{streamed: true}
-		for {
-			f.ProcessingRequest = new(extprocv3.ProcessingRequest)
+		// Two messages in turn: once the next one is handed over, the
+		// loop is done with the one before (it keeps what it needs of
+		// a message — headers, a body's bytes — in submessages, which
+		// decoding into the message again only lets go of).
+		var turn [2]extprocv3.ProcessingRequest
+		for i := 0; ; i ^= 1 {
+			f.ProcessingRequest = &turn[i]
 			err := d.stream.RecvMsg(f)
 			m := received{req: f.ProcessingRequest, err: err}
 			if err == nil && f.chunks != nil {
@@ -469,10 +477,14 @@ func (d *duplex) send(resp *extprocv3.ProcessingResponse) error {
 	if d.answering {
 		// Envoy takes replies off the wire as they come, so a Send
 		// blocks only on an Envoy that stopped reading this stream: the
-		// budget must not wait for it.
-		res := d.sess.Admission()
-		t := time.AfterFunc(d.p.writeTimeout(), res.Release)
-		defer t.Stop()
+		// budget must not wait for it. (One timer per stream, re-armed
+		// for each send: the reservation is the session's, for good.)
+		if d.stall == nil {
+			d.stall = time.AfterFunc(d.p.writeTimeout(), d.sess.Admission().Release)
+		} else {
+			d.stall.Reset(d.p.writeTimeout())
+		}
+		defer d.stall.Stop()
 	}
 	if err := d.stream.Send(resp); err != nil {
 		d.p.logger(d.sess).Debug("ext_proc stream send failed", "error", err)

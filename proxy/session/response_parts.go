@@ -23,9 +23,11 @@ func (s *Session) ResponseParts(ctx context.Context, body []byte) (Action, trans
 	}
 	// ResponseChunk's way for a whole body to Whole.
 	s.resp.started = true
-	var out answerSink
-	a := s.translateResponse(ctx, body, &out)
-	return a, out.ans
+	out := &s.rooms.answer // the session's own: no allocation per exchange
+	a := s.translateResponse(ctx, body, out)
+	ans := out.ans
+	out.ans = translate.Answer{}
+	return a, ans
 }
 
 // answerSink is ResponseParts' Sink: like Whole it is answered with one

@@ -15,4 +15,6 @@ type actionRooms struct {
 	// (translateResponse, streamedResponseHeaders).
 	responseSet    [2]Header
 	responseRemove [3]string
+	// answer is ResponseParts' Sink.
+	answer answerSink
 }
