@@ -560,7 +560,7 @@ func (s *Session) translateResponse(ctx context.Context, body []byte, out Sink) 
 		Verdict: Continue,
 		Set: append(s.rooms.responseSet[:0],
 			Header{hdrContentType, contentTypeJSON},
-			Header{hdrContentLength, strconv.Itoa(tf.Len())},
+			Header{hdrContentLength, s.rooms.itoa(tf.Len())},
 		),
 		Remove: append(s.rooms.responseRemove[:0], hdrIHCL),
 	}
@@ -631,9 +631,10 @@ type pieceWriter struct {
 	first   []byte // the first piece, until a second one comes
 	started bool   // headers sent
 	err     error  // the sink's first error
-	// set and remove are the room of finish's headers.
-	set    [4]Header
-	remove [4]string
+	// set and remove are the room of finish's headers (the streamed
+	// headers' and a content-length).
+	set    [2]Header
+	remove [3]string
 }
 
 // write is the ResponseStream's out.

@@ -1,5 +1,10 @@
 package session
 
+import (
+	"strconv"
+	"unsafe"
+)
+
 // actionRooms are the session's room for the header lists of the body
 // events' actions, as headersSet is the request headers': an exchange
 // translates each body once, and the adapters read each action before
@@ -17,4 +22,20 @@ type actionRooms struct {
 	responseRemove [3]string
 	// answer is ResponseParts' Sink.
 	answer answerSink
+	// digits holds the text of the lengths the actions set (itoa),
+	// written once each, in digitsRoom while it lasts.
+	digits     []byte
+	digitsRoom [32]byte
+}
+
+// itoa is strconv.Itoa without an allocation per number: the text is
+// appended to the session's digits and never written over, so the string
+// stays valid for as long as anything holds it.
+func (r *actionRooms) itoa(n int) string {
+	if r.digits == nil {
+		r.digits = r.digitsRoom[:0]
+	}
+	start := len(r.digits)
+	r.digits = strconv.AppendInt(r.digits, int64(n), 10)
+	return unsafe.String(&r.digits[start], len(r.digits)-start)
 }

@@ -46,7 +46,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -413,14 +412,14 @@ func (s *Session) requestAction(req translate.V2Request) Action {
 		Verdict: Continue,
 		Set: append(s.rooms.requestSet[:0],
 			Header{hdrContentType, req.ContentType},
-			Header{hdrContentLength, strconv.Itoa(n)},
+			Header{hdrContentLength, s.rooms.itoa(n)},
 			// An ext_proc filter sees upstream bytes as sent: ask for
 			// an uncompressed answer.
 			Header{hdrAcceptEnc, "identity"},
 		),
 	}
 	if req.HeaderLength >= 0 {
-		a.Set = append(a.Set, Header{hdrIHCL, strconv.Itoa(req.HeaderLength)})
+		a.Set = append(a.Set, Header{hdrIHCL, s.rooms.itoa(req.HeaderLength)})
 	} else {
 		a.Remove = append(a.Remove, hdrIHCL)
 	}
