@@ -452,15 +452,15 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 		// Its dump so far; the rest is fed as it is read.
 		d.dumpStart(dumpLeaf, len(d.stack)-1)
 		s := &d.dumps[dumpLeaf].s
-		s.Open(true)
+		s.Feed(jsontext.Token{Kind: jsontext.BeginObject})
 		if !atKey || f.n > 1 {
-			s.String([]byte(tfjson.KeyB64))
+			s.Feed(jsontext.Token{Kind: jsontext.Key, Str: []byte(tfjson.KeyB64)})
 			if f.flags&b64Str != 0 {
-				s.String(d.b64)
+				s.Feed(jsontext.Token{Kind: jsontext.StringValue, Str: d.b64})
 			}
 		}
 		if atKey {
-			s.String(k)
+			s.Feed(jsontext.Token{Kind: jsontext.Key, Str: k})
 		}
 	}
 }

@@ -153,8 +153,8 @@ func (d *Decoder) feed(tok jsontext.Token, stable bool) {
 		if !sl.on {
 			continue
 		}
-		if stable && (tok.Kind == jsontext.Key || tok.Kind == jsontext.StringValue) {
-			sl.s.StringStable(tok.Str)
+		if stable {
+			sl.s.FeedStable(tok)
 		} else {
 			sl.s.Feed(tok)
 		}
@@ -176,6 +176,9 @@ func tokenDump(tok jsontext.Token) []byte {
 func b64Dump(str []byte) []byte {
 	var s jsontext.DumpStream
 	s.Reset(nil)
-	_ = s.Open(true) && s.String([]byte(tfjson.KeyB64)) && s.String(str) && s.Close()
+	s.Feed(jsontext.Token{Kind: jsontext.BeginObject})
+	s.Feed(jsontext.Token{Kind: jsontext.Key, Str: []byte(tfjson.KeyB64)})
+	s.Feed(jsontext.Token{Kind: jsontext.StringValue, Str: str})
+	s.Feed(jsontext.Token{Kind: jsontext.EndObject})
 	return s.Bytes()
 }
