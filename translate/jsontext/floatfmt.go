@@ -444,7 +444,6 @@ func exactParse[F float32 | float64](d6 uint32, e int) F {
 	return f * p
 }
 
-
 // appendLiteral is TF Serving's algorithm done literally: format %.6g,
 // parse it back, reformat with the fallback precision when it differs.
 func appendLiteral(dst []byte, v float64, bits, fallback int) []byte {
