@@ -288,15 +288,6 @@ func (t *Tokenizer) start(buf []byte, p int) int {
 	return SkipSpace(buf, p)
 }
 
-// count counts one value or key, the token at buf[p], against the bound.
-func (t *Tokenizer) count(p int) bool {
-	if t.values++; t.values > t.lim.MaxValues {
-		t.fail(msgTooManyVals, p)
-		return false
-	}
-	return true
-}
-
 // value reads the value (or key) starting at buf[p].
 func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 	c := buf[p]
@@ -304,7 +295,8 @@ func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 		t.fail(msgTooDeep, p)
 		return Token{}, p
 	}
-	if !t.count(p) {
+	if t.values++; t.values > t.lim.MaxValues { // values and keys
+		t.fail(msgTooManyVals, p)
 		return Token{}, p
 	}
 	t.tokOff = t.off + int64(p)
