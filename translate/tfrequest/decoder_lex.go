@@ -267,7 +267,7 @@ func (d *Decoder) tensorValue(s slot, tok jsontext.Token, fr *opFrame) ([]byte, 
 		}
 		return nil, false
 	case !atLevel:
-		d.valueErr(i, errLevel(tokenDump(tok), level, in.curRank), true, false)
+		d.valueErr(i, errLevel(dumpOf(tok), level, in.curRank), true, false)
 		return tok.Str, tok.InChunk && d.whole
 	case !d.countLeaf(i):
 		return tok.Str, tok.InChunk && d.whole
@@ -283,9 +283,9 @@ func (d *Decoder) tensorValue(s slot, tok jsontext.Token, fr *opFrame) ([]byte, 
 	}
 	switch {
 	case res == leafTypeError:
-		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), dt), true, false)
+		d.valueErr(i, errType(dumpOf(tok), tok.ValueKind(), dt), true, false)
 	case res == leafUnimplemented:
-		d.valueErr(i, errUnimplemented(tokenDump(tok), dt), true, false)
+		d.valueErr(i, errUnimplemented(dumpOf(tok), dt), true, false)
 	case level == 0:
 		d.endItem(i)
 	}
@@ -525,7 +525,8 @@ func (d *Decoder) closeB64(f *opFrame) {
 	dump := func() []byte {
 		switch {
 		case isB64:
-			return b64Dump(d.b64)
+			return dumpOf(jsontext.Token{Kind: jsontext.BeginObject}, jsontext.Token{Kind: jsontext.Key, Str: []byte(tfjson.KeyB64)},
+				jsontext.Token{Kind: jsontext.StringValue, Str: d.b64}, jsontext.Token{Kind: jsontext.EndObject})
 		case f.n == 0:
 			return []byte("{}")
 		}

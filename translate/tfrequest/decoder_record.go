@@ -164,21 +164,12 @@ func (d *Decoder) feed(tok jsontext.Token, stable bool) {
 	}
 }
 
-// tokenDump returns the dump of one scalar token.
-func tokenDump(tok jsontext.Token) []byte {
+// dumpOf returns the dump of a value given as its tokens.
+func dumpOf(toks ...jsontext.Token) []byte {
 	var s jsontext.DumpStream
 	s.Reset(nil)
-	s.Feed(tok)
-	return s.Bytes()
-}
-
-// b64Dump returns the dump of {"b64": s}.
-func b64Dump(str []byte) []byte {
-	var s jsontext.DumpStream
-	s.Reset(nil)
-	s.Feed(jsontext.Token{Kind: jsontext.BeginObject})
-	s.Feed(jsontext.Token{Kind: jsontext.Key, Str: []byte(tfjson.KeyB64)})
-	s.Feed(jsontext.Token{Kind: jsontext.StringValue, Str: str})
-	s.Feed(jsontext.Token{Kind: jsontext.EndObject})
+	for _, tok := range toks {
+		s.Feed(tok)
+	}
 	return s.Bytes()
 }
