@@ -40,9 +40,15 @@ func (d *Decoder) Write(buf []byte) error {
 	if d.failed {
 		return d.final
 	}
+	d.chunk = buf
 	d.lex(buf, 0, -1)
 	d.off += int64(len(buf))
 	d.tz.EndChunk(len(buf))
+	if d.inst.on {
+		d.instDumpFeed(buf[d.inst.from:])
+		d.inst.from = 0
+	}
+	d.chunk = nil
 	return d.final // nil unless failed
 }
 
@@ -93,7 +99,7 @@ func (d *Decoder) tokErr() {
 func (d *Decoder) token(tok jsontext.Token, p, q int) {
 	switch tok.Kind {
 	case jsontext.EndArray, jsontext.EndObject:
-		d.close(tok)
+		d.close(tok, q)
 	case jsontext.Key:
 		d.top().n++
 		d.keyEnd = q
@@ -216,7 +222,7 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 		for i := range d.ins {
 			d.ins[i].inObj = false
 		}
-		d.dumpStart(dumpInst, len(d.stack))
+		d.instDumpStart(len(d.stack), p) // "keys must be equal to" prints it
 	case slotB64:
 		if k != jsontext.String {
 			d.b64Deviate(f, nil, false)
@@ -411,8 +417,8 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 		d.dups = true
 	} else {
 		d.ins[i].inObj = true
-		if d.inObjN++; d.inObjN == len(d.ins) {
-			d.dumps[dumpInst].on = false // it cannot miss one now
+		if d.inObjN++; d.inObjN == len(d.ins) && d.inst.on {
+			d.instDumpDrop()
 		}
 	}
 	f.next, f.nextInput = slotItem, int32(i)
@@ -453,12 +459,16 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 	}
 }
 
-// close ends the innermost container at its closing bracket tok.
-func (d *Decoder) close(tok jsontext.Token) {
+// close ends the innermost container at its closing bracket tok, which
+// ends before buf[q].
+func (d *Decoder) close(tok jsontext.Token, q int) {
 	idx := len(d.stack) - 1
 	f := d.stack[idx]
 	d.stack = d.stack[:idx]
 	d.feed(tok, false)
+	if d.inst.on && idx == d.inst.depth {
+		d.instDumpEnd(q)
+	}
 	// Values read for syntax only (skipped) are not judged, but for a list
 	// TF would have found at the wrong length before the error inside it:
 	// that error takes the other's place.
@@ -485,7 +495,7 @@ func (d *Decoder) close(tok jsontext.Token) {
 		// {} first is an object of named inputs, all missing.
 		if d.inObjN < len(d.ins) {
 			names := sortedNames(len(d.ins), func(i int) string { return d.ins[i].spec.Name })
-			d.valueErr(0, errKeysMissing(d.elem, d.dumps[dumpInst].s.Bytes(), names), false, false)
+			d.valueErr(0, errKeysMissing(d.elem, d.instDumpBytes(), names), false, false)
 		}
 	case roleInputs:
 		d.closeInputs()

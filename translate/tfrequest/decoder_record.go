@@ -64,20 +64,19 @@ type record struct {
 	b64buf    []byte
 
 	dumps [numDumps]dumpSlot
+	inst  instDump
 
 	keyEnd    int  // chunk offset after the last key's closing quote
 	keyInBody bool // and the key lies in the whole body
 	replaying bool // replayInputs is reading the named "inputs" again
+
+	chunk []byte // the chunk being written (nil outside Write)
 }
 
 // The dumps an error text may need, at most one of each open at a time.
 const (
 	dumpRoot = iota // the document (FormatError of the root checks)
 	dumpLeaf        // an object where a tensor value belongs
-	// An instance object of named inputs ("keys must be equal to" prints
-	// it when it misses one): dropped once it has named every input, so
-	// an object of one input is dumped no further than its first key.
-	dumpInst
 	numDumps
 )
 
@@ -137,7 +136,7 @@ func (d *Decoder) dumpStart(k int, depth int) {
 
 // dumping reports that a dump is being captured.
 func (d *Decoder) dumping() bool {
-	return d.dumps[dumpRoot].on || d.dumps[dumpLeaf].on || d.dumps[dumpInst].on
+	return d.dumps[dumpRoot].on || d.dumps[dumpLeaf].on
 }
 
 // feed passes a token to every dump capturing, and ends the dumps of the

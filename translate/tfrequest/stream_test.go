@@ -276,10 +276,9 @@ func TestStreamLongTokens(t *testing.T) {
 }
 
 // TestStreamInstanceDumps: an instance object that misses an input is
-// dumped as it is read, however long it is and whatever its first tokens
-// look like (64 KiB: the size its text was once kept up to).
+// dumped from its kept text when short, and by the dump-only decoder when
+// longer than instRawMax (whatever its first tokens look like).
 func TestStreamInstanceDumps(t *testing.T) {
-	const instRawMax = 64 << 10
 	nums := strings.Repeat("1.5, ", instRawMax/4) + "2"
 	space := strings.Repeat(" ", instRawMax+10)
 	sig := sigOf("a:FP32", "s:BYTES")

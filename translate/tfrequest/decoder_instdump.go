@@ -1,0 +1,105 @@
+package tfrequest
+
+import "github.com/tfsbridge/tfsbridge/translate/jsontext"
+
+// An instance object missing an input prints its own dump ("keys must be
+// equal to"), which is known to be needed only once the object has ended.
+// Dumping every instance as it is read would put each one on the slow path
+// (a DumpStream fed token by token, numbers formatted); instead its text is
+// kept, a byte copy per chunk, while it is at most instRawMax long, and
+// dumped only if it misses a key. A longer instance hands its text so far
+// to a dumper (a tokenizer feeding a DumpStream), which then reads the
+// rest of the instance as it arrives until its dump is complete (at most
+// 256 bytes of output, so it soon stops). Once the instance has named every input it cannot miss
+// one, and its text is dropped: an image's long b64 string is not held a
+// second time. So only an instance that misses a key is kept to its end,
+// in a whole body too.
+
+// instRawMax is how much of an instance object's text is kept as is.
+const instRawMax = 64 << 10
+
+// instDump is the dump-to-be of the open instance object.
+type instDump struct {
+	on    bool
+	depth int     // stack index of the instance object
+	from  int     // where its text resumes in the chunk being written
+	raw   []byte  // its text so far, while at most instRawMax long
+	sub   *dumper // the dumper reading it once longer
+}
+
+// dumper renders the dump of the value whose text it is written.
+type dumper struct {
+	tz jsontext.Tokenizer
+	s  jsontext.DumpStream
+}
+
+func newDumper(maxDepth int) *dumper {
+	d := &dumper{}
+	d.tz.Reset(jsontext.Limits{MaxDepth: maxDepth})
+	d.s.Reset(nil)
+	return d
+}
+
+// write feeds the next bytes of the text to the dump until it is full.
+func (d *dumper) write(b []byte) {
+	for p := 0; !d.s.Full(); {
+		tok, q := d.tz.Next(b, p)
+		if tok.Kind == jsontext.NeedMore {
+			break
+		}
+		d.s.Feed(tok)
+		p = q
+	}
+	d.tz.EndChunk(len(b))
+}
+
+// instDumpStart starts keeping the instance object opening at buf[p] of
+// the chunk being written; it will sit at stack index depth.
+func (d *Decoder) instDumpStart(depth, p int) {
+	in := &d.inst
+	in.on, in.depth, in.from = true, depth, p
+	in.raw = in.raw[:0]
+	in.sub = nil
+}
+
+// instDumpFeed passes the next bytes of the instance's text on.
+func (d *Decoder) instDumpFeed(b []byte) {
+	in := &d.inst
+	switch {
+	case in.sub != nil:
+		in.sub.write(b)
+	case len(in.raw)+len(b) <= instRawMax:
+		in.raw = append(in.raw, b...)
+	default:
+		in.sub = newDumper(d.lim.MaxDepth)
+		in.sub.write(in.raw)
+		in.sub.write(b)
+	}
+}
+
+// instDumpEnd ends the instance's text at chunk offset end (just after its
+// closing brace).
+func (d *Decoder) instDumpEnd(end int) {
+	in := &d.inst
+	d.instDumpFeed(d.chunk[in.from:end])
+	in.on = false
+}
+
+// instDumpDrop drops the instance's text: it named every input.
+func (d *Decoder) instDumpDrop() {
+	in := &d.inst
+	in.on, in.sub = false, nil
+	if cap(in.raw) > instRawMax {
+		in.raw = nil
+	}
+}
+
+// instDumpBytes returns the dump of the instance object that just ended.
+func (d *Decoder) instDumpBytes() []byte {
+	in := &d.inst
+	if in.sub == nil {
+		in.sub = newDumper(d.lim.MaxDepth)
+		in.sub.write(in.raw)
+	}
+	return in.sub.s.Bytes()
+}
