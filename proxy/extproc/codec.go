@@ -251,6 +251,8 @@ type framedRequest struct {
 	// codec: bodyCodec decoded the message, so it also encodes the
 	// replies (partsResponse is ours to send).
 	codec bool
+	// scratch is unmarshal's list of the frames' bytes.
+	scratch [][]byte
 }
 
 // fdFramedBytes is the size from which a full-duplex chunk is left in its
@@ -276,16 +278,20 @@ func (f *framedRequest) free() {
 // frames, everything else by protobuf (a few bytes, copied out). A
 // message of any other shape is gathered and decoded as usual.
 func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
-	bufs := make([][]byte, len(data))
-	for i, b := range data {
-		bufs[i] = b.ReadOnlyData()
+	// The frames' bytes, in a slice kept from one message of the stream
+	// to the next (cleared after, so that it holds no frame).
+	bufs := f.scratch[:0]
+	for _, b := range data {
+		bufs = append(bufs, b.ReadOnlyData())
 	}
+	f.scratch = bufs
+	defer clear(bufs)
 	c := &cursor{bufs: bufs}
 	var rest, hbRest []byte
 	var body [][]byte
 	seen := false
 	for !c.done() {
-		num, typ, raw, ok := c.field()
+		num, typ, tag, ok := c.field()
 		if !ok {
 			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 		}
@@ -294,7 +300,7 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 		}
 		if num != prRequestBody || typ != protowire.BytesType {
-			rest = append(rest, raw...)
+			rest = protowire.AppendVarint(rest, tag)
 			if !c.skipValue(typ, &rest) {
 				return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 			}
@@ -310,7 +316,7 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 		}
 		end := c.pos + int(l)
 		for c.pos < end {
-			num, typ, raw, ok := c.field()
+			num, typ, tag, ok := c.field()
 			if !ok || c.pos > end {
 				return errMalformed
 			}
@@ -322,7 +328,7 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 				body = c.take(int(n))
 				continue
 			}
-			hbRest = append(hbRest, raw...)
+			hbRest = protowire.AppendVarint(hbRest, tag)
 			if !c.skipValue(typ, &hbRest) || c.pos > end {
 				return errMalformed
 			}
@@ -402,18 +408,19 @@ func (c *cursor) varint() (uint64, bool) {
 	return 0, false
 }
 
-// field reads a tag and returns it with its encoding.
-func (c *cursor) field() (protowire.Number, protowire.Type, []byte, bool) {
+// field reads a tag and returns it decoded and whole (for a caller that
+// copies the field on).
+func (c *cursor) field() (protowire.Number, protowire.Type, uint64, bool) {
 	t, ok := c.varint()
 	if !ok {
-		return 0, 0, nil, false
+		return 0, 0, 0, false
 	}
 	num, typ := protowire.DecodeTag(t)
 	if num <= 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
 		c.bad = true
-		return 0, 0, nil, false
+		return 0, 0, 0, false
 	}
-	return num, typ, protowire.AppendVarint(nil, t), true
+	return num, typ, t, true
 }
 
 // skipValue copies a value of type typ to out.
@@ -448,15 +455,28 @@ func (c *cursor) skipValue(typ protowire.Type, out *[]byte) bool {
 		c.bad = true
 		return false
 	}
-	for _, p := range c.take(n) {
-		*out = append(*out, p...)
+	for n > 0 && !c.done() {
+		b := c.bufs[c.i][c.off:]
+		k := min(n, len(b))
+		*out = append(*out, b[:k]...)
+		c.off += k
+		c.pos += k
+		n -= k
 	}
 	return true
 }
 
-// take returns the next n bytes as slices of the buffers.
+// take returns the next n bytes as slices of the buffers (in one
+// allocation: a body spans a hundred frames).
 func (c *cursor) take(n int) [][]byte {
-	var out [][]byte
+	spans := 0
+	for j, off, m := c.i, c.off, n; m > 0 && j < len(c.bufs); j, off = j+1, 0 {
+		if l := len(c.bufs[j]) - off; l > 0 {
+			spans++
+			m -= l
+		}
+	}
+	out := make([][]byte, 0, spans)
 	for n > 0 && !c.done() {
 		b := c.bufs[c.i][c.off:]
 		k := min(n, len(b))

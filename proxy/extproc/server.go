@@ -14,6 +14,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/tfsbridge/tfsbridge/internal/framepool"
 	"github.com/tfsbridge/tfsbridge/proxy/inflight"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 )
@@ -147,13 +148,13 @@ const (
 //     data it receives — several pings and acks per exchange of four
 //     small messages, each a frame written and read at both ends; Envoy
 //     sends none (its windows are fixed, 16 MiB a stream since 1.36).
-//   - Frames read into buffers that are not cleared first (framePool): a
+//   - Frames read into buffers that are not cleared first (internal/framepool): a
 //     BUFFERED body is read once, not cleared and then read.
 func TransportOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.InitialWindowSize(streamWindow),
 		grpc.InitialConnWindowSize(connWindow),
-		experimental.BufferPool(newFramePool()),
+		experimental.BufferPool(framepool.New()),
 	}
 }
 

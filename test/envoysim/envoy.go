@@ -16,6 +16,9 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
+
+	"github.com/tfsbridge/tfsbridge/internal/framepool"
 )
 
 // Envoy is a running stand-in: an HTTP/1.1 and h2c listener on 127.0.0.1 that processes every
@@ -68,8 +71,11 @@ func Start(cfg Config) (*Envoy, error) {
 	// the connection; 256 MiB before), fixed, where grpc-go's client would start at 64 KiB
 	// and grow them by its BDP estimate: a reply carrying a translated body is never held
 	// back by window updates in Envoy, so it is not here either.
+	// Frames are read into buffers that are not cleared first, as Envoy's
+	// are (grpc-go's default pool clears every buffer it hands out again).
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		experimental.WithBufferPool(framepool.New()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)),
 	}
 	if !cfg.GRPCGoWindows {

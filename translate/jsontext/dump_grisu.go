@@ -47,17 +47,11 @@ func (x diyFp) normalize() diyFp {
 	return diyFp{x.f << s, x.e - s}
 }
 
-func (x diyFp) normalizeBoundary() diyFp {
-	for x.f&(dpHiddenBit<<1) == 0 {
-		x.f <<= 1
-		x.e--
-	}
-	return diyFp{x.f << 10, x.e - 10}
-}
-
 // boundaries returns the normalized lower and upper boundaries of x.
 func (x diyFp) boundaries() (minus, plus diyFp) {
-	plus = diyFp{x.f<<1 + 1, x.e - 1}.normalizeBoundary()
+	// rapidjson's NormalizeBoundary, which shifts bit by bit up to bit 53,
+	// then by 10: the top bit at 63, as normalize puts it.
+	plus = diyFp{x.f<<1 + 1, x.e - 1}.normalize()
 	if x.f == dpHiddenBit {
 		minus = diyFp{x.f<<2 - 1, x.e - 2}
 	} else {
@@ -97,8 +91,6 @@ func cachedPower(e int) (diyFp, int) {
 	return cachedPowers[index], -(-348 + index<<3)
 }
 
-var pow10u32 = [...]uint32{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000}
-
 func grisuRound(buf []byte, delta, rest, tenKappa, wpw uint64) {
 	for rest < wpw && delta-rest >= tenKappa && (rest+tenKappa < wpw || wpw-rest > rest+tenKappa-wpw) {
 		buf[len(buf)-1]--
@@ -108,7 +100,7 @@ func grisuRound(buf []byte, delta, rest, tenKappa, wpw uint64) {
 
 func countDecimalDigit32(n uint32) int {
 	for i := 1; i < 9; i++ {
-		if n < pow10u32[i] {
+		if uint64(n) < pow10u[i] {
 			return i
 		}
 	}
@@ -125,7 +117,7 @@ func digitGen(w, mp diyFp, delta uint64, buf []byte, k int) (int, int) {
 	kappa := countDecimalDigit32(p1)
 	n := 0
 	for kappa > 0 {
-		div := pow10u32[kappa-1]
+		div := uint32(pow10u[kappa-1])
 		d := p1 / div
 		p1 %= div
 		if d != 0 || n != 0 {
@@ -136,7 +128,7 @@ func digitGen(w, mp diyFp, delta uint64, buf []byte, k int) (int, int) {
 		tmp := uint64(p1)<<uint(-one.e) + p2
 		if tmp <= delta {
 			k += kappa
-			grisuRound(buf[:n], delta, tmp, uint64(pow10u32[kappa])<<uint(-one.e), wpw)
+			grisuRound(buf[:n], delta, tmp, pow10u[kappa]<<uint(-one.e), wpw)
 			return n, k
 		}
 	}
@@ -156,7 +148,7 @@ func digitGen(w, mp diyFp, delta uint64, buf []byte, k int) (int, int) {
 			// later releases use 0 there, as here.
 			var scale uint64
 			if -kappa < 9 {
-				scale = uint64(pow10u32[-kappa])
+				scale = pow10u[-kappa]
 			}
 			grisuRound(buf[:n], delta, p2, one.f, wpw*scale)
 			return n, k

@@ -56,36 +56,55 @@ func (s *DumpStream) room() bool {
 	return true
 }
 
-// Open writes an opening bracket ('{' when obj).
-func (s *DumpStream) Open(obj bool) bool {
-	ok := s.room()
-	if ok {
-		s.w.open(!obj)
-	}
-	return ok
-}
+// Feed writes one token (not NeedMore) as the value's dump renders it (a
+// key as a string; a NaN or an Infinity writes only its separator and
+// stops the dump), so a one-pass reader dumps what it reads; it reports
+// whether the dump goes on.
+func (s *DumpStream) Feed(tok Token) bool { return s.feed(tok, false) }
 
-// Close writes the closing bracket of the innermost container.
-func (s *DumpStream) Close() bool {
-	ok := s.room()
-	if ok {
-		s.w.close()
-	}
-	return ok
-}
+// FeedStable is Feed for a string token whose Str its caller keeps
+// unmodified while the dump is in use: the token that crosses the limit
+// is then kept where it is instead of copied (it may be a megabyte
+// payload, held once).
+func (s *DumpStream) FeedStable(tok Token) bool { return s.feed(tok, true) }
 
-// String writes a string token; rapidjson writes a key the same way.
-func (s *DumpStream) String(v []byte) bool { return s.str(v, false) }
-
-// StringStable is String for a v its caller keeps unmodified while the
-// dump is in use: the token that crosses the limit is then kept where it
-// is instead of copied (it may be a megabyte payload, held once).
-func (s *DumpStream) StringStable(v []byte) bool { return s.str(v, true) }
-
-func (s *DumpStream) str(v []byte, stable bool) bool {
+func (s *DumpStream) feed(tok Token, stable bool) bool {
 	if !s.room() {
 		return false
 	}
+	w := &s.w
+	switch n := tok.Num; tok.Kind {
+	case BeginArray, BeginObject:
+		w.open(tok.Kind == BeginArray)
+	case EndArray, EndObject:
+		w.close()
+	case Key, StringValue:
+		return s.str(tok.Str, stable)
+	case TrueValue, FalseValue:
+		w.Bool(tok.Kind == TrueValue)
+	case NullValue:
+		w.Raw([]byte("null"))
+	case NumberValue:
+		switch {
+		case n.flags&flagDouble != 0:
+			f := math.Float64frombits(n.bits)
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				w.Raw(nil)
+				s.stopped = true
+				return false
+			}
+			var tmp [32]byte
+			w.Raw(appendGrisu(tmp[:0], f))
+		case n.flags&flagNeg != 0:
+			w.Int64(int64(n.bits))
+		default:
+			w.Uint64(n.bits)
+		}
+	}
+	return true
+}
+
+func (s *DumpStream) str(v []byte, stable bool) bool {
 	if len(s.w.buf)+len(v)+2 >= s.limit {
 		// The last token: kept as is, rendered by Bytes.
 		switch {
@@ -101,46 +120,5 @@ func (s *DumpStream) str(v []byte, stable bool) bool {
 	}
 	s.w.buf = growFor(s.w.buf, v, len(s.w.stack))
 	s.w.StringBytes(v)
-	return true
-}
-
-// Literal writes null, true or false.
-func (s *DumpStream) Literal(k Kind) bool {
-	if !s.room() {
-		return false
-	}
-	switch k {
-	case True:
-		s.w.Bool(true)
-	case False:
-		s.w.Bool(false)
-	default:
-		s.w.Raw([]byte("null"))
-	}
-	return true
-}
-
-// Number writes a number token as rapidjson's writer does; a NaN or an
-// Infinity writes only its separator and stops the dump.
-func (s *DumpStream) Number(n Num) bool {
-	if !s.room() {
-		return false
-	}
-	w := &s.w
-	switch {
-	case n.flags&flagDouble != 0:
-		f := math.Float64frombits(n.bits)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			w.Raw(nil)
-			s.stopped = true
-			return false
-		}
-		var tmp [32]byte
-		w.Raw(appendGrisu(tmp[:0], f))
-	case n.flags&flagNeg != 0:
-		w.Int64(int64(n.bits))
-	default:
-		w.Uint64(n.bits)
-	}
 	return true
 }

@@ -332,7 +332,7 @@ var f32Scales = func() (t [256]f32Scale) {
 		if e == 0 || e == 0xFF || exp0 < -5 || exp0 > 8 {
 			continue
 		}
-		t[e][0].pow, t[e][1].pow = pow10f64[8-exp0], pow10f64[max(7-exp0, 0)]
+		t[e][0].pow, t[e][1].pow = pow10[8-exp0], pow10[max(7-exp0, 0)]
 		for up := range 2 {
 			exp := exp0 + up
 			if exp < -4 || exp > 8 {
@@ -340,7 +340,7 @@ var f32Scales = func() (t [256]f32Scale) {
 			}
 			// floor(ulp(x)/2) in V's units: 2^(q-1) * 10^k.
 			k := 8 - exp
-			half := math.Floor(math.Ldexp(pow10f64[k], q-1))
+			half := math.Floor(math.Ldexp(pow10[k], q-1))
 			margin := uint16(half + 2)
 			dc := &t[e][up]
 			dc.margin, dc.exp = margin, int8(exp)
@@ -434,19 +434,15 @@ func sixDigitsRoundTrip(a float64, d6 uint64, e, bits int) bool {
 }
 
 // exactParse is strtof (F float32) or strtod (float64) of d6*10^e for a
-// 10^|e| exact in F: one correctly rounded division or multiplication.
+// 10^|e| exact in F (|e| <= 10 for float32, 22 for float64): one
+// correctly rounded division or multiplication.
 func exactParse[F float32 | float64](d6 uint32, e int) F {
-	f, p := F(d6), F(pow10f64[max(e, -e)])
+	f, p := F(d6), F(pow10[max(e, -e)])
 	if e < 0 {
 		return f / p
 	}
 	return f * p
 }
-
-// pow10f64 holds 10^0 .. 10^22, the powers of ten a float64 holds exactly
-// (up to 10^10 a float32 does too).
-var pow10f64 = [23]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // appendLiteral is TF Serving's algorithm done literally: format %.6g,
 // parse it back, reformat with the fallback precision when it differs.

@@ -595,5 +595,5 @@ func fracTail(data []byte, p int, d float64, sig, expFrac int) (float64, int, in
 	return d, p, sig, expFrac
 }
 
-// pow10u holds 10^0 … 10^8.
-var pow10u = [9]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000}
+// pow10u holds 10^0 … 10^9.
+var pow10u = [10]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000}

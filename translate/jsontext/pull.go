@@ -62,22 +62,3 @@ func (r *Pull) Text() []byte { return r.buf }
 
 // Err returns the error that ended the text, if any (a *SyntaxError).
 func (r *Pull) Err() error { return r.tz.Err() }
-
-// Feed writes one token to the dump as the value's dump renders it (a key
-// as a string), so a one-pass reader dumps what it reads; it reports
-// whether the dump goes on.
-func (s *DumpStream) Feed(tok Token) bool {
-	switch tok.Kind {
-	case BeginArray, BeginObject:
-		return s.Open(tok.Kind == BeginObject)
-	case EndArray, EndObject:
-		return s.Close()
-	case Key, StringValue:
-		return s.String(tok.Str)
-	case NumberValue:
-		return s.Number(tok.Num)
-	case NeedMore:
-		return !s.Full()
-	}
-	return s.Literal(tok.ValueKind())
-}

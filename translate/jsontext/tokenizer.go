@@ -243,30 +243,23 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 
 // End ends the text: a number or literal it ends in is returned as the
 // last token (ok); called again, it reports rapidjson's error for a text
-// that ends before its root value does (Err).
+// that ends before its root value does (Err). Past its end rapidjson's
+// stream reads NUL, and so does End, but where a value is expected: a
+// NUL there would be counted against the bound first.
 func (t *Tokenizer) End() (Token, bool) {
-	if t.err != nil || t.st == tzDone {
+	switch {
+	case t.err != nil || t.st == tzDone:
+		return Token{}, false
+	case t.ValueNext():
+		t.failAt(msgValueInvalid, t.off)
 		return Token{}, false
 	}
-	var tok Token
-	switch t.st {
-	case tzAtom:
-		tok = t.atomDone(t.pend)
-	case tzString:
-		tok = t.strEnd()
-	case tzStart:
-		t.failAt(msgDocumentEmpty, t.off)
-	case tzValue, tzFirst:
-		t.failAt(msgValueInvalid, t.off)
-	case tzAfter:
-		t.failAt(afterMsg(t.objs[len(t.objs)-1]), t.off)
-	case tzKeyFirst, tzKey:
-		t.failAt(msgObjectMissName, t.off)
-	case tzColon:
-		t.failAt(msgObjectMissColon, t.off)
-	}
+	tok, _ := t.Next(nul[:], 0)
 	return tok, tok.Kind != NeedMore
 }
+
+// nul is what End reads (never written to).
+var nul [1]byte
 
 // afterMsg is the error for a byte that is no separator after a value.
 func afterMsg(obj bool) string {
@@ -295,15 +288,6 @@ func (t *Tokenizer) start(buf []byte, p int) int {
 	return SkipSpace(buf, p)
 }
 
-// count counts one value or key, the token at buf[p], against the bound.
-func (t *Tokenizer) count(p int) bool {
-	if t.values++; t.values > t.lim.MaxValues {
-		t.fail(msgTooManyVals, p)
-		return false
-	}
-	return true
-}
-
 // value reads the value (or key) starting at buf[p].
 func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 	c := buf[p]
@@ -311,7 +295,8 @@ func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 		t.fail(msgTooDeep, p)
 		return Token{}, p
 	}
-	if !t.count(p) {
+	if t.values++; t.values > t.lim.MaxValues { // values and keys
+		t.fail(msgTooManyVals, p)
 		return Token{}, p
 	}
 	t.tokOff = t.off + int64(p)

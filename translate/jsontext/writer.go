@@ -181,8 +181,9 @@ func (w *Writer) Float32(f float32) {
 
 // Float32s writes the little-endian float32s in le as consecutive values
 // (each as Float32 writes it): the same bytes as one Float32 call per
-// value, with the separator between values of the innermost array worked
-// out once. This is the inner loop of an FP32 response.
+// value, with the separator between values of a multi-line array worked
+// out once. This is the inner loop of a columnar FP32 response (a
+// single-line one goes through SingleLineFloat32sPart).
 func (w *Writer) Float32s(le []byte) {
 	n := len(le) / 4
 	if n == 0 {
@@ -190,27 +191,18 @@ func (w *Writer) Float32s(le []byte) {
 	}
 	w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le)))
 	depth := len(w.stack)
-	if depth == 0 || !w.stack[depth-1].array || !w.singleLine && depth*indentUnit >= len(spaces) {
+	if depth == 0 || !w.stack[depth-1].array || w.singleLine || depth*indentUnit >= len(spaces) {
 		for i := 1; i < n; i++ {
 			w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
 		}
 		return
 	}
 	buf := w.buf
-	if w.singleLine {
-		// Row format's rows: a fixed two-byte separator, appended without
-		// building a separator or copying one of variable length.
-		if n > 1 {
-			buf = append(buf, ',', ' ')
-			buf = appendFloat32s(buf, le[4:4*n], 0, 0)
-		}
-	} else {
-		var sepBuf [2 + len(spaces)]byte
-		sep := append(append(sepBuf[:0], ',', '\n'), spaces[:depth*indentUnit]...)
-		for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
-			buf = append(buf, sep...)
-			buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
-		}
+	var sepBuf [2 + len(spaces)]byte
+	sep := append(append(sepBuf[:0], ',', '\n'), spaces[:depth*indentUnit]...)
+	for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
+		buf = append(buf, sep...)
+		buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
 	}
 	w.buf = buf
 	w.stack[depth-1].count += n - 1
@@ -347,16 +339,14 @@ func (n *Nest) Advance(r int64) {
 // calls together write the same as one call with all the elements, so a
 // tensor can be written as its bytes arrive. The first call writes the value's prefix (its separator in the
 // enclosing container) and opening brackets; the call that completes the
-// value writes its closing brackets. A value without elements is written
-// whole by the first call. w must stay in single-line mode.
+// value writes its closing brackets. The value has elements (one without
+// is the array calls' nested empty arrays). w must stay in single-line
+// mode.
 func (w *Writer) SingleLineFloat32sPart(nest *Nest, shape []int64, le []byte) {
 	rank := len(shape)
 	if !nest.started {
 		w.prefix()
-		if nest.Begin(shape) == 0 {
-			w.buf = appendEmptyNest(w.buf, shape)
-			return
-		}
+		nest.Begin(shape)
 		w.buf = appendRepeat(w.buf, '[', rank)
 	}
 	buf := w.buf
@@ -404,21 +394,6 @@ func appendRepeat(buf []byte, c byte, n int) []byte {
 		buf = append(buf, c)
 	}
 	return buf
-}
-
-// appendEmptyNest appends the single-line text of a shape without
-// elements: "[]", "[[], []]", ...
-func appendEmptyNest(buf []byte, shape []int64) []byte {
-	buf = append(buf, '[')
-	if len(shape) > 1 {
-		for i := range shape[0] {
-			if i > 0 {
-				buf = append(buf, ',', ' ')
-			}
-			buf = appendEmptyNest(buf, shape[1:])
-		}
-	}
-	return append(buf, ']')
 }
 
 // SingleLine reports whether single-line array mode is on.

@@ -84,7 +84,7 @@ const (
 	roleInstance              // an instance object: named inputs, or the first one a b64 value too
 	roleInputs                // the columnar "inputs" object of named tensors
 	roleTensor                // a list inside one input's item
-	roleB64                   // a {"b64": …} value of a BYTES input
+	roleB64                   // an object where a {"b64": …} value may stand
 	roleSkip                  // a value nobody reads (syntax is still checked)
 )
 
@@ -110,7 +110,7 @@ type opFrame struct {
 	input int32 // roleTensor, roleB64: the input
 	level int32 // roleTensor, roleB64: nesting level inside the item
 	n     int64 // elements (lists) or members (objects) so far
-	ctx   uint8 // roleB64: what the object stands for; roleSkip: the error it makes
+	ctx   uint8 // roleB64: what the object stands for
 	flags uint8 // roleB64: what its member was
 	// Objects: what the value of the member whose key was just read is
 	// for, and for which input.

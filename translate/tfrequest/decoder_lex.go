@@ -19,7 +19,8 @@ type slot struct {
 // What a roleB64 frame stands for (opFrame.ctx): an object that is either
 // a {"b64": "…"} value or something else, which only its end tells.
 const (
-	b64Leaf   uint8 = iota // a value of a BYTES input inside a tensor
+	b64Leaf   uint8 = iota // a value inside a tensor (only a BYTES input takes it)
+	b64Level               // an object inside a tensor at the wrong level
 	b64Elem                // an element of plain "instances"
 	b64First               // the first instance, "b64" first: a value or named inputs
 	b64Inst                // an instance object, "b64" first (no input has that name)
@@ -30,14 +31,6 @@ const (
 const (
 	b64Str uint8 = 1 << iota // the "b64" member's value is a string (in d.b64)
 	b64Not                   // not a {"b64": "…"} object after all
-)
-
-// The error an object makes where a tensor value belongs (roleSkip's
-// opFrame.ctx), told once the object has been read for its dump.
-const (
-	objNone  uint8 = iota
-	objLevel       // found at incorrect level
-	objType        // is not of expected type
 )
 
 // Write feeds the next chunk of the body. After an error every call fails
@@ -273,19 +266,14 @@ func (d *Decoder) tensorValue(s slot, tok jsontext.Token, fr *opFrame) ([]byte, 
 	res := leafOK
 	switch {
 	case tok.Kind == jsontext.BeginObject:
-		switch {
-		case !atLevel:
-			fr.ctx = objLevel
-		case dt == tensor.Bytes:
-			fr.role, fr.ctx = roleB64, b64Leaf
-			return nil, false
-		default:
-			fr.ctx = objType
+		// Its error, if any, is told at its end, with its dump (closeB64).
+		fr.role, fr.ctx = roleB64, b64Leaf
+		if !atLevel {
+			fr.ctx = b64Level
 		}
-		d.dumpStart(dumpLeaf, len(d.stack))
 		return nil, false
 	case !atLevel:
-		d.valueErr(i, errLevel(tokenDump(tok), level, in.curRank), true, false)
+		d.valueErr(i, errLevel(dumpOf(tok), level, in.curRank), true, false)
 		return tok.Str, tok.InChunk && d.whole
 	case !d.countLeaf(i):
 		return tok.Str, tok.InChunk && d.whole
@@ -301,9 +289,9 @@ func (d *Decoder) tensorValue(s slot, tok jsontext.Token, fr *opFrame) ([]byte, 
 	}
 	switch {
 	case res == leafTypeError:
-		d.valueErr(i, errType(tokenDump(tok), tok.ValueKind(), dt), true, false)
+		d.valueErr(i, errType(dumpOf(tok), tok.ValueKind(), dt), true, false)
 	case res == leafUnimplemented:
-		d.valueErr(i, errUnimplemented(tokenDump(tok), dt), true, false)
+		d.valueErr(i, errUnimplemented(dumpOf(tok), dt), true, false)
 	case level == 0:
 		d.endItem(i)
 	}
@@ -451,22 +439,22 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 		if atKey {
 			d.key(k)
 		}
-	case b64Leaf:
+	case b64Leaf, b64Level:
 		if !first {
 			return
 		}
 		// Its dump so far; the rest is fed as it is read.
 		d.dumpStart(dumpLeaf, len(d.stack)-1)
 		s := &d.dumps[dumpLeaf].s
-		s.Open(true)
+		s.Feed(jsontext.Token{Kind: jsontext.BeginObject})
 		if !atKey || f.n > 1 {
-			s.String([]byte(tfjson.KeyB64))
+			s.Feed(jsontext.Token{Kind: jsontext.Key, Str: []byte(tfjson.KeyB64)})
 			if f.flags&b64Str != 0 {
-				s.String(d.b64)
+				s.Feed(jsontext.Token{Kind: jsontext.StringValue, Str: d.b64})
 			}
 		}
 		if atKey {
-			s.String(k)
+			s.Feed(jsontext.Token{Kind: jsontext.Key, Str: k})
 		}
 	}
 }
@@ -513,18 +501,6 @@ func (d *Decoder) close(tok jsontext.Token, q int) {
 		d.closeInputs()
 	case roleB64:
 		d.closeB64(&f)
-	case roleSkip:
-		// An object where a tensor value belongs: its error, now that its
-		// dump is complete.
-		i := int(f.input)
-		dump := d.dumps[dumpLeaf].s.Bytes()
-		switch {
-		case f.ctx == objNone:
-		case f.ctx == objLevel:
-			d.valueErr(i, errLevel(dump, int(f.level), d.ins[i].curRank), true, false)
-		case d.countLeaf(i):
-			d.valueErr(i, errType(dump, jsontext.Object, d.ins[i].spec.DataType), true, false)
-		}
 	}
 }
 
@@ -555,6 +531,17 @@ func (d *Decoder) closeInputs() {
 func (d *Decoder) closeB64(f *opFrame) {
 	isB64 := f.n == 1 && f.flags == b64Str
 	i := int(f.input)
+	in := &d.ins[i]
+	dump := func() []byte {
+		switch {
+		case isB64:
+			return dumpOf(jsontext.Token{Kind: jsontext.BeginObject}, jsontext.Token{Kind: jsontext.Key, Str: []byte(tfjson.KeyB64)},
+				jsontext.Token{Kind: jsontext.StringValue, Str: d.b64}, jsontext.Token{Kind: jsontext.EndObject})
+		case f.n == 0:
+			return []byte("{}")
+		}
+		return d.dumps[dumpLeaf].s.Bytes() // started by b64Deviate
+	}
 	switch {
 	case f.ctx == b64Inputs && len(d.ins) > 1:
 		// Only a b64 value gets here (b64Deviate makes the others named
@@ -569,6 +556,8 @@ func (d *Decoder) closeB64(f *opFrame) {
 	case f.ctx == b64First && !isB64, f.ctx == b64Inst:
 		d.ekey = []byte(tfjson.KeyB64)
 		d.valueErr(0, errNoNamedInput(d.ekey), true, false)
+	case f.ctx == b64Level:
+		d.valueErr(i, errLevel(dump(), int(f.level), in.curRank), true, false)
 	default:
 		// A value of input i: in a tensor (b64Leaf), or the whole item of
 		// the first input, which starts here.
@@ -576,17 +565,12 @@ func (d *Decoder) closeB64(f *opFrame) {
 			d.beginItem(0)
 			d.leafLevel(0, 0)
 		}
-		in := &d.ins[i]
 		switch {
 		case !d.countLeaf(i):
-		case !isB64: // b64Leaf
-			dump := []byte("{}")
-			if f.n > 0 {
-				dump = d.dumps[dumpLeaf].s.Bytes()
-			}
-			d.valueErr(i, errB64Format(dump), true, false)
 		case in.spec.DataType != tensor.Bytes:
-			d.valueErr(i, errType(b64Dump(d.b64), jsontext.Object, in.spec.DataType), true, false)
+			d.valueErr(i, errType(dump(), jsontext.Object, in.spec.DataType), true, false)
+		case !isB64: // b64Leaf
+			d.valueErr(i, errB64Format(dump()), true, false)
 		default:
 			out, ok := tfjson.AppendBase64(make([]byte, 0, len(d.b64)/4*3+3), d.b64)
 			if !ok {

@@ -152,8 +152,8 @@ func (d *Decoder) feed(tok jsontext.Token, stable bool) {
 		if !sl.on {
 			continue
 		}
-		if stable && (tok.Kind == jsontext.Key || tok.Kind == jsontext.StringValue) {
-			sl.s.StringStable(tok.Str)
+		if stable {
+			sl.s.FeedStable(tok)
 		} else {
 			sl.s.Feed(tok)
 		}
@@ -163,18 +163,12 @@ func (d *Decoder) feed(tok jsontext.Token, stable bool) {
 	}
 }
 
-// tokenDump returns the dump of one scalar token.
-func tokenDump(tok jsontext.Token) []byte {
+// dumpOf returns the dump of a value given as its tokens.
+func dumpOf(toks ...jsontext.Token) []byte {
 	var s jsontext.DumpStream
 	s.Reset(nil)
-	s.Feed(tok)
-	return s.Bytes()
-}
-
-// b64Dump returns the dump of {"b64": s}.
-func b64Dump(str []byte) []byte {
-	var s jsontext.DumpStream
-	s.Reset(nil)
-	_ = s.Open(true) && s.String([]byte(tfjson.KeyB64)) && s.String(str) && s.Close()
+	for _, tok := range toks {
+		s.Feed(tok)
+	}
 	return s.Bytes()
 }

@@ -2,20 +2,8 @@ package tfrequest
 
 import "github.com/tfsbridge/tfsbridge/translate/jsontext"
 
-// A second look at the text settles the bodies ErrUndecided lists when
-// the caller holds it: a whole body (Parse), which a streamed body within
-// the replay size becomes once a stream cannot tell (translate's
-// RequestStream). Only streams beyond the replay size keep the 400.
-//
-//   - "signature_name" after the values, naming other inputs: Parse reads
-//     the body again with that name resolved first.
-//   - an object whose first key is "b64" while an input has that name:
-//     b64Ahead looks ahead in the text to tell {"b64": "…"} (a value) from
-//     an object of named inputs, as TF's IsValBase64Object does.
-//   - named "inputs" that together exceed the element limit:
-//     replayInputs (decoder_lex.go: the lexer run again) reads their
-//     values again in signature order, TF's.
-//   - a long number cut by a chunk boundary: a whole body has none.
+// The second look at the text that settles the bodies ErrUndecided lists
+// (with Parse's second reading and replayInputs): b64Ahead.
 
 // b64Ahead reports whether the object whose first key, "b64", ends at
 // d.keyEnd in the whole body is exactly {"b64": "<string>"}. A body

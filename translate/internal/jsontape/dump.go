@@ -30,21 +30,29 @@ func AppendDump(dst []byte, v Value) []byte {
 // continue (false once the dump stopped).
 func dumpValue(s *jsontext.DumpStream, v Value) bool {
 	switch k := v.Kind(); k {
-	case jsontext.Null, jsontext.False, jsontext.True:
-		return s.Literal(k)
+	case jsontext.Null:
+		return s.Feed(jsontext.Token{Kind: jsontext.NullValue})
+	case jsontext.False:
+		return s.Feed(jsontext.Token{Kind: jsontext.FalseValue})
+	case jsontext.True:
+		return s.Feed(jsontext.Token{Kind: jsontext.TrueValue})
 	case jsontext.String:
-		return s.String(v.Str())
+		return s.Feed(jsontext.Token{Kind: jsontext.StringValue, Str: v.Str()})
 	case jsontext.Number:
-		return s.Number(v.Num())
+		return s.Feed(jsontext.Token{Kind: jsontext.NumberValue, Num: v.Num()})
 	}
 	obj := v.Kind() == jsontext.Object
-	if !s.Open(obj) {
+	open, end := jsontext.BeginArray, jsontext.EndArray
+	if obj {
+		open, end = jsontext.BeginObject, jsontext.EndObject
+	}
+	if !s.Feed(jsontext.Token{Kind: open}) {
 		return false
 	}
 	e, _ := v.First()
 	for i, c := 0, v.Len(); i < c; i++ {
 		if obj {
-			if !s.String(e.Str()) { // the key
+			if !s.Feed(jsontext.Token{Kind: jsontext.Key, Str: e.Str()}) {
 				return false
 			}
 			e = e.Next()
@@ -54,5 +62,5 @@ func dumpValue(s *jsontext.DumpStream, v Value) bool {
 		}
 		e = e.Next()
 	}
-	return s.Close()
+	return s.Feed(jsontext.Token{Kind: end})
 }

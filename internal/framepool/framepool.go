@@ -1,4 +1,6 @@
-package extproc
+// Package framepool is a gRPC buffer pool that does not clear the buffers
+// it hands out again.
+package framepool
 
 import (
 	"math/bits"
@@ -7,10 +9,10 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// framePool is the ext_proc server's gRPC buffer pool: grpc-go's default
-// pool, except that a buffer is not cleared when it is handed out again.
+// framePool is grpc-go's default pool, except that a buffer is not
+// cleared when it is handed out again.
 //
-// The server reads every DATA frame Envoy sends into one of these buffers
+// The ext_proc server reads every DATA frame Envoy sends into one of these buffers
 // (io.ReadFull over the whole buffer) and joins frames into one the same
 // way (a copy over the whole buffer): nothing reads a buffer before it is
 // written, so clearing it is pure cost — for a BUFFERED body, a memclr of
@@ -30,7 +32,10 @@ const (
 
 var _ mem.BufferPool = (*framePool)(nil)
 
-func newFramePool() *framePool { return &framePool{} }
+// New returns an empty pool. The ext_proc server reads frames into it, and
+// so does the Envoy stand-in's gRPC client: Envoy does not clear the
+// buffers it reads frames into either.
+func New() mem.BufferPool { return &framePool{} }
 
 // Get returns a buffer of length n, from the smallest tier that holds it.
 func (p *framePool) Get(n int) *[]byte {

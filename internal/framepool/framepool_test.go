@@ -1,4 +1,4 @@
-package extproc
+package framepool
 
 import "testing"
 
@@ -6,7 +6,7 @@ import "testing"
 // capacity of its tier, a buffer Put comes back from a tier it fills, and
 // sizes outside the tiers still work.
 func TestFramePool(t *testing.T) {
-	p := newFramePool()
+	p := New()
 	tests := []struct {
 		n       int
 		wantCap int
