@@ -54,11 +54,10 @@ func (p *Proxy) NewServer(errorLog *log.Logger) *http.Server {
 // that went away: Go cancels the request's context on any body read
 // error, and a handler that then returns without writing leaves the
 // client an empty 200.
-func watchBody(w http.ResponseWriter, r *http.Request, d time.Duration) *clientBody {
+func watchBody(w *answerWriter, r *http.Request, d time.Duration) *clientBody {
 	b := &clientBody{ReadCloser: r.Body}
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(d)) == nil {
-		b.rc = rc
+	if w.rc.SetReadDeadline(time.Now().Add(d)) == nil {
+		b.rc = w.rc // the answer's controller: one per exchange
 	}
 	r.Body = b
 	return b
