@@ -314,7 +314,7 @@ func (c *conn) exchange(ctx context.Context, req *Request, body [][]byte, deadli
 	// WriteTo consumes the net.Buffers value it is called on, not
 	// c.parts's backing array: the slices are reused next exchange.
 	c.bufs = c.parts
-	_, err := c.bufs.WriteTo(c.nc)
+	err := c.peek.send(&c.bufs, c.nc)
 	c.bufs = nil
 	clear(c.parts) // the body's parts are the caller's memory
 	if err != nil {
