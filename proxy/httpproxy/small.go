@@ -165,6 +165,10 @@ func (p *Proxy) serveSmall(ctx context.Context, w *answerWriter, r *http.Request
 		p.rp.ServeHTTP(w, p.outRequest(ctx, r, ex))
 		return true
 	}
+	// The answer's own body is closed however the exchange ends, a panic
+	// in the translation included, so that its connection is not left
+	// open (closing it twice is nothing).
+	defer resp.Body.Close()
 	if _, ok := resp.Header["Connection"]; ok {
 		ex.respHeader = resp.Header.Clone() // connectionKeeper's
 	}
