@@ -168,6 +168,7 @@ type Reservation struct {
 	wake     chan error
 	wounded  bool
 	woundCh  chan struct{} // closed when wounded
+	onWound  func()        // run in a goroutine of its own when wounded (OnWound)
 	released bool
 }
 
@@ -198,6 +199,24 @@ func (r *Reservation) Wounded() <-chan struct{} {
 		}
 	}
 	return r.woundCh
+}
+
+// OnWound has f run, in a goroutine of its own, when the reservation is
+// wounded (at once if it already is); nil clears it, and a later call
+// replaces an earlier f. It is Wounded for an owner that would otherwise
+// start a goroutine per exchange only to wait on the channel: nothing
+// runs unless the wound comes. An f already started may still be running
+// when OnWound(nil) returns. A nil reservation ignores it.
+func (r *Reservation) OnWound(f func()) {
+	if r == nil {
+		return
+	}
+	r.b.mu.Lock()
+	defer r.b.mu.Unlock()
+	r.onWound = f
+	if f != nil && r.wounded {
+		go f()
+	}
 }
 
 // Grow reserves n more bytes, or returns an *Exhausted error and reserves
@@ -361,6 +380,9 @@ func (r *Reservation) wound() {
 	r.wounded = true
 	if r.woundCh != nil {
 		close(r.woundCh)
+	}
+	if r.onWound != nil {
+		go r.onWound()
 	}
 	if r.want > 0 {
 		n := r.want

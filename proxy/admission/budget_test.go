@@ -159,6 +159,12 @@ func TestBudgetAgePriority(t *testing.T) {
 			must(t, x.Grow(ctx, 25)) // full: ages 0..3
 		}
 		w3 := r[3].Wounded()
+		// OnWound tells the same without a channel: r3's callback runs,
+		// r1's (never wounded) does not, and one set after the wound runs
+		// at once.
+		on3, on1, late := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		r[3].OnWound(func() { close(on3) })
+		r[1].OnWound(func() { close(on1) })
 		// r[2] waits; then the oldest needs 30 more: r[3] (youngest) and r[2] are wounded.
 		got2 := growAsync(ctx, r[2], 5)
 		waitFor(t, "r2 waits", func() bool { return b.waiters() == 1 })
@@ -171,11 +177,25 @@ func TestBudgetAgePriority(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("r3 not told it is wounded")
 		}
+		r[2].OnWound(func() { close(late) }) // r2 is wounded already
+		for _, ch := range []chan struct{}{on3, late} {
+			select {
+			case <-ch:
+			case <-time.After(30 * time.Second): // generous: a busy 2-core machine
+				t.Fatal("an OnWound of a wounded reservation did not run")
+			}
+		}
 		if err := r[3].Grow(ctx, 1); !isWounded(err) {
 			t.Errorf("r3's next growth: %v, want a wound", err)
 		}
 		if r[1].wounded {
 			t.Error("r1 wounded: the two youngest make room enough")
+		}
+		r[1].OnWound(nil)
+		select {
+		case <-on1:
+			t.Error("r1's OnWound ran: it was never wounded")
+		default:
 		}
 		r[2].Release()
 		select {

@@ -61,11 +61,18 @@ func directRoundTrip(d *http1.Client, req *http.Request, body []byte) (*http.Res
 	if err != nil {
 		return nil, err
 	}
+	return directResponse(ctx, r, req), nil
+}
+
+// directResponse is the direct client's answer as the Transport gives
+// one: its body reads the connection, which goes back to the pool when it
+// has been read to its end and closed.
+func directResponse(ctx context.Context, r *http1.Response, req *http.Request) *http.Response {
 	return &http.Response{
 		Status: statusLine(r.StatusCode), StatusCode: r.StatusCode, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: r.Header(), Body: &directBody{r: r, ctx: ctx}, ContentLength: r.ContentLength, Close: r.Closes(),
 		Request: req,
-	}, nil
+	}
 }
 
 // statusLine is a status as net/http's Response.Status gives it.

@@ -71,6 +71,9 @@ type Proxy struct {
 	direct *http1.Client
 	// inflight tracks the exchanges in progress for a graceful stop.
 	inflight inflight.Tracker
+	// noSmall sends every exchange through ReverseProxy (tests compare
+	// serveSmall with it).
+	noSmall bool
 }
 
 // Inflight returns the tracker of the exchanges in progress: a graceful
@@ -157,6 +160,9 @@ type exchange struct {
 	// obs streams an observed exchange's bodies through the session
 	// (observe.go), nil for any other.
 	obs *observer
+	// fetched is the answer of an exchange serveSmall sent but hands to
+	// ReverseProxy, which connectionKeeper gives it as the round trip's.
+	fetched *http.Response
 	// pump is closed when the goroutine translating the answer
 	// (streamResponse) is done with the session; nil without one.
 	pump chan struct{}
@@ -250,19 +256,12 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 	uctx, cancel := context.WithTimeout(context.WithValue(ctx, exchangeKey{}, ex), p.cfg.RequestTimeout)
 	defer cancel()
-	// A shallow copy: ReverseProxy makes its own deep one, and r's header
-	// is not read again once translated.
-	out := r.WithContext(uctx)
-	out.Body = upstream.body()
-	out.ContentLength = upstream.n
-	out.TransferEncoding = nil
-	out.GetBody = func() (io.ReadCloser, error) { return upstream.body(), nil }
-	out.Header.Del("Content-Length")
-	// The whole body is here: no 100-continue dance upstream.
-	out.Header.Del("Expect")
 	ex.set = a
 	ex.sent = upstream
-	p.rp.ServeHTTP(w, out)
+	if p.serveSmall(uctx, w, r, ex) {
+		return
+	}
+	p.rp.ServeHTTP(w, p.outRequest(uctx, r, ex))
 }
 
 // incompleteBody describes a request body that ended before its end.
@@ -343,7 +342,10 @@ type connectionKeeper struct {
 func (c connectionKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
 	var resp *http.Response
 	var err error
-	if ex := exchangeFrom(req.Context()); ex != nil && ex.sent != nil && len(ex.sent.parts) == 1 && req.Body != nil {
+	if ex := exchangeFrom(req.Context()); ex != nil && ex.fetched != nil {
+		resp, ex.fetched = ex.fetched, nil
+		resp.Request = req
+	} else if ex != nil && ex.sent != nil && len(ex.sent.parts) == 1 && req.Body != nil {
 		// ReverseProxy hands over the body in a wrapper of its own, which
 		// net/http cannot tell is in memory: it would flush the headers
 		// before the body, two writes for every small request. The body
@@ -373,14 +375,20 @@ func (c connectionKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
 // modifyResponse translates the upstream response of a translated
 // exchange; pass-through responses are left to stream.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
-	ex := exchangeFrom(resp.Request.Context())
+	ctx := resp.Request.Context()
+	ex := exchangeFrom(ctx)
 	if ex == nil || ex.path == "" {
 		if ex != nil && ex.obs != nil {
 			ex.obs.response(resp)
 		}
 		return nil
 	}
-	ctx := resp.Request.Context()
+	return p.translateAnswer(ctx, ex, resp)
+}
+
+// translateAnswer translates the upstream response of a translated
+// exchange, whose upstream call runs under ctx.
+func (p *Proxy) translateAnswer(ctx context.Context, ex *exchange, resp *http.Response) error {
 	h := resp.Header
 	if ex.respHeader != nil {
 		// The translated response is ours to read, as Envoy would
@@ -400,9 +408,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return p.replaceResponse(ex, resp, ex.sess.TooLarge())
 	}
 	if resp.ContentLength > 0 && resp.ContentLength <= smallAnswer {
-		return p.wholeResponse(ex, resp)
+		return p.wholeResponse(ctx, ex, resp)
 	}
-	return p.streamResponse(ex, resp)
+	return p.streamResponse(ctx, ex, resp)
 }
 
 // replaceResponse applies a translated answer to the upstream response

@@ -52,6 +52,8 @@ type setup struct {
 	timeout  time.Duration
 	// transport, when set, makes the proxy's upstream calls.
 	transport http.RoundTripper
+	// noSmall: every exchange goes through ReverseProxy (Proxy.noSmall).
+	noSmall bool
 }
 
 func (s *setup) start(t *testing.T) {
@@ -77,6 +79,7 @@ func (s *setup) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.noSmall = s.noSmall
 	s.proxy = httptest.NewServer(p)
 	t.Cleanup(s.proxy.Close)
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/admission"
 )
 
 // Defaults of the client-side timeouts. Without them a client that sends
@@ -52,11 +54,10 @@ func (p *Proxy) NewServer(errorLog *log.Logger) *http.Server {
 // that went away: Go cancels the request's context on any body read
 // error, and a handler that then returns without writing leaves the
 // client an empty 200.
-func watchBody(w http.ResponseWriter, r *http.Request, d time.Duration) *clientBody {
+func watchBody(w *answerWriter, r *http.Request, d time.Duration) *clientBody {
 	b := &clientBody{ReadCloser: r.Body}
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(d)) == nil {
-		b.rc = rc
+	if w.rc.SetReadDeadline(time.Now().Add(d)) == nil {
+		b.rc = w.rc // the answer's controller: one per exchange
 	}
 	r.Body = b
 	return b
@@ -77,26 +78,25 @@ type clientBody struct {
 	gaveWay atomic.Bool
 }
 
-// giveWayOn ends a read in progress when wounded is closed (an older
+// giveWayOn ends a read in progress when r is wounded (an older
 // exchange needs the in-flight budget this body holds, package
 // admission): the read deadline moves to now, and the failed read is the
-// exchange's 503, not a timeout. stop ends the watch.
-func (b *clientBody) giveWayOn(wounded <-chan struct{}) (stop func()) {
-	if b == nil || wounded == nil {
+// exchange's 503, not a timeout. stop ends the watch. Nothing runs, and
+// no goroutine waits, unless the wound comes (Reservation.OnWound).
+func (b *clientBody) giveWayOn(r *admission.Reservation) (stop func()) {
+	if b == nil || r == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-wounded:
-			b.gaveWay.Store(true)
-			if b.rc != nil {
-				_ = b.rc.SetReadDeadline(time.Now())
-			}
-		case <-done:
-		}
-	}()
-	return func() { close(done) }
+	r.OnWound(b.giveWay)
+	return func() { r.OnWound(nil) }
+}
+
+// giveWay ends the body's read in progress for an older exchange.
+func (b *clientBody) giveWay() {
+	b.gaveWay.Store(true)
+	if b.rc != nil {
+		_ = b.rc.SetReadDeadline(time.Now())
+	}
 }
 
 // GaveWay reports that the body's read was ended for an older exchange

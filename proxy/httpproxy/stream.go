@@ -91,7 +91,7 @@ func (p *Proxy) readRequest(ctx context.Context, ex *exchange, r *http.Request) 
 	// the client takes its time ends the read at once (giveWayOn).
 	bctx, cancel := context.WithTimeout(ctx, p.cfg.ReadTimeout)
 	defer cancel()
-	stop := ex.body.giveWayOn(sess.Admission().Wounded())
+	stop := ex.body.giveWayOn(sess.Admission())
 	defer stop()
 	a, n, err := p.feed(r.Body, sess.MaxBodyBytes(), func(chunk []byte, end bool) session.Action {
 		return sess.RequestChunk(bctx, chunk, end, sink)
@@ -166,8 +166,7 @@ var errAborted = errors.New("httpproxy: translated answer failed midway")
 // the upstream body through the session into a pipe, and resp is given
 // the pipe as its body once the session has decided the answer's headers.
 // The exchange waits for the pump before its session closes.
-func (p *Proxy) streamResponse(ex *exchange, resp *http.Response) error {
-	ctx := resp.Request.Context()
+func (p *Proxy) streamResponse(ctx context.Context, ex *exchange, resp *http.Response) error {
 	pr, pw := io.Pipe()
 	started := make(chan pumped, 1)
 	ex.pump = make(chan struct{})
@@ -224,7 +223,7 @@ const smallAnswer = copyBufferSize
 // wholeResponse translates a small answer of known length where it is,
 // before its headers go: the answer streamResponse would give, without
 // its goroutine and pipe (two hand-offs in every small exchange).
-func (p *Proxy) wholeResponse(ex *exchange, resp *http.Response) error {
+func (p *Proxy) wholeResponse(ctx context.Context, ex *exchange, resp *http.Response) error {
 	bp := p.pool.getPtr()
 	defer p.pool.putPtr(bp)
 	body := (*bp)[:resp.ContentLength]
@@ -233,7 +232,7 @@ func (p *Proxy) wholeResponse(ex *exchange, resp *http.Response) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errResponseBody, err)
 	}
-	a, ans := ex.sess.ResponseParts(resp.Request.Context(), body)
+	a, ans := ex.sess.ResponseParts(ctx, body)
 	switch a.Verdict {
 	case session.Continue, session.Respond:
 		err := p.replaceResponse(ex, resp, a)

@@ -91,6 +91,10 @@ type Request struct {
 	// closed it while idle): a duplicate must be harmless. Its idle
 	// connection is then taken without the check.
 	Retry bool
+	// Interim, when set, is given each interim (1xx) answer before the
+	// final one, in place of ctx's httptrace Got1xxResponse; its error
+	// ends the exchange.
+	Interim func(code int, h http.Header) error
 	// Unwatched: ctx's cancellation is not watched during the exchange
 	// (no context.AfterFunc per exchange); it ends at the deadline or by
 	// Client.Close.
@@ -131,7 +135,8 @@ type conn struct {
 	cut   func() // ends the I/O in progress (a cancellation), made once
 	head  []byte // the request head, rebuilt per exchange in place
 	parts net.Buffers
-	resp  Response // the answer being read, reused per exchange
+	bufs  net.Buffers // what WriteTo consumes of parts (a field: no escape per exchange)
+	resp  Response    // the answer being read, reused per exchange
 }
 
 // Close closes every connection, idle or carrying an exchange (whose
@@ -308,8 +313,9 @@ func (c *conn) exchange(ctx context.Context, req *Request, body [][]byte, deadli
 	}
 	// WriteTo consumes the net.Buffers value it is called on, not
 	// c.parts's backing array: the slices are reused next exchange.
-	bufs := c.parts
-	_, err := bufs.WriteTo(c.nc)
+	c.bufs = c.parts
+	err := c.peek.send(&c.bufs, c.nc)
+	c.bufs = nil
 	clear(c.parts) // the body's parts are the caller's memory
 	if err != nil {
 		return nil, r.fail(c.staleIf(err, true))
@@ -343,7 +349,11 @@ func (c *conn) exchange(ctx context.Context, req *Request, body [][]byte, deadli
 			}
 			// An interim answer (a ReverseProxy's trace passes it on, as
 			// with the Transport): the final one follows.
-			if t := httptrace.ContextClientTrace(ctx); t != nil && t.Got1xxResponse != nil {
+			if req.Interim != nil {
+				if err := req.Interim(hr.StatusCode, hr.Header); err != nil {
+					return nil, r.fail(err)
+				}
+			} else if t := httptrace.ContextClientTrace(ctx); t != nil && t.Got1xxResponse != nil {
 				if err := t.Got1xxResponse(hr.StatusCode, textproto.MIMEHeader(hr.Header)); err != nil {
 					return nil, r.fail(err)
 				}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -315,6 +316,44 @@ func TestAddr(t *testing.T) {
 		}
 		if got := Addr(u); got != tc.want {
 			t.Errorf("Addr(%s) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}
+
+// Request.Interim is given each interim answer, in order, with its
+// header, and its error ends the exchange.
+func TestClientInterim(t *testing.T) {
+	json := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	raw := "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n" + withLength(json, answerBody)
+	s := newRawServer(t, func(int) (string, bool) { return raw, false })
+	cl := New(Limits{})
+	defer cl.Close()
+	for _, fail := range []bool{false, true} {
+		var got []string
+		resp, err := cl.Do(context.Background(), &Request{Addr: s.addr, Host: s.addr, Interim: func(code int, h http.Header) error {
+			got = append(got, strconv.Itoa(code)+" "+h.Get("Link"))
+			if fail {
+				return errors.New("no hints")
+			}
+			return nil
+		}}, [][]byte{[]byte("{}")})
+		if fail {
+			if err == nil || err.Error() != "no hints" || len(got) != 1 {
+				t.Errorf("a failing Interim: %v after %q, want its error after the first", err, got)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := resp.StatusCode
+		b, err := io.ReadAll(resp)
+		resp.Close()
+		if err != nil || string(b) != answerBody || status != 200 {
+			t.Errorf("answer %d %q %v", status, b, err)
+		}
+		if want := []string{"103 </a>", "100 "}; !slices.Equal(got, want) {
+			t.Errorf("interim answers %q, want %q", got, want)
 		}
 	}
 }

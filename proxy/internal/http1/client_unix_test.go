@@ -5,7 +5,9 @@ package http1
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -75,5 +77,91 @@ func TestClientIdleCheck(t *testing.T) {
 	}
 	if n := cl.Open(); n != 1 {
 		t.Errorf("%d connections open, want 1", n)
+	}
+}
+
+// TestPeekerSend: send writes every byte and returns once the answer can
+// be read (the read then finds it at once), and fails as the write itself
+// would when the wait cannot begin (a deadline passed, a closed
+// connection).
+func TestPeekerSend(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(c net.Conn)
+		isErr error
+	}{
+		{"answered", func(net.Conn) {}, nil},
+		{"deadline passed", func(c net.Conn) { _ = c.SetDeadline(aLongTimeAgo) }, os.ErrDeadlineExceeded},
+		{"closed", func(c net.Conn) { _ = c.Close() }, net.ErrClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			got := make(chan string, 1)
+			answerNow := make(chan struct{})
+			go func() {
+				s, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				b := make([]byte, 5)
+				_ = s.SetDeadline(time.Now().Add(30 * time.Second)) // generous: a busy machine
+				if _, err := io.ReadFull(s, b); err != nil {
+					got <- err.Error()
+					return
+				}
+				got <- string(b)
+				<-answerNow
+				_, _ = s.Write([]byte("answer"))
+			}()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			tc.setup(c)
+			bufs := net.Buffers{[]byte("he"), []byte("llo")}
+			if tc.isErr != nil {
+				close(answerNow)
+				err := newPeeker(c).send(&bufs, c)
+				var want error
+				wbufs := net.Buffers{[]byte("x")}
+				_, want = wbufs.WriteTo(c)
+				if !errors.Is(err, tc.isErr) || err.Error() != want.Error() {
+					t.Errorf("send: %v, want the write's own %v", err, want)
+				}
+				return
+			}
+			sent := make(chan error, 1)
+			go func() { sent <- newPeeker(c).send(&bufs, c) }()
+			if g := <-got; g != "hello" {
+				t.Fatalf("the server got %q", g)
+			}
+			select {
+			case err := <-sent:
+				t.Fatalf("send returned (%v) before the server answered", err)
+			default:
+			}
+			close(answerNow)
+			if err := <-sent; err != nil {
+				t.Fatal(err)
+			}
+			// send returned when the answer could be read: a non-blocking
+			// peek finds it (idleAlive is false when bytes wait).
+			if newPeeker(c).idleAlive() {
+				t.Error("send returned before the answer could be read")
+			}
+			b := make([]byte, 16)
+			if err := c.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := c.Read(b); err != nil || string(b[:n]) != "answer" {
+				t.Errorf("read after send: %q %v", b[:n], err)
+			}
+		})
 	}
 }

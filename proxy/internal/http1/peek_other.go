@@ -13,3 +13,9 @@ type peeker struct{}
 func newPeeker(net.Conn) *peeker { return nil }
 
 func (*peeker) idleAlive() bool { return true }
+
+// send writes bufs to nc.
+func (*peeker) send(bufs *net.Buffers, nc net.Conn) error {
+	_, err := bufs.WriteTo(nc)
+	return err
+}
