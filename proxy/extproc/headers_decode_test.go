@@ -91,7 +91,7 @@ func TestUnmarshalHeaders(t *testing.T) {
 	}
 }
 
-func marshal(t *testing.T, m proto.Message) []byte {
+func marshal(t testing.TB, m proto.Message) []byte {
 	t.Helper()
 	b, err := proto.Marshal(m)
 	if err != nil {
