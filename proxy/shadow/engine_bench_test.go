@@ -92,3 +92,53 @@ func replay(next http.Handler) http.Handler {
 		_, _ = w.Write(rec.Body.Bytes())
 	})
 }
+
+// BenchmarkEngineCopyDrift is BenchmarkEngineCopy with a shadow whose
+// outputs are 1e-6 off the primary's (within tolerance: a match), as a
+// converted model's are: the answer is not the primary's bytes, so it is
+// compared value by value.
+func BenchmarkEngineCopyDrift(b *testing.B) {
+	h := newHarness(b, Options{}, 1)
+	target := v2Target(b, 1e-6, replay)
+	w := h.e.newScratch()
+	defer w.close()
+	b.ReportAllocs()
+	for b.Loop() {
+		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+		h.e.runWithin(w, c)
+		h.e.Release(c.Reserved)
+	}
+	b.StopTimer()
+	if got := h.count(observe.ShadowMatch); got == 0 || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
+		b.Fatalf("%d matches, %d mismatches, %d errors", got, h.count(observe.ShadowMismatch), h.count(observe.ShadowError))
+	}
+}
+
+// BenchmarkEngineCopySentDrift is BenchmarkEngineCopySent with the
+// drifting shadow of BenchmarkEngineCopyDrift: the primary's v2 request
+// is sent as it is, and the shadow's answer, not the primary's bytes, is
+// compared value by value.
+func BenchmarkEngineCopySentDrift(b *testing.B) {
+	h := newHarness(b, Options{}, 1)
+	tap := &inferTap{first: true}
+	faithful := v2Target(b, 0, func(next http.Handler) http.Handler { return tap.wrap(replay(next)) })
+	target := v2Target(b, 1e-6, replay)
+	w := h.e.newScratch()
+	defer w.close()
+	// The primary's Sent, from the faithful server.
+	c := h.copyOf(faithful, predictPath, predictBody, ok(primaryOK))
+	h.e.runWithin(w, c)
+	h.e.Release(c.Reserved)
+	sent := sentOf(b, h, w, faithful, tap)
+	b.ReportAllocs()
+	for b.Loop() {
+		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+		c.Sent = sent
+		h.e.runWithin(w, c)
+		h.e.Release(c.Reserved)
+	}
+	b.StopTimer()
+	if got := h.count(observe.ShadowMatch); got < 2 || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
+		b.Fatalf("%d matches, %d mismatches, %d errors", got, h.count(observe.ShadowMismatch), h.count(observe.ShadowError))
+	}
+}
