@@ -28,18 +28,21 @@ var errNoAnswer = errors.New("no answer from the shadow server")
 // copy is dropped, as one that never fit.
 var errOverCap = errors.New("the shadow's answer is over the shadow memory cap (--shadow-max-bytes)")
 
-// call sends c to its server and returns the server's TF answer. An
+// call sends c to its server and returns the server's TF answer, or,
+// when the answer was compared with the primary's on their outputs and
+// matched (compareOutputs), that comparison's result and no answer. An
 // error means there is no answer to compare.
-func (e *Engine) call(ctx context.Context, w *scratch, c *Copy) (tfcompare.Answer, error) {
+func (e *Engine) call(ctx context.Context, w *scratch, c *Copy) (tfcompare.Answer, *tfcompare.Result, error) {
 	base := c.Target.URL
 	if base == nil {
 		base = e.o.DefaultURL
 	}
 	if base == nil {
-		return tfcompare.Answer{}, fmt.Errorf("%w: server %q has no URL", errNoAnswer, c.Target.Name)
+		return tfcompare.Answer{}, nil, fmt.Errorf("%w: server %q has no URL", errNoAnswer, c.Target.Name)
 	}
 	if c.Target.Kind == KindTFServing {
-		return e.callTF(ctx, c, base)
+		a, err := e.callTF(ctx, c, base)
+		return a, nil, err
 	}
 	return e.callV2(ctx, w, c, base)
 }
@@ -61,18 +64,18 @@ func (e *Engine) callTF(ctx context.Context, c *Copy, base *url.URL) (tfcompare.
 // callV2 translates the TF request for a v2 server with translate's
 // pipeline of the verb, sends it, and translates the answer back as the
 // session would for a client.
-func (e *Engine) callV2(ctx context.Context, w *scratch, c *Copy, base *url.URL) (tfcompare.Answer, error) {
+func (e *Engine) callV2(ctx context.Context, w *scratch, c *Copy, base *url.URL) (tfcompare.Answer, *tfcompare.Result, error) {
 	be := c.Target.Backend
 	if be == nil {
-		return tfcompare.Answer{}, fmt.Errorf("%w: server %q has no backend", errNoAnswer, c.Target.Name)
+		return tfcompare.Answer{}, nil, fmt.Errorf("%w: server %q has no backend", errNoAnswer, c.Target.Name)
 	}
 	tp, ok := translate.For(c.Route.Verb)
 	if !ok {
-		return tfcompare.Answer{}, fmt.Errorf("%w: verb %s is not shadowed", errNoAnswer, c.Route.Verb)
+		return tfcompare.Answer{}, nil, fmt.Errorf("%w: verb %s is not shadowed", errNoAnswer, c.Route.Verb)
 	}
 	kind, err := be.Kind(ctx)
 	if err != nil {
-		return tfcompare.Answer{}, fmt.Errorf("%w: %w", errNoAnswer, err)
+		return tfcompare.Answer{}, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	res := &w.res
 	res.reset(ctx, c, be)
@@ -98,12 +101,12 @@ func (e *Engine) callV2(ctx context.Context, w *scratch, c *Copy, base *url.URL)
 			// The request is refused before any server call: that is
 			// the shadow's TF answer, compared by status with the
 			// primary's.
-			return errorAnswer(apierr.As(err)), nil
+			return errorAnswer(apierr.As(err)), nil, nil
 		}
 		n := int64(req.Len())
 		if !e.Reserve(n) {
 			req.Release()
-			return tfcompare.Answer{}, errOverCap
+			return tfcompare.Answer{}, nil, errOverCap
 		}
 		defer e.Release(n)
 		ex, parts, release = rex, req.Chunks(), req.Release
@@ -113,39 +116,42 @@ func (e *Engine) callV2(ctx context.Context, w *scratch, c *Copy, base *url.URL)
 	// translation is kept.
 	ah, body, err := e.post(ctx, c, w, base, res.wire.V2InferPath(), parts, release, h)
 	if err != nil {
-		return tfcompare.Answer{}, err
+		return tfcompare.Answer{}, nil, err
 	}
 	status := ah.status
 	if enc := ah.contentEncoding; enc != "" && !strings.EqualFold(enc, "identity") {
-		return tfcompare.Answer{}, fmt.Errorf("%w: content-encoding %q", errNoAnswer, enc)
+		return tfcompare.Answer{}, nil, fmt.Errorf("%w: content-encoding %q", errNoAnswer, enc)
 	}
 	if status < 200 || status > 299 {
 		if status == http.StatusNotFound {
-			return errorAnswer(apierr.New(apierr.NotFound, "Servable not found for request: "+c.Route.Servable())), nil
+			return errorAnswer(apierr.New(apierr.NotFound, "Servable not found for request: "+c.Route.Servable())), nil, nil
 		}
 		msg := oip.DecodeError(status, ah.contentType, body)
-		return errorAnswer(apierr.New(apierr.FromHTTPStatus(status), msg)), nil
+		return errorAnswer(apierr.New(apierr.FromHTTPStatus(status), msg)), nil, nil
 	}
 	headerLength := -1
 	if ihcl := ah.headerLength; ihcl != "" {
 		if headerLength, err = oip.ParseHeaderLength(ihcl, len(body)); err != nil {
-			return tfcompare.Answer{}, fmt.Errorf("%w: %w", errNoAnswer, err)
+			return tfcompare.Answer{}, nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 		}
 	}
 	if sent != nil && e.sameAnswer(sent, body, headerLength) {
 		// The primary's v2 answer, byte for byte, after the primary's
 		// request: its translation is the primary's TF answer.
-		return tfcompare.Answer{Status: http.StatusOK, Body: c.Primary.Body}, nil
+		return tfcompare.Answer{Status: http.StatusOK, Body: c.Primary.Body}, nil, nil
+	}
+	if r, ok := e.compareOutputs(w, c, sent, body, headerLength); ok && r.Verdict != tfcompare.Mismatch {
+		return tfcompare.Answer{}, r, nil
 	}
 	tf, err := tp.Response(body, headerLength, ex, e.o.Limits)
 	if err != nil {
-		return tfcompare.Answer{}, fmt.Errorf("%w: its answer does not translate: %w", errNoAnswer, err)
+		return tfcompare.Answer{}, nil, fmt.Errorf("%w: its answer does not translate: %w", errNoAnswer, err)
 	}
 	if !e.Reserve(int64(len(tf))) {
-		return tfcompare.Answer{}, errOverCap
+		return tfcompare.Answer{}, nil, errOverCap
 	}
 	c.Reserved += int64(len(tf))
-	return tfcompare.Answer{Status: http.StatusOK, Body: tf}, nil
+	return tfcompare.Answer{Status: http.StatusOK, Body: tf}, nil, nil
 }
 
 // errorAnswer is the TF answer of an error, as the session writes it.

@@ -141,7 +141,6 @@ type Engine struct {
 	held   atomic.Int64 // bytes all copies hold
 	models sync.Map     // model → *modelState
 	logs   sync.Map     // path → *mismatchLog
-	pool   sync.Pool    // *tfcompare.Comparer
 	// work hands a copy to an idle worker (unbuffered: a send succeeds
 	// only when one is waiting). Workers outlive their copy by
 	// workerIdle, so a steady stream of copies reuses their goroutines
@@ -194,7 +193,6 @@ func New(o Options) *Engine {
 	if direct {
 		e.conns = newClient()
 	}
-	e.pool.New = func() any { return tfcompare.New(tfcompare.DefaultTolerance) }
 	e.work = make(chan *Copy)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e
@@ -305,7 +303,8 @@ func (e *Engine) worker(c *Copy) {
 type modelState struct {
 	inflight atomic.Int64
 	metrics  *observe.ShadowModel
-	sig      sigSlot // its last TF signature (scratch.go)
+	sig      sigSlot    // its last TF signature (scratch.go)
+	layout   layoutSlot // its last binary answer's layout (outputs.go)
 }
 
 // model is a model's state, made on its first copy.
@@ -336,7 +335,7 @@ func (e *Engine) runWithin(w *scratch, c *Copy) {
 		c.model = e.model(model)
 	}
 	m := c.model.metrics
-	answer, err := e.call(ctx, w, c)
+	answer, res, err := e.call(ctx, w, c)
 	if e.ctx.Err() != nil {
 		return // shutting down: not the shadow's failure
 	}
@@ -350,8 +349,7 @@ func (e *Engine) runWithin(w *scratch, c *Copy) {
 			"model", model, "server", c.Target.Name, "request_id", c.RequestID, "error", err.Error())
 		return
 	}
-	sh := c.Entry.Shadow
-	if answer.Status == c.Primary.Status && bytes.Equal(answer.Body, c.Primary.Body) {
+	if res == nil && answer.Status == c.Primary.Status && bytes.Equal(answer.Body, c.Primary.Body) {
 		// The same bytes (most copies of a faithful shadow): a match
 		// without parsing either answer. A 2xx answer's numeric outputs,
 		// if any, differ by nothing.
@@ -361,10 +359,9 @@ func (e *Engine) runWithin(w *scratch, c *Copy) {
 		m.Comparison(observe.ShadowMatch)
 		return
 	}
-	cmp := e.pool.Get().(*tfcompare.Comparer)
-	defer e.pool.Put(cmp)
-	cmp.Tolerance = tfcompare.Tolerance{Abs: sh.Abs, Rel: sh.Rel}
-	res := cmp.Compare(c.Primary, answer)
+	if res == nil { // not compared on the answers' outputs (a match if it was)
+		res = w.comparer(c).Compare(c.Primary, answer)
+	}
 	if w, ok := worstRelative(res); ok {
 		m.WorstRelative(w)
 	}
@@ -374,7 +371,7 @@ func (e *Engine) runWithin(w *scratch, c *Copy) {
 	}
 	rec := newRecord(c, answer, res)
 	e.limiter.Log(slog.LevelWarn, "mismatch:"+model, "shadow mismatch", rec.logAttrs()...)
-	if sh.MismatchLog != "" {
+	if sh := c.Entry.Shadow; sh.MismatchLog != "" {
 		e.logFile(sh.MismatchLog).write(rec)
 	}
 	// Counted last: whoever sees the count finds the line written.

@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
+	"github.com/tfsbridge/tfsbridge/translate"
+	"github.com/tfsbridge/tfsbridge/translate/route"
+	"github.com/tfsbridge/tfsbridge/translate/tfcompare"
 )
 
 // BenchmarkEngineCopy is one copy's whole run in the engine, as a
@@ -90,5 +93,98 @@ func replay(next http.Handler) http.Handler {
 		}
 		w.WriteHeader(rec.Code)
 		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+// BenchmarkEngineCopyDrift is BenchmarkEngineCopy with a shadow whose
+// outputs are 1e-6 off the primary's (within tolerance: a match), as a
+// converted model's are: the answer is not the primary's bytes, so it is
+// compared value by value.
+func BenchmarkEngineCopyDrift(b *testing.B) {
+	h := newHarness(b, Options{}, 1)
+	target := v2Target(b, 1e-6, replay)
+	w := h.e.newScratch()
+	defer w.close()
+	b.ReportAllocs()
+	for b.Loop() {
+		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+		h.e.runWithin(w, c)
+		h.e.Release(c.Reserved)
+	}
+	b.StopTimer()
+	if got := h.count(observe.ShadowMatch); got == 0 || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
+		b.Fatalf("%d matches, %d mismatches, %d errors", got, h.count(observe.ShadowMismatch), h.count(observe.ShadowError))
+	}
+}
+
+// BenchmarkEngineCopySentDrift is BenchmarkEngineCopySent with the
+// drifting shadow of BenchmarkEngineCopyDrift: the primary's v2 request
+// is sent as it is, and the shadow's answer, not the primary's bytes, is
+// compared value by value.
+func BenchmarkEngineCopySentDrift(b *testing.B) {
+	h := newHarness(b, Options{}, 1)
+	tap := &inferTap{first: true}
+	faithful := v2Target(b, 0, func(next http.Handler) http.Handler { return tap.wrap(replay(next)) })
+	target := v2Target(b, 1e-6, replay)
+	w := h.e.newScratch()
+	defer w.close()
+	// The primary's Sent, from the faithful server.
+	c := h.copyOf(faithful, predictPath, predictBody, ok(primaryOK))
+	h.e.runWithin(w, c)
+	h.e.Release(c.Reserved)
+	sent := sentOf(b, h, w, faithful, tap)
+	b.ReportAllocs()
+	for b.Loop() {
+		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+		c.Sent = sent
+		h.e.runWithin(w, c)
+		h.e.Release(c.Reserved)
+	}
+	b.StopTimer()
+	if got := h.count(observe.ShadowMatch); got < 2 || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
+		b.Fatalf("%d matches, %d mismatches, %d errors", got, h.count(observe.ShadowMismatch), h.count(observe.ShadowError))
+	}
+}
+
+// BenchmarkCompareDrift is the comparison of BenchmarkEngineCopySentDrift's
+// drifting answer alone, without the HTTP exchange, both ways: texts, the
+// answer translated to TF and compared with the primary's TF text (what a
+// copy without the primary's v2 answer does), and outputs, the two v2
+// answers compared on their outputs (compareOutputs).
+func BenchmarkCompareDrift(b *testing.B) {
+	h := newHarness(b, Options{}, 1)
+	tap := &inferTap{first: true}
+	faithful := v2Target(b, 0, tap.wrap)
+	w := h.e.newScratch()
+	defer w.close()
+	c := h.copyOf(faithful, predictPath, predictBody, ok(primaryOK))
+	h.e.runWithin(w, c)
+	h.e.Release(c.Reserved)
+	sent := sentOf(b, h, w, faithful, tap)
+	dtap := &inferTap{first: true}
+	c = h.copyOf(v2Target(b, 1e-6, dtap.wrap), predictPath, predictBody, ok(primaryOK))
+	h.e.runWithin(w, c)
+	h.e.Release(c.Reserved)
+	body, hl := dtap.answer, dtap.answerHeaderLength
+	tp, _ := translate.For(route.Predict)
+	b.Run("texts", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			tf, err := tp.Response(body, hl, sent.Exchange, h.e.o.Limits)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r := w.comparer(c).Compare(c.Primary, tfcompare.Answer{Status: http.StatusOK, Body: tf}); r.Verdict != tfcompare.Within {
+				b.Fatalf("verdict %v", r.Verdict)
+			}
+		}
+	})
+	b.Run("outputs", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if r, ok := h.e.compareOutputs(w, c, sent, body, hl); !ok || r.Verdict != tfcompare.Within {
+				b.Fatalf("compared on the outputs: %v", ok)
+			}
+		}
 	})
 }

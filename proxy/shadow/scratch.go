@@ -8,6 +8,7 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/route"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
+	"github.com/tfsbridge/tfsbridge/translate/tfcompare"
 )
 
 // scratch is what a worker reuses from copy to copy, so that a copy
@@ -19,6 +20,18 @@ type scratch struct {
 	dl   *deadline
 	body []byte // a v2 answer's bytes; kept up to maxScratchBody
 	res  resolver
+	cmp  *tfcompare.Comparer // made on first use
+	outs [2][]tensor.Tensor  // the two answers' outputs (compareOutputs)
+}
+
+// comparer is the worker's Comparer, with c's model's tolerance.
+func (w *scratch) comparer(c *Copy) *tfcompare.Comparer {
+	if w.cmp == nil {
+		w.cmp = tfcompare.New(tfcompare.DefaultTolerance)
+	}
+	sh := c.Entry.Shadow
+	w.cmp.Tolerance = tfcompare.Tolerance{Abs: sh.Abs, Rel: sh.Rel}
+	return w.cmp
 }
 
 // maxScratchBody is the largest answer buffer a worker keeps for its

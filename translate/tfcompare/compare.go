@@ -98,6 +98,7 @@ type Comparer struct {
 	Limits jsontext.Limits
 	a, b   side
 	res    Result
+	order  []int // ComparePredict's order of the outputs in the texts
 }
 
 // New returns a Comparer with tolerance tol.
@@ -124,6 +125,13 @@ func (c *Comparer) Compare(a, b Answer) *Result {
 		r.Verdict = Mismatch
 		r.Problem = fmt.Sprintf("answer forms differ: %s vs %s", c.a.kind, c.b.kind)
 	}
+	c.compareOutputs(r, outs)
+	return r
+}
+
+// compareOutputs compares the outputs of the two loaded answers, onto
+// outs (r.Outputs' memory), and folds their verdicts into r's.
+func (c *Comparer) compareOutputs(r *Result, outs []Output) {
 	for i := range c.a.outs {
 		oa := &c.a.outs[i]
 		outs = append(outs, Output{})
@@ -144,7 +152,6 @@ func (c *Comparer) Compare(a, b Answer) *Result {
 	for i := range r.Outputs {
 		r.Verdict = max(r.Verdict, r.Outputs[i].Verdict)
 	}
-	return r
 }
 
 // compareErrors compares answers of which at least one is an error or

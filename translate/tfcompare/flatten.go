@@ -308,11 +308,7 @@ func (s *side) addLeaf(o *flatOut, v jsontape.Value) {
 	l := leaf{dt: Mixed}
 	switch v.Kind() {
 	case jsontext.Number:
-		if n := v.Num(); n.IsInt64() {
-			l.dt, l.i, l.f = Int, n.Int64(), float64(n.Int64())
-		} else {
-			l.dt, l.f = Float, n.Float64()
-		}
+		l = numLeaf(v.Num())
 	case jsontext.True, jsontext.False:
 		l.dt = Bool
 		if v.Kind() == jsontext.True {
@@ -326,6 +322,20 @@ func (s *side) addLeaf(o *flatOut, v jsontape.Value) {
 			l.dt, l.s = Bytes, b.Str()
 		}
 	}
+	s.push(o, l)
+}
+
+// numLeaf is the element a number token holds.
+func numLeaf(n jsontext.Num) leaf {
+	if n.IsInt64() {
+		return leaf{dt: Int, i: n.Int64(), f: float64(n.Int64())}
+	}
+	return leaf{dt: Float, f: n.Float64()}
+}
+
+// push appends element l to output o and folds its kind into the
+// output's dtype.
+func (s *side) push(o *flatOut, l leaf) {
 	s.vals = append(s.vals, l)
 	switch {
 	case o.dt == NoDType || o.dt == l.dt:
