@@ -20,19 +20,30 @@ import (
 // (identical: the faithful shadow's common case). The shadow server
 // replays the answer the mock gave the first call, the request drained
 // unparsed, so the time is the engine's and net/http's, not a model's.
-func BenchmarkEngineCopy(b *testing.B) {
+func BenchmarkEngineCopy(b *testing.B) { benchCopy(b, 0) }
+
+// benchCopy runs copies of the primary's request to a shadow whose
+// outputs are off the primary's by drift, without Sent.
+func benchCopy(b *testing.B, drift float64) {
 	h := newHarness(b, Options{}, 1)
-	target := v2Target(b, 0, replay)
+	target := v2Target(b, drift, replay)
 	w := h.e.newScratch() // a worker's, reused from copy to copy
 	defer w.close()
+	runCopies(b, h, w, target, nil, 1)
+}
+
+// runCopies times copies to target (with sent, when not nil) and checks
+// that every one was a match, and that there were more than before.
+func runCopies(b *testing.B, h *harness, w *scratch, target Target, sent *Sent, before int) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+		c.Sent = sent
 		h.e.runWithin(w, c)
 		h.e.Release(c.Reserved)
 	}
 	b.StopTimer()
-	if got := h.count(observe.ShadowMatch); got == 0 || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
+	if got := h.count(observe.ShadowMatch); got < before || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
 		b.Fatalf("%d matches, %d mismatches, %d errors", got, h.count(observe.ShadowMismatch), h.count(observe.ShadowError))
 	}
 }
@@ -42,28 +53,25 @@ func BenchmarkEngineCopy(b *testing.B) {
 // when the shadow server is of the primary's kind and signature): the
 // request is sent as it is and the faithful answer is matched without
 // being translated.
-func BenchmarkEngineCopySent(b *testing.B) {
+func BenchmarkEngineCopySent(b *testing.B) { benchCopySent(b, 0) }
+
+// benchCopySent runs copies with the primary's Sent (from a faithful
+// server) to a shadow whose outputs are off the primary's by drift.
+func benchCopySent(b *testing.B, drift float64) {
 	h := newHarness(b, Options{}, 1)
 	tap := &inferTap{first: true}
-	target := v2Target(b, 0, func(next http.Handler) http.Handler { return tap.wrap(replay(next)) })
+	faithful := v2Target(b, 0, func(next http.Handler) http.Handler { return tap.wrap(replay(next)) })
+	target := faithful
+	if drift != 0 {
+		target = v2Target(b, drift, replay)
+	}
 	w := h.e.newScratch()
 	defer w.close()
 	// One copy without Sent: its request and answer are the primary's.
-	c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+	c := h.copyOf(faithful, predictPath, predictBody, ok(primaryOK))
 	h.e.runWithin(w, c)
 	h.e.Release(c.Reserved)
-	sent := sentOf(b, h, w, target, tap)
-	b.ReportAllocs()
-	for b.Loop() {
-		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
-		c.Sent = sent
-		h.e.runWithin(w, c)
-		h.e.Release(c.Reserved)
-	}
-	b.StopTimer()
-	if got := h.count(observe.ShadowMatch); got < 2 || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
-		b.Fatalf("%d matches, %d mismatches, %d errors", got, h.count(observe.ShadowMismatch), h.count(observe.ShadowError))
-	}
+	runCopies(b, h, w, target, sentOf(b, h, w, faithful, tap), 2)
 }
 
 // replay answers every inference call with next's answer to the first.
@@ -100,51 +108,13 @@ func replay(next http.Handler) http.Handler {
 // outputs are 1e-6 off the primary's (within tolerance: a match), as a
 // converted model's are: the answer is not the primary's bytes, so it is
 // compared value by value.
-func BenchmarkEngineCopyDrift(b *testing.B) {
-	h := newHarness(b, Options{}, 1)
-	target := v2Target(b, 1e-6, replay)
-	w := h.e.newScratch()
-	defer w.close()
-	b.ReportAllocs()
-	for b.Loop() {
-		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
-		h.e.runWithin(w, c)
-		h.e.Release(c.Reserved)
-	}
-	b.StopTimer()
-	if got := h.count(observe.ShadowMatch); got == 0 || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
-		b.Fatalf("%d matches, %d mismatches, %d errors", got, h.count(observe.ShadowMismatch), h.count(observe.ShadowError))
-	}
-}
+func BenchmarkEngineCopyDrift(b *testing.B) { benchCopy(b, 1e-6) }
 
 // BenchmarkEngineCopySentDrift is BenchmarkEngineCopySent with the
 // drifting shadow of BenchmarkEngineCopyDrift: the primary's v2 request
 // is sent as it is, and the shadow's answer, not the primary's bytes, is
 // compared value by value.
-func BenchmarkEngineCopySentDrift(b *testing.B) {
-	h := newHarness(b, Options{}, 1)
-	tap := &inferTap{first: true}
-	faithful := v2Target(b, 0, func(next http.Handler) http.Handler { return tap.wrap(replay(next)) })
-	target := v2Target(b, 1e-6, replay)
-	w := h.e.newScratch()
-	defer w.close()
-	// The primary's Sent, from the faithful server.
-	c := h.copyOf(faithful, predictPath, predictBody, ok(primaryOK))
-	h.e.runWithin(w, c)
-	h.e.Release(c.Reserved)
-	sent := sentOf(b, h, w, faithful, tap)
-	b.ReportAllocs()
-	for b.Loop() {
-		c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
-		c.Sent = sent
-		h.e.runWithin(w, c)
-		h.e.Release(c.Reserved)
-	}
-	b.StopTimer()
-	if got := h.count(observe.ShadowMatch); got < 2 || h.count(observe.ShadowMismatch)+h.count(observe.ShadowError) != 0 {
-		b.Fatalf("%d matches, %d mismatches, %d errors", got, h.count(observe.ShadowMismatch), h.count(observe.ShadowError))
-	}
-}
+func BenchmarkEngineCopySentDrift(b *testing.B) { benchCopySent(b, 1e-6) }
 
 // BenchmarkCompareDrift is the comparison of BenchmarkEngineCopySentDrift's
 // drifting answer alone, without the HTTP exchange, both ways: texts, the
