@@ -491,33 +491,43 @@ func (c *cursor) take(n int) [][]byte {
 // errMalformed is a message the wire format cannot read.
 var errMalformed = errors.New("extproc: malformed ProcessingRequest")
 
+// splitOneof finds in buf, a ProcessingRequest, the message of its oneof
+// field a or b: the field's number, its message's bytes (inner) and the
+// message's other fields (rest). field is 0 when neither occurs, or when
+// one occurs more than once (protobuf merges the occurrences: leave that
+// to it); err is errMalformed when the wire format cannot be read.
+func splitOneof(buf []byte, a, b protowire.Number) (field protowire.Number, inner, rest []byte, err error) {
+	for p := buf; len(p) > 0; {
+		num, typ, n := protowire.ConsumeTag(p)
+		if n < 0 {
+			return 0, nil, nil, errMalformed
+		}
+		m := protowire.ConsumeFieldValue(num, typ, p[n:])
+		if m < 0 {
+			return 0, nil, nil, errMalformed
+		}
+		if (num == a || num == b) && typ == protowire.BytesType {
+			if field != 0 {
+				return 0, nil, nil, nil
+			}
+			field = num
+			inner, _ = protowire.ConsumeBytes(p[n:])
+		} else {
+			rest = append(rest, p[:n+m]...)
+		}
+		p = p[n+m:]
+	}
+	return field, inner, rest, nil
+}
+
 // unmarshalBodyRequest decodes buf, a fresh buffer nothing else holds,
 // into r, the body of a request_body or response_body aliasing buf.
 // Anything unusual (a body message in two occurrences) is decoded by
 // protobuf itself, which copies.
 func unmarshalBodyRequest(buf []byte, r *extprocv3.ProcessingRequest) error {
-	var rest []byte              // the message but for its body field
-	var hb []byte                // the HttpBody message
-	field := protowire.Number(0) // its field number
-	for b := buf; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errMalformed
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return errMalformed
-		}
-		if (num == prRequestBody || num == prResponseBody) && typ == protowire.BytesType {
-			if field != 0 {
-				return proto.Unmarshal(buf, r)
-			}
-			field = num
-			hb, _ = protowire.ConsumeBytes(b[n:])
-		} else {
-			rest = append(rest, b[:n+m]...)
-		}
-		b = b[n+m:]
+	field, hb, rest, err := splitOneof(buf, prRequestBody, prResponseBody)
+	if err != nil {
+		return err
 	}
 	if field == 0 {
 		return proto.Unmarshal(buf, r)

@@ -30,29 +30,8 @@ var (
 // HttpHeaders or HeaderValue not read here, a repeated submessage, a
 // string that is not UTF-8): protobuf decodes those.
 func unmarshalHeaders(buf []byte, r *extprocv3.ProcessingRequest) (ok bool, err error) {
-	var rest, hb []byte
-	var field protowire.Number
-	for b := buf; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false, nil
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return false, nil
-		}
-		if (num == prRequestHeaders || num == prResponseHeaders) && typ == protowire.BytesType {
-			if field != 0 {
-				return false, nil
-			}
-			field = num
-			hb, _ = protowire.ConsumeBytes(b[n:])
-		} else {
-			rest = append(rest, b[:n+m]...)
-		}
-		b = b[n+m:]
-	}
-	if field == 0 {
+	field, hb, rest, err := splitOneof(buf, prRequestHeaders, prResponseHeaders)
+	if err != nil || field == 0 {
 		return false, nil
 	}
 	h := &extprocv3.HttpHeaders{}
