@@ -20,6 +20,7 @@ import (
 // are protobuf's own (TestAppendReply), and TestAppendReplyFields checks
 // that every field of these messages is either written here or refused.
 func appendReply(b []byte, r *extprocv3.ProcessingResponse) (_ []byte, ok bool) {
+	//nolint:staticcheck // a deprecated field is still sent when set: such a reply is protobuf's to encode
 	if r.DynamicMetadata != nil || len(r.TypedDynamicMetadata) > 0 || r.RequestDrain ||
 		r.RequestDrainRequests || r.RequestDrainResponses || r.OverrideMessageTimeout != nil ||
 		r.ServerWindowUpdate != nil {
@@ -227,6 +228,7 @@ func mutationSize(hm *extprocv3.HeaderMutation) (n int, ok bool) {
 }
 
 func optionSize(o *corev3.HeaderValueOption) (n int, ok bool) {
+	//nolint:staticcheck // as in appendReply: the deprecated append, when set, is protobuf's to encode
 	if o == nil || o.Append != nil || o.KeepEmptyValue || (o.Header != nil && o.Header.Value != "") {
 		return 0, false
 	}

@@ -72,9 +72,9 @@ func TestAppendReply(t *testing.T) {
 		"nothing":          {},
 		"metadata":         withTop(func(r *extprocv3.ProcessingResponse) { r.DynamicMetadata = &structpb.Struct{} }),
 		"timeout":          withTop(func(r *extprocv3.ProcessingResponse) { r.OverrideMessageTimeout = durationpb.New(1) }),
-		"drain":            withTop(func(r *extprocv3.ProcessingResponse) { r.RequestDrain = true }),
+		"drain":            withTop(func(r *extprocv3.ProcessingResponse) { r.RequestDrain = true }), //nolint:staticcheck // deprecated, still sent
 		"header value":     withOption(func(o *corev3.HeaderValueOption) { o.Header.Value = "v" }),
-		"append":           withOption(func(o *corev3.HeaderValueOption) { o.Append = wrapperspb.Bool(true) }),
+		"append":           withOption(func(o *corev3.HeaderValueOption) { o.Append = wrapperspb.Bool(true) }), //nolint:staticcheck // deprecated, still sent
 		"keep empty":       withOption(func(o *corev3.HeaderValueOption) { o.KeepEmptyValue = true }),
 		"nil option":       withCommon(func(c *extprocv3.CommonResponse) { c.HeaderMutation.SetHeaders[0] = nil }),
 		"trailer mutation": withCommon(func(c *extprocv3.CommonResponse) { c.Trailers = &corev3.HeaderMap{} }),
