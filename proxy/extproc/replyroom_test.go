@@ -48,7 +48,9 @@ func TestReplyRoomNoResidue(t *testing.T) {
 			func(*streamTrace) *extprocv3.ProcessingResponse { return bodyReply(bare, true) }},
 		{"gRPC mode override", func(st *streamTrace) *extprocv3.ProcessingResponse {
 			return grpcMode(gsess, bare, st.headersReply(bare, true))
-		}, func(*streamTrace) *extprocv3.ProcessingResponse { return grpcMode(gsess, bare, headersReply(bare, true)) }},
+		}, func(*streamTrace) *extprocv3.ProcessingResponse {
+			return grpcMode(gsess, bare, headersReply(bare, true))
+		}},
 		{"headers after mode override", func(st *streamTrace) *extprocv3.ProcessingResponse { return st.headersReply(one, false) },
 			func(*streamTrace) *extprocv3.ProcessingResponse { return headersReply(one, false) }},
 		{"rich body", func(st *streamTrace) *extprocv3.ProcessingResponse { return st.bodyReply(rich, false) },
@@ -65,7 +67,9 @@ func TestReplyRoomNoResidue(t *testing.T) {
 		}, func(*streamTrace) *extprocv3.ProcessingResponse { return headersReply(one, false) }},
 		{"immediate after rich", func(st *streamTrace) *extprocv3.ProcessingResponse { return st.bodyReply(respond, false) },
 			func(*streamTrace) *extprocv3.ProcessingResponse { return bodyReply(respond, false) }},
-		{"last chunk", func(st *streamTrace) *extprocv3.ProcessingResponse { return st.streamedReply([]byte("abc"), true, false) },
+		{"last chunk", func(st *streamTrace) *extprocv3.ProcessingResponse {
+			return st.streamedReply([]byte("abc"), true, false)
+		},
 			func(*streamTrace) *extprocv3.ProcessingResponse { return streamedReply([]byte("abc"), true, false) }},
 		{"empty chunk after last", func(st *streamTrace) *extprocv3.ProcessingResponse { return st.streamedReply(nil, false, true) },
 			func(*streamTrace) *extprocv3.ProcessingResponse { return streamedReply(nil, false, true) }},
