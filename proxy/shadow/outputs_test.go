@@ -2,14 +2,17 @@ package shadow
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"reflect"
 	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 	"github.com/tfsbridge/tfsbridge/translate"
+	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfcompare"
 )
 
@@ -171,5 +174,41 @@ func TestModelOutputs(t *testing.T) {
 	r, ok := w.comparer(c).ComparePredict(tfcompare.Predict{Outputs: a, Format: ex.Format}, tfcompare.Predict{Outputs: a, Format: ex.Format})
 	if !ok || r.Verdict != tfcompare.Identical || len(r.Outputs) != 1 || r.Outputs[0].Name != "predictions" || r.Outputs[0].Elements != 3 {
 		t.Errorf("ComparePredict of the answer with itself: %v %+v", ok, r)
+	}
+	// Workers share the model's layout: answers of two layouts (and of
+	// two ids) decoded at once, each worker's outputs always its own
+	// answer's, whichever layout another worker stored meanwhile (run
+	// under -race: the layout is read-only once stored).
+	bodies := []struct {
+		body []byte
+		hl   int
+	}{{answer, hl}, {reshaped, hl + 2}, {otherID, hl + len("another") - len("rid")}}
+	wants := make([][]tensor.Tensor, len(bodies))
+	for i, b := range bodies {
+		var err error
+		if wants[i], err = translate.PredictOutputs(b.body, b.hl, ex, lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			var dst []tensor.Tensor
+			for i := range 300 {
+				k := (g + i) % len(bodies)
+				got, ok := st.outputs(dst[:0], bodies[k].body, bodies[k].hl, ex, lim)
+				if !ok || !reflect.DeepEqual(got, wants[k]) {
+					errs <- fmt.Sprintf("worker %d, answer %d: outputs %+v, want %+v", g, k, got, wants[k])
+					return
+				}
+				dst = got
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

@@ -165,3 +165,61 @@ func TestPeekerSend(t *testing.T) {
 		})
 	}
 }
+
+// TestPeekerSendOnce: whatever becomes of send's wait for the answer —
+// it cannot begin (only the read deadline passed: the write would still
+// succeed), or it ends at the read deadline with no answer — the request
+// is written exactly once and send reports the write's success: a POST is
+// never sent twice, and a failed wait is left to the read that follows.
+func TestPeekerSendOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline func() time.Time
+	}{
+		{"read deadline passed", func() time.Time { return aLongTimeAgo }},
+		{"read deadline during the wait", func() time.Time { return time.Now().Add(50 * time.Millisecond) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			got := make(chan string, 1)
+			go func() {
+				s, err := ln.Accept()
+				if err != nil {
+					got <- err.Error()
+					return
+				}
+				defer s.Close()
+				_ = s.SetDeadline(time.Now().Add(30 * time.Second)) // generous: a busy machine
+				b, err := io.ReadAll(s)                             // all the client wrote, to its close
+				if err != nil {
+					got <- err.Error()
+					return
+				}
+				got <- string(b)
+			}()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.SetReadDeadline(tc.deadline()); err != nil {
+				t.Fatal(err)
+			}
+			bufs := net.Buffers{[]byte("he"), []byte("llo")}
+			if err := newPeeker(c).send(&bufs, c); err != nil {
+				t.Errorf("send: %v, want the write's success", err)
+			}
+			// The read that follows meets the deadline.
+			if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("read after send: %v, want the deadline", err)
+			}
+			_ = c.Close()
+			if g := <-got; g != "hello" {
+				t.Errorf("the server got %q, want the request once", g)
+			}
+		})
+	}
+}
