@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/tfsbridge/tfsbridge/internal/framepool"
 )
 
 // bodyCodec is the ext_proc server's gRPC codec: grpc-go's protobuf codec,
@@ -64,8 +66,8 @@ func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
 func (c bodyCodec) Marshal(v any) (mem.BufferSlice, error) {
 	switch r := v.(type) {
 	case *extprocv3.ProcessingResponse:
-		if b, ok := appendReply(nil, r); ok {
-			return mem.BufferSlice{mem.SliceBuffer(b)}, nil // replywire.go
+		if l, ok := layReply(r); ok { // replywire.go
+			return encodeReply(&l), nil
 		}
 		if out, ok, err := marshalBodyResponse(r, nil); ok || err != nil {
 			return out, err
@@ -81,6 +83,25 @@ func (c bodyCodec) Marshal(v any) (mem.BufferSlice, error) {
 		return nil, errors.New("extproc: parts given to a message without a body mutation")
 	}
 	return c.std.Marshal(v)
+}
+
+// replyPool holds the buffers replies are encoded into. grpc-go Frees a
+// message's buffers once its frames are written, so a full-duplex stream
+// sending a large body as a train of chunk replies reuses a few buffers
+// instead of leaving one of garbage per chunk (which grew a 64 MiB
+// request's peak heap by half its tensor). Nothing reads a buffer before
+// the encoder writes it, so it is not cleared.
+var replyPool = framepool.New()
+
+// encodeReply encodes the reply l lays out, in a buffer of replyPool when
+// it is large enough for grpc-go to pool.
+func encodeReply(l *replyLayout) mem.BufferSlice {
+	if mem.IsBelowBufferPoolingThreshold(l.total) {
+		return mem.BufferSlice{mem.SliceBuffer(l.append(make([]byte, 0, l.total)))}
+	}
+	buf := replyPool.Get(l.total)
+	*buf = l.append((*buf)[:0])
+	return mem.BufferSlice{mem.NewBuffer(buf, replyPool)}
 }
 
 // partsResponse is a body reply whose body mutation's body is parts (its

@@ -20,74 +20,91 @@ import (
 // are protobuf's own (TestAppendReply), and TestAppendReplyFields checks
 // that every field of these messages is either written here or refused.
 func appendReply(b []byte, r *extprocv3.ProcessingResponse) (_ []byte, ok bool) {
+	l, ok := layReply(r)
+	if !ok {
+		return b, false
+	}
+	return l.append(slices.Grow(b, l.total)), true
+}
+
+// replyLayout is what appendReply writes of a reply, sized: total bytes
+// in all.
+type replyLayout struct {
+	r                  *extprocv3.ProcessingResponse
+	cr                 *extprocv3.CommonResponse
+	field              protowire.Number
+	crLen, inner, mode int
+	total              int
+}
+
+// layReply sizes r for appendReply; ok is false for a reply it does not
+// write.
+func layReply(r *extprocv3.ProcessingResponse) (l replyLayout, ok bool) {
 	//nolint:staticcheck // a deprecated field is still sent when set: such a reply is protobuf's to encode
 	if r.DynamicMetadata != nil || len(r.TypedDynamicMetadata) > 0 || r.RequestDrain ||
 		r.RequestDrainRequests || r.RequestDrainResponses || r.OverrideMessageTimeout != nil ||
 		r.ServerWindowUpdate != nil {
-		return b, false
+		return l, false
 	}
-	var cr *extprocv3.CommonResponse
-	var field protowire.Number
+	l.r = r
 	switch m := r.Response.(type) {
 	case *extprocv3.ProcessingResponse_RequestHeaders:
 		if m.RequestHeaders == nil {
-			return b, false
+			return l, false
 		}
-		cr, field = m.RequestHeaders.Response, respReqHeaders
+		l.cr, l.field = m.RequestHeaders.Response, respReqHeaders
 	case *extprocv3.ProcessingResponse_ResponseHeaders:
 		if m.ResponseHeaders == nil {
-			return b, false
+			return l, false
 		}
-		cr, field = m.ResponseHeaders.Response, respRespHeaders
+		l.cr, l.field = m.ResponseHeaders.Response, respRespHeaders
 	case *extprocv3.ProcessingResponse_RequestBody:
 		if m.RequestBody == nil {
-			return b, false
+			return l, false
 		}
-		cr, field = m.RequestBody.Response, respReqBody
+		l.cr, l.field = m.RequestBody.Response, respReqBody
 	case *extprocv3.ProcessingResponse_ResponseBody:
 		if m.ResponseBody == nil {
-			return b, false
+			return l, false
 		}
-		cr, field = m.ResponseBody.Response, respRespBody
+		l.cr, l.field = m.ResponseBody.Response, respRespBody
 	default:
-		return b, false
+		return l, false
 	}
-	crLen, ok := commonSize(cr)
-	if !ok {
-		return b, false
+	if l.crLen, ok = commonSize(l.cr); !ok {
+		return l, false
 	}
 	// HeadersResponse and BodyResponse: one field, the CommonResponse.
-	inner := 0
-	if cr != nil {
-		inner = protowire.SizeTag(hrResponse) + protowire.SizeBytes(crLen)
+	if l.cr != nil {
+		l.inner = protowire.SizeTag(hrResponse) + protowire.SizeBytes(l.crLen)
 	}
-	mode := 0
+	l.total = protowire.SizeTag(l.field) + protowire.SizeBytes(l.inner)
 	if r.ModeOverride != nil {
-		mode = proto.Size(r.ModeOverride)
+		l.mode = proto.Size(r.ModeOverride)
+		l.total += protowire.SizeTag(respModeOverride) + protowire.SizeBytes(l.mode)
 	}
-	total := protowire.SizeTag(field) + protowire.SizeBytes(inner)
-	if r.ModeOverride != nil {
-		total += protowire.SizeTag(respModeOverride) + protowire.SizeBytes(mode)
-	}
-	b = slices.Grow(b, total)
-	if r.ModeOverride != nil {
+	return l, true
+}
+
+// append writes the reply to b, which has room for l.total more bytes.
+func (l *replyLayout) append(b []byte) []byte {
+	if l.r.ModeOverride != nil {
 		// Pass-through and gRPC exchanges only: protobuf encodes it.
 		// (Protobuf writes a message's plain fields before its oneofs.)
 		b = protowire.AppendTag(b, respModeOverride, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(mode))
-		var err error
-		if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, r.ModeOverride); err != nil {
-			return b, false
-		}
+		b = protowire.AppendVarint(b, uint64(l.mode))
+		// A ModeOverride marshals without error: it has no required
+		// fields, and its size was just computed.
+		b, _ = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, l.r.ModeOverride)
 	}
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(inner))
-	if cr != nil {
+	b = protowire.AppendTag(b, l.field, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(l.inner))
+	if l.cr != nil {
 		b = protowire.AppendTag(b, hrResponse, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(crLen))
-		b = appendCommon(b, cr)
+		b = protowire.AppendVarint(b, uint64(l.crLen))
+		b = appendCommon(b, l.cr)
 	}
-	return b, true
+	return b
 }
 
 // The field numbers appendReply writes, from the descriptors.
