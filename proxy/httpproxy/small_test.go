@@ -104,13 +104,8 @@ func lastAnswer(c, raw string) bool {
 	return strings.Contains(raw, "Connection: close")
 }
 
-// take returns the last request the server read and forgets it.
-func (s *scriptedV2) take() (*http.Request, string) {
-	r, b, _ := s.takeAll()
-	return r, b
-}
-
-// takeAll is take with the number of requests read since the last take.
+// takeAll returns the last request the server read, its body and the
+// number of requests read since the last call, and forgets them.
 func (s *scriptedV2) takeAll() (*http.Request, string, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
