@@ -10,89 +10,31 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/proxy/internal/fakev2"
+	"github.com/tfsbridge/tfsbridge/proxy/internal/http1/http1test"
 )
 
-// scriptedV2 is a v2 server on a raw socket: it reads each request,
-// keeps it and writes the raw answer its X-Case header names; it closes
-// the connection after an answer that does not leave it usable (one that
-// says so, ends early or is not HTTP/1.1), so that no exchange meets a
-// connection closed while idle.
+// scriptedV2 is a v2 server on a raw socket (http1test): it writes the
+// raw answer a request's X-Case header names, and closes the connection
+// after an answer that does not leave it usable (one that says so, ends
+// early or is not HTTP/1.1), so that no exchange meets a connection
+// closed while idle.
 type scriptedV2 struct {
-	url string
-
-	mu   sync.Mutex
-	last *http.Request
-	body string
-	reqs int // requests read since the last take
-	// conns are the open connections, closed at the test's end: the
-	// proxies' idle ones would otherwise hold the cleanup for the whole
-	// read deadline.
-	conns map[net.Conn]bool
+	*http1test.Server
+	url   string
+	taken int // requests read before the last takeAll
 }
 
 func newScriptedV2(t *testing.T, answers map[string]string) *scriptedV2 {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &scriptedV2{url: "http://" + ln.Addr().String(), conns: map[net.Conn]bool{}}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		_ = ln.Close()
-		s.mu.Lock()
-		for c := range s.conns {
-			_ = c.Close()
-		}
-		s.mu.Unlock()
-		wg.Wait()
+	s := http1test.Start(t, func(_ int, r *http.Request) (string, bool) {
+		name := r.Header.Get("X-Case")
+		return answers[name], lastAnswer(name, answers[name])
 	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns[c] = true
-			s.mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
-					s.mu.Lock()
-					delete(s.conns, c)
-					s.mu.Unlock()
-					_ = c.Close()
-				}()
-				_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a hung test ends
-				br := bufio.NewReader(c)
-				for {
-					r, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					b, _ := io.ReadAll(r.Body)
-					s.mu.Lock()
-					s.last, s.body = r, string(b)
-					s.reqs++
-					s.mu.Unlock()
-					name := r.Header.Get("X-Case")
-					if _, err := io.WriteString(c, answers[name]); err != nil || lastAnswer(name, answers[name]) {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return s
+	return &scriptedV2{Server: s, url: "http://" + s.Addr}
 }
 
 // lastAnswer reports an answer after which the connection is closed.
@@ -105,13 +47,16 @@ func lastAnswer(c, raw string) bool {
 }
 
 // takeAll returns the last request the server read, its body and the
-// number of requests read since the last call, and forgets them.
+// number of requests read since the last call.
 func (s *scriptedV2) takeAll() (*http.Request, string, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, b, n := s.last, s.body, s.reqs
-	s.last, s.body, s.reqs = nil, "", 0
-	return r, b, n
+	reqs, _ := s.Requests()
+	n := len(reqs) - s.taken
+	s.taken = len(reqs)
+	if n == 0 {
+		return nil, "", 0
+	}
+	last := reqs[len(reqs)-1]
+	return last.Request, last.Body, n
 }
 
 // rawExchange sends a raw request to addr and returns every byte of the

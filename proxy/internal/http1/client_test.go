@@ -1,7 +1,6 @@
 package http1
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -14,81 +13,30 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tfsbridge/tfsbridge/proxy/internal/http1/http1test"
 )
 
-// rawServer is a scripted HTTP/1.1 server: it reads each request with
-// net/http's parser and writes answer's raw bytes for it, closing the
-// connection after when answer says so. It keeps the requests and
-// counts the connections it accepted.
+// rawServer is a scripted HTTP/1.1 server (http1test) answering the
+// i-th request with answer(i).
 type rawServer struct {
-	addr   string
-	answer func(i int) (raw string, closeAfter bool)
-
-	mu    sync.Mutex
-	reqs  []*http.Request
-	conns int
+	*http1test.Server
+	addr string
 }
 
 func newRawServer(t *testing.T, answer func(i int) (string, bool)) *rawServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &rawServer{answer: answer, addr: ln.Addr().String()}
-	var wg sync.WaitGroup
-	var open []net.Conn
-	t.Cleanup(func() {
-		_ = ln.Close()
-		s.mu.Lock()
-		for _, c := range open {
-			_ = c.Close()
-		}
-		s.mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns++
-			open = append(open, c)
-			s.mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					r, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, r.Body)
-					s.mu.Lock()
-					i := len(s.reqs)
-					s.reqs = append(s.reqs, r)
-					s.mu.Unlock()
-					raw, closeAfter := s.answer(i)
-					if _, err := io.WriteString(c, raw); err != nil || closeAfter {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return s
+	s := http1test.Start(t, func(i int, _ *http.Request) (string, bool) { return answer(i) })
+	return &rawServer{Server: s, addr: s.Addr}
 }
 
+// stats returns the requests read so far and the connections accepted.
 func (s *rawServer) stats() (reqs []*http.Request, conns int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reqs, s.conns
+	got, conns := s.Requests()
+	for _, r := range got {
+		reqs = append(reqs, r.Request)
+	}
+	return reqs, conns
 }
 
 func withLength(head, body string) string {
