@@ -297,7 +297,9 @@ func (f *framedRequest) free() {
 
 // unmarshal decodes data into f: a request_body's body as chunks of the
 // frames, everything else by protobuf (a few bytes, copied out). A
-// message of any other shape is gathered and decoded as usual.
+// message of any other shape, or one this reader does not follow (a
+// group field, a length past the message), is gathered and decoded as
+// usual, so that it fails or succeeds exactly as protobuf says.
 func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 	// The frames' bytes, in a slice kept from one message of the stream
 	// to the next (cleared after, so that it holds no frame).
@@ -333,25 +335,25 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 		seen = true
 		l, ok := c.varint()
 		if !ok || l > uint64(c.left()) {
-			return errMalformed
+			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 		}
 		end := c.pos + int(l)
 		for c.pos < end {
 			num, typ, tag, ok := c.field()
 			if !ok || c.pos > end {
-				return errMalformed
+				return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 			}
 			if num == hbBody && typ == protowire.BytesType {
 				n, ok := c.varint()
 				if !ok || n > uint64(end-c.pos) {
-					return errMalformed
+					return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 				}
 				body = c.take(int(n))
 				continue
 			}
 			hbRest = protowire.AppendVarint(hbRest, tag)
 			if !c.skipValue(typ, &hbRest) || c.pos > end {
-				return errMalformed
+				return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 			}
 		}
 	}
