@@ -133,7 +133,7 @@ func smallHeader(u *upHeader, r *http.Request, ex *exchange) {
 // serveSmall serves r's translated exchange, its upstream call under
 // ctx, when it is small (see above), and reports whether it did; when it
 // did not, nothing has happened yet and the exchange is ReverseProxy's.
-func (p *Proxy) serveSmall(ctx context.Context, w *answerWriter, r *http.Request, ex *exchange) bool {
+func (p *Proxy) serveSmall(ctx *deadlineCtx, w *answerWriter, r *http.Request, ex *exchange) bool {
 	if p.direct == nil || p.noSmall || len(ex.sent.parts) != 1 || len(r.Trailer) > 0 || r.Method != http.MethodPost ||
 		httpguts.HeaderValuesContainsToken(r.Header["Connection"], "Upgrade") {
 		return false
@@ -151,9 +151,15 @@ func (p *Proxy) serveSmall(ctx context.Context, w *answerWriter, r *http.Request
 	}
 	target := upstreamURL(base, ex.path)
 	var buf [1 << 10]byte // the header lines, copied into the connection's buffer
-	ans, err := p.direct.Do(ctx, &http1.Request{Method: http.MethodPost, Addr: http1.Addr(target),
+	// The client watches the parent's cancellation (the client gone, the
+	// shutdown's cut) and bounds its I/O by the deadline itself: ctx's
+	// timer is not needed, and is not made (deadlineCtx).
+	ans, err := p.direct.Do(ctx.parent, &http1.Request{Method: http.MethodPost, Addr: http1.Addr(target),
 		Target: target.RequestURI(), Host: target.Host, Header: http1.AppendHTTPHeader(buf[:0], u.h),
-		Interim: w.interim}, [][]byte{body})
+		Interim: w.interim, Deadline: ctx.deadline}, [][]byte{body})
+	if err != nil && ctx.Err() != nil {
+		err = context.Cause(ctx) // the deadline passed: what the client says of ctx's end
+	}
 	if err != nil {
 		p.errorHandler(w, r.WithContext(ctx), err)
 		return true
@@ -198,6 +204,15 @@ func (p *Proxy) serveSmall(ctx context.Context, w *answerWriter, r *http.Request
 			panic(http.ErrAbortHandler) // ReverseProxy's way to cut a failed copy
 		}
 		return true
+	}
+	if len(h["Content-Length"]) > 0 {
+		// The whole answer, of declared length, is written: it goes out
+		// now, in the one write net/http would make after the handler
+		// returns, and the exchange's bookkeeping (the session's close,
+		// its metrics, the contexts, the tracing span) runs after the
+		// client has it rather than before. The bytes are the same: a
+		// declared length is all net/http's last flush would add.
+		w.flush()
 	}
 	_ = resp.Body.Close()
 	return true
