@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -149,13 +150,12 @@ func (p *Proxy) serveSmall(ctx *deadlineCtx, w *answerWriter, r *http.Request, e
 	if len(u.h["Accept-Encoding"]) == 0 {
 		return false // the Transport's gzip dance: directSuits
 	}
-	target := upstreamURL(base, ex.path)
 	var buf [1 << 10]byte // the header lines, copied into the connection's buffer
 	// The client watches the parent's cancellation (the client gone, the
 	// shutdown's cut) and bounds its I/O by the deadline itself: ctx's
 	// timer is not needed, and is not made (deadlineCtx).
-	ans, err := p.direct.Do(ctx.parent, &http1.Request{Method: http.MethodPost, Addr: http1.Addr(target),
-		Target: target.RequestURI(), Host: target.Host, Header: http1.AppendHTTPHeader(buf[:0], u.h),
+	ans, err := p.direct.Do(ctx.parent, &http1.Request{Method: http.MethodPost, Addr: http1.Addr(base),
+		Target: requestURI(base, ex.path), Host: base.Host, Header: http1.AppendHTTPHeader(buf[:0], u.h),
 		Interim: w.interim, Deadline: ctx.deadline}, [][]byte{body})
 	if err != nil && ctx.Err() != nil {
 		err = context.Cause(ctx) // the deadline passed: what the client says of ctx's end
@@ -215,6 +215,35 @@ func (p *Proxy) serveSmall(ctx *deadlineCtx, w *answerWriter, r *http.Request, e
 		w.flush()
 	}
 	_ = resp.Body.Close()
+	return true
+}
+
+// requestURI is upstreamURL(base, target).RequestURI(), without the URL
+// and its escaping round trip when the joined path is plain (letters,
+// digits and "-._~/:", as a v2 path is) and base adds nothing to it:
+// the path is then its own escaping.
+func requestURI(base *url.URL, target string) string {
+	path, query, hasQuery := strings.Cut(target, "?")
+	root := strings.TrimSuffix(base.EscapedPath(), "/")
+	if base.Opaque != "" || base.ForceQuery || !plainPath(root) || !plainPath(path) || root+path == "" {
+		return upstreamURL(base, target).RequestURI()
+	}
+	if hasQuery && query != "" {
+		return root + path + "?" + query
+	}
+	return root + path
+}
+
+// plainPath reports a path whose every byte is one url.URL neither
+// escapes nor unescapes.
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '/' || c == ':') {
+			return false
+		}
+	}
 	return true
 }
 
