@@ -42,6 +42,16 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// flush sends what the answer has buffered to the client; a failure the
+// write deadline caused is counted as Write counts it, and the
+// connection, whose write failed, is closed by net/http.
+func (w *answerWriter) flush() {
+	if err := w.rc.Flush(); err != nil && !w.timedOut && errors.Is(err, os.ErrDeadlineExceeded) {
+		w.timedOut = true
+		w.metrics.WriteTimeout()
+	}
+}
+
 // deadline gives the client d from now to take in the answer. It is set
 // per exchange, when the answer is ready, so that the upstream's time does
 // not count; the server's final flush after the handler returns is under

@@ -14,7 +14,7 @@ var canonicalNames = func() map[string]string {
 	for _, k := range []string{
 		"content-type", "content-length", "content-encoding", "accept-encoding",
 		"inference-header-content-length", "x-request-id", "origin",
-		"traceparent", "tracestate", "connection", "x-tfsbridge-server",
+		"traceparent", "tracestate", "baggage", "connection", "x-tfsbridge-server",
 	} {
 		m[k] = textproto.CanonicalMIMEHeaderKey(k)
 	}

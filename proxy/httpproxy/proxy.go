@@ -254,8 +254,8 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		ex.path = p // signature_name chose another v2 model
 	}
 
-	uctx, cancel := context.WithTimeout(context.WithValue(ctx, exchangeKey{}, ex), p.cfg.RequestTimeout)
-	defer cancel()
+	uctx := withDeadline(context.WithValue(ctx, exchangeKey{}, ex), p.cfg.RequestTimeout)
+	defer uctx.stop()
 	ex.set = a
 	ex.sent = upstream
 	if p.serveSmall(uctx, w, r, ex) {

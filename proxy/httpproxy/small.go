@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -133,7 +134,7 @@ func smallHeader(u *upHeader, r *http.Request, ex *exchange) {
 // serveSmall serves r's translated exchange, its upstream call under
 // ctx, when it is small (see above), and reports whether it did; when it
 // did not, nothing has happened yet and the exchange is ReverseProxy's.
-func (p *Proxy) serveSmall(ctx context.Context, w *answerWriter, r *http.Request, ex *exchange) bool {
+func (p *Proxy) serveSmall(ctx *deadlineCtx, w *answerWriter, r *http.Request, ex *exchange) bool {
 	if p.direct == nil || p.noSmall || len(ex.sent.parts) != 1 || len(r.Trailer) > 0 || r.Method != http.MethodPost ||
 		httpguts.HeaderValuesContainsToken(r.Header["Connection"], "Upgrade") {
 		return false
@@ -149,11 +150,16 @@ func (p *Proxy) serveSmall(ctx context.Context, w *answerWriter, r *http.Request
 	if len(u.h["Accept-Encoding"]) == 0 {
 		return false // the Transport's gzip dance: directSuits
 	}
-	target := upstreamURL(base, ex.path)
 	var buf [1 << 10]byte // the header lines, copied into the connection's buffer
-	ans, err := p.direct.Do(ctx, &http1.Request{Method: http.MethodPost, Addr: http1.Addr(target),
-		Target: target.RequestURI(), Host: target.Host, Header: http1.AppendHTTPHeader(buf[:0], u.h),
-		Interim: w.interim}, [][]byte{body})
+	// The client watches the parent's cancellation (the client gone, the
+	// shutdown's cut) and bounds its I/O by the deadline itself: ctx's
+	// timer is not needed, and is not made (deadlineCtx).
+	ans, err := p.direct.Do(ctx.parent, &http1.Request{Method: http.MethodPost, Addr: http1.Addr(base),
+		Target: requestURI(base, ex.path), Host: base.Host, Header: http1.AppendHTTPHeader(buf[:0], u.h),
+		Interim: w.interim, Deadline: ctx.deadline}, [][]byte{body})
+	if err != nil && ctx.Err() != nil {
+		err = context.Cause(ctx) // the deadline passed: what the client says of ctx's end
+	}
 	if err != nil {
 		p.errorHandler(w, r.WithContext(ctx), err)
 		return true
@@ -199,7 +205,45 @@ func (p *Proxy) serveSmall(ctx context.Context, w *answerWriter, r *http.Request
 		}
 		return true
 	}
+	if len(h["Content-Length"]) > 0 {
+		// The whole answer, of declared length, is written: it goes out
+		// now, in the one write net/http would make after the handler
+		// returns, and the exchange's bookkeeping (the session's close,
+		// its metrics, the contexts, the tracing span) runs after the
+		// client has it rather than before. The bytes are the same: a
+		// declared length is all net/http's last flush would add.
+		w.flush()
+	}
 	_ = resp.Body.Close()
+	return true
+}
+
+// requestURI is upstreamURL(base, target).RequestURI(), without the URL
+// and its escaping round trip when the joined path is plain (letters,
+// digits and "-._~/:", as a v2 path is) and base adds nothing to it:
+// the path is then its own escaping.
+func requestURI(base *url.URL, target string) string {
+	path, query, hasQuery := strings.Cut(target, "?")
+	root := strings.TrimSuffix(base.EscapedPath(), "/")
+	if base.Opaque != "" || base.ForceQuery || !plainPath(root) || !plainPath(path) || root+path == "" {
+		return upstreamURL(base, target).RequestURI()
+	}
+	if hasQuery && query != "" {
+		return root + path + "?" + query
+	}
+	return root + path
+}
+
+// plainPath reports a path whose every byte is one url.URL neither
+// escapes nor unescapes.
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '/' || c == ':') {
+			return false
+		}
+	}
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -194,6 +195,26 @@ func TestSmallPathSameAsReverseProxy(t *testing.T) {
 				!reflect.DeepEqual(sent[0].Header, sent[1].Header) || sentBody[0] != sentBody[1] {
 				t.Errorf("%s request, %s answer: the v2 server got\n%s %s %v %q\nby serveSmall,\n%s %s %v %q\nthrough ReverseProxy", name, c,
 					sent[0].RequestURI, sent[0].Host, sent[0].Header, sentBody[0], sent[1].RequestURI, sent[1].Host, sent[1].Header, sentBody[1])
+			}
+		}
+	}
+}
+
+// requestURI gives the small path's request target exactly as
+// upstreamURL's RequestURI does, fast path or not.
+func TestRequestURI(t *testing.T) {
+	for _, base := range []string{"http://v2:8000", "http://v2:8000/", "http://v2/root", "http://v2/root/",
+		"http://v2/a%20b/", "http://v2/r?", "http://v2/r;x"} {
+		b, err := url.Parse(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, target := range []string{"/v2/models/half_plus_two/infer", "/v2/models/m/versions/1/infer?x=1",
+			"/v2/models/m/infer?", "/v2/models/a%2Fb/infer", "/v2/models/a b/infer", "/v2/models/caf%C3%A9/infer",
+			"/v2/models/m%zz/infer", "/v2/models/m+n/infer", "", "?q", "/v2/models/%2e%2e/infer"} {
+			want := upstreamURL(b, target).RequestURI()
+			if got := requestURI(b, target); got != want {
+				t.Errorf("requestURI(%q, %q) = %q, want %q", base, target, got, want)
 			}
 		}
 	}

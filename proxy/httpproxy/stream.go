@@ -89,8 +89,8 @@ func (p *Proxy) readRequest(ctx context.Context, ex *exchange, r *http.Request) 
 	// A wait for budget inside RequestChunk is bounded by the body's own
 	// deadline; an older exchange that needs what this body holds while
 	// the client takes its time ends the read at once (giveWayOn).
-	bctx, cancel := context.WithTimeout(ctx, p.cfg.ReadTimeout)
-	defer cancel()
+	bctx := withDeadline(ctx, p.cfg.ReadTimeout)
+	defer bctx.stop()
 	stop := ex.body.giveWayOn(sess.Admission())
 	defer stop()
 	a, n, err := p.feed(r.Body, sess.MaxBodyBytes(), func(chunk []byte, end bool) session.Action {

@@ -10,8 +10,16 @@ import (
 // request's traceparent names; the session's spans hang below it.
 func WithTracing(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, span := tracing.StartExchange(r.Context(), "http", r.Header.Get)
+		// headerGetter: the propagators ask for "traceparent" and "baggage"
+		// in lower case, which http.Header.Get canonicalises into a new
+		// string every time.
+		ctx, span := tracing.StartExchange(r.Context(), "http", headerGetter(r.Header).Get)
 		defer span.End()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		if ctx != r.Context() {
+			// Without a trace to continue and with tracing off the context
+			// is the request's own: no copy of the request for nothing.
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
 	})
 }
