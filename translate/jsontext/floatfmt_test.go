@@ -396,3 +396,28 @@ func BenchmarkFloat32sImage(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFloat32sExpForm is an answer made of float32 values TF prints
+// in exponent form (appendFloat32Other's digits for each), as rows of
+// three: small ones (|x| < 1e-4, such as a gradient or a probability far
+// from the top class) and large ones (|x| >= 1e9).
+func BenchmarkFloat32sExpForm(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		scale float64
+	}{{"small", 1e-7}, {"large", 1e12}} {
+		r := rand.New(rand.NewPCG(7, 13))
+		le := make([]byte, 0, 4*65536)
+		for range 65536 {
+			v := float32(r.Float64() * c.scale * math.Pow(10, float64(r.IntN(8))-4))
+			le = binary.LittleEndian.AppendUint32(le, math.Float32bits(v))
+		}
+		b.Run(c.name, func(b *testing.B) {
+			buf := appendFloat32s(nil, le, 3, 0)
+			b.SetBytes(int64(len(buf)))
+			for b.Loop() {
+				buf = appendFloat32s(buf[:0], le, 3, 0)
+			}
+		})
+	}
+}
