@@ -169,3 +169,12 @@ func grisu2(v float64, buf []byte) (int, int) {
 	wp.f--
 	return digitGen(w, wp, wp.f-wm.f, buf, k)
 }
+
+// pow10Rat returns 10^k exactly.
+func pow10Rat(k int) *big.Rat {
+	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(k, -k))), nil)
+	if k < 0 {
+		return new(big.Rat).SetFrac(big.NewInt(1), p)
+	}
+	return new(big.Rat).SetInt(p)
+}

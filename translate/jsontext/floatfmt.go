@@ -3,7 +3,6 @@ package jsontext
 import (
 	"encoding/binary"
 	"math"
-	"math/big"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -23,9 +22,9 @@ import (
 //  1. Compute D, x correctly rounded to P = 9 (float) or 17 (double)
 //     significant digits (ties to even, as glibc): for float32 in
 //     [1e-4, 1e9), the fixed form, by one exact float64 product rounded by
-//     the FPU (f32Scale, in the FP32 loop); for other float32s in
-//     [1e-19, 1e9) exactly with integer arithmetic (float32Digits); with
-//     strconv's fixed-precision formatting otherwise.
+//     the FPU (f32Scale, in the FP32 loop); for other float32s by one
+//     float64 product within a known error (float32Digits); with strconv's
+//     fixed-precision formatting where that cannot decide and for doubles.
 //  2. Let t be D's last P-6 digits as an integer: the distance, in units u
 //     of D's last digit, from the 6-digit decimal just below D
 //     (u = 10^(X-P+1) for 10^X <= |x| < 10^(X+1)). %.6g round-trips only
@@ -476,68 +475,48 @@ func strconvDigits(v float64, bits, prec int) (d uint64, exp int) {
 	return d, exp
 }
 
-// pow5 holds 5^0 .. 5^27, the powers below 2^63.
-var pow5 = func() (p [28]uint64) {
-	p[0] = 1
-	for i := 1; i < len(p); i++ {
-		p[i] = p[i-1] * 5
-	}
-	return p
-}()
-
-// float32Digits computes |x| rounded to 9 significant digits (ties to
-// even) for the normal float32 with bits b: |x| = d*10^(exp-8),
-// 10^8 <= d < 10^9. ok is false outside about [1e-19, 1e9), where the
-// caller uses strconv. margin is step 2's bound for this x: floor of
-// ulp(x)/2 in units of d's last digit, plus 2 (at most 61).
-//
-// |x| = m*2^q exactly, and exp, its decimal exponent, comes from the
-// binary exponent and one comparison of m (decadeStart). Then
-// V = |x|*10^k for k = 8-exp has exactly 9 integer digits, and
-// V = m*5^k*2^(q+k) is computed exactly: a 128-bit product shifted right
-// by s = -(q+k) bits, whose remainder decides the rounding. In V's scale
-// ulp(x)/2 = 2^(q-1)*10^k = 5^k*2^(q+k-1). Both the decade and the
-// rounding are computed without data-dependent branches: on random
-// values those would be mispredicted half the time.
+// float32Digits returns |x| rounded to 9 significant digits (ties to
+// even) for the normal float32 with bits b, |x| = d*10^(exp-8) with
+// 10^8 <= d < 10^9, and step 2's margin: floor of ulp(x)/2 in units of d's
+// last digit, plus 2. V = |x|*10^(8-exp), one product or quotient by a
+// correctly rounded power of ten, is within 2^-22 of the exact value, so
+// its nearest integer is D unless V lies within 2^-19 of a half-integer
+// (then ok only if V is exact, FMA finding no remainder: a tie, rounded to
+// even) or of 10^9, where the caller uses strconv.
 func float32Digits(b uint32) (d uint64, exp int, margin uint64, ok bool) {
-	e := b >> 23 & 0xFF
-	m := uint64(b&0x7FFFFF | 0x800000)
-	q := int(e) - 150
-	exp = log10Pow2(q+23) + int(bitIf(m >= uint64(decadeStart[e])))
-	k := 8 - exp
-	if k < 0 || k >= len(pow5) {
+	x := float64(math.Float32frombits(b &^ (1 << 31)))
+	q := int(b>>23&0xFF) - 150
+	exp = log10Pow2(q + 23) // or one more: then V >= 10^9
+	v := scale10(x, 8-exp)
+	if v >= 1e9 {
+		exp++
+		v = scale10(x, 8-exp)
+	}
+	n := math.Floor(v)
+	fr := v - n // exact
+	if n < 1e8 || n >= 1e9-1 {
 		return 0, 0, 0, false
 	}
-	var v, up, ulp2 uint64 // V rounds to v+up; ulp2 = floor(ulp(x)/2) in V's scale
-	if sh := q + k; sh >= 0 {
-		if sh > 7 { // V < 10^9 < 2^30 and m >= 2^23: never, but keep the shift sane
-			return 0, 0, 0, false
-		}
-		v = m * pow5[k] << sh
-		ulp2 = pow5[k] << sh >> 1
-	} else {
-		s := uint(-sh)
-		if s >= 64 {
-			return 0, 0, 0, false
-		}
-		// s is 1…63 here, and 64-s too: the &63 masks tell the compiler,
-		// which then emits bare shifts rather than guarded ones.
-		hi, lo := bits.Mul64(m, pow5[k])
-		v = hi<<((64-s)&63) | lo>>(s&63)
-		r := lo & (1<<(s&63) - 1)
-		// Round half to even: r + 2^(s-1) - 1 + (v&1) reaches 2^s exactly
-		// when r > 2^(s-1), or r == 2^(s-1) and v is odd.
-		up = (r + (1<<((s-1)&63) - 1) + v&1) >> (s & 63)
-		ulp2 = pow5[k] >> (s + 1) // s+1 may be 64: then 0
-	}
-	if v < 100_000_000 || v >= 1_000_000_000 { // exp is exact: never
+	if k := 8 - exp; math.Abs(fr-0.5) < 0x1p-19 &&
+		!(k >= 0 && k <= 22 && math.FMA(x, pow10[k], -v) == 0 ||
+			k < 0 && k >= -22 && math.FMA(v, pow10[-k], -x) == 0) {
 		return 0, 0, 0, false
 	}
-	d = v + up
-	if d == 1_000_000_000 { // 9.99999999x rounds up a decade; d's unit grows, the margin stays safe
-		d, exp = 100_000_000, exp+1
+	d = uint64(n)
+	if fr > 0.5 || fr == 0.5 && d&1 == 1 {
+		d++
 	}
-	return d, exp, ulp2 + 2, true
+	// ulp(x)/2 = 2^(q-1) in V's scale, rounded up past the product's error.
+	half := scale10(math.Float64frombits(uint64(q-1+1023)<<52), 8-exp) * (1 + 0x1p-40)
+	return d, exp, uint64(half) + 2, true
+}
+
+// scale10 returns x*10^k, one correctly rounded operation.
+func scale10(x float64, k int) float64 {
+	if k < 0 {
+		return x / pow10[-k]
+	}
+	return x * pow10[k]
 }
 
 // log10Pow2 returns floor(p*log10(2)), exactly for |p| < 1650.
@@ -549,31 +528,6 @@ func bitIf(c bool) uint {
 		return 1
 	}
 	return 0
-}
-
-// decadeStart[e] is the smallest 24-bit mantissa m for which a float32
-// with biased exponent e is at least 10^(log10Pow2(e-127)+1): below it the
-// decimal exponent is log10Pow2(e-127), from it one more (2^24 when the
-// next power of ten is out of reach). Computed exactly with math/big.
-var decadeStart = func() (t [256]uint32) {
-	for e := 1; e < 255; e++ {
-		q := e - 150
-		r := pow10Rat(log10Pow2(q+23) + 1) // m >= 10^p10 / 2^q = r
-		r.Mul(r, new(big.Rat).SetFloat64(math.Ldexp(1, -q)))
-		num, den := new(big.Int).Set(r.Num()), r.Denom()
-		num.Add(num, den).Sub(num, big.NewInt(1)).Quo(num, den) // ceiling
-		t[e] = uint32(min(num.Uint64(), 1<<24))
-	}
-	return t
-}()
-
-// pow10Rat returns 10^k exactly.
-func pow10Rat(k int) *big.Rat {
-	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(k, -k))), nil)
-	if k < 0 {
-		return new(big.Rat).SetFrac(big.NewInt(1), p)
-	}
-	return new(big.Rat).SetInt(p)
 }
 
 // digitPairs is "00010203...99", for writing two digits at a time.

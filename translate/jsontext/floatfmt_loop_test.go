@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 )
@@ -198,3 +199,28 @@ func TestSettledLow(t *testing.T) {
 		}
 	}
 }
+
+// decadeStart[e] (the tests' decade boundaries) is the smallest 24-bit mantissa m for which a float32
+// with biased exponent e is at least 10^(log10Pow2(e-127)+1): below it the
+// decimal exponent is log10Pow2(e-127), from it one more (2^24 when the
+// next power of ten is out of reach). Computed exactly with math/big.
+var decadeStart = func() (t [256]uint32) {
+	for e := 1; e < 255; e++ {
+		q := e - 150
+		r := pow10Rat(log10Pow2(q+23) + 1) // m >= 10^p10 / 2^q = r
+		r.Mul(r, new(big.Rat).SetFloat64(math.Ldexp(1, -q)))
+		num, den := new(big.Int).Set(r.Num()), r.Denom()
+		num.Add(num, den).Sub(num, big.NewInt(1)).Quo(num, den) // ceiling
+		t[e] = uint32(min(num.Uint64(), 1<<24))
+	}
+	return t
+}()
+
+// pow5 holds 5^0 .. 5^27, the powers below 2^63 (the v1 loop's).
+var pow5 = func() (p [28]uint64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 5
+	}
+	return p
+}()
