@@ -154,12 +154,53 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 		if !isDigit(peek(p)) {
 			return Num{}, p, &SyntaxError{msgNumberMissFraction, p}
 		}
-		if !useDouble {
-			i, p, sig, expFrac = fracDigits(data, p, i, sig, expFrac)
-			d = float64(i)
-			useDouble = true
+		// Digits go into the integer significand while it is at most
+		// 2^53-1, each lowering expFrac and, from the first non-zero one,
+		// counting in sig; runs of up to eight at once while none of the
+		// run can meet that cut-off (the same i, sig and expFrac). Then
+		// into the double up to 17 significant digits; the rest are read
+		// and dropped.
+		for !useDouble && i < 0x1FFFFFFFFFFFFF/100000000 && p+8 <= n {
+			x := binary.LittleEndian.Uint64(data[p:])
+			k := digitRun(x)
+			if k == 0 {
+				break
+			}
+			v := digitsValue(x, k)
+			if i != 0 {
+				sig += k
+			} else if v != 0 {
+				// Less the run's leading zeros (the first digit is in the
+				// low byte; a non-zero one is in the run).
+				sig += k - bits.TrailingZeros64(x&0x0F0F0F0F0F0F0F0F)>>3
+			}
+			i = i*pow10u[k] + v
+			p += k
+			expFrac -= k
+			if k < 8 {
+				break
+			}
 		}
-		d, p, _, expFrac = fracTail(data, p, d, sig, expFrac)
+		for ; !useDouble && p < n && isDigit(data[p]) && i <= 0x1FFFFFFFFFFFFF; p++ {
+			i = i*10 + uint64(data[p]-'0')
+			expFrac--
+			if i != 0 {
+				sig++
+			}
+		}
+		if !useDouble {
+			d, useDouble = float64(i), true
+		}
+		for ; p < n && isDigit(data[p]); p++ {
+			if sig < 17 {
+				// The explicit conversion forbids a fused multiply-add.
+				d = float64(d*10) + float64(data[p]-'0')
+				expFrac--
+				if d > 0 {
+					sig++
+				}
+			}
+		}
 	}
 
 	exp := 0
@@ -342,7 +383,7 @@ func (n Num) Float64() float64 {
 // value is float64(m) / 10^L. The 17th digit goes into m when the 16
 // before it are at most 2^53-1, else into the double as d*10 + digit
 // (rapidjson's 17 significant digits always include it); longer
-// fractions go through longFraction. The loop holds every token's code:
+// fractions go through parseNumber. The loop holds every token's code:
 // a call per value, and the registers saved around it, cost a tenth.
 func AppendDecimals(dst, data []byte, p int, wide bool, limit, width, n int) (out []byte, end, took, lists int) {
 	if wide {
@@ -431,12 +472,8 @@ values:
 				f = (float64(float64(m/10)*10) + float64(m%10)) / pow10[L]
 				q += L
 			default:
-				sig := 0 // rapidjson does not count the first integer digit
-				if mi != 0 {
-					sig = ni - 1
-				}
 				e := 0
-				if f, e = longFraction(data, q, mi, sig); e < 0 {
+				if f, e = longFraction(data, p); e < 0 {
 					break values
 				}
 				q = e
@@ -504,18 +541,16 @@ values:
 // ", " after that.
 const decimalLookahead = 40
 
-// longFraction finishes AppendDecimals' token at data[p:], the fraction
-// digits after the integer part mi (sig of its digits significant as
-// rapidjson counts them), exactly as parseNumber does. It returns the
-// magnitude and the offset after the token, or end < 0 for an exponent
-// or the end of data (left to ParseNumber).
-func longFraction(data []byte, p int, mi uint64, sig int) (f float64, end int) {
-	m, p, sig, expFrac := fracDigits(data, p, mi, sig, 0)
-	d, p, _, expFrac := fracTail(data, p, float64(m), sig, expFrac)
-	if p >= len(data) || data[p]|0x20 == 'e' {
+// longFraction reads AppendDecimals' token at data[p:], a fraction
+// beyond 17 digits, with parseNumber's loops: its magnitude and the offset
+// after it, or end < 0 at the end of data (left to ParseNumber). Out of
+// line: a call in the loop would cost its registers.
+func longFraction(data []byte, p int) (f float64, end int) {
+	num, end, err := parseNumber(data, p)
+	if err != nil || end >= len(data) {
 		return 0, -1
 	}
-	return normalPrecision(d, expFrac), p
+	return math.Abs(num.Float64()), end
 }
 
 // digitRun returns how many of the eight bytes of x (the first in the low
@@ -535,64 +570,6 @@ func digitsValue(x uint64, k int) uint64 {
 	x = x * (1 + 10<<8) >> 8 // pairs of digits
 	x = (x & 0x00FF00FF00FF00FF) * (1 + 100<<16) >> 16
 	return (x & 0x0000FFFF0000FFFF) * (1 + 10000<<32) >> 32
-}
-
-// fracDigits is rapidjson's fraction loop while the significand m is an
-// integer: digits are added while m <= 2^53-1, each one lowering expFrac
-// and, from the first non-zero one, counting in sig. Runs of up to eight
-// digits are added at once while no digit of the run can meet the 2^53
-// cut-off, which gives the same m, sig and expFrac as one by one.
-func fracDigits(data []byte, p int, m uint64, sig, expFrac int) (uint64, int, int, int) {
-	for m < 0x1FFFFFFFFFFFFF/100000000 && p+8 <= len(data) {
-		x := binary.LittleEndian.Uint64(data[p:])
-		k := digitRun(x) // inlined, as digitsValue
-		if k == 0 {
-			break
-		}
-		v := digitsValue(x, k)
-		if m != 0 {
-			sig += k
-		} else if v != 0 {
-			// Less the run's leading zeros (the first digit is in the
-			// low byte; a non-zero one is in the run).
-			sig += k - bits.TrailingZeros64(x&0x0F0F0F0F0F0F0F0F)>>3
-		}
-		m = m*pow10u[k] + v
-		p += k
-		expFrac -= k
-		if k < 8 {
-			break
-		}
-	}
-	for p < len(data) && isDigit(data[p]) {
-		if m > 0x1FFFFFFFFFFFFF {
-			break
-		}
-		m = m*10 + uint64(data[p]-'0')
-		p++
-		expFrac--
-		if m != 0 {
-			sig++
-		}
-	}
-	return m, p, sig, expFrac
-}
-
-// fracTail is rapidjson's fraction loop once the significand is a double:
-// digits count up to 17 significant ones; the rest are read and dropped.
-func fracTail(data []byte, p int, d float64, sig, expFrac int) (float64, int, int, int) {
-	for p < len(data) && isDigit(data[p]) {
-		if sig < 17 {
-			// The explicit conversion forbids a fused multiply-add.
-			d = float64(d*10) + float64(data[p]-'0')
-			expFrac--
-			if d > 0 {
-				sig++
-			}
-		}
-		p++
-	}
-	return d, p, sig, expFrac
 }
 
 // pow10u holds 10^0 … 10^9.
