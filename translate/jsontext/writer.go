@@ -179,33 +179,13 @@ func (w *Writer) Float32(f float32) {
 	w.buf = AppendFloat32(w.buf, f)
 }
 
-// Float32s writes the little-endian float32s in le as consecutive values
-// (each as Float32 writes it): the same bytes as one Float32 call per
-// value, with the separator between values of a multi-line array worked
-// out once. This is the inner loop of a columnar FP32 response (a
-// single-line one goes through SingleLineFloat32sPart).
+// Float32s writes the little-endian float32s in le as consecutive
+// values, each as Float32 writes it (a single-line nested value goes
+// through SingleLineFloat32sPart).
 func (w *Writer) Float32s(le []byte) {
-	n := len(le) / 4
-	if n == 0 {
-		return
+	for ; len(le) >= 4; le = le[4:] {
+		w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le)))
 	}
-	w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le)))
-	depth := len(w.stack)
-	if depth == 0 || !w.stack[depth-1].array || w.singleLine || depth*indentUnit >= len(spaces) {
-		for i := 1; i < n; i++ {
-			w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
-		}
-		return
-	}
-	buf := w.buf
-	var sepBuf [2 + len(spaces)]byte
-	sep := append(append(sepBuf[:0], ',', '\n'), spaces[:depth*indentUnit]...)
-	for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
-		buf = append(buf, sep...)
-		buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
-	}
-	w.buf = buf
-	w.stack[depth-1].count += n - 1
 }
 
 // Float64 writes a double in TF Serving's DT_DOUBLE format.
