@@ -21,18 +21,16 @@ type DumpStream struct {
 }
 
 // Reset starts a new dump appended to dst, limited to DumpLimit bytes.
-func (s *DumpStream) Reset(dst []byte) { s.reset(dst, DumpLimit) }
-
-func (s *DumpStream) reset(dst []byte, limit int) {
+func (s *DumpStream) Reset(dst []byte) {
 	s.w.Reset(dst)
 	s.w.SetSingleLine(true)
-	s.limit = len(dst) + limit
+	s.limit = len(dst) + DumpLimit
 	s.stopped = false
 	s.hasTail = false
 }
 
 // Restart starts a new dump in the buffer of the last one.
-func (s *DumpStream) Restart() { s.reset(s.w.buf[:0], DumpLimit) }
+func (s *DumpStream) Restart() { s.Reset(s.w.buf[:0]) }
 
 // Bytes returns the dump so far.
 func (s *DumpStream) Bytes() []byte {
@@ -47,15 +45,6 @@ func (s *DumpStream) Bytes() []byte {
 // Full reports that no further token would be written.
 func (s *DumpStream) Full() bool { return s.stopped || len(s.w.buf) >= s.limit }
 
-// room is the limited writer's check before a token.
-func (s *DumpStream) room() bool {
-	if s.Full() {
-		s.stopped = true
-		return false
-	}
-	return true
-}
-
 // Feed writes one token (not NeedMore) as the value's dump renders it (a
 // key as a string; a NaN or an Infinity writes only its separator and
 // stops the dump), so a one-pass reader dumps what it reads; it reports
@@ -69,7 +58,8 @@ func (s *DumpStream) Feed(tok Token) bool { return s.feed(tok, false) }
 func (s *DumpStream) FeedStable(tok Token) bool { return s.feed(tok, true) }
 
 func (s *DumpStream) feed(tok Token, stable bool) bool {
-	if !s.room() {
+	if s.Full() { // the limited writer's check before a token
+		s.stopped = true
 		return false
 	}
 	w := &s.w

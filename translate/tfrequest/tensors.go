@@ -25,23 +25,16 @@ type input struct {
 
 // wrapElement is the row-format wrapping of an inner status:
 // "Failed to process element: <i> [key: <k> ]of 'instances' list. Error:
-// <CODE>: <msg>" (absl::Status::ToString of the inner error).
+// <CODE>: <msg>" (absl::Status::ToString of the inner error), built by one
+// concatenation, one allocation: the key and the message may be a MiB long.
 func wrapElement(i int, key []byte, err error) error {
 	inner := apierr.As(err)
-	// Built in one allocation: the key and the message may be a MiB long.
-	var b strings.Builder
-	b.Grow(len(key) + len(inner.Msg) + 96)
-	b.WriteString("Failed to process element: ")
-	b.WriteString(strconv.Itoa(i))
+	sep := ""
 	if key != nil {
-		b.WriteString(" key: ")
-		b.Write(key)
+		sep = " key: "
 	}
-	b.WriteString(" of 'instances' list. Error: ")
-	b.WriteString(inner.Code.String())
-	b.WriteString(": ")
-	b.WriteString(inner.Msg)
-	return apierr.Wrap(apierr.InvalidArgument, err, b.String())
+	return apierr.Wrap(apierr.InvalidArgument, err, "Failed to process element: "+strconv.Itoa(i)+sep+string(key)+
+		" of 'instances' list. Error: "+inner.Code.String()+": "+inner.Msg)
 }
 
 // sortedNames joins the input names as TF's std::set<string> orders them.
