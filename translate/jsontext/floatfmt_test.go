@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/big"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -364,7 +365,7 @@ func TestSixDigitsRoundTrip(t *testing.T) {
 func TestEightDigits(t *testing.T) {
 	check := func(v uint32) {
 		var got, want [8]byte
-		binary.LittleEndian.PutUint64(got[:], eightDigits(v))
+		binary.LittleEndian.PutUint64(got[:], bits.ReverseBytes64(eightDigitsRev(v))|0x3030_3030_3030_3030)
 		for i, x := 7, v; i >= 0; i, x = i-1, x/10 {
 			want[i] = byte('0' + x%10)
 		}
