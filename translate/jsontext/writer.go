@@ -1,12 +1,9 @@
-// Package jsontext reads and writes JSON text the way TF Serving's rapidjson
-// 1.1.0 does, byte for byte: a reader that accepts NaN/Infinity tokens,
-// keeps the first of duplicate keys to its callers' liking and reports
+// Package jsontext reads and writes JSON text as TF Serving's rapidjson
+// 1.1.0 does, byte for byte: a reader that takes NaN/Infinity and reports
 // rapidjson's messages and offsets, and a pretty writer with rapidjson's
-// layout, escaping and TF Serving's float format.
-//
-// encoding/json cannot do either job: it rejects NaN, keeps the last
-// duplicate key, replaces invalid UTF-8, HTML-escapes and prints floats in
-// shortest form without ".0".
+// layout, escaping and TF Serving's float format. encoding/json does
+// neither: it rejects NaN, keeps the last duplicate key, replaces invalid
+// UTF-8, HTML-escapes and prints floats shortest without ".0".
 package jsontext
 
 import (
@@ -24,11 +21,9 @@ type level struct {
 	count int
 }
 
-// Writer emits JSON with rapidjson PrettyWriter's layout (docs/tfserving-rest.md §5.3).
-//
-// It is a small state machine: a stack of open containers and the
-// "single-line array" flag that TF Serving toggles while writing each row.
-// The caller is trusted to call it in a valid order; it is not a validator.
+// Writer emits JSON with rapidjson PrettyWriter's layout (docs/tfserving-rest.md
+// §5.3): a stack of open containers and the "single-line array" flag TF
+// Serving toggles per row. Callers are trusted to call it in a valid order.
 type Writer struct {
 	buf        []byte
 	stack      []level
@@ -207,21 +202,6 @@ var escapeTable = func() (t [256]byte) {
 	return t
 }()
 
-// quotedLen returns the length of AppendString's output for s.
-func quotedLen(s []byte) int {
-	n := len(s) + 2
-	for _, c := range s {
-		switch escapeTable[c] {
-		case 0:
-		case 'u':
-			n += 5 // \u00XX
-		default:
-			n++ // \X
-		}
-	}
-	return n
-}
-
 // AppendString appends s as a JSON string with rapidjson's escaping.
 func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
@@ -244,10 +224,10 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 }
 
 // Nest is the position in one nested-array value written over several
-// calls: the index of the next element in every dimension. The zero Nest
-// is at the start of a value; Reset puts a used one back there.
-// SingleLineFloat32sPart uses it, and so can a caller writing other
-// element types through the Writer's own calls (Begin, Next, Advance).
+// calls: the index of the next element in every dimension, from the zero
+// Nest (or Reset) on. SingleLineFloat32sPart uses it, and so can a caller
+// writing other element types with the Writer's calls (Begin, Next,
+// Advance).
 type Nest struct {
 	idx     []int64 // index of the next element, per dimension
 	written int64   // elements written
@@ -280,10 +260,9 @@ func (n *Nest) Begin(shape []int64) int64 {
 	return n.n
 }
 
-// Next prepares the next run of elements of a started, unfinished value:
-// k is the number of arrays to close and reopen before it (0 for the
-// value's first element and inside an innermost array) and room how many
-// elements are left in its innermost array.
+// Next prepares the next run of a started, unfinished value: k arrays to
+// close and reopen before it (0 at the first element and inside an
+// innermost array), room elements left in its innermost array.
 func (n *Nest) Next(shape []int64) (k int, room int64) {
 	last := len(shape) - 1
 	idx := n.idx
@@ -310,18 +289,14 @@ func (n *Nest) Advance(r int64) {
 }
 
 // SingleLineFloat32sPart continues the single-line nested value of the
-// given shape at nest's position, with the little-endian float32s in le
-// (the next len(le)/4 elements; more than the value holds are ignored):
-// nested arrays laid out as the single-line array mode lays them out
-// ("[[a, b], [c, d]]"), the same text as StartArray/Float32s/EndArray
-// calls in that mode, without the per-array bookkeeping that dominates
-// tensors with a small innermost dimension (an image's 3 channels). The
-// calls together write the same as one call with all the elements, so a
-// tensor can be written as its bytes arrive. The first call writes the value's prefix (its separator in the
-// enclosing container) and opening brackets; the call that completes the
-// value writes its closing brackets. The value has elements (one without
-// is the array calls' nested empty arrays). w must stay in single-line
-// mode.
+// given shape at nest's position with the little-endian float32s in le
+// (the next len(le)/4 elements; any beyond the value are ignored): the
+// text of StartArray/Float32s/EndArray calls in single-line mode ("[[a,
+// b], [c, d]]") without their per-array bookkeeping, which dominates a
+// small innermost dimension (an image's 3 channels). Calls together write
+// what one call would, so a tensor is written as its bytes arrive; the
+// first writes the prefix and opening brackets, the last the closing ones.
+// The value has elements, and w stays in single-line mode.
 func (w *Writer) SingleLineFloat32sPart(nest *Nest, shape []int64, le []byte) {
 	rank := len(shape)
 	if !nest.started {
@@ -333,9 +308,7 @@ func (w *Writer) SingleLineFloat32sPart(nest *Nest, shape []int64, le []byte) {
 	for len(le) >= 4 && nest.written < nest.n {
 		k, room := nest.Next(shape)
 		switch {
-		case k == 1:
-			buf = append(buf, ']', ',', ' ', '[')
-		case k > 1:
+		case k > 0:
 			buf = appendRepeat(buf, ']', k)
 			buf = append(buf, ',', ' ')
 			buf = appendRepeat(buf, '[', k)

@@ -8,26 +8,21 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
-// The decoder turns a predict body into its Request without building a
-// tape: the signature gives every input's dtype, so the JSON numbers go
-// straight into the tensor buffers as they are read. It is a resumable
-// state machine (an explicit container stack, no goroutine), fed with
-// Write in chunks of any size and finished with Close; a chunk may end
-// anywhere, inside a number, a literal, a string or a key. It is the one
-// implementation of TF Serving's request rules: a whole body (Parse) is
-// one chunk, and a streamed body (NewDecoder) any number of them. It
-// decides every body itself, errors included, as TF Serving does;
-// decoder_record.go says how, and ErrUndecided lists the few bodies a
-// stream cannot tell, which the whole text settles (second.go).
+// The decoder turns a predict body into its Request without a tape: the
+// signature gives every input's dtype, so numbers go straight into the
+// tensor buffers as they are read. It is a resumable state machine (an
+// explicit container stack) fed with Write in chunks that may end
+// anywhere, and finished with Close: the one implementation of TF
+// Serving's request rules, for a whole body (Parse, one chunk) and a
+// stream alike. decoder_record.go says how it decides errors as TF does.
 
 // Decoder reads one request body: Write it in chunks, then Close, which
 // returns what Parse over the whole text would, Request or *apierr.Error
 // (for the bodies ErrUndecided lists, a 400 wrapping it). Write returns an
 // error only once the answer is certain (a JSON syntax error, which TF
-// reports before anything else), and Close then returns the same. Chunks
-// are copied where needed; the caller may reuse them after Write. A
-// streamed body's numeric data is stored in fixed blocks that never move
-// (blocks.go).
+// reports first), and Close then returns the same. The caller may reuse a
+// chunk after Write. A stream's numeric data goes into fixed blocks that
+// never move (blocks.go).
 type Decoder struct {
 	resolve Resolver
 	lim     tensor.Limits

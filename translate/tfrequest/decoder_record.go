@@ -6,32 +6,27 @@ import (
 )
 
 // The decoder answers every body itself, errors included, reading it once
-// in document order, because a stream's text is gone once read (and a
-// whole body is read the same way). TF Serving checks in this order: JSON
-// syntax anywhere in the body, then the root object's keys, then the
+// in document order (a stream's text is gone once read). TF Serving checks
+// JSON syntax anywhere in the body, then the root object's keys, then the
 // values against the signature (in document order for "instances", in
-// signature order for named "inputs"), then the input count. The decoder
-// reads in document order, so it
+// signature order for named "inputs"), then the input count. So the
+// decoder
 //
-//   - stops at the first syntax error: that is the answer (Write returns
-//     it at once);
-//   - records facts about the root (its kind, the first "signature_name"
+//   - stops at the first syntax error: the answer (Write returns it);
+//   - records the root's facts (its kind, the first "signature_name"
 //     value's kind, which input keys occur, the first "instances" value)
-//     and a bounded dump of the root, and judges them at Close in TF's
-//     order;
-//   - records the first value error in TF's order together with the dumps
-//     its text needs, captured from the bytes at hand (the dump of a scalar
-//     is the token itself; of an object, a DumpStream fed while the object
-//     is open), then skips the rest of the values it concerns, reading
-//     syntax only. One TF check comes before the values it concerns but can
-//     only be made after them — a list's length — so a list that closes
-//     at the wrong length replaces an error recorded inside it;
+//     and a bounded dump of it, judged at Close in TF's order;
+//   - records the first value error in TF's order with the dumps its text
+//     needs, captured from the bytes at hand (a scalar's is the token; an
+//     object's, a DumpStream fed while it is open), then reads the values
+//     it concerns for syntax only. A list's length, which TF checks before
+//     the values inside, is known after them: a list closing at the wrong
+//     length replaces an error recorded inside it;
 //   - for named "inputs", records the first error per input and picks at
 //     Close by signature order.
 //
-// What it cannot decide from a stream returns an *apierr.Error 400 that
-// wraps ErrUndecided (listed at ErrUndecided); a whole body settles those
-// with a second look at its text (second.go).
+// What a stream cannot decide is a 400 wrapping ErrUndecided; a whole body
+// settles those with a second look at its text (second.go).
 
 // record is what the decoder records for TF's checks, judged at Close
 // in TF's order.
