@@ -7,16 +7,14 @@ import (
 	"strconv"
 )
 
-// Number parsing emulates rapidjson 1.1.0's GenericReader::ParseNumber
-// with kParseNanAndInfFlag and without kParseFullPrecisionFlag, step by
-// step, quirks included: the significand is accumulated in 32, then 64
-// bits, then in a double; fraction digits beyond ~17 significant ones are
-// dropped; the result is one multiply or divide by a power of ten
-// ("normal precision", not correctly rounded). TF Serving stores exactly
-// that double (DT_DOUBLE) or that double cast to float (DT_FLOAT), so a
-// correctly rounded strconv.ParseFloat would differ in the last bit for
-// some 16+ digit inputs. It is also the fast path: no allocation and no
-// big-number arithmetic, which is what the request benchmark needs.
+// Number parsing is rapidjson 1.1.0's GenericReader::ParseNumber with
+// kParseNanAndInfFlag, without kParseFullPrecisionFlag, quirks included:
+// the significand accumulated in 32, then 64 bits, then a double; fraction
+// digits past ~17 significant ones dropped; one multiply or divide by a
+// power of ten ("normal precision", not correctly rounded). TF Serving
+// stores that double (or it cast to float), so strconv.ParseFloat would
+// differ in the last bit for some 16+ digit inputs. No allocation, no
+// big-number arithmetic: the request benchmark's fast path.
 
 // The number flags, mirroring rapidjson's kIntFlag … kDoubleFlag: an
 // integer token carries every range flag it fits.
@@ -66,10 +64,9 @@ const (
 
 func isDigit(c byte) bool { return c-'0' < 10 }
 
-// parseNumber parses the number token starting at data[p] and returns it
-// with the offset after it, or rapidjson's error (its message, and its
-// offset in data). Past the end of data the stream reads as NUL, like
-// rapidjson's MemoryStream.
+// parseNumber parses the number token at data[p] and returns it with the
+// offset after it, or rapidjson's error and offset. Past the end of data
+// the stream reads as NUL, like rapidjson's MemoryStream.
 func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 	start := p
 	n := len(data)
@@ -214,28 +211,20 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 		if !isDigit(peek(p)) {
 			return Num{}, p, &SyntaxError{msgNumberMissExponent, p}
 		}
+		// A negative exponent drops its digits from 214748364 on; a
+		// positive one fails past 308-expFrac.
 		exp = int(data[p] - '0')
-		p++
+		for p++; p < n && isDigit(data[p]); p++ {
+			if expMinus && exp >= 214748364 {
+				continue
+			}
+			exp = exp*10 + int(data[p]-'0')
+			if !expMinus && exp > 308-expFrac {
+				return Num{}, p + 1, &SyntaxError{msgNumberTooBig, start}
+			}
+		}
 		if expMinus {
-			for p < n && isDigit(data[p]) {
-				exp = exp*10 + int(data[p]-'0')
-				p++
-				if exp >= 214748364 {
-					for p < n && isDigit(data[p]) {
-						p++
-					}
-				}
-			}
 			exp = -exp
-		} else {
-			maxExp := 308 - expFrac
-			for p < n && isDigit(data[p]) {
-				exp = exp*10 + int(data[p]-'0')
-				p++
-				if exp > maxExp {
-					return Num{}, p, &SyntaxError{msgNumberTooBig, start}
-				}
-			}
 		}
 	}
 
@@ -307,11 +296,10 @@ type Num struct {
 	bits  uint64
 }
 
-// ParseNumber parses the number token starting at data[p] exactly as the
-// Tokenizer does (NaN/Inf included) and returns it with the offset just after it.
-// ok is false where the Tokenizer reports a syntax error. Past the end of data the
-// input reads as NUL, so a caller streaming chunks must hand it a token
-// that is known to be complete.
+// ParseNumber parses the number token at data[p] as the Tokenizer does
+// (NaN/Inf included) and returns it with the offset after it; ok is false
+// at a syntax error. Past the end of data the input reads as NUL: a
+// streaming caller hands it a token known to be complete.
 func ParseNumber(data []byte, p int) (n Num, end int, ok bool) {
 	n, end, err := parseNumber(data, p)
 	return n, end, err == nil
@@ -362,29 +350,25 @@ func (n Num) Float64() float64 {
 }
 
 // AppendDecimals reads numbers as ParseNumber does, for the hottest loop
-// of a request: up to limit numbers "v, v, v" (a comma, then at most one
-// space, between them) from data[p:], each appended to dst as Num.Float64
-// would return it, as a little-endian float32 (or float64 when wide),
-// which needs that much room in dst: it does not grow it. With width > 0
-// it also steps from a list of width values (n of them before data[p]) to
-// its sibling, "], [" or "],[", only together with that list's first
-// value; each list counts against limit as a value does. It returns the
-// offset just after the last number it took (p for none), how many it
-// took and how many lists it stepped into; it stops before anything else,
-// and before any token it leaves to ParseNumber, so that the caller goes
-// on at the last number's separator.
+// of a request: up to limit numbers "v, v, v" (a comma and at most one
+// space between them) from data[p:], each appended to dst, which must have
+// the room, as Num.Float64's value in a little-endian float32 (float64
+// when wide). With width > 0 it also steps from a list of width values (n
+// of them before data[p]) to its sibling, "], [" or "],[", with that
+// list's first value; a list counts against limit as a value. It returns
+// the offset after the last number taken (p for none), how many it took
+// and how many lists it stepped into, stopping before anything else so
+// that the caller goes on at the last number's separator.
 //
-// It takes -?int[.frac] with at most 15 integer digits and room to read
-// decimalLookahead bytes ahead, eight digits per load, and leaves the rest
-// (exponents, "01", "-0", the end of data) to ParseNumber. Why this gives
-// rapidjson's values: each digit goes into its 64-bit significand m while
-// m <= 2^53-1 before it. With D digits in m (the integer part's, none for
-// "0", and the fraction's L), m < 10^15 up to the 16th, so for D <= 16 the
-// value is float64(m) / 10^L. The 17th digit goes into m when the 16
-// before it are at most 2^53-1, else into the double as d*10 + digit
-// (rapidjson's 17 significant digits always include it); longer
-// fractions go through parseNumber. The loop holds every token's code:
-// a call per value, and the registers saved around it, cost a tenth.
+// It takes -?int[.frac] with at most 15 integer digits and decimalLookahead
+// bytes to read ahead, eight digits per load, and leaves the rest
+// (exponents, "01", "-0", the end of data) to ParseNumber. Each digit goes
+// into rapidjson's 64-bit significand m while m <= 2^53-1 before it; with
+// D digits in m (the integer part's, none for "0", and the fraction's L),
+// m < 10^15 up to the 16th, so for D <= 16 the value is float64(m) / 10^L.
+// The 17th goes into m when the 16 before are at most 2^53-1, else into
+// the double as d*10 + digit; longer fractions go through parseNumber.
+// The loop holds every token's code: a call per value cost a tenth.
 func AppendDecimals(dst, data []byte, p int, wide bool, limit, width, n int) (out []byte, end, took, lists int) {
 	if wide {
 		return appendDecimals[float64](dst, data, p, limit, width, n)
