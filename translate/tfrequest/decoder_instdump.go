@@ -3,17 +3,14 @@ package tfrequest
 import "github.com/tfsbridge/tfsbridge/translate/jsontext"
 
 // An instance object missing an input prints its own dump ("keys must be
-// equal to"), which is known to be needed only once the object has ended.
-// Dumping every instance as it is read would put each one on the slow path
-// (a DumpStream fed token by token, numbers formatted); instead its text is
-// kept, a byte copy per chunk, while it is at most instRawMax long, and
-// dumped only if it misses a key. A longer instance hands its text so far
-// to a dumper (a tokenizer feeding a DumpStream), which then reads the
-// rest of the instance as it arrives until its dump is complete (at most
-// 256 bytes of output, so it soon stops). Once the instance has named every input it cannot miss
-// one, and its text is dropped: an image's long b64 string is not held a
-// second time. So only an instance that misses a key is kept to its end,
-// in a whole body too.
+// equal to"), known to be needed only at its end. Dumping every instance
+// as it is read would put each on the slow path (a DumpStream fed token by
+// token); instead its text is kept, a byte copy per chunk, up to
+// instRawMax, and dumped only if it misses a key. A longer one hands its
+// text to a dumper (a tokenizer feeding a DumpStream), which reads the rest
+// as it arrives until the 256-byte dump is full. An instance that has
+// named every input drops its text: an image's b64 string is not held
+// twice.
 
 // instRawMax is how much of an instance object's text is kept as is.
 const instRawMax = 64 << 10

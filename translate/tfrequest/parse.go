@@ -14,19 +14,15 @@ import (
 // The decoder's two ends: Parse, a whole body as one chunk, and Close,
 // which judges what Write recorded (decoder_record.go) in TF's order.
 
-// Parse parses a TF Serving predict request body the way TF Serving's
-// FillPredictRequestFromJson does, check for check and in the same order
-// (docs/tfserving-rest.md §2.3, §3, §4): JSON syntax, top level is an
-// object, signature_name is a string; then resolve (its error is returned
-// as is); then an input map must exist, exactly one of "instances" /
-// "inputs", and the values are converted against the signature's input
-// names and dtypes. Last comes the input-count check TF's predictor makes
-// before the model (predict_util.cc VerifyRequestInputsSize), so a parsed
-// Request holds exactly one tensor per signature input.
-//
-// Every failure is an *apierr.Error carrying TF Serving's message. lim
-// bounds nesting depth and the total number of tensor elements. Strings
-// in the Request may alias body.
+// Parse parses a predict request body as TF Serving's
+// FillPredictRequestFromJson does, check for check and in its order
+// (docs/tfserving-rest.md §2.3, §3, §4): JSON syntax, an object root, a
+// string signature_name; resolve (its error returned as is); an input map,
+// exactly one of "instances" / "inputs", the values against the inputs'
+// names and dtypes; last the predictor's input-count check
+// (VerifyRequestInputsSize), so a Request holds one tensor per input.
+// Every failure is an *apierr.Error with TF's message. lim bounds nesting
+// and tensor elements. Strings in the Request may alias body.
 func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 	d := NewDecoder(resolve, lim)
 	for {
@@ -137,18 +133,13 @@ func sameInputs(a, b *tensor.Signature) bool {
 	})
 }
 
-// verifyInputsSize is predict_util.cc's VerifyRequestInputsSize, which TF
-// Serving's predictor runs on every parsed request before the model: the
-// request must hold as many distinct inputs as the signature (docs/tfserving-rest.md §4.1).
-// The JSON parser lets one request through with fewer: row instances that
-// are b64 objects all feed the first input, even when the signature has
-// several. Columnar objects ignore unknown names and require every
-// signature input, so they always pass.
-//
-// The text names both sets as std::set<string> orders them (bytewise),
-// joined by ",", then the differences both ways:
-// "input size does not match signature: 1!=2 len({a}) != len({a,b}). Sent
-// extra: {}. Missing but required: {b}."
+// verifyInputsSize is predict_util.cc's VerifyRequestInputsSize, run
+// before the model: as many distinct inputs as the signature
+// (docs/tfserving-rest.md §4.1). Only row instances that are b64 objects
+// get here with fewer (they all feed the first input). The text names both
+// sets in std::set<string> order, then the differences both ways: "input
+// size does not match signature: 1!=2 len({a}) != len({a,b}). Sent extra:
+// {}. Missing but required: {b}."
 func verifyInputsSize(sig *tensor.Signature, inputs []tensor.Tensor) error {
 	if len(inputs) == len(sig.Inputs) {
 		return nil // every parser path fills each input once, or fails

@@ -24,11 +24,10 @@ type Request struct {
 	SignatureName string
 	// Format is the request format, which decides the response format.
 	Format tfjson.Format
-	// Inputs are the input tensors in signature input order. Their Data
-	// and Strings may alias the request body and pooled memory owned by
-	// the Request: they stay valid until Release. A streamed body's
-	// numeric data may span several blocks, and Data is then nil: Blocks
-	// gives the data of every input, whichever parser made it.
+	// Inputs are the input tensors in signature order. Their Data and
+	// Strings may alias the body and pooled memory owned by the Request,
+	// valid until Release. A stream's data may span several blocks, with
+	// Data nil: Blocks gives every input's data.
 	Inputs []tensor.Tensor
 	// Signature is the signature the request was parsed against.
 	Signature *tensor.Signature
@@ -39,10 +38,10 @@ type Request struct {
 	shape  []int64    // backing store for the Inputs' shapes
 }
 
-// Release returns the Request's pooled memory (the tensor data buffers). The Inputs must not be used afterwards. Calling it
-// is optional — without it the memory is simply garbage collected — but the
-// request pipeline does, so that a steady stream of requests allocates
-// little more than the bodies it sends.
+// Release returns the Request's pooled tensor buffers; the Inputs must
+// not be used afterwards. It is optional (garbage collection frees them
+// too), but the pipeline calls it, so that a steady stream of requests
+// allocates little more than the bodies it sends.
 func (r *Request) Release() {
 	if r == nil {
 		return

@@ -42,13 +42,12 @@ func sortedNames(n int, name func(int) string) string {
 	return strings.Join(tensor.NameSet(n, name), ",")
 }
 
-// buildTensors is the last step of the decoder (and of the tape oracle
-// the tests hold it to, oracle_test.go): the n inputs' accumulated values become r.Inputs, in
-// signature order, skipping inputs the body did not fill. Row format
-// prepends the batch dimension. A duplicated key in an instance object
-// leaves more values than the shape holds; TF's Tensor::FromProto keeps
-// the first ones, and so does this. ensureBuf gives a numeric input that
-// received no value its (empty) buffer.
+// buildTensors is the last step of the decoder (and of the tests' tape
+// oracle): the n inputs' values become r.Inputs in signature order,
+// skipping inputs the body did not fill, row format with the batch
+// dimension first. A duplicated instance key leaves more values than the
+// shape holds: the first ones are kept, as TF's Tensor::FromProto does.
+// ensureBuf gives a numeric input without values its (empty) buffer.
 func buildTensors(r *Request, n int, at func(int) *input, batch int64, ensureBuf func(*input)) {
 	nShape := 0
 	for i := range n {
