@@ -6,11 +6,10 @@ import (
 	"math/bits"
 )
 
-// Grisu2 as rapidjson 1.1.0's internal/dtoa.h implements it (Loitsch 2010).
-// It is written out here, not replaced by strconv's shortest formatting,
-// because Grisu2 is not always shortest-and-closest: TF Serving's error
-// messages print rapidjson's digits, and a faithful dump must print the
-// same ones. Only error paths use it.
+// Grisu2 as rapidjson 1.1.0's internal/dtoa.h implements it (Loitsch
+// 2010), not strconv's shortest formatting: Grisu2 is not always shortest
+// and closest, and TF Serving's error messages print its digits. Only
+// error paths use it.
 
 // diyFp is a "do it yourself" float: f × 2^e.
 type diyFp struct {
@@ -63,9 +62,8 @@ func (x diyFp) boundaries() (minus, plus diyFp) {
 }
 
 // cachedPowers holds 10^(-348+8i), i = 0…86, as normalized 64-bit
-// significands rounded to nearest, with their binary exponents: the table
-// every Grisu implementation (rapidjson's included) carries, computed here
-// exactly instead of transcribed.
+// significands rounded to nearest with their binary exponents: Grisu's
+// table, computed exactly instead of transcribed.
 var cachedPowers = func() (t [87]diyFp) {
 	for i := range t {
 		f := new(big.Float).SetPrec(64).SetMode(big.ToNearestEven).SetRat(pow10Rat(-348 + 8*i))

@@ -2,12 +2,10 @@ package jsontext
 
 import "math"
 
-// DumpStream renders a value token by token exactly as AppendDump renders
-// it whole: a streaming parser that holds no tape feeds it the value's
-// tokens as they are read and gets TF Serving's bounded dump. Like the
-// dump, it stops for good once the output has reached its limit (the
-// token that crosses the mark is still written whole) or after a NaN or
-// Infinity, so feeding it more costs nothing.
+// DumpStream renders TF Serving's bounded dump of a value from its tokens
+// as a one-pass reader reads them. It stops for good once the output has
+// reached its limit (the token crossing it still written whole) or after
+// a NaN or Infinity, so feeding it more costs nothing.
 type DumpStream struct {
 	w       Writer
 	limit   int
@@ -45,16 +43,14 @@ func (s *DumpStream) Bytes() []byte {
 // Full reports that no further token would be written.
 func (s *DumpStream) Full() bool { return s.stopped || len(s.w.buf) >= s.limit }
 
-// Feed writes one token (not NeedMore) as the value's dump renders it (a
-// key as a string; a NaN or an Infinity writes only its separator and
-// stops the dump), so a one-pass reader dumps what it reads; it reports
-// whether the dump goes on.
+// Feed writes one token (not NeedMore) as the dump renders it (a key as
+// a string; a NaN or an Infinity only its separator, ending the dump) and
+// reports whether the dump goes on.
 func (s *DumpStream) Feed(tok Token) bool { return s.feed(tok, false) }
 
 // FeedStable is Feed for a string token whose Str its caller keeps
-// unmodified while the dump is in use: the token that crosses the limit
-// is then kept where it is instead of copied (it may be a megabyte
-// payload, held once).
+// unmodified while the dump is in use: the token crossing the limit (maybe
+// a megabyte payload) is then kept where it is, not copied.
 func (s *DumpStream) FeedStable(tok Token) bool { return s.feed(tok, true) }
 
 func (s *DumpStream) feed(tok Token, stable bool) bool {
