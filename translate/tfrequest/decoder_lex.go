@@ -116,35 +116,27 @@ func (d *Decoder) top() *opFrame {
 	return &d.stack[len(d.stack)-1]
 }
 
-// slot returns what the next value in the innermost container is for.
-func (d *Decoder) slot() slot {
-	f := d.top()
-	switch {
-	case f == nil:
-		return slot{kind: slotRoot}
-	case f.obj:
-		return slot{kind: f.next, input: f.nextInput, level: f.level}
-	case f.role == roleInstances:
-		return slot{kind: slotInstance}
-	case f.role == roleTensor:
-		return slot{kind: slotTensor, input: f.input, level: f.level + 1}
-	}
-	return slot{kind: slotSkip}
-}
-
 // value handles a value's token (a scalar, or a container's opening
 // bracket) that starts at buf[p].
 func (d *Decoder) value(tok jsontext.Token, p int) {
 	f := d.top()
-	if f == nil {
+	switch {
+	case f == nil:
 		d.dumpStart(dumpRoot, 0)
-	}
-	if f != nil && !f.obj {
+	case !f.obj:
 		f.n++
 	}
-	s := d.slot()
-	if d.skipping() {
-		s = slot{kind: slotSkip}
+	s := slot{kind: slotSkip} // what the value is for
+	switch {
+	case d.skipping():
+	case f == nil:
+		s.kind = slotRoot
+	case f.obj:
+		s = slot{f.next, f.nextInput, f.level}
+	case f.role == roleInstances:
+		s.kind = slotInstance
+	case f.role == roleTensor:
+		s = slot{slotTensor, f.input, f.level + 1}
 	}
 	// A list or scalar where an instance or "inputs" belongs is one
 	// input's whole value, where that may stand.
