@@ -127,9 +127,9 @@ func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 		dc := &sc[up]
 		exp := int(dc.exp)
 		if uint64(d)*mod1000-dc.lowMargin > dc.lowSpan {
-			// Not settled by step 2, not in fixed form (noFast), or D of
-			// ten digits (9.99999999x rounded up: D%1000 is 0).
-			if dc.margin == noFast {
+			// Not settled by step 2, not in fixed form (lowMargin 1), or D
+			// of ten digits (9.99999999x rounded up: D%1000 is 0).
+			if dc.lowMargin == 1 {
 				break
 			}
 			// Step 3 inline (no call in the loop): D rounded to six
@@ -236,15 +236,12 @@ type f32Scale [2]f32Decade
 // it knows the decade is at one address.
 type f32Decade struct {
 	pow float64 // 10^(8-exp)
-	// lowMargin and lowSpan are the loop's test of margin's bounds on
-	// D%1000, done on D*mod1000's low 64 bits (settledLow).
+	// lowMargin and lowSpan test step 2's margin <= D%1000 <= 1000-margin
+	// on D*mod1000 (settledLow). A decade the loop does not write has
+	// lowSpan 0 and lowMargin 1, which no D passes (D*mod1000 is never 1:
+	// that needs t = 0 and (D/1000)*384 = 1).
 	lowMargin, lowSpan uint64
-	// margin is step 2's bound for the decade, floor(ulp(x)/2) in units
-	// of D's last digit plus 2: D is settled when margin <= D%1000 <=
-	// 1000-margin. A decade the loop does not write has margin noFast,
-	// and lowMargin and lowSpan that every value fails.
-	margin uint16
-	exp    int8
+	exp                int8
 }
 
 // mod1000 is ceil(2^64/1000): for D < 10^9 and t = D%1000, D*mod1000 mod
@@ -254,18 +251,13 @@ type f32Decade struct {
 // multiplication where D%1000 takes two and a shift.
 const mod1000 = 1<<64/1000 + 1
 
-// settledLow returns lowMargin and lowSpan for a decade of step 2's
-// margin; for noFast, a test no D passes (D*mod1000 is never 1: that
-// needs t = 0 and (D/1000)*384 = 1).
-func settledLow(margin uint16) (lowMargin, lowSpan uint64) {
-	if margin == noFast {
-		return 1, 0
-	}
-	return uint64(margin) * mod1000, uint64(1001-2*margin)*mod1000 - 1
+// settledLow returns lowMargin and lowSpan for step 2's margin.
+func settledLow(margin uint64) (lowMargin, lowSpan uint64) {
+	return margin * mod1000, (1001-2*margin)*mod1000 - 1
 }
 
 // digits returns D for the float32 with bits b, whose entry sc is, and
-// its decade (0 or 1): correct where the decade's margin is not noFast.
+// its decade (0 or 1): correct where the loop writes the decade.
 func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
 	x := float64(math.Float32frombits(b &^ (1 << 31)))
 	// The conversions keep each product rounded on its own (no fused
@@ -279,20 +271,12 @@ func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
 	return d, up & 1
 }
 
-// noFast is the margin of the f32Scales decades appendFloat32s leaves to
-// appendFloat32Other.
-const noFast = 0xFFFF
-
 // f32Scales is appendFloat32s' table, one entry per biased exponent. The
 // tests check every decade at both ends of its mantissa range against
 // strconv.
 var f32Scales = func() (t [256]f32Scale) {
 	for e := range t {
-		for up := range 2 {
-			dc := &t[e][up]
-			dc.margin = noFast
-			dc.lowMargin, dc.lowSpan = settledLow(noFast)
-		}
+		t[e][0].lowMargin, t[e][1].lowMargin = 1, 1 // not written by the loop
 		q := e - 150 // |x| = m*2^q, m the 24-bit mantissa
 		exp0 := log10Pow2(q + 23)
 		if e == 0 || e == 0xFF || exp0 < -5 || exp0 > 8 {
@@ -304,13 +288,10 @@ var f32Scales = func() (t [256]f32Scale) {
 			if exp < -4 || exp > 8 {
 				continue
 			}
-			// floor(ulp(x)/2) in V's units: 2^(q-1) * 10^k.
-			k := 8 - exp
-			half := math.Floor(math.Ldexp(pow10[k], q-1))
-			margin := uint16(half + 2)
+			// floor(ulp(x)/2) in V's units, 2^(q-1) * 10^(8-exp), plus 2.
 			dc := &t[e][up]
-			dc.margin, dc.exp = margin, int8(exp)
-			dc.lowMargin, dc.lowSpan = settledLow(margin)
+			dc.exp = int8(exp)
+			dc.lowMargin, dc.lowSpan = settledLow(uint64(math.Ldexp(pow10[8-exp], q-1)) + 2)
 		}
 	}
 	return t
