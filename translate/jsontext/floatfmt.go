@@ -276,8 +276,9 @@ func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
 // strconv.
 var f32Scales = func() (t [256]f32Scale) {
 	for e := range t {
-		t[e][0].lowMargin, t[e][1].lowMargin = 1, 1 // not written by the loop
-		q := e - 150                                // |x| = m*2^q, m the 24-bit mantissa
+		t[e][0].lowMargin, t[e][1].lowMargin = 1, 1 // unless the loop writes the decade
+		// |x| = m*2^q, m the 24-bit mantissa
+		q := e - 150
 		exp0 := log10Pow2(q + 23)
 		if e == 0 || e == 0xFF || exp0 < -5 || exp0 > 8 {
 			continue
