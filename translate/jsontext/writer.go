@@ -149,11 +149,7 @@ func (w *Writer) Raw(text []byte) {
 // Bool writes true or false.
 func (w *Writer) Bool(b bool) {
 	w.prefix()
-	if b {
-		w.buf = append(w.buf, "true"...)
-	} else {
-		w.buf = append(w.buf, "false"...)
-	}
+	w.buf = strconv.AppendBool(w.buf, b)
 }
 
 // Int64 writes a signed integer.

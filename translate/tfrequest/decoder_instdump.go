@@ -74,14 +74,6 @@ func (d *Decoder) instDumpFeed(b []byte) {
 	}
 }
 
-// instDumpEnd ends the instance's text at chunk offset end (just after its
-// closing brace).
-func (d *Decoder) instDumpEnd(end int) {
-	in := &d.inst
-	d.instDumpFeed(d.chunk[in.from:end])
-	in.on = false
-}
-
 // instDumpDrop drops the instance's text: it named every input.
 func (d *Decoder) instDumpDrop() {
 	in := &d.inst

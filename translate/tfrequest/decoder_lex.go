@@ -384,10 +384,7 @@ func (d *Decoder) b64Key(f *opFrame, named bool) {
 // instanceKey maps a key of a named-inputs instance object to its input.
 // TF reads the key as a C string: it ends at its first NUL (rowKey).
 func (d *Decoder) instanceKey(f *opFrame, k []byte) {
-	name := k
-	if j := bytes.IndexByte(k, 0); j >= 0 {
-		name = k[:j]
-	}
+	name, _, _ := bytes.Cut(k, []byte{0})
 	if d.keyInBody {
 		d.ekey = name
 	} else {
@@ -451,8 +448,9 @@ func (d *Decoder) close(tok jsontext.Token, q int) {
 	f := d.stack[idx]
 	d.stack = d.stack[:idx]
 	d.feed(tok, false)
-	if d.inst.on && idx == d.inst.depth {
-		d.instDumpEnd(q)
+	if d.inst.on && idx == d.inst.depth { // the instance's text ends after its brace
+		d.instDumpFeed(d.chunk[d.inst.from:q])
+		d.inst.on = false
 	}
 	// Skipped values are not judged, but a list at the wrong length, which
 	// TF finds before the error inside it, takes that error's place.

@@ -1,8 +1,7 @@
-// Package tfrequest parses TensorFlow Serving predict request bodies
-// ("instances" row format and "inputs" columnar format) into tensors,
-// faithful to TF Serving's json_tensor.cc: its value rules, its shape and
-// ragged checks, its error texts. One decoder reads whole bodies (Parse)
-// and streamed ones (NewDecoder) alike.
+// Package tfrequest parses TensorFlow Serving predict request bodies (row
+// "instances" and columnar "inputs") into tensors as TF Serving's
+// json_tensor.cc does: its value rules, shape and ragged checks and error
+// texts. One decoder reads whole bodies (Parse) and streams alike.
 package tfrequest
 
 import (
@@ -12,10 +11,9 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
-// Resolver looks up the signature a request names ("" when it names none,
-// which TF Serving reads as serving_default). Its error is returned to the
-// client as is, so it should be an *apierr.Error with TF's text (unknown
-// model, unknown signature).
+// Resolver looks up the signature a request names ("" for none: TF's
+// serving_default). Its error goes to the client as is: an *apierr.Error
+// with TF's text (unknown model, unknown signature).
 type Resolver func(signatureName string) (*tensor.Signature, error)
 
 // Request is a parsed predict request.
