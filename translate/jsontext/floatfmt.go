@@ -37,10 +37,9 @@ import (
 // literal format-parse-format path. The tests hold the literal algorithm
 // as the oracle, on millions of values and under fuzzing.
 
-// AppendFloat32 appends f as TF Serving prints a DT_FLOAT (docs/tfserving-rest.md §5.2):
-// bare NaN/Infinity/-Infinity; else %.6g, or %.9g when the six-digit text
-// does not parse back to the same float32; ".0" appended when the text has
-// neither '.' nor an exponent.
+// AppendFloat32 appends f as TF Serving prints a DT_FLOAT (docs/tfserving-rest.md
+// §5.2): bare NaN/Infinity/-Infinity; else %.6g, or %.9g when that does not
+// parse back to f; ".0" when the text has neither '.' nor an exponent.
 func AppendFloat32(dst []byte, f float32) []byte {
 	var le [4]byte
 	binary.LittleEndian.PutUint32(le[:], math.Float32bits(f))
@@ -112,12 +111,10 @@ func appendFloat32s(dst, le []byte, row, col int) []byte {
 // whole-word stores write past the end.
 const valueRoom = 32
 
-// appendFixedRun writes the values at the start of run that
-// appendFloat32s writes itself (normal, in fixed form), each followed by
-// its separator (endValue), into dst from n on, until the run ends or a
-// value it does not write. dst has valueRoom bytes for every value of run
-// past n. It returns the offset in run where it stopped (len(run) at the
-// end) and the new n and left.
+// appendFixedRun writes the values at the start of run that it writes
+// itself (normal, in fixed form), each with its separator (endValue), into
+// dst from n on (valueRoom bytes for each), up to the first other value.
+// It returns the offset in run where it stopped, the new n and left.
 func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 	j := 0
 	for ; j < len(run)-3; j += 4 { // this form proves run[j:] needs no check
@@ -378,9 +375,8 @@ func sixDigitsRoundTrip(a float64, d6 uint64, e, bits int) bool {
 	return err == nil && back == a
 }
 
-// exactParse is strtof (F float32) or strtod (float64) of d6*10^e for a
-// 10^|e| exact in F (|e| <= 10 for float32, 22 for float64): one
-// correctly rounded division or multiplication.
+// exactParse is strtof (F float32) or strtod (float64) of d6*10^e, 10^|e|
+// exact in F: one correctly rounded division or multiplication.
 func exactParse[F float32 | float64](d6 uint32, e int) F {
 	f, p := F(d6), F(pow10[max(e, -e)])
 	if e < 0 {
@@ -400,9 +396,8 @@ func appendLiteral(dst []byte, v float64, bits, fallback int) []byte {
 }
 
 // strconvDigits returns |v| rounded to prec significant digits as
-// d*10^(exp-prec+1), d of exactly prec digits, using strconv's
-// correctly rounded fixed-precision formatting, read from its 'e' format
-// ("d.ddde+XX").
+// d*10^(exp-prec+1), d of exactly prec digits, read from strconv's
+// correctly rounded 'e' format ("d.ddde+XX").
 func strconvDigits(v float64, bits, prec int) (d uint64, exp int) {
 	var buf [32]byte
 	s := strconv.AppendFloat(buf[:0], math.Abs(v), 'e', prec-1, bits)

@@ -292,14 +292,14 @@ func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 	}
 	t.tokOff = t.off + int64(p)
 	switch c {
-	case '[':
-		t.objs = append(t.objs, false)
+	case '[', '{':
+		obj := c == '{'
+		t.objs = append(t.objs, obj)
 		t.st = tzFirst
-		return Token{Kind: BeginArray, Off: t.tokOff}, p + 1
-	case '{':
-		t.objs = append(t.objs, true)
-		t.st = tzKeyFirst
-		return Token{Kind: BeginObject, Off: t.tokOff}, p + 1
+		if obj {
+			t.st = tzKeyFirst
+		}
+		return Token{Kind: BeginArray + TokenKind(bitIf(obj)), Off: t.tokOff}, p + 1 // BeginObject follows
 	case '"':
 		t.key = t.st == tzKeyFirst || t.st == tzKey
 		return t.str(buf, p+1, false)
@@ -317,11 +317,7 @@ func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 func (t *Tokenizer) close(obj bool, p int) Token {
 	t.objs = t.objs[:len(t.objs)-1]
 	t.valueEnd()
-	tok := Token{Kind: EndArray, Off: t.off + int64(p)}
-	if obj {
-		tok.Kind = EndObject
-	}
-	return tok
+	return Token{Kind: EndArray + TokenKind(bitIf(obj)), Off: t.off + int64(p)} // EndObject follows EndArray
 }
 
 // valueEnd sets the state after a complete value.

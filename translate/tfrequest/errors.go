@@ -9,8 +9,8 @@ import (
 )
 
 // TF Serving's request errors (json_tensor.cc), built from their parts so
-// that the tape oracle (tests), which has the values at hand, and the
-// decoder, which has only bounded dumps captured as it read, say the same.
+// that the tests' tape oracle (values at hand) and the decoder (bounded
+// dumps captured as it read) say the same.
 
 // The root checks of FillPredictRequestFromJson (FormatError messages).
 const (
