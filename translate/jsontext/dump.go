@@ -24,10 +24,9 @@ import (
 // token boundary, and feeding it more costs nothing.
 const DumpLimit = 256
 
-// growFor grows buf once for the string token s written at depth, quotes
-// and the longest prefix (",\n" and the indent) included: a token is
-// written whole however long (a b64 payload), and append by append would
-// allocate several times. Escapes, rare in a long string, may grow it again.
+// growFor grows buf once for the string token s written at depth with its
+// quotes and longest prefix: a token (a b64 payload) is written whole, and
+// append by append would allocate several times (escapes may, rarely).
 func growFor(buf, s []byte, depth int) []byte {
 	return slices.Grow(buf, len(s)+4+indentUnit*depth)
 }
@@ -35,15 +34,12 @@ func growFor(buf, s []byte, depth int) []byte {
 // appendGrisu appends f as rapidjson 1.1.0's Writer::Double writes a
 // finite double (internal::dtoa with maxDecimalPlaces 324).
 func appendGrisu(dst []byte, f float64) []byte {
-	if f == 0 {
-		if math.Signbit(f) {
-			dst = append(dst, '-')
-		}
-		return append(dst, "0.0"...)
-	}
-	if f < 0 {
+	if math.Signbit(f) {
 		dst = append(dst, '-')
 		f = -f
+	}
+	if f == 0 {
+		return append(dst, "0.0"...)
 	}
 	var buf [26]byte
 	length, k := grisu2(f, buf[:])

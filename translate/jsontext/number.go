@@ -244,9 +244,8 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 	}
 }
 
-// intFlags returns the flags rapidjson gives a value built from a signed
-// integer (non-negative values get the unsigned flags too, so "-0" is a
-// plain 0).
+// intFlags returns rapidjson's flags for a signed integer (non-negative
+// ones get the unsigned flags too: "-0" is a plain 0).
 func intFlags(v int64) uint8 {
 	if v >= 0 {
 		return uintFlags(uint64(v))
@@ -288,9 +287,8 @@ func normalPrecision(d float64, p int) float64 {
 	return d / pow10[-p]
 }
 
-// Num is one parsed number token as rapidjson holds it: the range
-// flags of the token and its payload, converted bit for bit as rapidjson
-// converts them.
+// Num is one parsed number token as rapidjson holds it: its range flags
+// and payload, converted bit for bit as rapidjson converts them.
 type Num struct {
 	flags uint8
 	bits  uint64
@@ -520,15 +518,13 @@ values:
 }
 
 // decimalLookahead is how far past a token's start AppendDecimals may
-// read: a sign, 15 integer digits and the point (17), two words of
-// fraction digits (16), a 17th and the byte after it, and the "], [" or
-// ", " after that.
+// read: a sign, 15 integer digits and the point, 16 fraction digits, a
+// 17th and the byte after it, and the "], [" after that.
 const decimalLookahead = 40
 
-// longFraction reads AppendDecimals' token at data[p:], a fraction
-// beyond 17 digits, with parseNumber's loops: its magnitude and the offset
-// after it, or end < 0 at the end of data (left to ParseNumber). Out of
-// line: a call in the loop would cost its registers.
+// longFraction reads AppendDecimals' token at data[p:], a fraction past
+// 17 digits, with parseNumber: its magnitude and end, or end < 0 at the
+// end of data. A call to parseNumber in the loop would cost its registers.
 func longFraction(data []byte, p int) (f float64, end int) {
 	num, end, err := parseNumber(data, p)
 	if err != nil || end >= len(data) {

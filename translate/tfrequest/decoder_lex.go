@@ -218,8 +218,7 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 			d.b64Deviate(f, nil, false)
 			break
 		}
-		// Decoded once the object is known to be a {"b64": "…"} value
-		// (closeB64).
+		// Decoded once the object is known to be a b64 value (closeB64).
 		f.flags |= b64Str
 		tok.Str, stable = d.keepB64(tok.Str, tok.InChunk)
 	case slotTensor:
@@ -369,8 +368,8 @@ func (d *Decoder) b64Key(f *opFrame, named bool) {
 		d.named = false
 		ctx = b64Inputs
 	case d.mode == instUndecided:
-		// The first instance: plain values of the first input (TF feeds
-		// the first input even when there are several).
+		// The first instance: plain values of the first input, even
+		// when there are several (TF's rule).
 		d.mode = instPlain
 		ctx = b64First
 	case named && !d.whole:
@@ -607,8 +606,7 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 	n := len(buf)
 	elemBudget := d.lim.MaxElements - d.total
 	nodeBudget := d.tz.ValuesLeft()
-	// The step to a sibling list needs its level's size known and a
-	// parent list (level > 0).
+	// Stepping to a sibling list needs a parent list and the level's size.
 	want := int64(-1)
 	if f.level > 0 {
 		want = in.cur[f.level]
@@ -681,8 +679,7 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 		if q == n || buf[q] != '[' {
 			break
 		}
-		// "], [": the list closed at its level's size; its sibling opens
-		// at the same level and depth.
+		// "], [": the list closed at its level's size, its sibling opens.
 		lists++
 		fn = 0
 		after = false
