@@ -98,8 +98,8 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 		i = uint64(c - '0')
 		p++
 		// On in a double where the next digit would pass int64's range
-		// (negative) or uint64's. rapidjson's first stage, in 32 bits,
-		// ends in the same value, so one 64-bit loop stands for both.
+		// (negative) or uint64's; one 64-bit loop stands for rapidjson's
+		// 32-bit first stage too (same value).
 		lim, last := uint64(0x1999999999999999), byte('5')
 		if minus {
 			lim, last = 0x0CCCCCCCCCCCCCCC, '8'
@@ -152,11 +152,9 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 			return Num{}, p, &SyntaxError{msgNumberMissFraction, p}
 		}
 		// Digits go into the integer significand while it is at most
-		// 2^53-1, each lowering expFrac and, from the first non-zero one,
-		// counting in sig; runs of up to eight at once while none of the
-		// run can meet that cut-off (the same i, sig and expFrac). Then
-		// into the double up to 17 significant digits; the rest are read
-		// and dropped.
+		// 2^53-1 (eight at once while none can meet that), each lowering
+		// expFrac and, from the first non-zero one, counting in sig; then
+		// into the double up to 17 significant digits; the rest dropped.
 		for !useDouble && i < 0x1FFFFFFFFFFFFF/100000000 && p+8 <= n {
 			x := binary.LittleEndian.Uint64(data[p:])
 			k := digitRun(x)

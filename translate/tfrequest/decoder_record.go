@@ -107,8 +107,7 @@ func (d *Decoder) valueErr(i int, err error, item, replace bool) {
 		d.ferr = err
 	}
 	// Row format stops at the first error; named inputs go on with the
-	// next input, so only the rest of this one's value is skipped (none
-	// when the value was a scalar).
+	// next, skipping the rest of this one's value (none for a scalar).
 	scope := d.itemDepth
 	if d.req.Format == tfjson.Row {
 		scope = d.instDepth

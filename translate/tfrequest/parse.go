@@ -27,18 +27,16 @@ func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 	d := NewDecoder(resolve, lim)
 	for {
 		d.whole, d.body = true, body
-		// Every number of a single numeric input is followed by a comma
-		// but the last of each list, so the comma count sizes its buffer
-		// in one go (bytes.Count is vectorized).
+		// A comma follows every number but a list's last: the count
+		// sizes a single input's buffer in one go (vectorized).
 		d.hint = int64(bytes.Count(body, []byte{','})) + 1
 		d.Write(body)
 		r, err := d.Close()
 		if !d.lost {
 			return r, err
 		}
-		// The body names its signature after the values, which were read
-		// against the default signature: read them again with that name
-		// resolved first (it is then known, so this happens once).
+		// The signature named after the values, which were read against
+		// the default one: read again with that name known (once).
 		name := d.req.SignatureName
 		d = NewDecoder(resolve, lim)
 		d.req.SignatureName, d.known = name, true
@@ -77,8 +75,6 @@ func (d *Decoder) end() error {
 	if !d.finish() {
 		return undecided("internal check failed")
 	}
-	// VerifyRequestInputsSize: only b64 values of the first input with a
-	// several-input signature get here without every input.
 	return verifyInputsSize(d.req.Signature, d.req.Inputs)
 }
 
@@ -94,16 +90,15 @@ func (d *Decoder) rootErr() error {
 	resolved := d.req.Signature != nil || d.resolveE != nil
 	switch {
 	case !resolved || d.lateSig:
-		// Neither "instances" nor "inputs" (TF still resolves first), or
-		// a name after them: resolved now.
+		// No "instances" nor "inputs" (TF resolves first), or a name
+		// after them: resolved now.
 		sig, err := d.resolveName(d.req.SignatureName)
 		switch {
 		case err != nil:
 			return err
 		case !resolved:
 		case d.req.Signature == nil || !sameInputs(sig, d.req.Signature):
-			// The values were read against other inputs; the root
-			// checks that follow do not depend on them.
+			// Read against other inputs; the root checks left do not care.
 			d.lost = true
 		default:
 			d.req.Signature = sig
