@@ -94,13 +94,3 @@ func (r *Request) Blocks(i int) [][]byte {
 	}
 	return [][]byte{r.Inputs[i].Data}
 }
-
-// releaseBlocks returns the Request's data blocks to their pool.
-func (r *Request) releaseBlocks() {
-	for _, b := range r.pooled {
-		*b = (*b)[:0]
-		blockPool.Put(b)
-	}
-	r.pooled = nil
-	r.pieces = nil
-}

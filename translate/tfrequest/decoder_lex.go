@@ -101,8 +101,7 @@ func (d *Decoder) token(tok jsontext.Token, p, q int) {
 	case jsontext.Key:
 		d.top().n++
 		d.keyEnd = q
-		d.keyInBody = tok.InChunk && d.whole
-		d.feed(tok, d.keyInBody)
+		d.feed(tok, tok.InChunk && d.whole)
 		d.key(tok.Str)
 	default:
 		d.value(tok, p)
@@ -384,12 +383,8 @@ func (d *Decoder) b64Key(f *opFrame, named bool) {
 // TF reads the key as a C string: it ends at its first NUL (rowKey).
 func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 	name, _, _ := bytes.Cut(k, []byte{0})
-	if d.keyInBody {
-		d.ekey = name
-	} else {
-		d.keyBuf = append(d.keyBuf[:0], name...)
-		d.ekey = d.keyBuf
-	}
+	d.keyBuf = append(d.keyBuf[:0], name...)
+	d.ekey = d.keyBuf
 	i := d.lookup(name)
 	if i < 0 {
 		d.valueErr(0, errNoNamedInput(name), true, false)

@@ -62,7 +62,6 @@ type record struct {
 	inst  instDump
 
 	keyEnd    int  // chunk offset after the last key's closing quote
-	keyInBody bool // and the key lies in the whole body
 	replaying bool // replayInputs is reading the named "inputs" again
 
 	chunk []byte // the chunk being written (nil outside Write)

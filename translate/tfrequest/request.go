@@ -47,9 +47,11 @@ func (r *Request) Release() {
 	for _, b := range r.bufs {
 		putBuf(b)
 	}
-	r.bufs = nil
-	r.releaseBlocks()
-	r.Inputs = nil
+	for _, b := range r.pooled { // streamed data blocks
+		*b = (*b)[:0]
+		blockPool.Put(b)
+	}
+	r.bufs, r.pooled, r.pieces, r.Inputs = nil, nil, nil, nil
 }
 
 // The request keys TF Serving reads (json_tensor.cc).
