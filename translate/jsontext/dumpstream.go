@@ -65,7 +65,22 @@ func (s *DumpStream) feed(tok Token, stable bool) bool {
 	case EndArray, EndObject:
 		w.close()
 	case Key, StringValue:
-		return s.str(tok.Str, stable)
+		v := tok.Str
+		if len(w.buf)+len(v)+2 < s.limit {
+			w.StringBytes(v)
+			break
+		}
+		// The last token: kept as is, rendered by Bytes.
+		switch {
+		case stable:
+			s.tail = v
+		case s.stable:
+			s.tail = append([]byte(nil), v...) // never into the caller's bytes
+		default:
+			s.tail = append(s.tail[:0], v...)
+		}
+		s.hasTail, s.stopped, s.stable = true, true, stable
+		return false
 	case TrueValue, FalseValue:
 		w.Bool(tok.Kind == TrueValue)
 	case NullValue:
@@ -87,24 +102,5 @@ func (s *DumpStream) feed(tok Token, stable bool) bool {
 			w.Uint64(n.bits)
 		}
 	}
-	return true
-}
-
-func (s *DumpStream) str(v []byte, stable bool) bool {
-	if len(s.w.buf)+len(v)+2 >= s.limit {
-		// The last token: kept as is, rendered by Bytes.
-		switch {
-		case stable:
-			s.tail = v
-		case s.stable:
-			s.tail = append([]byte(nil), v...) // never into the caller's bytes
-		default:
-			s.tail = append(s.tail[:0], v...)
-		}
-		s.hasTail, s.stopped, s.stable = true, true, stable
-		return false
-	}
-	s.w.buf = growFor(s.w.buf, v, len(s.w.stack))
-	s.w.StringBytes(v)
 	return true
 }

@@ -50,15 +50,6 @@ func (d *dumper) write(b []byte) {
 	d.tz.EndChunk(len(b))
 }
 
-// instDumpStart starts keeping the instance object opening at buf[p] of
-// the chunk being written; it will sit at stack index depth.
-func (d *Decoder) instDumpStart(depth, p int) {
-	in := &d.inst
-	in.on, in.depth, in.from = true, depth, p
-	in.raw = in.raw[:0]
-	in.sub = nil
-}
-
 // instDumpFeed passes the next bytes of the instance's text on.
 func (d *Decoder) instDumpFeed(b []byte) {
 	in := &d.inst

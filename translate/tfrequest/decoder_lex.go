@@ -211,7 +211,8 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 		for i := range d.ins {
 			d.ins[i].inObj = false
 		}
-		d.instDumpStart(len(d.stack), p) // "keys must be equal to" prints it
+		// Its text is kept from here: "keys must be equal to" prints it.
+		d.inst = instDump{on: true, depth: len(d.stack), from: p, raw: d.inst.raw[:0]}
 	case slotB64:
 		if k != jsontext.String {
 			d.b64Deviate(f, nil, false)
