@@ -2,7 +2,6 @@ package jsontext
 
 import (
 	"math"
-	"slices"
 	"strconv"
 )
 
@@ -23,13 +22,6 @@ import (
 // closing brackets. So a dump is a prefix of the full rendering cut at a
 // token boundary, and feeding it more costs nothing.
 const DumpLimit = 256
-
-// growFor grows buf once for the string token s written at depth with its
-// quotes and longest prefix: a token (a b64 payload) is written whole, and
-// append by append would allocate several times (escapes may, rarely).
-func growFor(buf, s []byte, depth int) []byte {
-	return slices.Grow(buf, len(s)+4+indentUnit*depth)
-}
 
 // appendGrisu appends f as rapidjson 1.1.0's Writer::Double writes a
 // finite double (internal::dtoa with maxDecimalPlaces 324).

@@ -1,6 +1,9 @@
 package jsontext
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // DumpStream renders TF Serving's bounded dump of a value from its tokens
 // as a one-pass reader reads them. It stops for good once the output has
@@ -34,7 +37,9 @@ func (s *DumpStream) Restart() { s.Reset(s.w.buf[:0]) }
 func (s *DumpStream) Bytes() []byte {
 	if s.hasTail {
 		s.hasTail = false
-		s.w.buf = growFor(s.w.buf, s.tail, len(s.w.stack))
+		// Grown once with quotes and prefix: the tail (a b64 payload) appended
+		// piece by piece would allocate several times.
+		s.w.buf = slices.Grow(s.w.buf, len(s.tail)+4+indentUnit*len(s.w.stack))
 		s.w.StringBytes(s.tail)
 	}
 	return s.w.Bytes()
