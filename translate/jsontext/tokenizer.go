@@ -423,14 +423,12 @@ func scanString(buf []byte, p int) (int, bool) {
 	return p, true
 }
 
-// isAtomByte reports the bytes a number or literal token is made of.
-func isAtomByte(c byte) bool {
-	return c-'0' < 10 || c|0x20-'a' < 26 || c == '-' || c == '+' || c == '.'
-}
-
+// atomEnd returns the end of the bytes a number or literal is made of.
 func atomEnd(buf []byte, p int) int {
-	for p < len(buf) && isAtomByte(buf[p]) {
-		p++
+	for ; p < len(buf); p++ {
+		if c := buf[p]; c-'0' >= 10 && c|0x20-'a' >= 26 && c != '-' && c != '+' && c != '.' {
+			break
+		}
 	}
 	return p
 }

@@ -65,15 +65,6 @@ func (d *Decoder) instDumpFeed(b []byte) {
 	}
 }
 
-// instDumpDrop drops the instance's text: it named every input.
-func (d *Decoder) instDumpDrop() {
-	in := &d.inst
-	in.on, in.sub = false, nil
-	if cap(in.raw) > instRawMax {
-		in.raw = nil
-	}
-}
-
 // instDumpBytes returns the dump of the instance object that just ended.
 func (d *Decoder) instDumpBytes() []byte {
 	in := &d.inst

@@ -397,7 +397,11 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 	} else {
 		d.ins[i].inObj = true
 		if d.inObjN++; d.inObjN == len(d.ins) && d.inst.on {
-			d.instDumpDrop()
+			// It named every input: its text is dropped.
+			d.inst.on, d.inst.sub = false, nil
+			if cap(d.inst.raw) > instRawMax {
+				d.inst.raw = nil
+			}
 		}
 	}
 	f.next, f.nextInput = slotItem, int32(i)

@@ -45,7 +45,10 @@ func (r *Request) Release() {
 		return
 	}
 	for _, b := range r.bufs {
-		putBuf(b)
+		if cap(*b) <= maxPooledBuf {
+			*b = (*b)[:0]
+			bufPool.Put(b)
+		}
 	}
 	for _, b := range r.pooled { // streamed data blocks
 		*b = (*b)[:0]
@@ -68,11 +71,3 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 const maxPooledBuf = 64 << 20
 
 func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
-
-func putBuf(b *[]byte) {
-	if cap(*b) > maxPooledBuf {
-		return
-	}
-	*b = (*b)[:0]
-	bufPool.Put(b)
-}
