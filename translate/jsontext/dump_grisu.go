@@ -96,15 +96,6 @@ func grisuRound(buf []byte, delta, rest, tenKappa, wpw uint64) {
 	}
 }
 
-func countDecimalDigit32(n uint32) int {
-	for i := 1; i < 9; i++ {
-		if uint64(n) < pow10u[i] {
-			return i
-		}
-	}
-	return 9
-}
-
 // digitGen generates the digits of Mp within delta and returns how many it
 // wrote to buf and the adjusted decimal exponent.
 func digitGen(w, mp diyFp, delta uint64, buf []byte, k int) (int, int) {
@@ -112,7 +103,10 @@ func digitGen(w, mp diyFp, delta uint64, buf []byte, k int) (int, int) {
 	wpw := mp.f - w.f
 	p1 := uint32(mp.f >> uint(-one.e))
 	p2 := mp.f & (one.f - 1)
-	kappa := countDecimalDigit32(p1)
+	kappa := 9 // p1's decimal digits (rapidjson's CountDecimalDigit32)
+	for kappa > 1 && uint64(p1) < pow10u[kappa-1] {
+		kappa--
+	}
 	n := 0
 	for kappa > 0 {
 		div := uint32(pow10u[kappa-1])

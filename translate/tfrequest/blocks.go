@@ -50,15 +50,6 @@ func (d *Decoder) room(in *input) {
 	in.data = (*b)[:0]
 }
 
-// dataLen is the number of data bytes an input holds, all blocks included.
-func (in *input) dataLen() int {
-	n := len(in.data)
-	for _, b := range in.blocks {
-		n += len(b)
-	}
-	return n
-}
-
 // setBlocks makes t's data the first n bytes of a streamed input's blocks,
 // in order; Data too when they are one block, else nil.
 func (r *Request) setBlocks(t *tensor.Tensor, in *input, n int64) {

@@ -57,7 +57,7 @@ type opInput struct {
 	cur      []int64
 	curRank  int
 	curCount int64
-	from     int // chunk offset of its value in the named "inputs" (second.go)
+	from     int // chunk offset of its value in the named "inputs" (replayInputs)
 }
 
 // instMode is how the "instances" list is read, decided by its first
@@ -289,7 +289,11 @@ func (d *Decoder) finish() bool {
 		}
 		got := int64(len(in.strs))
 		if in.spec.DataType != tensor.Bytes {
-			got = int64(in.dataLen() / in.spec.DataType.Size())
+			n := len(in.data) // and the sealed blocks'
+			for _, b := range in.blocks {
+				n += len(b)
+			}
+			got = int64(n / in.spec.DataType.Size())
 		}
 		// A duplicated instance key leaves more values (buildTensors).
 		if got != want && !(d.dups && got > want) {
