@@ -106,9 +106,8 @@ func appendFloat32s(dst, le []byte, row, col int) []byte {
 	return dst[:n-2]
 }
 
-// valueRoom is the window one value is written in: at most 15 bytes of
-// text ("-0.000" + 9 digits) and 4 of separator, plus the slack the
-// whole-word stores write past the end.
+// valueRoom is the window one value is written in: up to 15 bytes of text
+// and 4 of separator, and the slack whole-word stores write past them.
 const valueRoom = 32
 
 // appendFixedRun writes the values at the start of run that it writes
@@ -189,9 +188,9 @@ func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 	return j, n, left
 }
 
-// endValue writes the separator after a value of i bytes written at the
-// start of w, the window at n: ", ", or "], [" when the value ends a list
-// (left reaches 0; never when row is 0). It returns the new n and left.
+// endValue writes the separator after the i bytes of a value at the start
+// of w, the window at n: ", ", or "], [" when left reaches 0 (never for
+// row 0). It returns the new n and left.
 func endValue(w *[valueRoom]byte, i, n, left, row int) (int, int) {
 	binary.LittleEndian.PutUint32(w[i&15:], ' '<<8|',')
 	n += i + 2
@@ -229,8 +228,7 @@ func eightDigitsRev(v uint32) uint64 {
 // and the tests check both sides of every decade's start.
 type f32Scale [2]f32Decade
 
-// f32Decade is one decade of an f32Scale: everything the loop reads once
-// it knows the decade is at one address.
+// f32Decade is one decade of an f32Scale, what the loop reads at one address.
 type f32Decade struct {
 	pow float64 // 10^(8-exp)
 	// lowMargin and lowSpan test step 2's margin <= D%1000 <= 1000-margin
@@ -253,8 +251,8 @@ func settledLow(margin uint64) (lowMargin, lowSpan uint64) {
 	return margin * mod1000, (1001-2*margin)*mod1000 - 1
 }
 
-// digits returns D for the float32 with bits b, whose entry sc is, and
-// its decade (0 or 1): correct where the loop writes the decade.
+// digits returns D and its decade (0 or 1) for the float32 with bits b,
+// whose entry sc is: correct where the loop writes the decade.
 func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
 	x := float64(math.Float32frombits(b &^ (1 << 31)))
 	// The conversions keep each product rounded on its own (no fused
@@ -268,9 +266,8 @@ func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
 	return d, up & 1
 }
 
-// f32Scales is appendFloat32s' table, one entry per biased exponent. The
-// tests check every decade at both ends of its mantissa range against
-// strconv.
+// f32Scales is appendFloat32s' table, one entry per biased exponent (the
+// tests check every decade's ends against strconv).
 var f32Scales = func() (t [256]f32Scale) {
 	for e := range t {
 		t[e][0].lowMargin, t[e][1].lowMargin = 1, 1 // unless the loop writes the decade
@@ -338,9 +335,9 @@ func appendNonFinite(dst []byte, v float64) []byte {
 	return append(dst, "-Infinity"...)
 }
 
-// appendChoice does steps 2 and 3 for a finite, normal v whose |v|
-// rounded to prec digits is d*10^(exp-prec+1) (d has exactly prec digits);
-// tailMod is 10^(prec-6) and margin the bound of step 2.
+// appendChoice does steps 2 and 3 for a finite, normal v, |v| rounded to
+// prec digits being d*10^(exp-prec+1); tailMod is 10^(prec-6) and margin
+// step 2's bound.
 func appendChoice(dst []byte, v float64, neg bool, d uint64, exp, bits, prec int, tailMod, margin uint64) []byte {
 	if t := d % tailMod; t >= margin && t <= tailMod-margin {
 		return appendDecimal(dst, neg, d, prec, exp)

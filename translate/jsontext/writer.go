@@ -43,8 +43,8 @@ func (w *Writer) Reset(dst []byte) {
 // Bytes returns the text written so far.
 func (w *Writer) Bytes() []byte { return w.buf }
 
-// Discard drops the first n bytes written (handed over by a caller that
-// writes in pieces), keeping the rest and the container state.
+// Discard drops the first n bytes written (handed over by a caller writing
+// in pieces), keeping the rest and the container state.
 func (w *Writer) Discard(n int) {
 	w.buf = w.buf[:copy(w.buf, w.buf[n:])]
 }
@@ -53,8 +53,8 @@ func (w *Writer) Discard(n int) {
 func (w *Writer) SetSingleLine(on bool) { w.singleLine = on }
 
 func (w *Writer) indent(depth int) {
-	// One copy from a run of spaces: a pretty-printed tensor writes an
-	// indent before every value, so a byte-at-a-time loop showed up.
+	// Copied from a run of spaces: a byte-at-a-time loop showed up, as a
+	// pretty-printed tensor writes an indent before every value.
 	n := depth * indentUnit
 	for n > len(spaces) {
 		w.buf = append(w.buf, spaces...)
@@ -67,7 +67,7 @@ func (w *Writer) indent(depth int) {
 const spaces = "                                                                "
 
 // prefix is rapidjson PrettyWriter::PrettyPrefix: what goes before a value
-// or a key, depending on the enclosing container.
+// or a key in the enclosing container.
 func (w *Writer) prefix() {
 	n := len(w.stack)
 	if n == 0 {
@@ -110,8 +110,8 @@ func (w *Writer) open(array bool) {
 	w.buf = append(w.buf, "{["[bitIf(array)])
 }
 
-// close closes the innermost container: on a line of its own unless it
-// is empty or a single-line array.
+// close closes the innermost container, on a line of its own unless empty
+// or a single-line array.
 func (w *Writer) close() {
 	n := len(w.stack)
 	l := w.stack[n-1]
@@ -132,15 +132,13 @@ func (w *Writer) String(s string) {
 	w.buf = AppendString(w.buf, s)
 }
 
-// StringBytes writes a string value from raw bytes (no UTF-8 check, as
-// rapidjson).
+// StringBytes writes a string value of raw bytes (no UTF-8 check, as rapidjson).
 func (w *Writer) StringBytes(s []byte) {
 	w.prefix()
 	w.buf = AppendString(w.buf, s)
 }
 
-// Raw writes an already formatted scalar (a number, true, false, null,
-// NaN) as one value.
+// Raw writes an already formatted scalar as one value.
 func (w *Writer) Raw(text []byte) {
 	w.prefix()
 	w.buf = append(w.buf, text...)
@@ -243,8 +241,7 @@ func (n *Nest) Done() bool { return n.started && n.written == n.n }
 // Written returns the number of elements written so far.
 func (n *Nest) Written() int64 { return n.written }
 
-// Begin starts a value of the given shape (rank >= 1) and returns its
-// element count.
+// Begin starts a value of shape (rank >= 1) and returns its element count.
 func (n *Nest) Begin(shape []int64) int64 {
 	n.started = true
 	n.idx = slices.Grow(n.idx[:0], len(shape))[:len(shape)]
@@ -277,8 +274,7 @@ func (n *Nest) Next(shape []int64) (k int, room int64) {
 	return k, shape[last] - idx[last]
 }
 
-// Advance records that the next r elements (at most the room Next
-// returned) were written.
+// Advance records that the next r elements (at most Next's room) were written.
 func (n *Nest) Advance(r int64) {
 	n.idx[len(n.idx)-1] += r
 	n.written += r

@@ -15,7 +15,7 @@ import "github.com/tfsbridge/tfsbridge/translate/jsontext"
 // instRawMax is how much of an instance object's text is kept as is.
 const instRawMax = 64 << 10
 
-// instDump is the dump-to-be of the open instance object.
+// instDump is the open instance object's dump-to-be.
 type instDump struct {
 	on    bool
 	depth int     // stack index of the instance object
@@ -30,10 +30,12 @@ type dumper struct {
 	s  jsontext.DumpStream
 }
 
-func newDumper(maxDepth int) *dumper {
+// newDumper returns a dumper of the value text starts.
+func newDumper(maxDepth int, text []byte) *dumper {
 	d := &dumper{}
 	d.tz.Reset(jsontext.Limits{MaxDepth: maxDepth})
 	d.s.Reset(nil)
+	d.write(text)
 	return d
 }
 
@@ -59,8 +61,7 @@ func (d *Decoder) instDumpFeed(b []byte) {
 	case len(in.raw)+len(b) <= instRawMax:
 		in.raw = append(in.raw, b...)
 	default:
-		in.sub = newDumper(d.lim.MaxDepth)
-		in.sub.write(in.raw)
+		in.sub = newDumper(d.lim.MaxDepth, in.raw)
 		in.sub.write(b)
 	}
 }
@@ -69,8 +70,7 @@ func (d *Decoder) instDumpFeed(b []byte) {
 func (d *Decoder) instDumpBytes() []byte {
 	in := &d.inst
 	if in.sub == nil {
-		in.sub = newDumper(d.lim.MaxDepth)
-		in.sub.write(in.raw)
+		in.sub = newDumper(d.lim.MaxDepth, in.raw)
 	}
 	return in.sub.s.Bytes()
 }

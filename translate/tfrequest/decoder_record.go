@@ -74,8 +74,7 @@ const (
 	numDumps
 )
 
-// dumpSlot is one dump being captured: the DumpStream and the stack index
-// of its value's container.
+// dumpSlot is one dump being captured, and its container's stack index.
 type dumpSlot struct {
 	s     jsontext.DumpStream
 	depth int
@@ -87,10 +86,9 @@ func (d *Decoder) skipping() bool {
 	return d.skipTo >= 0 && len(d.stack) > d.skipTo
 }
 
-// valueErr records a value error of input i (inside an item when item is
-// set, so row format wraps it) unless one came first, and makes the values
-// it concerns be skipped. replace is for the list-length check TF makes
-// before the values inside the list.
+// valueErr records a value error of input i (inside an item: row format
+// wraps it) unless one came first, and skips the values it concerns;
+// replace is for a list's length, which TF checks before its values.
 func (d *Decoder) valueErr(i int, err error, item, replace bool) {
 	if item && d.req.Format == tfjson.Row {
 		err = wrapElement(int(d.elem), d.ekey, err)
@@ -118,8 +116,7 @@ func (d *Decoder) valueErr(i int, err error, item, replace bool) {
 
 // --- dumps ---
 
-// dumpStart starts capturing dump k for a value whose container will sit
-// at stack index depth.
+// dumpStart starts dump k of a value whose container sits at index depth.
 func (d *Decoder) dumpStart(k int, depth int) {
 	sl := &d.dumps[k]
 	sl.s.Restart()
@@ -132,9 +129,9 @@ func (d *Decoder) dumping() bool {
 	return d.dumps[dumpRoot].on || d.dumps[dumpLeaf].on
 }
 
-// feed passes a token to every dump capturing, and ends the dumps of the
-// container a closing bracket ends. stable says a string stays unmodified
-// until the Request is released, so a dump may keep it instead of a copy.
+// feed passes a token to every dump capturing, ending those of the
+// container a bracket closes; stable: a string stays unmodified until the
+// Request is released, so a dump may keep it rather than a copy.
 func (d *Decoder) feed(tok jsontext.Token, stable bool) {
 	if !d.dumping() {
 		return
