@@ -16,8 +16,8 @@ func (r *Pull) Reset(buf []byte, lim Limits) {
 	r.buf, r.p, r.ended = buf, 0, false
 }
 
-// Next returns the next token; false at the end of the root value or at
-// an error (Err). A token's Str is valid until the next call.
+// Next returns the next token; false at the root value's end or an error
+// (Err). A token's Str is valid until the next call.
 func (r *Pull) Next() (Token, bool) {
 	if !r.ended {
 		if tok, q := r.tz.Next(r.buf, r.p); tok.Kind != NeedMore {

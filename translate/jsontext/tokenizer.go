@@ -76,18 +76,16 @@ type Token struct {
 // bracket, starts.
 func (t Token) ValueKind() Kind { return valueKinds[t.Kind] }
 
-// valueKinds maps the token kinds to the value kinds (Null for the
-// others); a TokenKind indexes it without a bounds check.
+// valueKinds maps token kinds to value kinds (Null for the others); a
+// TokenKind indexes it without a bounds check.
 var valueKinds = [256]Kind{BeginArray: Array, BeginObject: Object, StringValue: String, NumberValue: Number,
 	TrueValue: True, FalseValue: False}
 
-// MaxPending bounds a number or literal a chunk boundary cuts. A longer
-// one (legal, but rare) is decided when rapidjson would stop inside the
-// bytes held, else fails with ErrTokenTooLong.
+// MaxPending bounds a number or literal a chunk boundary cuts; a longer one
+// is decided if rapidjson stops inside the bytes held, else fails.
 const MaxPending = 4096
 
-// ErrTokenTooLong reports a number longer than MaxPending cut by a chunk
-// boundary, which the tokenizer does not hold.
+// ErrTokenTooLong reports a cut number longer than MaxPending, not held.
 var ErrTokenTooLong = errors.New("jsontext: a number token longer than 4096 bytes")
 
 // Reset readies t for a new text within lim, keeping its memory.
@@ -107,10 +105,9 @@ func (t *Tokenizer) ValueNext() bool { return t.st == tzValue || t.st == tzFirst
 // ValuesLeft is how many more values and keys the text may hold.
 func (t *Tokenizer) ValuesLeft() int64 { return t.lim.MaxValues - t.values }
 
-// Skip records n values (numbers, and sibling lists: "], [") a reader's
-// faster path read from the chunk itself in the innermost list, ending
-// after a value (after) or where one is expected, first in its list
-// (empty) or not.
+// Skip records n values (numbers, and sibling lists: "], [") a faster
+// path read from the chunk itself in the innermost list, ending after a
+// value (after) or where one is expected, first in its list (empty) or not.
 func (t *Tokenizer) Skip(n int64, after, empty bool) {
 	t.values += n
 	switch {
