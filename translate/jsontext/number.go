@@ -24,17 +24,14 @@ const (
 	flagInt64                    // fits int64
 	flagUint64                   // fits uint64
 	flagDouble                   // not an integer token
-	// flagNeg marks an integer whose value is negative (bits hold int64).
-	flagNeg
+	flagNeg                      // a negative integer (bits hold int64)
 )
 
-// quietNaN is C's std::numeric_limits<double>::quiet_NaN(); Go's
-// math.NaN() has a different payload bit.
+// quietNaN is C's quiet_NaN(); Go's math.NaN() has another payload bit.
 var quietNaN = math.Float64frombits(0x7FF8000000000000)
 
-// pow10 is rapidjson's internal::Pow10 table, 1e0 … 1e308, each the
-// correctly rounded double (as the C++ literals are; math.Pow10 composes
-// two table entries and is not always correctly rounded).
+// pow10 is rapidjson's internal::Pow10 table, 1e0 … 1e308 correctly
+// rounded as C++ literals are (math.Pow10 is not always).
 var pow10 = func() (t [309]float64) {
 	for i := range t {
 		t[i], _ = strconv.ParseFloat("1e"+strconv.Itoa(i), 64)

@@ -47,16 +47,14 @@ func (e *SyntaxError) Error() string {
 type Limits struct {
 	// MaxDepth is the deepest nesting accepted (0: DefaultMaxDepth).
 	MaxDepth int
-	// MaxValues is the most values and keys a text may hold (0 or more
-	// than maxValues: maxValues).
+	// MaxValues is the most values and keys a text may hold (0, or past maxValues: maxValues).
 	MaxValues int64
 }
 
 // DefaultMaxDepth is Limits.MaxDepth when it is 0 (Triton's bound).
 const DefaultMaxDepth = 100
 
-// maxValues is the most values a text may hold (the tape oracle,
-// internal/jsontape, indexes them with an int32).
+// maxValues is the most values a text may hold (internal/jsontape's int32).
 const maxValues = math.MaxInt32
 
 // ForElements returns the limits for a text of at most maxElements tensor

@@ -16,8 +16,8 @@ type slot struct {
 	level int32
 }
 
-// What a roleB64 frame stands for (opFrame.ctx): an object that is either
-// a {"b64": "…"} value or something else, which only its end tells.
+// What a roleB64 frame stands for (opFrame.ctx): a {"b64": "…"} value or
+// another object, as only its end tells.
 const (
 	b64Leaf   uint8 = iota // a value inside a tensor (only a BYTES input takes it)
 	b64Level               // an object inside a tensor at the wrong level
