@@ -25,9 +25,7 @@ type DumpStream struct {
 func (s *DumpStream) Reset(dst []byte) {
 	s.w.Reset(dst)
 	s.w.SetSingleLine(true)
-	s.limit = len(dst) + DumpLimit
-	s.stopped = false
-	s.hasTail = false
+	s.limit, s.stopped, s.hasTail = len(dst)+DumpLimit, false, false
 }
 
 // Restart starts a new dump in the buffer of the last one.

@@ -35,9 +35,7 @@ func NewWriter(dst []byte) *Writer { return &Writer{buf: dst} }
 
 // Reset makes w append to dst with an empty container stack.
 func (w *Writer) Reset(dst []byte) {
-	w.buf = dst
-	w.stack = w.stack[:0]
-	w.singleLine = false
+	w.buf, w.stack, w.singleLine = dst, w.stack[:0], false
 }
 
 // Bytes returns the text written so far.

@@ -177,10 +177,7 @@ func (d *Decoder) lookup(name []byte) int {
 // beginItem starts one item (row) or the whole tensor (columnar) of input i.
 func (d *Decoder) beginItem(i int) {
 	in := &d.ins[i]
-	in.used = true
-	in.cur = in.cur[:0]
-	in.curRank = -1
-	in.curCount = 0
+	in.used, in.cur, in.curRank, in.curCount = true, in.cur[:0], -1, 0
 }
 
 // endItem ends input i's item: AddInstanceItem's comparison with the
