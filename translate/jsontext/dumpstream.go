@@ -35,9 +35,10 @@ func (s *DumpStream) Restart() { s.Reset(s.w.buf[:0]) }
 func (s *DumpStream) Bytes() []byte {
 	if s.hasTail {
 		s.hasTail = false
-		// Grown once with quotes and prefix: the tail (a b64 payload) appended
-		// piece by piece would allocate several times.
-		s.w.buf = slices.Grow(s.w.buf, len(s.tail)+4+indentUnit*len(s.w.stack))
+		// Grown once to its escaped length and prefix: the tail (a b64
+		// payload, or a MiB of escapes) appended piece by piece would
+		// allocate several times.
+		s.w.buf = slices.Grow(s.w.buf, quotedLen(s.tail)+2+indentUnit*len(s.w.stack))
 		s.w.StringBytes(s.tail)
 	}
 	return s.w.Bytes()

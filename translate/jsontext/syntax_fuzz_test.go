@@ -33,6 +33,15 @@ func FuzzReader(f *testing.F) {
 			return
 		}
 		checkDump(t, string(data))
+		var p Pull
+		p.Reset(data, lim)
+		for tok, ok := p.Next(); ok; tok, ok = p.Next() {
+			if tok.Kind == Key || tok.Kind == StringValue {
+				if n, q := quotedLen(tok.Str), AppendString(nil, tok.Str); n != len(q) {
+					t.Fatalf("quotedLen %d for %q", n, q)
+				}
+			}
+		}
 	})
 }
 

@@ -194,6 +194,19 @@ var escapeTable = func() (t [256]byte) {
 	return t
 }()
 
+// quotedLen returns the length of AppendString's output for s.
+func quotedLen(s []byte) int {
+	n := len(s) + 2
+	for _, c := range s {
+		if e := escapeTable[c]; e == 'u' {
+			n += 5 // \u00XX
+		} else if e != 0 {
+			n++ // \X
+		}
+	}
+	return n
+}
+
 // AppendString appends s as a JSON string with rapidjson's escaping.
 func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
