@@ -45,8 +45,7 @@ const (
 // TokenKind is what a token is.
 type TokenKind uint8
 
-// The token kinds. NeedMore is no token: the chunk is read (an error is
-// reported by Err).
+// The token kinds. NeedMore is no token: the chunk is read (or Err).
 const (
 	NeedMore TokenKind = iota
 	BeginArray
@@ -72,8 +71,7 @@ type Token struct {
 	Num     Num
 }
 
-// ValueKind returns the kind of the value a token is or, for an opening
-// bracket, starts.
+// ValueKind returns the kind of the value a token is or (a bracket) opens.
 func (t Token) ValueKind() Kind { return valueKinds[t.Kind] }
 
 // valueKinds maps token kinds to value kinds (Null for the others); a

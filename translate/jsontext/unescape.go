@@ -79,8 +79,7 @@ func appendUnescaped(dst, data []byte, p int) ([]byte, int, *SyntaxError) {
 	}
 }
 
-// unescape maps the byte after a backslash to its meaning (0: not a
-// simple escape).
+// unescape maps the byte after a backslash to its meaning (0: no simple escape).
 var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // hex4 reads the four hex digits of a \u escape at data[p:].

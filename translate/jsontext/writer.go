@@ -108,8 +108,7 @@ func (w *Writer) open(array bool) {
 	w.buf = append(w.buf, "{["[bitIf(array)])
 }
 
-// close closes the innermost container, on a line of its own unless empty
-// or a single-line array.
+// close closes the innermost container (on a new line unless empty or single-line).
 func (w *Writer) close() {
 	n := len(w.stack)
 	l := w.stack[n-1]
@@ -166,9 +165,8 @@ func (w *Writer) Float32(f float32) {
 	w.buf = AppendFloat32(w.buf, f)
 }
 
-// Float32s writes the little-endian float32s in le as consecutive
-// values, each as Float32 writes it (a single-line nested value goes
-// through SingleLineFloat32sPart).
+// Float32s writes the little-endian float32s in le as Float32 would, one
+// value each (SingleLineFloat32sPart writes a single-line nested value).
 func (w *Writer) Float32s(le []byte) {
 	for ; len(le) >= 4; le = le[4:] {
 		w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le)))
@@ -229,10 +227,9 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 }
 
 // Nest is the position in one nested-array value written over several
-// calls: the index of the next element in every dimension, from the zero
-// Nest (or Reset) on. SingleLineFloat32sPart uses it, and so can a caller
-// writing other element types with the Writer's calls (Begin, Next,
-// Advance).
+// calls, the next element's index per dimension, from the zero Nest (or
+// Reset) on: for SingleLineFloat32sPart, or a caller writing other types
+// with the Writer's calls (Begin, Next, Advance).
 type Nest struct {
 	idx     []int64 // index of the next element, per dimension
 	written int64   // elements written

@@ -60,8 +60,7 @@ type opInput struct {
 	from     int // chunk offset of its value in the named "inputs" (replayInputs)
 }
 
-// instMode is how the "instances" list is read, decided by its first
-// element as TF decides it.
+// instMode is how "instances" is read, decided by its first element as TF does.
 type instMode uint8
 
 const (

@@ -92,8 +92,7 @@ func (d *Decoder) tokErr() {
 	d.failed = true
 }
 
-// token handles one token that starts at buf[p] (p < 0: in an earlier
-// chunk) and ends before buf[q].
+// token handles a token from buf[p] (p < 0: an earlier chunk) to buf[q].
 func (d *Decoder) token(tok jsontext.Token, p, q int) {
 	switch tok.Kind {
 	case jsontext.EndArray, jsontext.EndObject:
@@ -115,8 +114,7 @@ func (d *Decoder) top() *opFrame {
 	return &d.stack[len(d.stack)-1]
 }
 
-// value handles a value's token (a scalar, or a container's opening
-// bracket) that starts at buf[p].
+// value handles a value's token (a scalar or opening bracket) at buf[p].
 func (d *Decoder) value(tok jsontext.Token, p int) {
 	f := d.top()
 	switch {

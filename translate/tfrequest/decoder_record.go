@@ -28,8 +28,7 @@ import (
 // What a stream cannot decide is a 400 wrapping ErrUndecided; a whole body
 // settles those with a second look at its text (second.go).
 
-// record is what the decoder records for TF's checks, judged at Close
-// in TF's order.
+// record is what the decoder records for TF's checks, judged at Close.
 type record struct {
 	final error // the answer once certain: a syntax error or an undecidable token
 	off   int64 // offset of the chunk being written
