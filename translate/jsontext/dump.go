@@ -2,7 +2,6 @@ package jsontext
 
 import (
 	"math"
-	"slices"
 	"strconv"
 )
 
@@ -11,43 +10,28 @@ import (
 // tokens (docs/tfserving-rest.md §4.1).
 //
 // A dump (DumpStream) renders a value as TF Serving's JsonValueToString
-// renders it in its error messages: rapidjson's PrettyWriter (4-space
-// indent) with kFormatSingleLineArray, so arrays stay on one line ("[1,
-// 2]") and objects are multi-line; integers as integers; doubles in
-// rapidjson's Grisu2 shortest form with ".0" ("1.0", "100.0" for 1e2);
-// strings with rapidjson's escaping. rapidjson's writer refuses NaN and
-// Infinity: the rendering stops right there (after the separator), so [1,
-// NaN] dumps as "[1, " and a bare NaN as "".
+// does in its error messages: rapidjson's PrettyWriter (4-space indent)
+// with kFormatSingleLineArray ("[1, 2]" on one line, objects multi-line),
+// integers as integers, doubles in Grisu2 form with ".0" ("100.0" for
+// 1e2), rapidjson's string escaping. Its writer refuses NaN and Infinity:
+// the rendering stops after the separator ([1, NaN] dumps as "[1, ").
 //
-// The length limit works token by token, as TF's limited writer does:
-// before each token (opening or closing bracket, key, scalar) the output
-// so far must be shorter than DumpLimit, and then the token is written
-// whole with its prefix (comma, newline, indent, ": "), however long; once
-// the output has reached DumpLimit nothing more is written — no closing
-// brackets, no marker. So the dump is a prefix of the full rendering, cut
-// at a token boundary, and feeding it more tokens costs nothing.
+// The limit works token by token, as TF's limited writer: a token (a
+// bracket, key or scalar) is written whole with its prefix, however long,
+// if the output so far is shorter than DumpLimit; after that nothing, no
+// closing brackets. So a dump is a prefix of the full rendering cut at a
+// token boundary, and feeding it more costs nothing.
 const DumpLimit = 256
-
-// growFor grows buf once for the string token s written at depth: its
-// escaped length plus the longest prefix (",\n" and the indent). A token
-// is written whole however long it is, and append by append would
-// allocate several times for a long string.
-func growFor(buf, s []byte, depth int) []byte {
-	return slices.Grow(buf, quotedLen(s)+2+indentUnit*depth)
-}
 
 // appendGrisu appends f as rapidjson 1.1.0's Writer::Double writes a
 // finite double (internal::dtoa with maxDecimalPlaces 324).
 func appendGrisu(dst []byte, f float64) []byte {
-	if f == 0 {
-		if math.Signbit(f) {
-			dst = append(dst, '-')
-		}
-		return append(dst, "0.0"...)
-	}
-	if f < 0 {
+	if math.Signbit(f) {
 		dst = append(dst, '-')
 		f = -f
+	}
+	if f == 0 {
+		return append(dst, "0.0"...)
 	}
 	var buf [26]byte
 	length, k := grisu2(f, buf[:])

@@ -6,11 +6,10 @@ import (
 	"math/bits"
 )
 
-// Grisu2 as rapidjson 1.1.0's internal/dtoa.h implements it (Loitsch 2010).
-// It is written out here, not replaced by strconv's shortest formatting,
-// because Grisu2 is not always shortest-and-closest: TF Serving's error
-// messages print rapidjson's digits, and a faithful dump must print the
-// same ones. Only error paths use it.
+// Grisu2 as rapidjson 1.1.0's internal/dtoa.h implements it (Loitsch
+// 2010), not strconv's shortest formatting: Grisu2 is not always shortest
+// and closest, and TF Serving's error messages print its digits. Only
+// error paths use it.
 
 // diyFp is a "do it yourself" float: f × 2^e.
 type diyFp struct {
@@ -63,9 +62,8 @@ func (x diyFp) boundaries() (minus, plus diyFp) {
 }
 
 // cachedPowers holds 10^(-348+8i), i = 0…86, as normalized 64-bit
-// significands rounded to nearest, with their binary exponents: the table
-// every Grisu implementation (rapidjson's included) carries, computed here
-// exactly instead of transcribed.
+// significands rounded to nearest with their binary exponents: Grisu's
+// table, computed exactly instead of transcribed.
 var cachedPowers = func() (t [87]diyFp) {
 	for i := range t {
 		f := new(big.Float).SetPrec(64).SetMode(big.ToNearestEven).SetRat(pow10Rat(-348 + 8*i))
@@ -98,15 +96,6 @@ func grisuRound(buf []byte, delta, rest, tenKappa, wpw uint64) {
 	}
 }
 
-func countDecimalDigit32(n uint32) int {
-	for i := 1; i < 9; i++ {
-		if uint64(n) < pow10u[i] {
-			return i
-		}
-	}
-	return 9
-}
-
 // digitGen generates the digits of Mp within delta and returns how many it
 // wrote to buf and the adjusted decimal exponent.
 func digitGen(w, mp diyFp, delta uint64, buf []byte, k int) (int, int) {
@@ -114,7 +103,10 @@ func digitGen(w, mp diyFp, delta uint64, buf []byte, k int) (int, int) {
 	wpw := mp.f - w.f
 	p1 := uint32(mp.f >> uint(-one.e))
 	p2 := mp.f & (one.f - 1)
-	kappa := countDecimalDigit32(p1)
+	kappa := 9 // p1's decimal digits (rapidjson's CountDecimalDigit32)
+	for kappa > 1 && uint64(p1) < pow10u[kappa-1] {
+		kappa--
+	}
 	n := 0
 	for kappa > 0 {
 		div := uint32(pow10u[kappa-1])
@@ -168,4 +160,13 @@ func grisu2(v float64, buf []byte) (int, int) {
 	wm.f++
 	wp.f--
 	return digitGen(w, wp, wp.f-wm.f, buf, k)
+}
+
+// pow10Rat returns 10^k exactly.
+func pow10Rat(k int) *big.Rat {
+	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(k, -k))), nil)
+	if k < 0 {
+		return new(big.Rat).SetFrac(big.NewInt(1), p)
+	}
+	return new(big.Rat).SetInt(p)
 }

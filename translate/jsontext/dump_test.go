@@ -159,7 +159,8 @@ func appendDump(dst []byte, text string, limit int) []byte {
 	var p Pull
 	p.Reset([]byte(text), Limits{})
 	var s DumpStream
-	s.reset(dst, limit)
+	s.Reset(dst)
+	s.limit = len(dst) + limit
 	for {
 		if tok, ok := p.Next(); !ok || !s.Feed(tok) {
 			return s.Bytes()

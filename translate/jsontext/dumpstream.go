@@ -1,13 +1,14 @@
 package jsontext
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
-// DumpStream renders a value token by token exactly as AppendDump renders
-// it whole: a streaming parser that holds no tape feeds it the value's
-// tokens as they are read and gets TF Serving's bounded dump. Like the
-// dump, it stops for good once the output has reached its limit (the
-// token that crosses the mark is still written whole) or after a NaN or
-// Infinity, so feeding it more costs nothing.
+// DumpStream renders TF Serving's bounded dump of a value from its tokens
+// as a one-pass reader reads them. It stops for good once the output has
+// reached its limit (the token crossing it still written whole) or after
+// a NaN or Infinity, so feeding it more costs nothing.
 type DumpStream struct {
 	w       Writer
 	limit   int
@@ -21,24 +22,23 @@ type DumpStream struct {
 }
 
 // Reset starts a new dump appended to dst, limited to DumpLimit bytes.
-func (s *DumpStream) Reset(dst []byte) { s.reset(dst, DumpLimit) }
-
-func (s *DumpStream) reset(dst []byte, limit int) {
+func (s *DumpStream) Reset(dst []byte) {
 	s.w.Reset(dst)
 	s.w.SetSingleLine(true)
-	s.limit = len(dst) + limit
-	s.stopped = false
-	s.hasTail = false
+	s.limit, s.stopped, s.hasTail = len(dst)+DumpLimit, false, false
 }
 
 // Restart starts a new dump in the buffer of the last one.
-func (s *DumpStream) Restart() { s.reset(s.w.buf[:0], DumpLimit) }
+func (s *DumpStream) Restart() { s.Reset(s.w.buf[:0]) }
 
 // Bytes returns the dump so far.
 func (s *DumpStream) Bytes() []byte {
 	if s.hasTail {
 		s.hasTail = false
-		s.w.buf = growFor(s.w.buf, s.tail, len(s.w.stack))
+		// Grown once to its escaped length and prefix: the tail (a b64
+		// payload, or a MiB of escapes) appended piece by piece would
+		// allocate several times.
+		s.w.buf = slices.Grow(s.w.buf, quotedLen(s.tail)+2+indentUnit*len(s.w.stack))
 		s.w.StringBytes(s.tail)
 	}
 	return s.w.Bytes()
@@ -47,29 +47,19 @@ func (s *DumpStream) Bytes() []byte {
 // Full reports that no further token would be written.
 func (s *DumpStream) Full() bool { return s.stopped || len(s.w.buf) >= s.limit }
 
-// room is the limited writer's check before a token.
-func (s *DumpStream) room() bool {
-	if s.Full() {
-		s.stopped = true
-		return false
-	}
-	return true
-}
-
-// Feed writes one token (not NeedMore) as the value's dump renders it (a
-// key as a string; a NaN or an Infinity writes only its separator and
-// stops the dump), so a one-pass reader dumps what it reads; it reports
-// whether the dump goes on.
+// Feed writes one token (not NeedMore) as the dump renders it (a key as
+// a string; a NaN or an Infinity only its separator, ending the dump) and
+// reports whether the dump goes on.
 func (s *DumpStream) Feed(tok Token) bool { return s.feed(tok, false) }
 
 // FeedStable is Feed for a string token whose Str its caller keeps
-// unmodified while the dump is in use: the token that crosses the limit
-// is then kept where it is instead of copied (it may be a megabyte
-// payload, held once).
+// unmodified while the dump is in use: the token crossing the limit (maybe
+// a megabyte payload) is then kept where it is, not copied.
 func (s *DumpStream) FeedStable(tok Token) bool { return s.feed(tok, true) }
 
 func (s *DumpStream) feed(tok Token, stable bool) bool {
-	if !s.room() {
+	if s.Full() { // the limited writer's check before a token
+		s.stopped = true
 		return false
 	}
 	w := &s.w
@@ -79,7 +69,22 @@ func (s *DumpStream) feed(tok Token, stable bool) bool {
 	case EndArray, EndObject:
 		w.close()
 	case Key, StringValue:
-		return s.str(tok.Str, stable)
+		v := tok.Str
+		if len(w.buf)+len(v)+2 < s.limit {
+			w.StringBytes(v)
+			break
+		}
+		// The last token: kept as is, rendered by Bytes.
+		switch {
+		case stable:
+			s.tail = v
+		case s.stable:
+			s.tail = append([]byte(nil), v...) // never into the caller's bytes
+		default:
+			s.tail = append(s.tail[:0], v...)
+		}
+		s.hasTail, s.stopped, s.stable = true, true, stable
+		return false
 	case TrueValue, FalseValue:
 		w.Bool(tok.Kind == TrueValue)
 	case NullValue:
@@ -101,24 +106,5 @@ func (s *DumpStream) feed(tok Token, stable bool) bool {
 			w.Uint64(n.bits)
 		}
 	}
-	return true
-}
-
-func (s *DumpStream) str(v []byte, stable bool) bool {
-	if len(s.w.buf)+len(v)+2 >= s.limit {
-		// The last token: kept as is, rendered by Bytes.
-		switch {
-		case stable:
-			s.tail = v
-		case s.stable:
-			s.tail = append([]byte(nil), v...) // never into the caller's bytes
-		default:
-			s.tail = append(s.tail[:0], v...)
-		}
-		s.hasTail, s.stopped, s.stable = true, true, stable
-		return false
-	}
-	s.w.buf = growFor(s.w.buf, v, len(s.w.stack))
-	s.w.StringBytes(v)
 	return true
 }

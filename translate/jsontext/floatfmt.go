@@ -3,57 +3,43 @@ package jsontext
 import (
 	"encoding/binary"
 	"math"
-	"math/big"
 	"math/bits"
 	"slices"
 	"strconv"
 )
 
-// TF Serving prints a float (json_tensor.cc WriteDecimal, docs/tfserving-rest.md §5.2) as:
-// NaN/Infinity/-Infinity as bare tokens; else printf "%.6g"; if that text
-// does not parse back to the same value, "%.9g" (float) or "%.17g"
-// (double) instead; finally ".0" when the text has neither '.' nor 'e'.
+// TF Serving prints a float (json_tensor.cc WriteDecimal, docs/tfserving-rest.md
+// §5.2) as NaN/Infinity/-Infinity bare; else printf "%.6g", or "%.9g"
+// (float) / "%.17g" (double) when that text does not parse back to the
+// same value; then ".0" when the text has neither '.' nor 'e'. Done
+// literally that is two or three conversions per value (~100ns with
+// strconv), and an image model returns hundreds of thousands of floats,
+// so the same bytes are made in one pass for most values:
 //
-// Done literally that costs two or three conversions per value (format,
-// parse, format again), about 100ns with strconv. Responses are mostly
-// floats (an image model returns hundreds of thousands per call), so this
-// file is hand-written to produce the same bytes in one pass for most
-// values:
+//  1. D is x correctly rounded to P = 9 (float) or 17 (double) digits,
+//     ties to even as glibc: for float32 in fixed form, [1e-4, 1e9), one
+//     exact float64 product rounded by the FPU (f32Scale, the FP32 loop);
+//     for other float32s one float64 product within a known error
+//     (float32Digits); strconv where that cannot decide, and for doubles.
+//  2. t, D's last P-6 digits, is the distance in units u of D's last
+//     digit from the 6-digit decimal below D. %.6g round-trips only if the
+//     nearest 6-digit decimal is within ulp(x)/2 of x; ulp(x)/2 < 59.7u for
+//     a normal float32 and < 11.2u for a normal float64, and |x-D| <= u/2,
+//     so when t is at least 61 (float) or 13 (double) from both 0 and
+//     10^(P-6), D is the answer: 88% of random float32s, nearly all
+//     float64s. Knowing ulp(x), the float32 paths tighten the bound to
+//     floor(ulp(x)/2u) + 2, which passes ~97% of image values in [0,1).
+//  3. Otherwise t is far from the half-way point, so D rounded to 6
+//     digits is x rounded to 6 digits (double rounding differs only at an
+//     exact half): %.6g's value, kept if it parses back to x as TF's does.
 //
-//  1. Compute D, x correctly rounded to P = 9 (float) or 17 (double)
-//     significant digits (ties to even, as glibc): for float32 in
-//     [1e-4, 1e9), the fixed form, by one exact float64 product rounded by
-//     the FPU (f32Scale, in the FP32 loop); for other float32s in
-//     [1e-19, 1e9) exactly with integer arithmetic (float32Digits); with
-//     strconv's fixed-precision formatting otherwise.
-//  2. Let t be D's last P-6 digits as an integer: the distance, in units u
-//     of D's last digit, from the 6-digit decimal just below D
-//     (u = 10^(X-P+1) for 10^X <= |x| < 10^(X+1)). %.6g round-trips only
-//     if the 6-digit decimal nearest to x lies in x's rounding interval,
-//     which is within ulp(x)/2 of x. For a normal float32,
-//     ulp(x)/2 <= |x|*2^-24 < 10^(X+1)*2^-24 < 59.7u; for a normal
-//     float64, ulp(x)/2 < 10^(X+1)*2^-53 < 11.2u. Since |x-D| <= u/2,
-//     every 6-digit decimal is at least min(t, 10^(P-6)-t) - 1/2 units
-//     from x. So when t is at least 61 (float) or 13 (double) away from
-//     both 0 and 10^(P-6), %.6g cannot round-trip and D is the answer:
-//     about 88% of random float32s and nearly all random float64s. Where
-//     the exact paths apply they know ulp(x) and the bound tightens
-//     to floor(ulp(x)/2u) + 2, which lets about 97% of image-like values
-//     in [0,1) through.
-//  3. Otherwise t is far from the half-way point 10^(P-6)/2, so rounding
-//     D to 6 digits gives exactly x rounded to 6 digits (double rounding
-//     only differs at an exact half): %.6g's value. Parse it back as TF
-//     Serving does and keep it if it round-trips.
-//
-// Zero and subnormals (whose ulp the bound above does not cover) take the
-// literal format-parse-format path. The test file keeps the literal
-// implementation as the oracle and compares both on millions of values
-// and under fuzzing.
+// Zero and subnormals (whose ulp the bound does not cover) take the
+// literal format-parse-format path. The tests hold the literal algorithm
+// as the oracle, on millions of values and under fuzzing.
 
-// AppendFloat32 appends f as TF Serving prints a DT_FLOAT (docs/tfserving-rest.md §5.2):
-// bare NaN/Infinity/-Infinity; else %.6g, or %.9g when the six-digit text
-// does not parse back to the same float32; ".0" appended when the text has
-// neither '.' nor an exponent.
+// AppendFloat32 appends f as TF Serving prints a DT_FLOAT (docs/tfserving-rest.md
+// §5.2): bare NaN/Infinity/-Infinity; else %.6g, or %.9g when that does not
+// parse back to f; ".0" when the text has neither '.' nor an exponent.
 func AppendFloat32(dst []byte, f float32) []byte {
 	var le [4]byte
 	binary.LittleEndian.PutUint32(le[:], math.Float32bits(f))
@@ -64,36 +50,27 @@ func AppendFloat32(dst []byte, f float32) []byte {
 // AppendFloat32 does, ", " between them, or, with row > 0, as the
 // innermost lists of a single-line nested value: "], [" after every row-th
 // value, counting from col values already in the current list. It is the
-// inner loop of every FP32 response, where an image model's answer spends
-// nearly all its time, so the usual value (a normal float32 in fixed form,
-// |x| in [1e-4, 1e9)) is written by hand in a loop of its own
-// (appendFixedRun); the rest is written out of line (appendFloat32Other)
-// between runs. The loop is bound by its instruction count, so:
+// inner loop of every FP32 response, so the usual value (normal, in fixed
+// form) is written in a loop of its own (appendFixedRun), the rest out of
+// line (appendFloat32Other). The loop is bound by its instruction count:
 //
-//   - D, |x| rounded to nine digits, is a float64 product by a power of
-//     ten (one for each decade the binade may hold; the one used is exact,
-//     see f32Scale) rounded to an integer by adding 2^52, in the FPU's
-//     round-half-even: no decade arithmetic or 128-bit shifts.
-//   - Values step 2 does not settle (about one in twenty of an image) try
-//     %.6g (step 3), whose answer the loop writes too.
-//   - The nine digits are one multiplication for the leading digit and
-//     three lane steps for the other eight (eightDigitsRev), stored as
-//     whole words into room reserved for a block of values at a time, the
-//     trailing zeros to drop counted in the digits' word.
-//   - Every value is followed by ", "; the end of a list overwrites it
-//     with "], [", and the last separator is taken back at the end.
-//   - The run loop makes no call and holds only the run's
-//     state, so that its variables stay in registers: with the rare
-//     values' call and the block bookkeeping in the same loop, the
-//     compiler reloaded nine of them from the stack for every value.
+//   - D is a float64 product by a power of ten (exact, see f32Scale)
+//     rounded to an integer by adding 2^52: no 128-bit shifts.
+//   - Values step 2 does not settle (one in twenty of an image) try %.6g
+//     (step 3) in the loop too.
+//   - The digits are one multiplication for the lead and three lane steps
+//     for the other eight (eightDigitsRev), stored as whole words into room
+//     reserved per block of values, the trailing zeros counted in the word.
+//   - Every value is followed by ", ", which the end of a list overwrites
+//     with "], ["; the last separator is taken back at the end.
+//   - The run loop makes no call and holds only the run's state: with the
+//     rare values' call and the block bookkeeping in it, the compiler
+//     reloaded nine variables from the stack for every value.
 //
-// Measured no faster, and so not done (valgrind counts the loop's
-// instructions repeatably, which a busy machine's timings do not):
-// choosing the decade with a mask rather than a branch, building the text
-// in two words stored at fixed offsets, packing a decade's exponent,
-// margin and span into one word or a flat table, windows at a masked
-// offset of a fixed-size array (no bounds check, yet more instructions),
-// and the lead digit added into the "0.000" word.
+// Measured no faster (valgrind instruction counts), so not done: the
+// decade chosen by a mask, the text built in two words at fixed offsets,
+// a decade's fields packed in one word or a flat table, windows at a
+// masked offset of a fixed-size array, the lead digit added into "0.000".
 func appendFloat32s(dst, le []byte, row, col int) []byte {
 	// block is the most values room is reserved for at once.
 	const block = 256
@@ -129,17 +106,14 @@ func appendFloat32s(dst, le []byte, row, col int) []byte {
 	return dst[:n-2]
 }
 
-// valueRoom is the window one value is written in: at most 15 bytes of
-// text ("-0.000" + 9 digits) and 4 of separator, plus the slack the
-// whole-word stores write past the end.
+// valueRoom is the window one value is written in: up to 15 bytes of text
+// and 4 of separator, and the slack whole-word stores write past them.
 const valueRoom = 32
 
-// appendFixedRun writes the values at the start of run that
-// appendFloat32s writes itself (normal, in fixed form), each followed by
-// its separator (endValue), into dst from n on, until the run ends or a
-// value it does not write. dst has valueRoom bytes for every value of run
-// past n. It returns the offset in run where it stopped (len(run) at the
-// end) and the new n and left.
+// appendFixedRun writes the values at the start of run that it writes
+// itself (normal, in fixed form), each with its separator (endValue), into
+// dst from n on (valueRoom bytes for each), up to the first other value.
+// It returns the offset in run where it stopped, the new n and left.
 func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 	j := 0
 	for ; j < len(run)-3; j += 4 { // this form proves run[j:] needs no check
@@ -149,19 +123,15 @@ func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 		dc := &sc[up]
 		exp := int(dc.exp)
 		if uint64(d)*mod1000-dc.lowMargin > dc.lowSpan {
-			// Not settled by step 2, or not a normal float32 in fixed
-			// form (margin noFast), or D has ten digits (9.99999999x
-			// rounded up a decade: D%1000 is 0).
-			if dc.margin == noFast {
+			// Not settled by step 2, not in fixed form (lowMargin 1), or D
+			// of ten digits (9.99999999x rounded up: D%1000 is 0).
+			if dc.lowMargin == 1 {
 				break
 			}
-			// Step 3, written out here rather than called, so that
-			// the loop makes no call: D rounded to six digits (no tie:
-			// D%1000 is near 0 or 1000) and its round trip as
-			// sixDigitsRoundTrip decides it, with a single exact
-			// float32 division or multiplication (the exponent is
-			// -9…1, exactParse inlined), rounded to float32 as strtof
-			// rounds.
+			// Step 3 inline (no call in the loop): D rounded to six
+			// digits (no tie: D%1000 is near 0 or 1000), its round trip
+			// one exact float32 division or multiplication (exponent
+			// -9…1), rounded as strtof rounds.
 			d6, exp6 := (d+500)/1000, exp
 			if d6 == 1_000_000 {
 				d6, exp6 = 100_000, exp+1
@@ -218,9 +188,9 @@ func appendFixedRun(dst, run []byte, n, left, row int) (int, int, int) {
 	return j, n, left
 }
 
-// endValue writes the separator after a value of i bytes written at the
-// start of w, the window at n: ", ", or "], [" when the value ends a list
-// (left reaches 0; never when row is 0). It returns the new n and left.
+// endValue writes the separator after the i bytes of a value at the start
+// of w, the window at n: ", ", or "], [" when left reaches 0 (never for
+// row 0). It returns the new n and left.
 func endValue(w *[valueRoom]byte, i, n, left, row int) (int, int) {
 	binary.LittleEndian.PutUint32(w[i&15:], ' '<<8|',')
 	n += i + 2
@@ -232,14 +202,12 @@ func endValue(w *[valueRoom]byte, i, n, left, row int) (int, int) {
 	return n, left
 }
 
-// eightDigitsRev returns v < 10^8 as eight digit values (0-9), one a
-// byte, the last digit in the low byte (bits.ReverseBytes64 puts them in
-// text order). Each step splits lanes in two by a multiplication for the
-// quotient and adds quotient*(2^w - divisor), which leaves the remainder
-// in the low half and the quotient in the high half of the lane: v into
-// two four-digit halves (v/10^4 for v < 10^8 is v*109951163 >> 40), each
-// into two pairs (/100 is *10486 >> 20 below 43699), each into two digits
-// (/10 is *103 >> 10 below 179). No lane's product reaches the next lane.
+// eightDigitsRev returns v < 10^8 as eight digit values, one a byte, the
+// last digit in the low byte (bits.ReverseBytes64 puts them in text
+// order). Each step splits every lane by a multiplication for the quotient
+// and adds quotient*(2^w - divisor), leaving remainder low and quotient
+// high: /10^4 is *109951163 >> 40 below 10^8, /100 is *10486 >> 20 below
+// 43699, /10 is *103 >> 10 below 179; no product reaches the next lane.
 func eightDigitsRev(v uint32) uint64 {
 	x := uint64(v)
 	q := x * 109_951_163 >> 40
@@ -251,55 +219,40 @@ func eightDigitsRev(v uint32) uint64 {
 }
 
 // f32Scale is appendFloat32s' step from a float32 x with biased exponent
-// e to D, |x| rounded to nine significant digits. |x| is either below the
-// first power of ten above 2^(e-127) or not, so its decimal exponent is
-// exp0 = floor((e-127)*log10(2)) or exp0+1, and V = |x|*10^(8-exp) has
-// nine integer digits: pow holds 10^(8-exp0) and 10^(7-exp0), and the loop
-// takes the second product when the first reaches 10^9. The product used
-// is exact in float64 for the decades filled, those of the fixed form
-// (exp in -4…8: 8-exp <= 12, and |x| has 24 significant bits, 5^12 <
-// 2^28), so rounding it to an integer is the FPU's own round half to
-// even. The first product decides the decade even where it is rounded
-// (exp0 = -5): rounding is monotonic, and the tests check the mantissas
-// on both sides of every decade's start.
+// e to D. x's decimal exponent is exp0 = floor((e-127)*log10(2)) or
+// exp0+1, and V = |x|*10^(8-exp) has nine integer digits: the loop takes
+// the product by 10^(7-exp0) when the one by 10^(8-exp0) reaches 10^9.
+// In fixed form (exp in -4…8, 5^12 < 2^28, 24-bit |x|) the product is
+// exact, so rounding it is the FPU's round half to even. A rounded first
+// product (exp0 = -5) still decides the decade: rounding is monotonic,
+// and the tests check both sides of every decade's start.
 type f32Scale [2]f32Decade
 
-// f32Decade is one decade of an f32Scale: everything the loop reads once
-// it knows the decade is at one address.
+// f32Decade is one decade of an f32Scale, what the loop reads at one address.
 type f32Decade struct {
 	pow float64 // 10^(8-exp)
-	// lowMargin and lowSpan are the loop's test of margin's bounds on
-	// D%1000, done on D*mod1000's low 64 bits (settledLow).
+	// lowMargin and lowSpan test step 2's margin <= D%1000 <= 1000-margin
+	// on D*mod1000 (settledLow). A decade the loop does not write has
+	// lowSpan 0 and lowMargin 1, which no D passes (D*mod1000 is never 1:
+	// that needs t = 0 and (D/1000)*384 = 1).
 	lowMargin, lowSpan uint64
-	// margin is step 2's bound for the decade, floor(ulp(x)/2) in units
-	// of D's last digit plus 2: D is settled when margin <= D%1000 <=
-	// 1000-margin. A decade the loop does not write has margin noFast,
-	// and lowMargin and lowSpan that every value fails.
-	margin uint16
-	exp    int8
+	exp                int8
 }
 
-// mod1000 is ceil(2^64/1000): for D < 10^9, D*mod1000 mod 2^64 is
-// t*mod1000 + (D/1000)*384 for t = D%1000 (1000*mod1000 is 2^64+384, and
-// the sum stays below 2^64), which lies in [t*mod1000, t*mod1000 + 10^9),
-// below (t+1)*mod1000. So margin <= t <= 1000-margin exactly when
-// D*mod1000 - margin*mod1000 <= (1001-2*margin)*mod1000 - 1 as unsigned
-// 64-bit integers: one multiplication where D%1000 takes two and a
-// shift.
+// mod1000 is ceil(2^64/1000): for D < 10^9 and t = D%1000, D*mod1000 mod
+// 2^64 is t*mod1000 + (D/1000)*384 (1000*mod1000 is 2^64+384), below
+// (t+1)*mod1000. So margin <= t <= 1000-margin exactly when D*mod1000 -
+// margin*mod1000 <= (1001-2*margin)*mod1000 - 1 in uint64: one
+// multiplication where D%1000 takes two and a shift.
 const mod1000 = 1<<64/1000 + 1
 
-// settledLow returns lowMargin and lowSpan for a decade of step 2's
-// margin; for noFast, a test no D passes (D*mod1000 is never 1: that
-// needs t = 0 and (D/1000)*384 = 1).
-func settledLow(margin uint16) (lowMargin, lowSpan uint64) {
-	if margin == noFast {
-		return 1, 0
-	}
-	return uint64(margin) * mod1000, uint64(1001-2*margin)*mod1000 - 1
+// settledLow returns lowMargin and lowSpan for step 2's margin.
+func settledLow(margin uint64) (lowMargin, lowSpan uint64) {
+	return margin * mod1000, (1001-2*margin)*mod1000 - 1
 }
 
-// digits returns D for the float32 with bits b, whose entry sc is, and
-// its decade (0 or 1): correct where the decade's margin is not noFast.
+// digits returns D and its decade (0 or 1) for the float32 with bits b,
+// whose entry sc is: correct where the loop writes the decade.
 func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
 	x := float64(math.Float32frombits(b &^ (1 << 31)))
 	// The conversions keep each product rounded on its own (no fused
@@ -313,21 +266,13 @@ func (sc *f32Scale) digits(b uint32) (d uint32, up uint) {
 	return d, up & 1
 }
 
-// noFast is the margin of the f32Scales decades appendFloat32s leaves to
-// appendFloat32Other.
-const noFast = 0xFFFF
-
-// f32Scales is appendFloat32s' table, one entry per biased exponent. The
-// tests check every decade at both ends of its mantissa range against
-// strconv.
+// f32Scales is appendFloat32s' table, one entry per biased exponent (the
+// tests check every decade's ends against strconv).
 var f32Scales = func() (t [256]f32Scale) {
 	for e := range t {
-		for up := range 2 {
-			dc := &t[e][up]
-			dc.margin = noFast
-			dc.lowMargin, dc.lowSpan = settledLow(noFast)
-		}
-		q := e - 150 // |x| = m*2^q, m the 24-bit mantissa
+		t[e][0].lowMargin, t[e][1].lowMargin = 1, 1 // unless the loop writes the decade
+		// |x| = m*2^q, m the 24-bit mantissa
+		q := e - 150
 		exp0 := log10Pow2(q + 23)
 		if e == 0 || e == 0xFF || exp0 < -5 || exp0 > 8 {
 			continue
@@ -338,22 +283,18 @@ var f32Scales = func() (t [256]f32Scale) {
 			if exp < -4 || exp > 8 {
 				continue
 			}
-			// floor(ulp(x)/2) in V's units: 2^(q-1) * 10^k.
-			k := 8 - exp
-			half := math.Floor(math.Ldexp(pow10[k], q-1))
-			margin := uint16(half + 2)
+			// floor(ulp(x)/2) in V's units, 2^(q-1) * 10^(8-exp), plus 2.
 			dc := &t[e][up]
-			dc.margin, dc.exp = margin, int8(exp)
-			dc.lowMargin, dc.lowSpan = settledLow(margin)
+			dc.exp = int8(exp)
+			dc.lowMargin, dc.lowSpan = settledLow(uint64(math.Ldexp(pow10[8-exp], q-1)) + 2)
 		}
 	}
 	return t
 }()
 
-// appendFloat32Other is appendFloat32s for the float32 with bits b that
-// its loop does not write: non-finite, zero, subnormal, beyond the loop's
-// digits (float32Digits, else strconv), close to a six-digit decimal
-// (step 3), or in exponent form.
+// appendFloat32Other is appendFloat32s for a float32 (bits b) its loop
+// does not write: non-finite, zero, subnormal, in exponent form, or near
+// a six-digit decimal (step 3).
 func appendFloat32Other(dst []byte, b uint32) []byte {
 	f := float64(math.Float32frombits(b))
 	switch b >> 23 & 0xFF {
@@ -394,9 +335,9 @@ func appendNonFinite(dst []byte, v float64) []byte {
 	return append(dst, "-Infinity"...)
 }
 
-// appendChoice does steps 2 and 3 for a finite, normal v whose |v|
-// rounded to prec digits is d*10^(exp-prec+1) (d has exactly prec digits);
-// tailMod is 10^(prec-6) and margin the bound of step 2.
+// appendChoice does steps 2 and 3 for a finite, normal v, |v| rounded to
+// prec digits being d*10^(exp-prec+1); tailMod is 10^(prec-6) and margin
+// step 2's bound.
 func appendChoice(dst []byte, v float64, neg bool, d uint64, exp, bits, prec int, tailMod, margin uint64) []byte {
 	if t := d % tailMod; t >= margin && t <= tailMod-margin {
 		return appendDecimal(dst, neg, d, prec, exp)
@@ -413,12 +354,10 @@ func appendChoice(dst []byte, v float64, neg bool, d uint64, exp, bits, prec int
 
 // sixDigitsRoundTrip reports whether the decimal d6*10^e (d6 < 10^6)
 // parses back, as TF Serving's strtof/strtod would, to a (finite, not
-// negative). When 10^|e| is exact in the target type (|e| <= 10 for
-// float32, 22 for float64; d6 is exact in both), that parse is one
-// correctly rounded multiplication or division of two exact operands,
-// which is what the hardware does, as strconv's own fast path; only the
-// rest goes through strconv.ParseFloat. Most values that reach step 3
-// are near 1, so this keeps the parse out of the inner loop.
+// negative). When 10^|e| is exact in the type (|e| <= 10 for float32, 22
+// for float64) that parse is one correctly rounded operation on exact
+// operands (strconv's own fast path) and most step-3 values are near 1,
+// so strconv.ParseFloat is left for the rest.
 func sixDigitsRoundTrip(a float64, d6 uint64, e, bits int) bool {
 	switch {
 	case bits == 32 && -10 <= e && e <= 10:
@@ -433,9 +372,8 @@ func sixDigitsRoundTrip(a float64, d6 uint64, e, bits int) bool {
 	return err == nil && back == a
 }
 
-// exactParse is strtof (F float32) or strtod (float64) of d6*10^e for a
-// 10^|e| exact in F (|e| <= 10 for float32, 22 for float64): one
-// correctly rounded division or multiplication.
+// exactParse is strtof (F float32) or strtod (float64) of d6*10^e, 10^|e|
+// exact in F: one correctly rounded division or multiplication.
 func exactParse[F float32 | float64](d6 uint32, e int) F {
 	f, p := F(d6), F(pow10[max(e, -e)])
 	if e < 0 {
@@ -455,9 +393,8 @@ func appendLiteral(dst []byte, v float64, bits, fallback int) []byte {
 }
 
 // strconvDigits returns |v| rounded to prec significant digits as
-// d*10^(exp-prec+1), d of exactly prec digits, using strconv's
-// correctly rounded fixed-precision formatting, read from its 'e' format
-// ("d.ddde+XX").
+// d*10^(exp-prec+1), d of exactly prec digits, read from strconv's
+// correctly rounded 'e' format ("d.ddde+XX").
 func strconvDigits(v float64, bits, prec int) (d uint64, exp int) {
 	var buf [32]byte
 	s := strconv.AppendFloat(buf[:0], math.Abs(v), 'e', prec-1, bits)
@@ -476,68 +413,48 @@ func strconvDigits(v float64, bits, prec int) (d uint64, exp int) {
 	return d, exp
 }
 
-// pow5 holds 5^0 .. 5^27, the powers below 2^63.
-var pow5 = func() (p [28]uint64) {
-	p[0] = 1
-	for i := 1; i < len(p); i++ {
-		p[i] = p[i-1] * 5
-	}
-	return p
-}()
-
-// float32Digits computes |x| rounded to 9 significant digits (ties to
-// even) for the normal float32 with bits b: |x| = d*10^(exp-8),
-// 10^8 <= d < 10^9. ok is false outside about [1e-19, 1e9), where the
-// caller uses strconv. margin is step 2's bound for this x: floor of
-// ulp(x)/2 in units of d's last digit, plus 2 (at most 61).
-//
-// |x| = m*2^q exactly, and exp, its decimal exponent, comes from the
-// binary exponent and one comparison of m (decadeStart). Then
-// V = |x|*10^k for k = 8-exp has exactly 9 integer digits, and
-// V = m*5^k*2^(q+k) is computed exactly: a 128-bit product shifted right
-// by s = -(q+k) bits, whose remainder decides the rounding. In V's scale
-// ulp(x)/2 = 2^(q-1)*10^k = 5^k*2^(q+k-1). Both the decade and the
-// rounding are computed without data-dependent branches: on random
-// values those would be mispredicted half the time.
+// float32Digits returns |x| rounded to 9 significant digits (ties to
+// even) for the normal float32 with bits b, |x| = d*10^(exp-8) with
+// 10^8 <= d < 10^9, and step 2's margin: floor of ulp(x)/2 in units of d's
+// last digit, plus 2. V = |x|*10^(8-exp), one product or quotient by a
+// correctly rounded power of ten, is within 2^-22 of the exact value, so
+// its nearest integer is D unless V lies within 2^-19 of a half-integer
+// (then ok only if V is exact, FMA finding no remainder: a tie, rounded to
+// even) or of 10^9, where the caller uses strconv.
 func float32Digits(b uint32) (d uint64, exp int, margin uint64, ok bool) {
-	e := b >> 23 & 0xFF
-	m := uint64(b&0x7FFFFF | 0x800000)
-	q := int(e) - 150
-	exp = log10Pow2(q+23) + int(bitIf(m >= uint64(decadeStart[e])))
-	k := 8 - exp
-	if k < 0 || k >= len(pow5) {
+	x := float64(math.Float32frombits(b &^ (1 << 31)))
+	q := int(b>>23&0xFF) - 150
+	exp = log10Pow2(q + 23) // or one more: then V >= 10^9
+	v := scale10(x, 8-exp)
+	if v >= 1e9 {
+		exp++
+		v = scale10(x, 8-exp)
+	}
+	n := math.Floor(v)
+	fr := v - n // exact
+	if n < 1e8 || n >= 1e9-1 {
 		return 0, 0, 0, false
 	}
-	var v, up, ulp2 uint64 // V rounds to v+up; ulp2 = floor(ulp(x)/2) in V's scale
-	if sh := q + k; sh >= 0 {
-		if sh > 7 { // V < 10^9 < 2^30 and m >= 2^23: never, but keep the shift sane
-			return 0, 0, 0, false
-		}
-		v = m * pow5[k] << sh
-		ulp2 = pow5[k] << sh >> 1
-	} else {
-		s := uint(-sh)
-		if s >= 64 {
-			return 0, 0, 0, false
-		}
-		// s is 1…63 here, and 64-s too: the &63 masks tell the compiler,
-		// which then emits bare shifts rather than guarded ones.
-		hi, lo := bits.Mul64(m, pow5[k])
-		v = hi<<((64-s)&63) | lo>>(s&63)
-		r := lo & (1<<(s&63) - 1)
-		// Round half to even: r + 2^(s-1) - 1 + (v&1) reaches 2^s exactly
-		// when r > 2^(s-1), or r == 2^(s-1) and v is odd.
-		up = (r + (1<<((s-1)&63) - 1) + v&1) >> (s & 63)
-		ulp2 = pow5[k] >> (s + 1) // s+1 may be 64: then 0
-	}
-	if v < 100_000_000 || v >= 1_000_000_000 { // exp is exact: never
+	if k := 8 - exp; math.Abs(fr-0.5) < 0x1p-19 &&
+		!(k >= 0 && k <= 22 && math.FMA(x, pow10[k], -v) == 0 ||
+			k < 0 && k >= -22 && math.FMA(v, pow10[-k], -x) == 0) {
 		return 0, 0, 0, false
 	}
-	d = v + up
-	if d == 1_000_000_000 { // 9.99999999x rounds up a decade; d's unit grows, the margin stays safe
-		d, exp = 100_000_000, exp+1
+	d = uint64(n)
+	if fr > 0.5 || fr == 0.5 && d&1 == 1 {
+		d++
 	}
-	return d, exp, ulp2 + 2, true
+	// ulp(x)/2 = 2^(q-1) in V's scale, rounded up past the product's error.
+	half := scale10(math.Float64frombits(uint64(q-1+1023)<<52), 8-exp) * (1 + 0x1p-40)
+	return d, exp, uint64(half) + 2, true
+}
+
+// scale10 returns x*10^k, one correctly rounded operation.
+func scale10(x float64, k int) float64 {
+	if k < 0 {
+		return x / pow10[-k]
+	}
+	return x * pow10[k]
 }
 
 // log10Pow2 returns floor(p*log10(2)), exactly for |p| < 1650.
@@ -551,42 +468,15 @@ func bitIf(c bool) uint {
 	return 0
 }
 
-// decadeStart[e] is the smallest 24-bit mantissa m for which a float32
-// with biased exponent e is at least 10^(log10Pow2(e-127)+1): below it the
-// decimal exponent is log10Pow2(e-127), from it one more (2^24 when the
-// next power of ten is out of reach). Computed exactly with math/big.
-var decadeStart = func() (t [256]uint32) {
-	for e := 1; e < 255; e++ {
-		q := e - 150
-		r := pow10Rat(log10Pow2(q+23) + 1) // m >= 10^p10 / 2^q = r
-		r.Mul(r, new(big.Rat).SetFloat64(math.Ldexp(1, -q)))
-		num, den := new(big.Int).Set(r.Num()), r.Denom()
-		num.Add(num, den).Sub(num, big.NewInt(1)).Quo(num, den) // ceiling
-		t[e] = uint32(min(num.Uint64(), 1<<24))
-	}
-	return t
-}()
-
-// pow10Rat returns 10^k exactly.
-func pow10Rat(k int) *big.Rat {
-	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(k, -k))), nil)
-	if k < 0 {
-		return new(big.Rat).SetFrac(big.NewInt(1), p)
-	}
-	return new(big.Rat).SetInt(p)
-}
-
 // digitPairs is "00010203...99", for writing two digits at a time.
 const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
 	"404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
-// appendDecimal appends the number d*10^(exp-nd+1), d having exactly nd
-// digits, as printf's %.<nd>g writes it (exponent form when exp < -4 or
-// exp >= nd; trailing zeros dropped; an exponent of at
-// least two digits), then TF Serving's ".0" when the text would otherwise
-// read as an integer. It writes all nd digits in place into spare
-// capacity and trims the zeros afterwards: this is the inner loop of every
-// float response.
+// appendDecimal appends d*10^(exp-nd+1), d of exactly nd digits, as
+// printf's %.<nd>g writes it (exponent form when exp < -4 or exp >= nd,
+// trailing zeros dropped, an exponent of two digits at least), then TF's
+// ".0" for a text that would read as an integer. All nd digits are
+// written in place into spare capacity and the zeros trimmed afterwards.
 func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int) []byte {
 	n := len(dst)
 	dst = slices.Grow(dst, 32) // longest: "-0.0000" + 17 digits, or "-d." + 16 digits + "e-308"
@@ -649,13 +539,12 @@ func appendDecimal(dst []byte, neg bool, d uint64, nd, exp int) []byte {
 }
 
 // putDigits writes d into b as exactly len(b) decimal digits. Nine digits,
-// every float32, are the leading digit and eight written at once
-// (eightDigits).
+// every float32, are the leading digit and eight written at once.
 func putDigits(b []byte, d uint64) {
 	if len(b) == 9 {
 		v := uint32(d)
 		b[0] = byte('0' + v/100_000_000)
-		binary.LittleEndian.PutUint64(b[1:], eightDigits(v%100_000_000))
+		binary.LittleEndian.PutUint64(b[1:], bits.ReverseBytes64(eightDigitsRev(v%100_000_000))|0x3030_3030_3030_3030)
 		return
 	}
 	i := len(b)
@@ -667,10 +556,4 @@ func putDigits(b []byte, d uint64) {
 	if i == 1 {
 		b[0] = byte('0' + d)
 	}
-}
-
-// eightDigits returns v < 10^8 as eight ASCII digits packed little-endian
-// (the first digit in the low byte): eightDigitsRev's lanes in text order.
-func eightDigits(v uint32) uint64 {
-	return bits.ReverseBytes64(eightDigitsRev(v)) | 0x3030_3030_3030_3030
 }

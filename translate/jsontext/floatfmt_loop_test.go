@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 )
@@ -31,7 +32,7 @@ func TestF32Scales(t *testing.T) {
 				continue // the binade has one decade
 			}
 			f := func(m uint32) float64 { return float64(math.Float32frombits(e<<23 | m&0x7FFFFF)) }
-			if sc[up].margin == noFast {
+			if sc[up].lowMargin == 1 {
 				if f(hi) >= 1e-4 && f(lo) < 1e9 {
 					t.Errorf("e %d decade %d: [%g, %g] not written by the loop", e, up, f(lo), f(hi))
 				}
@@ -56,8 +57,8 @@ func TestF32Scales(t *testing.T) {
 				if uint64(d) != wd || exp != wexp {
 					t.Fatalf("%g: D %d e%d, strconv %d e%d", f(m), d, exp, wd, wexp)
 				}
-				if _, _, margin, ok := float32Digits(b); !ok || margin != uint64(sc[up].margin) {
-					t.Fatalf("%g: margin %d, float32Digits %d (%v)", f(m), sc[up].margin, margin, ok)
+				if _, _, margin, ok := float32Digits(b); !ok || margin != sc[up].lowMargin/mod1000 {
+					t.Fatalf("%g: margin %d, float32Digits %d (%v)", f(m), sc[up].lowMargin/mod1000, margin, ok)
 				}
 			}
 		}
@@ -174,23 +175,27 @@ func FuzzFloat32s(f *testing.F) {
 // TestSettledLow: the loop's step 2 test on D*mod1000's low bits agrees
 // with margin <= D%1000 <= 1000-margin for every margin a decade can
 // have, every last three digits and the smallest and largest D/1000,
-// and no D passes a noFast decade's test.
+// and no D passes the test of a decade the loop does not write (margin 0
+// here: lowMargin 1, lowSpan 0).
 func TestSettledLow(t *testing.T) {
-	margins := map[uint16]bool{noFast: true}
+	margins := map[uint64]bool{0: true}
 	for e := range f32Scales {
 		for up := range 2 {
-			margins[f32Scales[e][up].margin] = true
+			margins[f32Scales[e][up].lowMargin/mod1000] = true
 		}
 	}
-	for m := uint16(2); m <= 61; m++ {
+	for m := uint64(2); m <= 61; m++ {
 		margins[m] = true
 	}
 	for margin := range margins {
 		lowMargin, lowSpan := settledLow(margin)
+		if margin == 0 {
+			lowMargin, lowSpan = 1, 0
+		}
 		for _, q := range []uint64{0, 1, 2, 383, 499_999, 999_998, 999_999} {
 			for tail := range uint64(1000) {
 				d := q*1000 + tail
-				want := margin != noFast && uint64(margin) <= tail && tail <= 1000-uint64(margin)
+				want := margin != 0 && margin <= tail && tail <= 1000-margin
 				if got := d*mod1000-lowMargin <= lowSpan; got != want {
 					t.Fatalf("margin %d, D %d: settled %v, want %v", margin, d, got, want)
 				}
@@ -198,3 +203,28 @@ func TestSettledLow(t *testing.T) {
 		}
 	}
 }
+
+// decadeStart[e] (the tests' decade boundaries) is the smallest 24-bit mantissa m for which a float32
+// with biased exponent e is at least 10^(log10Pow2(e-127)+1): below it the
+// decimal exponent is log10Pow2(e-127), from it one more (2^24 when the
+// next power of ten is out of reach). Computed exactly with math/big.
+var decadeStart = func() (t [256]uint32) {
+	for e := 1; e < 255; e++ {
+		q := e - 150
+		r := pow10Rat(log10Pow2(q+23) + 1) // m >= 10^p10 / 2^q = r
+		r.Mul(r, new(big.Rat).SetFloat64(math.Ldexp(1, -q)))
+		num, den := new(big.Int).Set(r.Num()), r.Denom()
+		num.Add(num, den).Sub(num, big.NewInt(1)).Quo(num, den) // ceiling
+		t[e] = uint32(min(num.Uint64(), 1<<24))
+	}
+	return t
+}()
+
+// pow5 holds 5^0 .. 5^27, the powers below 2^63 (the v1 loop's).
+var pow5 = func() (p [28]uint64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 5
+	}
+	return p
+}()

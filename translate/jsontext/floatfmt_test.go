@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/big"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -210,33 +212,43 @@ func TestLog10Pow2(t *testing.T) {
 	}
 }
 
-// TestFloat32DigitsCoverage checks that the exact integer path covers every
-// normal float32 from 1e-19 up to 1e9 (around each decade boundary too),
-// and agrees there with strconv's correctly rounded %.9g digits. A wrong
-// decadeStart entry would not change any output (the path checks its
-// digit count and falls back to strconv) but would make it slow.
+// TestFloat32DigitsCoverage checks float32Digits on every normal float32
+// exponent, at both ends of the mantissas, around the decade boundary and
+// at random mantissas: D and the decade agree with strconv's correctly
+// rounded %.9g digits, the margin is floor(ulp(x)/2) in D's units plus 2
+// (computed exactly) or one more, and ok is false only rarely (it makes
+// the value slower, never different).
 func TestFloat32DigitsCoverage(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	misses, total := 0, 0
 	for e := uint32(1); e < 255; e++ {
 		ms := []uint32{1 << 23, 1<<24 - 1, 0xABCDEF}
 		if s := decadeStart[e]; s > 1<<23 && s < 1<<24 {
 			ms = append(ms, s-1, s)
 		}
+		for range 2000 {
+			ms = append(ms, 1<<23|r.Uint32N(1<<23))
+		}
 		for _, m := range ms {
 			b := e<<23 | m&0x7FFFFF
 			f := math.Float32frombits(b)
 			d, exp, margin, ok := float32Digits(b)
-			if float64(f) < 1e-19 || f >= 1e9 {
-				continue
-			}
+			total++
 			if !ok {
-				t.Errorf("float32Digits(%g) not covered", f)
+				misses++
 				continue
 			}
 			wd, wexp := strconvDigits(float64(f), 32, 9)
-			if d != wd || exp != wexp || margin < 2 || margin > 61 {
-				t.Errorf("float32Digits(%g) = %d e%d margin %d, strconv %d e%d", f, d, exp, margin, wd, wexp)
+			// floor(2^(q-1) * 10^(8-exp)) exactly.
+			h := new(big.Rat).Mul(new(big.Rat).SetFloat64(math.Ldexp(1, int(e)-151)), pow10Rat(8-exp))
+			floor := new(big.Int).Quo(h.Num(), h.Denom()).Uint64()
+			if d != wd || exp != wexp || margin < floor+2 || margin > floor+3 || margin > 61 {
+				t.Errorf("float32Digits(%g) = %d e%d margin %d, strconv %d e%d, margin %d", f, d, exp, margin, wd, wexp, floor+2)
 			}
 		}
+	}
+	if misses*1000 > total {
+		t.Errorf("float32Digits left %d of %d values to strconv", misses, total)
 	}
 }
 
@@ -353,7 +365,7 @@ func TestSixDigitsRoundTrip(t *testing.T) {
 func TestEightDigits(t *testing.T) {
 	check := func(v uint32) {
 		var got, want [8]byte
-		binary.LittleEndian.PutUint64(got[:], eightDigits(v))
+		binary.LittleEndian.PutUint64(got[:], bits.ReverseBytes64(eightDigitsRev(v))|0x3030_3030_3030_3030)
 		for i, x := 7, v; i >= 0; i, x = i-1, x/10 {
 			want[i] = byte('0' + x%10)
 		}
@@ -392,6 +404,31 @@ func BenchmarkFloat32sImage(b *testing.B) {
 			b.SetBytes(int64(len(buf)))
 			for b.Loop() {
 				buf = c.f(buf[:0], le, 3, 0)
+			}
+		})
+	}
+}
+
+// BenchmarkFloat32sExpForm is an answer made of float32 values TF prints
+// in exponent form (appendFloat32Other's digits for each), as rows of
+// three: small ones (|x| < 1e-4, such as a gradient or a probability far
+// from the top class) and large ones (|x| >= 1e9).
+func BenchmarkFloat32sExpForm(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		scale float64
+	}{{"small", 1e-7}, {"large", 1e12}} {
+		r := rand.New(rand.NewPCG(7, 13))
+		le := make([]byte, 0, 4*65536)
+		for range 65536 {
+			v := float32(r.Float64() * c.scale * math.Pow(10, float64(r.IntN(8))-4))
+			le = binary.LittleEndian.AppendUint32(le, math.Float32bits(v))
+		}
+		b.Run(c.name, func(b *testing.B) {
+			buf := appendFloat32s(nil, le, 3, 0)
+			b.SetBytes(int64(len(buf)))
+			for b.Loop() {
+				buf = appendFloat32s(buf[:0], le, 3, 0)
 			}
 		})
 	}

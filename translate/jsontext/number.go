@@ -7,16 +7,14 @@ import (
 	"strconv"
 )
 
-// Number parsing emulates rapidjson 1.1.0's GenericReader::ParseNumber
-// with kParseNanAndInfFlag and without kParseFullPrecisionFlag, step by
-// step, quirks included: the significand is accumulated in 32, then 64
-// bits, then in a double; fraction digits beyond ~17 significant ones are
-// dropped; the result is one multiply or divide by a power of ten
-// ("normal precision", not correctly rounded). TF Serving stores exactly
-// that double (DT_DOUBLE) or that double cast to float (DT_FLOAT), so a
-// correctly rounded strconv.ParseFloat would differ in the last bit for
-// some 16+ digit inputs. It is also the fast path: no allocation and no
-// big-number arithmetic, which is what the request benchmark needs.
+// Number parsing is rapidjson 1.1.0's GenericReader::ParseNumber with
+// kParseNanAndInfFlag, without kParseFullPrecisionFlag, quirks included:
+// the significand accumulated in 32, then 64 bits, then a double; fraction
+// digits past ~17 significant ones dropped; one multiply or divide by a
+// power of ten ("normal precision", not correctly rounded). TF Serving
+// stores that double (or it cast to float), so strconv.ParseFloat would
+// differ in the last bit for some 16+ digit inputs. No allocation, no
+// big-number arithmetic: the request benchmark's fast path.
 
 // The number flags, mirroring rapidjson's kIntFlag … kDoubleFlag: an
 // integer token carries every range flag it fits.
@@ -26,17 +24,14 @@ const (
 	flagInt64                    // fits int64
 	flagUint64                   // fits uint64
 	flagDouble                   // not an integer token
-	// flagNeg marks an integer whose value is negative (bits hold int64).
-	flagNeg
+	flagNeg                      // a negative integer (bits hold int64)
 )
 
-// quietNaN is C's std::numeric_limits<double>::quiet_NaN(); Go's
-// math.NaN() has a different payload bit.
+// quietNaN is C's quiet_NaN(); Go's math.NaN() has another payload bit.
 var quietNaN = math.Float64frombits(0x7FF8000000000000)
 
-// pow10 is rapidjson's internal::Pow10 table, 1e0 … 1e308, each the
-// correctly rounded double (as the C++ literals are; math.Pow10 composes
-// two table entries and is not always correctly rounded).
+// pow10 is rapidjson's internal::Pow10 table, 1e0 … 1e308 correctly
+// rounded as C++ literals are (math.Pow10 is not always).
 var pow10 = func() (t [309]float64) {
 	for i := range t {
 		t[i], _ = strconv.ParseFloat("1e"+strconv.Itoa(i), 64)
@@ -66,10 +61,9 @@ const (
 
 func isDigit(c byte) bool { return c-'0' < 10 }
 
-// parseNumber parses the number token starting at data[p] and returns it
-// with the offset after it, or rapidjson's error (its message, and its
-// offset in data). Past the end of data the stream reads as NUL, like
-// rapidjson's MemoryStream.
+// parseNumber parses the number token at data[p] and returns it with the
+// offset after it, or rapidjson's error and offset. Past the end of data
+// the stream reads as NUL, like rapidjson's MemoryStream.
 func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 	start := p
 	n := len(data)
@@ -101,8 +95,8 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 		i = uint64(c - '0')
 		p++
 		// On in a double where the next digit would pass int64's range
-		// (negative) or uint64's. rapidjson's first stage, in 32 bits,
-		// ends in the same value, so one 64-bit loop stands for both.
+		// (negative) or uint64's; one 64-bit loop stands for rapidjson's
+		// 32-bit first stage too (same value).
 		lim, last := uint64(0x1999999999999999), byte('5')
 		if minus {
 			lim, last = 0x0CCCCCCCCCCCCCCC, '8'
@@ -154,12 +148,51 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 		if !isDigit(peek(p)) {
 			return Num{}, p, &SyntaxError{msgNumberMissFraction, p}
 		}
-		if !useDouble {
-			i, p, sig, expFrac = fracDigits(data, p, i, sig, expFrac)
-			d = float64(i)
-			useDouble = true
+		// Digits go into the integer significand while it is at most
+		// 2^53-1 (eight at once while none can meet that), each lowering
+		// expFrac and, from the first non-zero one, counting in sig; then
+		// into the double up to 17 significant digits; the rest dropped.
+		for !useDouble && i < 0x1FFFFFFFFFFFFF/100000000 && p+8 <= n {
+			x := binary.LittleEndian.Uint64(data[p:])
+			k := digitRun(x)
+			if k == 0 {
+				break
+			}
+			v := digitsValue(x, k)
+			if i != 0 {
+				sig += k
+			} else if v != 0 {
+				// Less the run's leading zeros (the first digit is in the
+				// low byte; a non-zero one is in the run).
+				sig += k - bits.TrailingZeros64(x&0x0F0F0F0F0F0F0F0F)>>3
+			}
+			i = i*pow10u[k] + v
+			p += k
+			expFrac -= k
+			if k < 8 {
+				break
+			}
 		}
-		d, p, _, expFrac = fracTail(data, p, d, sig, expFrac)
+		for ; !useDouble && p < n && isDigit(data[p]) && i <= 0x1FFFFFFFFFFFFF; p++ {
+			i = i*10 + uint64(data[p]-'0')
+			expFrac--
+			if i != 0 {
+				sig++
+			}
+		}
+		if !useDouble {
+			d, useDouble = float64(i), true
+		}
+		for ; p < n && isDigit(data[p]); p++ {
+			if sig < 17 {
+				// The explicit conversion forbids a fused multiply-add.
+				d = float64(d*10) + float64(data[p]-'0')
+				expFrac--
+				if d > 0 {
+					sig++
+				}
+			}
+		}
 	}
 
 	exp := 0
@@ -173,28 +206,20 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 		if !isDigit(peek(p)) {
 			return Num{}, p, &SyntaxError{msgNumberMissExponent, p}
 		}
+		// A negative exponent drops its digits from 214748364 on; a
+		// positive one fails past 308-expFrac.
 		exp = int(data[p] - '0')
-		p++
+		for p++; p < n && isDigit(data[p]); p++ {
+			if expMinus && exp >= 214748364 {
+				continue
+			}
+			exp = exp*10 + int(data[p]-'0')
+			if !expMinus && exp > 308-expFrac {
+				return Num{}, p + 1, &SyntaxError{msgNumberTooBig, start}
+			}
+		}
 		if expMinus {
-			for p < n && isDigit(data[p]) {
-				exp = exp*10 + int(data[p]-'0')
-				p++
-				if exp >= 214748364 {
-					for p < n && isDigit(data[p]) {
-						p++
-					}
-				}
-			}
 			exp = -exp
-		} else {
-			maxExp := 308 - expFrac
-			for p < n && isDigit(data[p]) {
-				exp = exp*10 + int(data[p]-'0')
-				p++
-				if exp > maxExp {
-					return Num{}, p, &SyntaxError{msgNumberTooBig, start}
-				}
-			}
 		}
 	}
 
@@ -214,9 +239,8 @@ func parseNumber(data []byte, p int) (num Num, end int, err *SyntaxError) {
 	}
 }
 
-// intFlags returns the flags rapidjson gives a value built from a signed
-// integer (non-negative values get the unsigned flags too, so "-0" is a
-// plain 0).
+// intFlags returns rapidjson's flags for a signed integer (non-negative
+// ones get the unsigned flags too: "-0" is a plain 0).
 func intFlags(v int64) uint8 {
 	if v >= 0 {
 		return uintFlags(uint64(v))
@@ -258,19 +282,17 @@ func normalPrecision(d float64, p int) float64 {
 	return d / pow10[-p]
 }
 
-// Num is one parsed number token as rapidjson holds it: the range
-// flags of the token and its payload, converted bit for bit as rapidjson
-// converts them.
+// Num is one parsed number token as rapidjson holds it: its range flags
+// and payload, converted bit for bit as rapidjson converts them.
 type Num struct {
 	flags uint8
 	bits  uint64
 }
 
-// ParseNumber parses the number token starting at data[p] exactly as the
-// Tokenizer does (NaN/Inf included) and returns it with the offset just after it.
-// ok is false where the Tokenizer reports a syntax error. Past the end of data the
-// input reads as NUL, so a caller streaming chunks must hand it a token
-// that is known to be complete.
+// ParseNumber parses the number token at data[p] as the Tokenizer does
+// (NaN/Inf included) and returns it with the offset after it; ok is false
+// at a syntax error. Past the end of data the input reads as NUL: a
+// streaming caller hands it a token known to be complete.
 func ParseNumber(data []byte, p int) (n Num, end int, ok bool) {
 	n, end, err := parseNumber(data, p)
 	return n, end, err == nil
@@ -321,29 +343,25 @@ func (n Num) Float64() float64 {
 }
 
 // AppendDecimals reads numbers as ParseNumber does, for the hottest loop
-// of a request: up to limit numbers "v, v, v" (a comma, then at most one
-// space, between them) from data[p:], each appended to dst as Num.Float64
-// would return it, as a little-endian float32 (or float64 when wide),
-// which needs that much room in dst: it does not grow it. With width > 0
-// it also steps from a list of width values (n of them before data[p]) to
-// its sibling, "], [" or "],[", only together with that list's first
-// value; each list counts against limit as a value does. It returns the
-// offset just after the last number it took (p for none), how many it
-// took and how many lists it stepped into; it stops before anything else,
-// and before any token it leaves to ParseNumber, so that the caller goes
-// on at the last number's separator.
+// of a request: up to limit numbers "v, v, v" (a comma and at most one
+// space between them) from data[p:], each appended to dst, which must have
+// the room, as Num.Float64's value in a little-endian float32 (float64
+// when wide). With width > 0 it also steps from a list of width values (n
+// of them before data[p]) to its sibling, "], [" or "],[", with that
+// list's first value; a list counts against limit as a value. It returns
+// the offset after the last number taken (p for none), how many it took
+// and how many lists it stepped into, stopping before anything else so
+// that the caller goes on at the last number's separator.
 //
-// It takes -?int[.frac] with at most 15 integer digits and room to read
-// decimalLookahead bytes ahead, eight digits per load, and leaves the rest
-// (exponents, "01", "-0", the end of data) to ParseNumber. Why this gives
-// rapidjson's values: each digit goes into its 64-bit significand m while
-// m <= 2^53-1 before it. With D digits in m (the integer part's, none for
-// "0", and the fraction's L), m < 10^15 up to the 16th, so for D <= 16 the
-// value is float64(m) / 10^L. The 17th digit goes into m when the 16
-// before it are at most 2^53-1, else into the double as d*10 + digit
-// (rapidjson's 17 significant digits always include it); longer
-// fractions go through longFraction. The loop holds every token's code:
-// a call per value, and the registers saved around it, cost a tenth.
+// It takes -?int[.frac] with at most 15 integer digits and decimalLookahead
+// bytes to read ahead, eight digits per load, and leaves the rest
+// (exponents, "01", "-0", the end of data) to ParseNumber. Each digit goes
+// into rapidjson's 64-bit significand m while m <= 2^53-1 before it; with
+// D digits in m (the integer part's, none for "0", and the fraction's L),
+// m < 10^15 up to the 16th, so for D <= 16 the value is float64(m) / 10^L.
+// The 17th goes into m when the 16 before are at most 2^53-1, else into
+// the double as d*10 + digit; longer fractions go through parseNumber.
+// The loop holds every token's code: a call per value cost a tenth.
 func AppendDecimals(dst, data []byte, p int, wide bool, limit, width, n int) (out []byte, end, took, lists int) {
 	if wide {
 		return appendDecimals[float64](dst, data, p, limit, width, n)
@@ -431,12 +449,8 @@ values:
 				f = (float64(float64(m/10)*10) + float64(m%10)) / pow10[L]
 				q += L
 			default:
-				sig := 0 // rapidjson does not count the first integer digit
-				if mi != 0 {
-					sig = ni - 1
-				}
 				e := 0
-				if f, e = longFraction(data, q, mi, sig); e < 0 {
+				if f, e = longFraction(data, p); e < 0 {
 					break values
 				}
 				q = e
@@ -499,23 +513,19 @@ values:
 }
 
 // decimalLookahead is how far past a token's start AppendDecimals may
-// read: a sign, 15 integer digits and the point (17), two words of
-// fraction digits (16), a 17th and the byte after it, and the "], [" or
-// ", " after that.
+// read: a sign, 15 integer digits and the point, 16 fraction digits, a
+// 17th and the byte after it, and the "], [" after that.
 const decimalLookahead = 40
 
-// longFraction finishes AppendDecimals' token at data[p:], the fraction
-// digits after the integer part mi (sig of its digits significant as
-// rapidjson counts them), exactly as parseNumber does. It returns the
-// magnitude and the offset after the token, or end < 0 for an exponent
-// or the end of data (left to ParseNumber).
-func longFraction(data []byte, p int, mi uint64, sig int) (f float64, end int) {
-	m, p, sig, expFrac := fracDigits(data, p, mi, sig, 0)
-	d, p, _, expFrac := fracTail(data, p, float64(m), sig, expFrac)
-	if p >= len(data) || data[p]|0x20 == 'e' {
+// longFraction reads AppendDecimals' token at data[p:], a fraction past
+// 17 digits, with parseNumber: its magnitude and end, or end < 0 at the
+// end of data. A call to parseNumber in the loop would cost its registers.
+func longFraction(data []byte, p int) (f float64, end int) {
+	num, end, err := parseNumber(data, p)
+	if err != nil || end >= len(data) {
 		return 0, -1
 	}
-	return normalPrecision(d, expFrac), p
+	return math.Abs(num.Float64()), end
 }
 
 // digitRun returns how many of the eight bytes of x (the first in the low
@@ -535,64 +545,6 @@ func digitsValue(x uint64, k int) uint64 {
 	x = x * (1 + 10<<8) >> 8 // pairs of digits
 	x = (x & 0x00FF00FF00FF00FF) * (1 + 100<<16) >> 16
 	return (x & 0x0000FFFF0000FFFF) * (1 + 10000<<32) >> 32
-}
-
-// fracDigits is rapidjson's fraction loop while the significand m is an
-// integer: digits are added while m <= 2^53-1, each one lowering expFrac
-// and, from the first non-zero one, counting in sig. Runs of up to eight
-// digits are added at once while no digit of the run can meet the 2^53
-// cut-off, which gives the same m, sig and expFrac as one by one.
-func fracDigits(data []byte, p int, m uint64, sig, expFrac int) (uint64, int, int, int) {
-	for m < 0x1FFFFFFFFFFFFF/100000000 && p+8 <= len(data) {
-		x := binary.LittleEndian.Uint64(data[p:])
-		k := digitRun(x) // inlined, as digitsValue
-		if k == 0 {
-			break
-		}
-		v := digitsValue(x, k)
-		if m != 0 {
-			sig += k
-		} else if v != 0 {
-			// Less the run's leading zeros (the first digit is in the
-			// low byte; a non-zero one is in the run).
-			sig += k - bits.TrailingZeros64(x&0x0F0F0F0F0F0F0F0F)>>3
-		}
-		m = m*pow10u[k] + v
-		p += k
-		expFrac -= k
-		if k < 8 {
-			break
-		}
-	}
-	for p < len(data) && isDigit(data[p]) {
-		if m > 0x1FFFFFFFFFFFFF {
-			break
-		}
-		m = m*10 + uint64(data[p]-'0')
-		p++
-		expFrac--
-		if m != 0 {
-			sig++
-		}
-	}
-	return m, p, sig, expFrac
-}
-
-// fracTail is rapidjson's fraction loop once the significand is a double:
-// digits count up to 17 significant ones; the rest are read and dropped.
-func fracTail(data []byte, p int, d float64, sig, expFrac int) (float64, int, int, int) {
-	for p < len(data) && isDigit(data[p]) {
-		if sig < 17 {
-			// The explicit conversion forbids a fused multiply-add.
-			d = float64(d*10) + float64(data[p]-'0')
-			expFrac--
-			if d > 0 {
-				sig++
-			}
-		}
-		p++
-	}
-	return d, p, sig, expFrac
 }
 
 // pow10u holds 10^0 … 10^9.

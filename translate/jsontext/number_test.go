@@ -262,7 +262,7 @@ func FuzzAppendDecimals(f *testing.F) {
 
 // TestAppendDecimalsEdges pins which tokens AppendDecimals takes itself
 // and their float32 values: digit counts 1…19 (the 17th digit into the
-// significand or into the double, longer fractions through longFraction),
+// significand or into the double, longer fractions through parseNumber),
 // integer parts, signed zeros, float32 ties, and the tokens it leaves to
 // ParseNumber (exponents, overflow to Inf, NaN/Infinity, "-0", "01").
 // want is the float32 as TF Serving stores it (rapidjson's double, cast),

@@ -1,9 +1,8 @@
 package jsontext
 
-// Pull reads a text held whole token by token, the Tokenizer fed it as
-// one chunk: a reader that decodes straight into its own structures (the
-// v2 answer's header, a classify or regress body) pulls the tokens it
-// wants and skips the values it does not, building no tape.
+// Pull reads a text held whole token by token (the Tokenizer fed it as
+// one chunk): a reader decoding into its own structures (the v2 answer's
+// header, a classify or regress body) pulls what it wants, skips the rest.
 type Pull struct {
 	tz    Tokenizer
 	buf   []byte
@@ -11,15 +10,14 @@ type Pull struct {
 	ended bool // buf is read: only a number or literal it ends in remains
 }
 
-// Reset starts reading buf within lim, keeping the memory of earlier
-// texts.
+// Reset starts reading buf within lim, keeping earlier texts' memory.
 func (r *Pull) Reset(buf []byte, lim Limits) {
 	r.tz.Reset(lim)
 	r.buf, r.p, r.ended = buf, 0, false
 }
 
-// Next returns the next token; false at the end of the root value or at
-// an error (Err). A token's Str is valid until the next call.
+// Next returns the next token; false at the root value's end or an error
+// (Err). A token's Str is valid until the next call.
 func (r *Pull) Next() (Token, bool) {
 	if !r.ended {
 		if tok, q := r.tz.Next(r.buf, r.p); tok.Kind != NeedMore {

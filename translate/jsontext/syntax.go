@@ -30,10 +30,9 @@ func (k Kind) String() string {
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// SyntaxError is a document rapidjson 1.1.0 would reject. Msg is
-// rapidjson's English message ("Invalid value.") and Offset the byte offset
-// it reports, so TF Serving's "JSON Parse error: <Msg> at offset: <Offset>"
-// can be reproduced exactly.
+// SyntaxError is a document rapidjson 1.1.0 would reject: its message
+// ("Invalid value.") and byte offset, for TF Serving's "JSON Parse error:
+// <Msg> at offset: <Offset>".
 type SyntaxError struct {
 	Msg    string
 	Offset int
@@ -48,22 +47,19 @@ func (e *SyntaxError) Error() string {
 type Limits struct {
 	// MaxDepth is the deepest nesting accepted (0: DefaultMaxDepth).
 	MaxDepth int
-	// MaxValues is the most values and keys a text may hold (0 or more
-	// than maxValues: maxValues).
+	// MaxValues is the most values and keys a text may hold (0, or past maxValues: maxValues).
 	MaxValues int64
 }
 
 // DefaultMaxDepth is Limits.MaxDepth when it is 0 (Triton's bound).
 const DefaultMaxDepth = 100
 
-// maxValues is the most values a text may hold (the tape oracle,
-// internal/jsontape, indexes them with an int32).
+// maxValues is the most values a text may hold (internal/jsontape's int32).
 const maxValues = math.MaxInt32
 
-// ForElements returns the limits for a text that carries at most
-// maxElements tensor elements nested at most maxDepth deep: room for
-// every element and, generously, the arrays, objects and keys around
-// them.
+// ForElements returns the limits for a text of at most maxElements tensor
+// elements nested at most maxDepth deep, with generous room for the
+// arrays, objects and keys around them.
 func ForElements(maxDepth int, maxElements int64) Limits {
 	lim := Limits{MaxDepth: maxDepth}
 	if maxElements > 0 && maxElements < (maxValues-(1<<16))/2 {

@@ -2,18 +2,15 @@ package jsontext
 
 import "errors"
 
-// Tokenizer is rapidjson 1.1.0's reader as a push tokenizer: the iterative
-// parser with kParseIterativeFlag | kParseNanAndInfFlag |
-// kParseStopWhenDoneFlag from a UTF-8 MemoryStream, as TF Serving calls
-// it (a leading UTF-8 byte-order mark is skipped, the first complete value
-// is the document and whatever follows it is never read, a NUL byte ends
-// the input, NaN/Inf/Infinity, optionally negative, are numbers, raw
-// control characters in strings are rejected and UTF-8 is not
-// validated). It is fed the text in chunks of any size and returns its
-// tokens one at a time, or NeedMore at a chunk's end: a token a chunk cuts
-// is held and completed by the next. It owns rapidjson's states, error messages and offsets, and
-// the nesting and value bounds, so every reader of JSON here (tfrequest's
-// decoder, Pull's readers) reports a body alike.
+// Tokenizer is rapidjson 1.1.0's reader as a push tokenizer: the parser
+// with kParseIterativeFlag | kParseNanAndInfFlag | kParseStopWhenDoneFlag
+// from a UTF-8 MemoryStream, as TF Serving calls it (a leading byte-order
+// mark skipped, nothing read after the first complete value, NUL ending
+// the input, NaN/Inf/Infinity as numbers, raw control characters in
+// strings rejected, UTF-8 not validated). Fed chunks of any size, it
+// returns tokens one at a time, or NeedMore at a chunk's end, holding a
+// token a chunk cuts. It owns rapidjson's states, messages and offsets and
+// the bounds, so every reader of JSON here reports a body alike.
 type Tokenizer struct {
 	lim     Limits
 	st      tzState
@@ -48,8 +45,7 @@ const (
 // TokenKind is what a token is.
 type TokenKind uint8
 
-// The token kinds. NeedMore is no token: the chunk is read (an error is
-// reported by Err).
+// The token kinds. NeedMore is no token: the chunk is read (or Err).
 const (
 	NeedMore TokenKind = iota
 	BeginArray
@@ -75,23 +71,19 @@ type Token struct {
 	Num     Num
 }
 
-// ValueKind returns the kind of the value a token is or, for an opening
-// bracket, starts.
+// ValueKind returns the kind of the value a token is or (a bracket) opens.
 func (t Token) ValueKind() Kind { return valueKinds[t.Kind] }
 
-// valueKinds maps the token kinds to the value kinds (Null for the
-// others); a TokenKind indexes it without a bounds check.
+// valueKinds maps token kinds to value kinds (Null for the others); a
+// TokenKind indexes it without a bounds check.
 var valueKinds = [256]Kind{BeginArray: Array, BeginObject: Object, StringValue: String, NumberValue: Number,
 	TrueValue: True, FalseValue: False}
 
-// MaxPending bounds a number or literal a chunk boundary cuts. A longer
-// one is legal JSON (digits beyond the 17th are read and dropped) but
-// rare: it is decided when rapidjson would stop inside the bytes held, and
-// otherwise fails with ErrTokenTooLong.
+// MaxPending bounds a number or literal a chunk boundary cuts; a longer one
+// is decided if rapidjson stops inside the bytes held, else fails.
 const MaxPending = 4096
 
-// ErrTokenTooLong reports a number longer than MaxPending cut by a chunk
-// boundary, which the tokenizer does not hold.
+// ErrTokenTooLong reports a cut number longer than MaxPending, not held.
 var ErrTokenTooLong = errors.New("jsontext: a number token longer than 4096 bytes")
 
 // Reset readies t for a new text within lim, keeping its memory.
@@ -111,11 +103,9 @@ func (t *Tokenizer) ValueNext() bool { return t.st == tzValue || t.st == tzFirst
 // ValuesLeft is how many more values and keys the text may hold.
 func (t *Tokenizer) ValuesLeft() int64 { return t.lim.MaxValues - t.values }
 
-// Skip records n values (a run of numbers, and sibling lists at the
-// same depth: "], [") that the caller read from the chunk itself in the
-// innermost list, ending after a value (after) or where one is expected,
-// first in its list (empty) or not. A reader with a faster path for such
-// runs uses it.
+// Skip records n values (numbers, and sibling lists: "], [") a faster
+// path read from the chunk itself in the innermost list, ending after a
+// value (after) or where one is expected, first in its list (empty) or not.
 func (t *Tokenizer) Skip(n int64, after, empty bool) {
 	t.values += n
 	switch {
@@ -131,9 +121,8 @@ func (t *Tokenizer) Skip(n int64, after, empty bool) {
 // EndChunk ends a chunk of n bytes: offsets count on from its end.
 func (t *Tokenizer) EndChunk(n int) { t.off += int64(n) }
 
-// Own hands s, the Str of the last token, to the caller for good when it
-// lies in the tokenizer's memory, which then forgets it; it reports
-// whether it did.
+// Own hands s, the last token's Str, to the caller for good when it lies
+// in the tokenizer's memory, which then forgets it; it reports whether.
 func (t *Tokenizer) Own(s []byte) bool {
 	switch {
 	case sameStart(s, t.pend):
@@ -149,9 +138,7 @@ func (t *Tokenizer) Own(s []byte) bool {
 func sameStart(s, buf []byte) bool { return len(s) > 0 && cap(buf) > 0 && &s[0] == &buf[:1][0] }
 
 // fail ends the text with rapidjson's message at chunk offset p.
-func (t *Tokenizer) fail(msg string, p int) {
-	t.failAt(msg, t.off+int64(p))
-}
+func (t *Tokenizer) fail(msg string, p int) { t.failAt(msg, t.off+int64(p)) }
 
 func (t *Tokenizer) failAt(msg string, off int64) {
 	if t.err == nil {
@@ -241,11 +228,10 @@ func (t *Tokenizer) Next(buf []byte, p int) (Token, int) {
 	return Token{}, p
 }
 
-// End ends the text: a number or literal it ends in is returned as the
-// last token (ok); called again, it reports rapidjson's error for a text
-// that ends before its root value does (Err). Past its end rapidjson's
-// stream reads NUL, and so does End, but where a value is expected: a
-// NUL there would be counted against the bound first.
+// End ends the text: a number or literal it ends in is the last token
+// (ok); called again, it reports rapidjson's error for a text ending
+// before its root value (Err). Past the end rapidjson reads NUL, and so
+// does End, but where a value is expected (a NUL would count as one).
 func (t *Tokenizer) End() (Token, bool) {
 	switch {
 	case t.err != nil || t.st == tzDone:
@@ -269,9 +255,9 @@ func afterMsg(obj bool) string {
 	return msgArrayMissComma
 }
 
-// start skips the byte-order mark (each of EF BB BF only if present, in
-// that order, as rapidjson's EncodedInputStream does; offsets still count
-// from the first byte) and the spaces before the root.
+// start skips the byte-order mark (each of EF BB BF if present, in order,
+// as rapidjson's EncodedInputStream; offsets count from the first byte)
+// and the spaces before the root.
 func (t *Tokenizer) start(buf []byte, p int) int {
 	const bom = "\xEF\xBB\xBF"
 	for p < len(buf) && t.bom < 3 {
@@ -301,14 +287,14 @@ func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 	}
 	t.tokOff = t.off + int64(p)
 	switch c {
-	case '[':
-		t.objs = append(t.objs, false)
+	case '[', '{':
+		obj := c == '{'
+		t.objs = append(t.objs, obj)
 		t.st = tzFirst
-		return Token{Kind: BeginArray, Off: t.tokOff}, p + 1
-	case '{':
-		t.objs = append(t.objs, true)
-		t.st = tzKeyFirst
-		return Token{Kind: BeginObject, Off: t.tokOff}, p + 1
+		if obj {
+			t.st = tzKeyFirst
+		}
+		return Token{Kind: BeginArray + TokenKind(bitIf(obj)), Off: t.tokOff}, p + 1 // BeginObject follows
 	case '"':
 		t.key = t.st == tzKeyFirst || t.st == tzKey
 		return t.str(buf, p+1, false)
@@ -326,11 +312,7 @@ func (t *Tokenizer) value(buf []byte, p int) (Token, int) {
 func (t *Tokenizer) close(obj bool, p int) Token {
 	t.objs = t.objs[:len(t.objs)-1]
 	t.valueEnd()
-	tok := Token{Kind: EndArray, Off: t.off + int64(p)}
-	if obj {
-		tok.Kind = EndObject
-	}
-	return tok
+	return Token{Kind: EndArray + TokenKind(bitIf(obj)), Off: t.off + int64(p)} // EndObject follows EndArray
 }
 
 // valueEnd sets the state after a complete value.
@@ -341,9 +323,8 @@ func (t *Tokenizer) valueEnd() {
 	}
 }
 
-// str reads a string from buf[p], just after its opening quote, or with
-// more the rest of one the chunk boundary cut; NeedMore when the chunk
-// ends first (or the string is bad: Err).
+// str reads a string from buf[p], after its opening quote, or with more
+// the rest of a cut one; NeedMore when the chunk ends first (or at Err).
 func (t *Tokenizer) str(buf []byte, p int, more bool) (Token, int) {
 	if more && t.esc {
 		return t.strRaw(buf, p)
@@ -372,10 +353,9 @@ func (t *Tokenizer) str(buf []byte, p int, more bool) (Token, int) {
 	return tok, q + 1
 }
 
-// strRaw continues a string with escapes, keeping its raw text in pend:
-// it finds the closing quote (a quote no backslash escapes), or the first
-// raw control character, which rapidjson rejects there or at an escape
-// before it.
+// strRaw continues a string with escapes, its raw text in pend, to the
+// closing quote (one no backslash escapes) or the first raw control
+// character, which rapidjson rejects there or at an escape before it.
 func (t *Tokenizer) strRaw(buf []byte, p int) (Token, int) {
 	start := p
 	for ; p < len(buf); p++ {
@@ -397,9 +377,8 @@ func (t *Tokenizer) strRaw(buf []byte, p int) (Token, int) {
 	return Token{}, p
 }
 
-// strEnd unescapes the raw string in pend (its closing quote included when
-// it has one) as rapidjson does, with rapidjson's error if it is bad (and
-// NeedMore).
+// strEnd unescapes the raw string in pend (with its closing quote if it
+// has one) as rapidjson does, or fails with its error (NeedMore).
 func (t *Tokenizer) strEnd() Token {
 	t.esc = false
 	out, _, err := appendUnescaped(t.unesc[:0], t.pend, 0)
@@ -439,21 +418,18 @@ func scanString(buf []byte, p int) (int, bool) {
 	return p, true
 }
 
-// isAtomByte reports the bytes a number or literal token is made of.
-func isAtomByte(c byte) bool {
-	return c-'0' < 10 || c|0x20-'a' < 26 || c == '-' || c == '+' || c == '.'
-}
-
+// atomEnd returns the end of the bytes a number or literal is made of.
 func atomEnd(buf []byte, p int) int {
-	for p < len(buf) && isAtomByte(buf[p]) {
-		p++
+	for ; p < len(buf); p++ {
+		if c := buf[p]; c-'0' >= 10 && c|0x20-'a' >= 26 && c != '-' && c != '+' && c != '.' {
+			break
+		}
 	}
 	return p
 }
 
-// longAtom handles a cut token longer than MaxPending: decided when
-// rapidjson stops inside what is held (an error, or the end of a literal
-// or number before the token's), else ErrTokenTooLong.
+// longAtom decides a cut token longer than MaxPending where rapidjson
+// stops inside what is held, else fails with ErrTokenTooLong.
 func (t *Tokenizer) longAtom() Token {
 	tok := t.pend
 	_, end, err := parseNumber(tok, 0)
@@ -466,10 +442,9 @@ func (t *Tokenizer) longAtom() Token {
 	return t.atomDone(tok)
 }
 
-// atomDone reads a complete number or literal token as rapidjson does: a
-// literal byte by byte, a number by its grammar; bytes left over after
-// them are the next token, which cannot follow a value. At an error it
-// returns NeedMore.
+// atomDone reads a complete number or literal as rapidjson does (a
+// literal byte by byte, a number by its grammar); bytes left over are a
+// next token, which cannot follow a value. At an error, NeedMore.
 func (t *Tokenizer) atomDone(tok []byte) Token {
 	t.pend = t.pend[:0] // done with, when tok is a cut token held there
 	out := Token{Off: t.tokOff}

@@ -5,23 +5,16 @@ import "unicode/utf8"
 // SkipSpace returns the offset of the first byte from data[p] that is not
 // JSON whitespace (len(data) if none).
 func SkipSpace(data []byte, p int) int {
-	for p < len(data) {
-		switch data[p] {
-		case ' ', '\n', '\r', '\t':
-			p++
-		default:
-			return p
-		}
+	for p < len(data) && (data[p] == ' ' || data[p] == '\n' || data[p] == '\r' || data[p] == '\t') {
+		p++
 	}
 	return p
 }
 
-// appendUnescaped decodes a string's contents from data[p] up to its
-// closing quote as rapidjson 1.1.0 does, appending them to dst, and returns
-// the offset after the quote. The error, if any, is rapidjson's, with its
-// offset in data: a string that data ends inside of is missing its
-// closing quotation mark at len(data), so a streaming reader can call it
-// on what it has so far.
+// appendUnescaped appends a string's contents from data[p] to its closing
+// quote, unescaped as rapidjson 1.1.0 does, and returns the offset after
+// the quote, or rapidjson's error with its offset in data (a string data
+// ends inside of misses its closing quotation mark at len(data)).
 func appendUnescaped(dst, data []byte, p int) ([]byte, int, *SyntaxError) {
 	n := len(data)
 	for {
@@ -86,18 +79,17 @@ func appendUnescaped(dst, data []byte, p int) ([]byte, int, *SyntaxError) {
 	}
 }
 
-// unescape maps the byte after a backslash to its meaning (0: not a
-// simple escape).
+// unescape maps the byte after a backslash to its meaning (0: no simple escape).
 var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // hex4 reads the four hex digits of a \u escape at data[p:].
 func hex4(data []byte, p int) (uint32, bool) {
+	if p+4 > len(data) {
+		return 0, false
+	}
 	var cp uint32
-	for i := 0; i < 4; i++ {
-		if p+i >= len(data) {
-			return 0, false
-		}
-		switch c := data[p+i]; {
+	for _, c := range data[p : p+4] {
+		switch {
 		case isDigit(c):
 			cp = cp<<4 | uint32(c-'0')
 		case c|0x20 >= 'a' && c|0x20 <= 'f': // A-F or a-f
@@ -109,9 +101,8 @@ func hex4(data []byte, p int) (uint32, bool) {
 	return cp, true
 }
 
-// appendUTF8 encodes cp as rapidjson's UTF8::Encode does: a lone
-// surrogate is encoded as three bytes (invalid UTF-8), which
-// utf8.AppendRune would replace with U+FFFD.
+// appendUTF8 encodes cp as rapidjson's UTF8::Encode: a lone surrogate as
+// three bytes (invalid UTF-8), which utf8.AppendRune would replace.
 func appendUTF8(b []byte, cp uint32) []byte {
 	if cp < 0xD800 || cp > 0xDFFF {
 		return utf8.AppendRune(b, rune(cp))

@@ -1,12 +1,9 @@
-// Package jsontext reads and writes JSON text the way TF Serving's rapidjson
-// 1.1.0 does, byte for byte: a reader that accepts NaN/Infinity tokens,
-// keeps the first of duplicate keys to its callers' liking and reports
+// Package jsontext reads and writes JSON text as TF Serving's rapidjson
+// 1.1.0 does, byte for byte: a reader that takes NaN/Infinity and reports
 // rapidjson's messages and offsets, and a pretty writer with rapidjson's
-// layout, escaping and TF Serving's float format.
-//
-// encoding/json cannot do either job: it rejects NaN, keeps the last
-// duplicate key, replaces invalid UTF-8, HTML-escapes and prints floats in
-// shortest form without ".0".
+// layout, escaping and TF Serving's float format. encoding/json does
+// neither: it rejects NaN, keeps the last duplicate key, replaces invalid
+// UTF-8, HTML-escapes and prints floats shortest without ".0".
 package jsontext
 
 import (
@@ -24,11 +21,9 @@ type level struct {
 	count int
 }
 
-// Writer emits JSON with rapidjson PrettyWriter's layout (docs/tfserving-rest.md §5.3).
-//
-// It is a small state machine: a stack of open containers and the
-// "single-line array" flag that TF Serving toggles while writing each row.
-// The caller is trusted to call it in a valid order; it is not a validator.
+// Writer emits JSON with rapidjson PrettyWriter's layout (docs/tfserving-rest.md
+// §5.3): a stack of open containers and the "single-line array" flag TF
+// Serving toggles per row. Callers are trusted to call it in a valid order.
 type Writer struct {
 	buf        []byte
 	stack      []level
@@ -40,16 +35,14 @@ func NewWriter(dst []byte) *Writer { return &Writer{buf: dst} }
 
 // Reset makes w append to dst with an empty container stack.
 func (w *Writer) Reset(dst []byte) {
-	w.buf = dst
-	w.stack = w.stack[:0]
-	w.singleLine = false
+	w.buf, w.stack, w.singleLine = dst, w.stack[:0], false
 }
 
 // Bytes returns the text written so far.
 func (w *Writer) Bytes() []byte { return w.buf }
 
-// Discard drops the first n bytes written (handed over by a caller that
-// writes in pieces), keeping the rest and the container state.
+// Discard drops the first n bytes written (handed over by a caller writing
+// in pieces), keeping the rest and the container state.
 func (w *Writer) Discard(n int) {
 	w.buf = w.buf[:copy(w.buf, w.buf[n:])]
 }
@@ -58,8 +51,8 @@ func (w *Writer) Discard(n int) {
 func (w *Writer) SetSingleLine(on bool) { w.singleLine = on }
 
 func (w *Writer) indent(depth int) {
-	// One copy from a run of spaces: a pretty-printed tensor writes an
-	// indent before every value, so a byte-at-a-time loop showed up.
+	// Copied from a run of spaces: a byte-at-a-time loop showed up, as a
+	// pretty-printed tensor writes an indent before every value.
 	n := depth * indentUnit
 	for n > len(spaces) {
 		w.buf = append(w.buf, spaces...)
@@ -72,7 +65,7 @@ func (w *Writer) indent(depth int) {
 const spaces = "                                                                "
 
 // prefix is rapidjson PrettyWriter::PrettyPrefix: what goes before a value
-// or a key, depending on the enclosing container.
+// or a key in the enclosing container.
 func (w *Writer) prefix() {
 	n := len(w.stack)
 	if n == 0 {
@@ -115,8 +108,7 @@ func (w *Writer) open(array bool) {
 	w.buf = append(w.buf, "{["[bitIf(array)])
 }
 
-// close closes the innermost container: on a line of its own unless it
-// is empty or a single-line array.
+// close closes the innermost container (on a new line unless empty or single-line).
 func (w *Writer) close() {
 	n := len(w.stack)
 	l := w.stack[n-1]
@@ -137,15 +129,13 @@ func (w *Writer) String(s string) {
 	w.buf = AppendString(w.buf, s)
 }
 
-// StringBytes writes a string value from raw bytes (no UTF-8 check, as
-// rapidjson).
+// StringBytes writes a string value of raw bytes (no UTF-8 check, as rapidjson).
 func (w *Writer) StringBytes(s []byte) {
 	w.prefix()
 	w.buf = AppendString(w.buf, s)
 }
 
-// Raw writes an already formatted scalar (a number, true, false, null,
-// NaN) as one value.
+// Raw writes an already formatted scalar as one value.
 func (w *Writer) Raw(text []byte) {
 	w.prefix()
 	w.buf = append(w.buf, text...)
@@ -154,11 +144,7 @@ func (w *Writer) Raw(text []byte) {
 // Bool writes true or false.
 func (w *Writer) Bool(b bool) {
 	w.prefix()
-	if b {
-		w.buf = append(w.buf, "true"...)
-	} else {
-		w.buf = append(w.buf, "false"...)
-	}
+	w.buf = strconv.AppendBool(w.buf, b)
 }
 
 // Int64 writes a signed integer.
@@ -179,33 +165,12 @@ func (w *Writer) Float32(f float32) {
 	w.buf = AppendFloat32(w.buf, f)
 }
 
-// Float32s writes the little-endian float32s in le as consecutive values
-// (each as Float32 writes it): the same bytes as one Float32 call per
-// value, with the separator between values of a multi-line array worked
-// out once. This is the inner loop of a columnar FP32 response (a
-// single-line one goes through SingleLineFloat32sPart).
+// Float32s writes the little-endian float32s in le as Float32 would, one
+// value each (SingleLineFloat32sPart writes a single-line nested value).
 func (w *Writer) Float32s(le []byte) {
-	n := len(le) / 4
-	if n == 0 {
-		return
+	for ; len(le) >= 4; le = le[4:] {
+		w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le)))
 	}
-	w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le)))
-	depth := len(w.stack)
-	if depth == 0 || !w.stack[depth-1].array || w.singleLine || depth*indentUnit >= len(spaces) {
-		for i := 1; i < n; i++ {
-			w.Float32(math.Float32frombits(binary.LittleEndian.Uint32(le[4*i:])))
-		}
-		return
-	}
-	buf := w.buf
-	var sepBuf [2 + len(spaces)]byte
-	sep := append(append(sepBuf[:0], ',', '\n'), spaces[:depth*indentUnit]...)
-	for le := le[4 : 4*n]; len(le) >= 4; le = le[4:] {
-		buf = append(buf, sep...)
-		buf = AppendFloat32(buf, math.Float32frombits(binary.LittleEndian.Uint32(le)))
-	}
-	w.buf = buf
-	w.stack[depth-1].count += n - 1
 }
 
 // Float64 writes a double in TF Serving's DT_DOUBLE format.
@@ -231,11 +196,9 @@ var escapeTable = func() (t [256]byte) {
 func quotedLen(s []byte) int {
 	n := len(s) + 2
 	for _, c := range s {
-		switch escapeTable[c] {
-		case 0:
-		case 'u':
+		if e := escapeTable[c]; e == 'u' {
 			n += 5 // \u00XX
-		default:
+		} else if e != 0 {
 			n++ // \X
 		}
 	}
@@ -264,10 +227,9 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 }
 
 // Nest is the position in one nested-array value written over several
-// calls: the index of the next element in every dimension. The zero Nest
-// is at the start of a value; Reset puts a used one back there.
-// SingleLineFloat32sPart uses it, and so can a caller writing other
-// element types through the Writer's own calls (Begin, Next, Advance).
+// calls, the next element's index per dimension, from the zero Nest (or
+// Reset) on: for SingleLineFloat32sPart, or a caller writing other types
+// with the Writer's calls (Begin, Next, Advance).
 type Nest struct {
 	idx     []int64 // index of the next element, per dimension
 	written int64   // elements written
@@ -287,8 +249,7 @@ func (n *Nest) Done() bool { return n.started && n.written == n.n }
 // Written returns the number of elements written so far.
 func (n *Nest) Written() int64 { return n.written }
 
-// Begin starts a value of the given shape (rank >= 1) and returns its
-// element count.
+// Begin starts a value of shape (rank >= 1) and returns its element count.
 func (n *Nest) Begin(shape []int64) int64 {
 	n.started = true
 	n.idx = slices.Grow(n.idx[:0], len(shape))[:len(shape)]
@@ -300,10 +261,9 @@ func (n *Nest) Begin(shape []int64) int64 {
 	return n.n
 }
 
-// Next prepares the next run of elements of a started, unfinished value:
-// k is the number of arrays to close and reopen before it (0 for the
-// value's first element and inside an innermost array) and room how many
-// elements are left in its innermost array.
+// Next prepares the next run of a started, unfinished value: k arrays to
+// close and reopen before it (0 at the first element and inside an
+// innermost array), room elements left in its innermost array.
 func (n *Nest) Next(shape []int64) (k int, room int64) {
 	last := len(shape) - 1
 	idx := n.idx
@@ -322,26 +282,21 @@ func (n *Nest) Next(shape []int64) (k int, room int64) {
 	return k, shape[last] - idx[last]
 }
 
-// Advance records that the next r elements (at most the room Next
-// returned) were written.
+// Advance records that the next r elements (at most Next's room) were written.
 func (n *Nest) Advance(r int64) {
 	n.idx[len(n.idx)-1] += r
 	n.written += r
 }
 
 // SingleLineFloat32sPart continues the single-line nested value of the
-// given shape at nest's position, with the little-endian float32s in le
-// (the next len(le)/4 elements; more than the value holds are ignored):
-// nested arrays laid out as the single-line array mode lays them out
-// ("[[a, b], [c, d]]"), the same text as StartArray/Float32s/EndArray
-// calls in that mode, without the per-array bookkeeping that dominates
-// tensors with a small innermost dimension (an image's 3 channels). The
-// calls together write the same as one call with all the elements, so a
-// tensor can be written as its bytes arrive. The first call writes the value's prefix (its separator in the
-// enclosing container) and opening brackets; the call that completes the
-// value writes its closing brackets. The value has elements (one without
-// is the array calls' nested empty arrays). w must stay in single-line
-// mode.
+// given shape at nest's position with the little-endian float32s in le
+// (the next len(le)/4 elements; any beyond the value are ignored): the
+// text of StartArray/Float32s/EndArray calls in single-line mode ("[[a,
+// b], [c, d]]") without their per-array bookkeeping, which dominates a
+// small innermost dimension (an image's 3 channels). Calls together write
+// what one call would, so a tensor is written as its bytes arrive; the
+// first writes the prefix and opening brackets, the last the closing ones.
+// The value has elements, and w stays in single-line mode.
 func (w *Writer) SingleLineFloat32sPart(nest *Nest, shape []int64, le []byte) {
 	rank := len(shape)
 	if !nest.started {
@@ -353,9 +308,7 @@ func (w *Writer) SingleLineFloat32sPart(nest *Nest, shape []int64, le []byte) {
 	for len(le) >= 4 && nest.written < nest.n {
 		k, room := nest.Next(shape)
 		switch {
-		case k == 1:
-			buf = append(buf, ']', ',', ' ', '[')
-		case k > 1:
+		case k > 0:
 			buf = appendRepeat(buf, ']', k)
 			buf = append(buf, ',', ' ')
 			buf = appendRepeat(buf, '[', k)

@@ -7,16 +7,13 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 )
 
-// A streamed body's numeric data is stored in blocks that never move: when
-// one fills up the next is started, so growth costs one pooled block and no
-// copy, whatever the tensor's size, and no outgrown buffer is left behind
-// as garbage. The v2 body then aliases the blocks (Request.Blocks), so the
-// tensor data is written once, by the decoder, and never copied again.
-//
-// The first block of an input starts small (a pooled data buffer) and
-// doubles up to BlockSize, so a small request does not pin a whole block;
-// those early copies are bounded by BlockSize. A whole body (Parse) keeps
-// one contiguous buffer, presized from the body, which is faster to fill.
+// A streamed body's numeric data is stored in blocks that never move:
+// growth costs one pooled block and no copy, whatever the tensor's size,
+// and leaves no outgrown buffer as garbage; the v2 body aliases the blocks
+// (Request.Blocks), so the data is written once. An input's first block
+// starts small (a pooled buffer) and doubles up to BlockSize, so a small
+// request does not pin a whole block. A whole body (Parse) keeps one
+// contiguous buffer, presized from the body, faster to fill.
 
 // BlockSize is the size of a streamed input's data blocks. It is a multiple
 // of every element size, so a block always holds whole elements.
@@ -25,10 +22,9 @@ const BlockSize = 256 << 10
 // blockPool holds data blocks between requests, all of BlockSize capacity.
 var blockPool = sync.Pool{New: func() any { b := make([]byte, 0, BlockSize); return &b }}
 
-// room makes room for one more element in in.data (ensureBuf's job once
-// the input has a buffer): a whole body grows the buffer as append
-// would; a stream grows the first block up to BlockSize, then seals
-// the full block and starts the next one.
+// room makes room for one more element in in.data: a whole body grows it
+// as append would; a stream grows the first block up to BlockSize, then
+// seals a full block and starts the next.
 func (d *Decoder) room(in *input) {
 	esz := in.spec.DataType.Size()
 	if cap(in.data)-len(in.data) >= esz {
@@ -54,18 +50,8 @@ func (d *Decoder) room(in *input) {
 	in.data = (*b)[:0]
 }
 
-// dataLen is the number of data bytes an input holds, all blocks included.
-func (in *input) dataLen() int {
-	n := len(in.data)
-	for _, b := range in.blocks {
-		n += len(b)
-	}
-	return n
-}
-
-// setBlocks makes t's data the blocks of in (a streamed input): the first
-// n bytes of its sealed blocks and current block, in order. Data is set too
-// when they are a single block, else left nil.
+// setBlocks makes t's data the first n bytes of a streamed input's blocks,
+// in order; Data too when they are one block, else nil.
 func (r *Request) setBlocks(t *tensor.Tensor, in *input, n int64) {
 	blocks := make([][]byte, 0, len(in.blocks)+1)
 	for _, b := range append(in.blocks, in.data) {
@@ -86,11 +72,10 @@ func (r *Request) setBlocks(t *tensor.Tensor, in *input, n int64) {
 }
 
 // Blocks returns the data of Inputs[i] as the consecutive pieces it is
-// stored in, each holding whole elements: one piece (Inputs[i].Data) for
-// a whole body (Parse), fixed-size blocks for a streamed body (Decoder),
-// whose Data is nil when it spans more than one. The pieces alias pooled
-// memory owned by the Request, valid until Release. BYTES inputs have
-// none (their Strings are the data).
+// stored in, each of whole elements: Data for a whole body (Parse), the
+// blocks of a stream (Data nil when it spans several). They alias pooled
+// memory owned by the Request, valid until Release. BYTES inputs have none
+// (their Strings are the data).
 func (r *Request) Blocks(i int) [][]byte {
 	if i < len(r.pieces) && r.pieces[i] != nil {
 		return r.pieces[i]
@@ -99,14 +84,4 @@ func (r *Request) Blocks(i int) [][]byte {
 		return nil
 	}
 	return [][]byte{r.Inputs[i].Data}
-}
-
-// releaseBlocks returns the Request's data blocks to their pool.
-func (r *Request) releaseBlocks() {
-	for _, b := range r.pooled {
-		*b = (*b)[:0]
-		blockPool.Put(b)
-	}
-	r.pooled = nil
-	r.pieces = nil
 }

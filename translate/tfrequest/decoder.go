@@ -8,26 +8,21 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
-// The decoder turns a predict body into its Request without building a
-// tape: the signature gives every input's dtype, so the JSON numbers go
-// straight into the tensor buffers as they are read. It is a resumable
-// state machine (an explicit container stack, no goroutine), fed with
-// Write in chunks of any size and finished with Close; a chunk may end
-// anywhere, inside a number, a literal, a string or a key. It is the one
-// implementation of TF Serving's request rules: a whole body (Parse) is
-// one chunk, and a streamed body (NewDecoder) any number of them. It
-// decides every body itself, errors included, as TF Serving does;
-// decoder_record.go says how, and ErrUndecided lists the few bodies a
-// stream cannot tell, which the whole text settles (second.go).
+// The decoder turns a predict body into its Request without a tape: the
+// signature gives every input's dtype, so numbers go straight into the
+// tensor buffers as they are read. It is a resumable state machine (an
+// explicit container stack) fed with Write in chunks that may end
+// anywhere, and finished with Close: the one implementation of TF
+// Serving's request rules, for a whole body (Parse, one chunk) and a
+// stream alike. decoder_record.go says how it decides errors as TF does.
 
 // Decoder reads one request body: Write it in chunks, then Close, which
 // returns what Parse over the whole text would, Request or *apierr.Error
 // (for the bodies ErrUndecided lists, a 400 wrapping it). Write returns an
 // error only once the answer is certain (a JSON syntax error, which TF
-// reports before anything else), and Close then returns the same. Chunks
-// are copied where needed; the caller may reuse them after Write. A
-// streamed body's numeric data is stored in fixed blocks that never move
-// (blocks.go).
+// reports first), and Close then returns the same. The caller may reuse a
+// chunk after Write. A stream's numeric data goes into fixed blocks that
+// never move (blocks.go).
 type Decoder struct {
 	resolve Resolver
 	lim     tensor.Limits
@@ -54,19 +49,18 @@ type Decoder struct {
 	record
 }
 
-// opInput accumulates one signature input's tensor (input), plus the item being read — its shape as inferred so far (-1 for
-// a level whose first list is still open), its rank once known (-1
-// before) and its value count.
+// opInput is one signature input's tensor (input) and the item being read:
+// its shape so far (-1 for a level whose first list is open), its rank
+// once known (-1 before) and its value count.
 type opInput struct {
 	input
 	cur      []int64
 	curRank  int
 	curCount int64
-	from     int // chunk offset of its value in the named "inputs" (second.go)
+	from     int // chunk offset of its value in the named "inputs" (replayInputs)
 }
 
-// instMode is how the "instances" list is read, decided by its first
-// element as TF decides it.
+// instMode is how "instances" is read, decided by its first element as TF does.
 type instMode uint8
 
 const (
@@ -127,9 +121,8 @@ func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
 	return d
 }
 
-// Abort gives back what the decoder holds (its pooled blocks) when the
-// body will not be finished: the exchange failed or went away. The
-// decoder cannot be used afterwards.
+// Abort gives back the decoder's pooled blocks when the body will not be
+// finished; the decoder cannot be used afterwards.
 func (d *Decoder) Abort() {
 	d.failed = true
 	d.req.Release()
@@ -137,9 +130,8 @@ func (d *Decoder) Abort() {
 }
 
 // resolveSig resolves the signature when the input map is first needed.
-// TF resolves it after reading "signature_name"; a body that names it
-// after "instances" or "inputs" is resolved with the default name, and
-// finding a different name later falls back.
+// TF resolves after reading "signature_name"; a body naming it after the
+// inputs is resolved with the default name first (rootErr checks later).
 func (d *Decoder) resolveSig() bool {
 	if d.req.Signature != nil {
 		return true
@@ -184,10 +176,7 @@ func (d *Decoder) lookup(name []byte) int {
 // beginItem starts one item (row) or the whole tensor (columnar) of input i.
 func (d *Decoder) beginItem(i int) {
 	in := &d.ins[i]
-	in.used = true
-	in.cur = in.cur[:0]
-	in.curRank = -1
-	in.curCount = 0
+	in.used, in.cur, in.curRank, in.curCount = true, in.cur[:0], -1, 0
 }
 
 // endItem ends input i's item: AddInstanceItem's comparison with the
@@ -207,26 +196,23 @@ func (d *Decoder) endItem(i int) {
 // inferred so far (GetDenseTensorShape and FillTensorProto in one pass).
 func (d *Decoder) openList(i int, level int) bool {
 	in := &d.ins[i]
-	if in.curRank < 0 {
-		// Still on the path of first elements: a new dimension.
+	if in.curRank < 0 { // still on the path of first elements: a new dimension
 		in.cur = append(in.cur, -1)
-		return true
 	}
-	return level < in.curRank
+	return in.curRank < 0 || level < in.curRank
 }
 
 // closeList checks a closed list's length against its level's size; the
 // first list of a level sets it. An empty first list ends the shape.
 func (d *Decoder) closeList(i int, level int, n int64) bool {
 	in := &d.ins[i]
-	if in.cur[level] >= 0 {
-		return in.cur[level] == n
+	if in.cur[level] < 0 {
+		in.cur[level] = n
+		if in.curRank < 0 {
+			in.curRank = level + 1 // n == 0: denseShape stops here
+		}
 	}
-	in.cur[level] = n
-	if in.curRank < 0 {
-		in.curRank = level + 1 // n == 0: denseShape stops here
-	}
-	return true
+	return in.cur[level] == n
 }
 
 // leafLevel checks a value that is not a list at level: the first one
@@ -235,15 +221,13 @@ func (d *Decoder) leafLevel(i int, level int) bool {
 	in := &d.ins[i]
 	if in.curRank < 0 {
 		in.curRank = level
-		return true
 	}
 	return level == in.curRank
 }
 
 // countLeaf counts one tensor element of input i against the element
-// limit; at the limit it records the error. Named "inputs" with several
-// inputs are undecided in document order: TF counts them in signature
-// order.
+// limit, recording the error at the limit (undecided for several named
+// "inputs": TF counts them in signature order).
 func (d *Decoder) countLeaf(i int) bool {
 	switch {
 	case d.total < d.lim.MaxElements:
@@ -259,9 +243,8 @@ func (d *Decoder) countLeaf(i int) bool {
 	return false
 }
 
-// ensureBuf gives an input a pooled data buffer, sized by the hint when
-// the body has a single input, with room for one more element (streaming
-// mode stores the data in blocks: see room).
+// ensureBuf gives an input a pooled data buffer (sized by the hint for a
+// single input) with room for one more element (room).
 func (d *Decoder) ensureBuf(in *input) {
 	if in.buf == nil {
 		in.buf = getBuf()
@@ -272,27 +255,24 @@ func (d *Decoder) ensureBuf(in *input) {
 			in.data = slices.Grow(in.data, int(n)*in.spec.DataType.Size())
 		}
 		if !d.whole && cap(in.data) > BlockSize {
-			// From the pool larger than a block: every block holds at
-			// most BlockSize.
+			// Pooled larger than a block: a block holds BlockSize at most.
 			in.data = in.data[:0:BlockSize]
 		}
 	}
 	d.room(in)
 }
 
-// ensureStrs sizes a BYTES input's string list by the hint when the body
-// has a single input, so a million strings are not appended by doubling
-// (the tape oracle knows the batch and reserves the same way).
+// ensureStrs sizes a single BYTES input's string list by the hint, so a
+// million strings are not appended by doubling (as the tape oracle does).
 func (d *Decoder) ensureStrs(in *input) {
 	if in.strs == nil && len(d.ins) == 1 && d.hint > 0 {
 		in.strs = make([][]byte, 0, min(d.hint, d.lim.MaxElements))
 	}
 }
 
-// finish builds the Request's tensors, as the tape oracle does, after
-// checking that every used input holds exactly the values its shape says
-// (the rules above guarantee it; a broken invariant must not become a
-// panic or a wrong tensor: ok is false).
+// finish builds the Request's tensors after checking that every used
+// input holds the values its shape says (a broken invariant must not
+// become a panic or a wrong tensor: ok is false).
 func (d *Decoder) finish() bool {
 	for i := range d.ins {
 		in := &d.ins[i]
@@ -305,17 +285,18 @@ func (d *Decoder) finish() bool {
 		}
 		got := int64(len(in.strs))
 		if in.spec.DataType != tensor.Bytes {
-			got = int64(in.dataLen() / in.spec.DataType.Size())
+			n := len(in.data) // and the sealed blocks'
+			for _, b := range in.blocks {
+				n += len(b)
+			}
+			got = int64(n / in.spec.DataType.Size())
 		}
-		// A duplicated key in an instance object leaves more values: TF's
-		// Tensor::FromProto keeps the first ones, and so does
-		// buildTensors.
+		// A duplicated instance key leaves more values (buildTensors).
 		if got != want && !(d.dups && got > want) {
 			return false
 		}
 	}
-	// Only a buffer for an input that got no value: room must not seal a
-	// full block here.
+	// A buffer only for an input without values: room must not seal here.
 	giveBuf := func(in *input) {
 		if in.buf == nil {
 			d.ensureBuf(in)

@@ -3,22 +3,19 @@ package tfrequest
 import "github.com/tfsbridge/tfsbridge/translate/jsontext"
 
 // An instance object missing an input prints its own dump ("keys must be
-// equal to"), which is known to be needed only once the object has ended.
-// Dumping every instance as it is read would put each one on the slow path
-// (a DumpStream fed token by token, numbers formatted); instead its text is
-// kept, a byte copy per chunk, while it is at most instRawMax long, and
-// dumped only if it misses a key. A longer instance hands its text so far
-// to a dumper (a tokenizer feeding a DumpStream), which then reads the
-// rest of the instance as it arrives until its dump is complete (at most
-// 256 bytes of output, so it soon stops). Once the instance has named every input it cannot miss
-// one, and its text is dropped: an image's long b64 string is not held a
-// second time. So only an instance that misses a key is kept to its end,
-// in a whole body too.
+// equal to"), known to be needed only at its end. Dumping every instance
+// as it is read would put each on the slow path (a DumpStream fed token by
+// token); instead its text is kept, a byte copy per chunk, up to
+// instRawMax, and dumped only if it misses a key. A longer one hands its
+// text to a dumper (a tokenizer feeding a DumpStream), which reads the rest
+// as it arrives until the 256-byte dump is full. An instance that has
+// named every input drops its text: an image's b64 string is not held
+// twice.
 
 // instRawMax is how much of an instance object's text is kept as is.
 const instRawMax = 64 << 10
 
-// instDump is the dump-to-be of the open instance object.
+// instDump is the open instance object's dump-to-be.
 type instDump struct {
 	on    bool
 	depth int     // stack index of the instance object
@@ -33,10 +30,12 @@ type dumper struct {
 	s  jsontext.DumpStream
 }
 
-func newDumper(maxDepth int) *dumper {
+// newDumper returns a dumper of the value text starts.
+func newDumper(maxDepth int, text []byte) *dumper {
 	d := &dumper{}
 	d.tz.Reset(jsontext.Limits{MaxDepth: maxDepth})
 	d.s.Reset(nil)
+	d.write(text)
 	return d
 }
 
@@ -53,15 +52,6 @@ func (d *dumper) write(b []byte) {
 	d.tz.EndChunk(len(b))
 }
 
-// instDumpStart starts keeping the instance object opening at buf[p] of
-// the chunk being written; it will sit at stack index depth.
-func (d *Decoder) instDumpStart(depth, p int) {
-	in := &d.inst
-	in.on, in.depth, in.from = true, depth, p
-	in.raw = in.raw[:0]
-	in.sub = nil
-}
-
 // instDumpFeed passes the next bytes of the instance's text on.
 func (d *Decoder) instDumpFeed(b []byte) {
 	in := &d.inst
@@ -71,26 +61,8 @@ func (d *Decoder) instDumpFeed(b []byte) {
 	case len(in.raw)+len(b) <= instRawMax:
 		in.raw = append(in.raw, b...)
 	default:
-		in.sub = newDumper(d.lim.MaxDepth)
-		in.sub.write(in.raw)
+		in.sub = newDumper(d.lim.MaxDepth, in.raw)
 		in.sub.write(b)
-	}
-}
-
-// instDumpEnd ends the instance's text at chunk offset end (just after its
-// closing brace).
-func (d *Decoder) instDumpEnd(end int) {
-	in := &d.inst
-	d.instDumpFeed(d.chunk[in.from:end])
-	in.on = false
-}
-
-// instDumpDrop drops the instance's text: it named every input.
-func (d *Decoder) instDumpDrop() {
-	in := &d.inst
-	in.on, in.sub = false, nil
-	if cap(in.raw) > instRawMax {
-		in.raw = nil
 	}
 }
 
@@ -98,8 +70,7 @@ func (d *Decoder) instDumpDrop() {
 func (d *Decoder) instDumpBytes() []byte {
 	in := &d.inst
 	if in.sub == nil {
-		in.sub = newDumper(d.lim.MaxDepth)
-		in.sub.write(in.raw)
+		in.sub = newDumper(d.lim.MaxDepth, in.raw)
 	}
 	return in.sub.s.Bytes()
 }

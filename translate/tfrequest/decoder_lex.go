@@ -16,8 +16,8 @@ type slot struct {
 	level int32
 }
 
-// What a roleB64 frame stands for (opFrame.ctx): an object that is either
-// a {"b64": "…"} value or something else, which only its end tells.
+// What a roleB64 frame stands for (opFrame.ctx): a {"b64": "…"} value or
+// another object, as only its end tells.
 const (
 	b64Leaf   uint8 = iota // a value inside a tensor (only a BYTES input takes it)
 	b64Level               // an object inside a tensor at the wrong level
@@ -33,9 +33,8 @@ const (
 	b64Not                   // not a {"b64": "…"} object after all
 )
 
-// Write feeds the next chunk of the body. After an error every call fails
-// the same way, with the answer (a syntax error, which TF reports before
-// anything else).
+// Write feeds the next chunk of the body. After an error every call
+// returns the same answer (a syntax error, which TF reports first).
 func (d *Decoder) Write(buf []byte) error {
 	if d.failed {
 		return d.final
@@ -52,11 +51,10 @@ func (d *Decoder) Write(buf []byte) error {
 	return d.final // nil unless failed
 }
 
-// lex reads the tokens of buf from p (jsontext's tokenizer), to its end
-// or, when stop >= 0, to the end of the value that leaves stop containers
-// open (second.go reads one value again). A run of numbers in an innermost
-// list of a numeric input takes the hot path (leafRun) while nothing is
-// being dumped or skipped.
+// lex reads the tokens of buf from p to its end or, when stop >= 0, to
+// the end of the value that leaves stop containers open (replayInputs).
+// Numbers in an innermost list of a numeric input take the hot path
+// (leafRun) while nothing is dumped or skipped.
 func (d *Decoder) lex(buf []byte, p int, stop int) {
 	for !d.failed {
 		if f := d.top(); f != nil && f.role == roleTensor && d.tz.ValueNext() && !d.dumping() && d.skipTo < 0 {
@@ -79,9 +77,9 @@ func (d *Decoder) lex(buf []byte, p int, stop int) {
 	}
 }
 
-// tokErr ends the decode at the tokenizer's error, if any: rapidjson's
-// syntax error (TF checks syntax first, so it is the answer), or a number
-// too long to hold across chunks (undecided).
+// tokErr ends the decode at the tokenizer's error, if any: a syntax
+// error (the answer: TF checks syntax first), or a number too long to
+// hold across chunks (undecided).
 func (d *Decoder) tokErr() {
 	switch err := d.tz.Err().(type) { //nolint:errorlint // the tokenizer's own errors, never wrapped
 	case nil:
@@ -94,8 +92,7 @@ func (d *Decoder) tokErr() {
 	d.failed = true
 }
 
-// token handles one token that starts at buf[p] (p < 0: in an earlier
-// chunk) and ends before buf[q].
+// token handles a token from buf[p] (p < 0: an earlier chunk) to buf[q].
 func (d *Decoder) token(tok jsontext.Token, p, q int) {
 	switch tok.Kind {
 	case jsontext.EndArray, jsontext.EndObject:
@@ -103,8 +100,7 @@ func (d *Decoder) token(tok jsontext.Token, p, q int) {
 	case jsontext.Key:
 		d.top().n++
 		d.keyEnd = q
-		d.keyInBody = tok.InChunk && d.whole
-		d.feed(tok, d.keyInBody)
+		d.feed(tok, tok.InChunk && d.whole)
 		d.key(tok.Str)
 	default:
 		d.value(tok, p)
@@ -118,35 +114,26 @@ func (d *Decoder) top() *opFrame {
 	return &d.stack[len(d.stack)-1]
 }
 
-// slot returns what the next value in the innermost container is for.
-func (d *Decoder) slot() slot {
+// value handles a value's token (a scalar or opening bracket) at buf[p].
+func (d *Decoder) value(tok jsontext.Token, p int) {
 	f := d.top()
 	switch {
 	case f == nil:
-		return slot{kind: slotRoot}
-	case f.obj:
-		return slot{kind: f.next, input: f.nextInput, level: f.level}
-	case f.role == roleInstances:
-		return slot{kind: slotInstance}
-	case f.role == roleTensor:
-		return slot{kind: slotTensor, input: f.input, level: f.level + 1}
-	}
-	return slot{kind: slotSkip}
-}
-
-// value handles a value's token (a scalar, or a container's opening
-// bracket) that starts at buf[p].
-func (d *Decoder) value(tok jsontext.Token, p int) {
-	f := d.top()
-	if f == nil {
 		d.dumpStart(dumpRoot, 0)
-	}
-	if f != nil && !f.obj {
+	case !f.obj:
 		f.n++
 	}
-	s := d.slot()
-	if d.skipping() {
-		s = slot{kind: slotSkip}
+	s := slot{kind: slotSkip} // what the value is for
+	switch {
+	case d.skipping():
+	case f == nil:
+		s.kind = slotRoot
+	case f.obj:
+		s = slot{f.next, f.nextInput, f.level}
+	case f.role == roleInstances:
+		s.kind = slotInstance
+	case f.role == roleTensor:
+		s = slot{slotTensor, f.input, f.level + 1}
 	}
 	// A list or scalar where an instance or "inputs" belongs is one
 	// input's whole value, where that may stand.
@@ -222,14 +209,14 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 		for i := range d.ins {
 			d.ins[i].inObj = false
 		}
-		d.instDumpStart(len(d.stack), p) // "keys must be equal to" prints it
+		// Its text is kept from here: "keys must be equal to" prints it.
+		d.inst = instDump{on: true, depth: len(d.stack), from: p, raw: d.inst.raw[:0]}
 	case slotB64:
 		if k != jsontext.String {
 			d.b64Deviate(f, nil, false)
 			break
 		}
-		// Decoded once the object is known to be a {"b64": "…"} value
-		// (closeB64).
+		// Decoded once the object is known to be a b64 value (closeB64).
 		f.flags |= b64Str
 		tok.Str, stable = d.keepB64(tok.Str, tok.InChunk)
 	case slotTensor:
@@ -243,12 +230,11 @@ func (d *Decoder) value(tok jsontext.Token, p int) {
 }
 
 // tensorValue handles a value where a tensor element or a list of them
-// belongs, with TF's checks in its order: a list's level, or a value's
-// level, the element limit and its type (a string for a BYTES input, a
-// number or literal for the others). A list opens fr as a list of the
-// input; an object opens it as a {"b64": "…"} value, or as an error told
-// at its end with its dump; a scalar is stored. It returns the string to
-// feed the dumps (kept when stored) and whether it is stable.
+// belongs, with TF's checks in order: a list's level, or a value's level,
+// the element limit and its type (a string for BYTES, else a number or
+// literal). A list opens fr as the input's list; an object as a {"b64":
+// "…"} candidate judged at its end; a scalar is stored. It returns the
+// string to feed the dumps (kept when stored) and whether it is stable.
 func (d *Decoder) tensorValue(s slot, tok jsontext.Token, fr *opFrame) ([]byte, bool) {
 	i, level := int(s.input), int(s.level)
 	fr.input, fr.level = s.input, s.level
@@ -354,9 +340,8 @@ func (d *Decoder) key(k []byte) {
 }
 
 // b64First reports whether k, the first key of an object that may be a
-// {"b64": "…"} value, starts one (b64): always when it is "b64", unless an
-// input has that name (named) and the whole body, looked ahead, shows
-// that the object is no such value. A stream cannot look ahead.
+// {"b64": "…"} value, starts one: when it is "b64", unless an input has
+// that name (named) and the whole body, looked ahead, shows otherwise.
 func (d *Decoder) b64First(f *opFrame, k []byte) (b64, named bool) {
 	if f.n != 1 || string(k) != tfjson.KeyB64 {
 		return false, false
@@ -365,9 +350,8 @@ func (d *Decoder) b64First(f *opFrame, k []byte) (b64, named bool) {
 	return !(named && d.whole && !d.b64Ahead()), named
 }
 
-// b64Key makes f, an instance object or the "inputs" object whose first
-// key is "b64", a {"b64": "…"} candidate; named: an input has that name
-// too, which only a look ahead tells apart.
+// b64Key makes f, an instance or "inputs" object whose first key is
+// "b64", a {"b64": "…"} candidate; named: an input has that name too.
 func (d *Decoder) b64Key(f *opFrame, named bool) {
 	ctx := b64Inst // a b64 value where objects are expected, or an input named b64
 	switch {
@@ -382,8 +366,8 @@ func (d *Decoder) b64Key(f *opFrame, named bool) {
 		d.named = false
 		ctx = b64Inputs
 	case d.mode == instUndecided:
-		// The first instance: plain values of the first input (TF feeds
-		// the first input even when there are several).
+		// The first instance: plain values of the first input, even
+		// when there are several (TF's rule).
 		d.mode = instPlain
 		ctx = b64First
 	case named && !d.whole:
@@ -397,16 +381,9 @@ func (d *Decoder) b64Key(f *opFrame, named bool) {
 // instanceKey maps a key of a named-inputs instance object to its input.
 // TF reads the key as a C string: it ends at its first NUL (rowKey).
 func (d *Decoder) instanceKey(f *opFrame, k []byte) {
-	name := k
-	if j := bytes.IndexByte(k, 0); j >= 0 {
-		name = k[:j]
-	}
-	if d.keyInBody {
-		d.ekey = name
-	} else {
-		d.keyBuf = append(d.keyBuf[:0], name...)
-		d.ekey = d.keyBuf
-	}
+	name, _, _ := bytes.Cut(k, []byte{0})
+	d.keyBuf = append(d.keyBuf[:0], name...)
+	d.ekey = d.keyBuf
 	i := d.lookup(name)
 	if i < 0 {
 		d.valueErr(0, errNoNamedInput(name), true, false)
@@ -418,15 +395,18 @@ func (d *Decoder) instanceKey(f *opFrame, k []byte) {
 	} else {
 		d.ins[i].inObj = true
 		if d.inObjN++; d.inObjN == len(d.ins) && d.inst.on {
-			d.instDumpDrop()
+			// It named every input: its text is dropped.
+			d.inst.on, d.inst.sub = false, nil
+			if cap(d.inst.raw) > instRawMax {
+				d.inst.raw = nil
+			}
 		}
 	}
 	f.next, f.nextInput = slotItem, int32(i)
 }
 
-// b64Deviate handles an object read as a {"b64": "…"} candidate that turns
-// out to be another object: at its key k (atKey), or at its "b64"
-// member's value, which is no string.
+// b64Deviate handles a {"b64": "…"} candidate that turns out another
+// object: at its key k (atKey), or at its "b64" value, no string.
 func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 	first := f.flags&b64Not == 0
 	f.flags |= b64Not
@@ -459,19 +439,18 @@ func (d *Decoder) b64Deviate(f *opFrame, k []byte, atKey bool) {
 	}
 }
 
-// close ends the innermost container at its closing bracket tok, which
-// ends before buf[q].
+// close ends the innermost container at its bracket tok (before buf[q]).
 func (d *Decoder) close(tok jsontext.Token, q int) {
 	idx := len(d.stack) - 1
 	f := d.stack[idx]
 	d.stack = d.stack[:idx]
 	d.feed(tok, false)
-	if d.inst.on && idx == d.inst.depth {
-		d.instDumpEnd(q)
+	if d.inst.on && idx == d.inst.depth { // the instance's text ends after its brace
+		d.instDumpFeed(d.chunk[d.inst.from:q])
+		d.inst.on = false
 	}
-	// Values read for syntax only (skipped) are not judged, but for a list
-	// TF would have found at the wrong length before the error inside it:
-	// that error takes the other's place.
+	// Skipped values are not judged, but a list at the wrong length, which
+	// TF finds before the error inside it, takes that error's place.
 	skipped := d.skipTo >= 0 && idx >= d.skipTo
 	if f.role == roleTensor {
 		i := int(f.input)
@@ -526,8 +505,8 @@ func (d *Decoder) closeInputs() {
 	}
 }
 
-// closeB64 ends a roleB64 object: it tells what the object turned out to
-// be (TF's IsValBase64Object) and answers as TF does there.
+// closeB64 ends a roleB64 object: what it turned out to be (TF's
+// IsValBase64Object) and TF's answer there.
 func (d *Decoder) closeB64(f *opFrame) {
 	isB64 := f.n == 1 && f.flags == b64Str
 	i := int(f.input)
@@ -544,8 +523,7 @@ func (d *Decoder) closeB64(f *opFrame) {
 	}
 	switch {
 	case f.ctx == b64Inputs && len(d.ins) > 1:
-		// Only a b64 value gets here (b64Deviate makes the others named
-		// tensors).
+		// Only a b64 value (b64Deviate makes the others named tensors).
 		d.valueErr(0, errInputsPlain(), false, false)
 	case f.ctx == b64Inst && isB64:
 		d.valueErr(0, errExpectObject(d.elem), false, false)
@@ -586,10 +564,8 @@ func (d *Decoder) closeB64(f *opFrame) {
 	}
 }
 
-// keepB64 keeps the string of a {"b64": …} member until its object ends,
-// holding it once: a whole body's string is aliased, and the pending text
-// or unescaped scratch a long string was gathered in is taken over rather
-// than copied (a streamed image is mostly one such string).
+// keepB64 keeps a {"b64": …} member's string until its object ends,
+// held once (keep): a streamed image is mostly one such string.
 func (d *Decoder) keepB64(s []byte, inChunk bool) ([]byte, bool) {
 	if len(s) > arenaBlock/4 || inChunk && d.whole {
 		d.b64 = d.keep(s, inChunk)
@@ -600,9 +576,9 @@ func (d *Decoder) keepB64(s []byte, inChunk bool) ([]byte, bool) {
 	return s, false
 }
 
-// keep returns s where it stays unmodified until the Request is released:
-// in the whole body it lies in, in the pending text or unescaped scratch
-// a long string was gathered in (taken over, not copied), or in a copy.
+// keep returns s where it stays until the Request is released: in the
+// whole body, in the tokenizer's memory a long string was gathered in
+// (taken over, not copied), or in a copy.
 func (d *Decoder) keep(s []byte, inChunk bool) []byte {
 	switch {
 	case inChunk && d.whole:
@@ -615,12 +591,11 @@ func (d *Decoder) keep(s []byte, inChunk bool) []byte {
 	return slices.Clone(s)
 }
 
-// leafRun is the hot path: the numbers of the innermost lists of a
-// numeric input, converted straight into its buffer, and the step from one
-// innermost list to the next ("], [") checked inline as close and
-// open would check it. It stops, leaving the rest to the general
-// path, at anything else: the end of a list it cannot step over, a token
-// the chunk may cut, a limit, a value to refuse.
+// leafRun is the hot path: the numbers of a numeric input's innermost
+// lists, converted into its buffer, and the step to the next list ("],
+// [") checked as close and open would. It leaves anything else to the
+// general path: a list end it cannot step over, a token the chunk may
+// cut, a limit, a value to refuse.
 func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 	in := &d.ins[f.input]
 	dt := in.spec.DataType
@@ -629,8 +604,7 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 	n := len(buf)
 	elemBudget := d.lim.MaxElements - d.total
 	nodeBudget := d.tz.ValuesLeft()
-	// The step to a sibling list needs its level's size known and a
-	// parent list (level > 0).
+	// Stepping to a sibling list needs a parent list and the level's size.
 	want := int64(-1)
 	if f.level > 0 {
 		want = in.cur[f.level]
@@ -646,10 +620,8 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 	for cnt < elemBudget && cnt+lists < nodeBudget {
 		took := 0
 		if float {
-			// The values of a list, ", " apart, and of its siblings, in
-			// one tight loop over the room data has; it stops after the
-			// last value it took, whose separator is looked at below as
-			// after any other value.
+			// The values of a list and its siblings in one tight loop over
+			// the room data has, up to the last one's separator.
 			limit := min(elemBudget-cnt, nodeBudget-cnt-lists, int64((cap(data)-len(data))>>shift))
 			var end, stepped int
 			data, end, took, stepped = jsontext.AppendDecimals(data, buf, p, shift == 3, int(limit), int(want), int(fn))
@@ -661,9 +633,8 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 			}
 		}
 		if took == 0 {
-			// One number, made room for first; the general path takes a
-			// token the chunk may cut, one to refuse and one that does
-			// not fit the input's type.
+			// One number; the general path takes a token the chunk may
+			// cut or one to refuse.
 			num, end, ok := jsontext.ParseNumber(buf, p)
 			if !ok || end >= n {
 				break
@@ -706,8 +677,7 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 		if q == n || buf[q] != '[' {
 			break
 		}
-		// "], [": the list closed at its level's size; its sibling opens
-		// at the same level and depth.
+		// "], [": the list closed at its level's size, its sibling opens.
 		lists++
 		fn = 0
 		after = false
@@ -728,11 +698,9 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 }
 
 // replayInputs reads the values of the named "inputs" object that just
-// closed again, in signature order, with the element limit counted from
-// zero: which input meets the limit first, and so which error TF reports,
-// depends on that order. Each value is read by a tokenizer of its own
-// (the text around it was read already); the root dump, already fed, is
-// paused.
+// closed again in signature order, counting the element limit from zero:
+// which input meets it first, and so TF's error, depends on that order.
+// Each value gets a tokenizer of its own; the root dump is paused.
 func (d *Decoder) replayInputs() {
 	root := &d.dumps[dumpRoot]
 	rootOn, tz := root.on, d.tz

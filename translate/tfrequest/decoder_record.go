@@ -6,35 +6,29 @@ import (
 )
 
 // The decoder answers every body itself, errors included, reading it once
-// in document order, because a stream's text is gone once read (and a
-// whole body is read the same way). TF Serving checks in this order: JSON
-// syntax anywhere in the body, then the root object's keys, then the
+// in document order (a stream's text is gone once read). TF Serving checks
+// JSON syntax anywhere in the body, then the root object's keys, then the
 // values against the signature (in document order for "instances", in
-// signature order for named "inputs"), then the input count. The decoder
-// reads in document order, so it
+// signature order for named "inputs"), then the input count. So the
+// decoder
 //
-//   - stops at the first syntax error: that is the answer (Write returns
-//     it at once);
-//   - records facts about the root (its kind, the first "signature_name"
+//   - stops at the first syntax error: the answer (Write returns it);
+//   - records the root's facts (its kind, the first "signature_name"
 //     value's kind, which input keys occur, the first "instances" value)
-//     and a bounded dump of the root, and judges them at Close in TF's
-//     order;
-//   - records the first value error in TF's order together with the dumps
-//     its text needs, captured from the bytes at hand (the dump of a scalar
-//     is the token itself; of an object, a DumpStream fed while the object
-//     is open), then skips the rest of the values it concerns, reading
-//     syntax only. One TF check comes before the values it concerns but can
-//     only be made after them — a list's length — so a list that closes
-//     at the wrong length replaces an error recorded inside it;
+//     and a bounded dump of it, judged at Close in TF's order;
+//   - records the first value error in TF's order with the dumps its text
+//     needs, captured from the bytes at hand (a scalar's is the token; an
+//     object's, a DumpStream fed while it is open), then reads the values
+//     it concerns for syntax only. A list's length, which TF checks before
+//     the values inside, is known after them: a list closing at the wrong
+//     length replaces an error recorded inside it;
 //   - for named "inputs", records the first error per input and picks at
 //     Close by signature order.
 //
-// What it cannot decide from a stream returns an *apierr.Error 400 that
-// wraps ErrUndecided (listed at ErrUndecided); a whole body settles those
-// with a second look at its text (second.go).
+// What a stream cannot decide is a 400 wrapping ErrUndecided; a whole body
+// settles those with a second look at its text (second.go).
 
-// record is what the decoder records for TF's checks, judged at Close
-// in TF's order.
+// record is what the decoder records for TF's checks, judged at Close.
 type record struct {
 	final error // the answer once certain: a syntax error or an undecidable token
 	off   int64 // offset of the chunk being written
@@ -67,7 +61,6 @@ type record struct {
 	inst  instDump
 
 	keyEnd    int  // chunk offset after the last key's closing quote
-	keyInBody bool // and the key lies in the whole body
 	replaying bool // replayInputs is reading the named "inputs" again
 
 	chunk []byte // the chunk being written (nil outside Write)
@@ -80,8 +73,7 @@ const (
 	numDumps
 )
 
-// dumpSlot is one dump being captured: the DumpStream and the stack index
-// of its value's container.
+// dumpSlot is one dump being captured, and its container's stack index.
 type dumpSlot struct {
 	s     jsontext.DumpStream
 	depth int
@@ -93,10 +85,9 @@ func (d *Decoder) skipping() bool {
 	return d.skipTo >= 0 && len(d.stack) > d.skipTo
 }
 
-// valueErr records a value error of input i (inside an item when item is
-// set, so row format wraps it) unless one came first, and makes the values
-// it concerns be skipped. replace is for the list-length check TF makes
-// before the values inside the list.
+// valueErr records a value error of input i (inside an item: row format
+// wraps it) unless one came first, and skips the values it concerns;
+// replace is for a list's length, which TF checks before its values.
 func (d *Decoder) valueErr(i int, err error, item, replace bool) {
 	if item && d.req.Format == tfjson.Row {
 		err = wrapElement(int(d.elem), d.ekey, err)
@@ -112,8 +103,7 @@ func (d *Decoder) valueErr(i int, err error, item, replace bool) {
 		d.ferr = err
 	}
 	// Row format stops at the first error; named inputs go on with the
-	// next input, so only the rest of this one's value is skipped (none
-	// when the value was a scalar).
+	// next, skipping the rest of this one's value (none for a scalar).
 	scope := d.itemDepth
 	if d.req.Format == tfjson.Row {
 		scope = d.instDepth
@@ -125,8 +115,7 @@ func (d *Decoder) valueErr(i int, err error, item, replace bool) {
 
 // --- dumps ---
 
-// dumpStart starts capturing dump k for a value whose container will sit
-// at stack index depth.
+// dumpStart starts dump k of a value whose container sits at index depth.
 func (d *Decoder) dumpStart(k int, depth int) {
 	sl := &d.dumps[k]
 	sl.s.Restart()
@@ -139,9 +128,9 @@ func (d *Decoder) dumping() bool {
 	return d.dumps[dumpRoot].on || d.dumps[dumpLeaf].on
 }
 
-// feed passes a token to every dump capturing, and ends the dumps of the
-// container a closing bracket ends. stable says a string stays unmodified
-// until the Request is released, so a dump may keep it instead of a copy.
+// feed passes a token to every dump capturing, ending those of the
+// container a bracket closes; stable: a string stays unmodified until the
+// Request is released, so a dump may keep it rather than a copy.
 func (d *Decoder) feed(tok jsontext.Token, stable bool) {
 	if !d.dumping() {
 		return

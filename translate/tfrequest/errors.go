@@ -9,8 +9,8 @@ import (
 )
 
 // TF Serving's request errors (json_tensor.cc), built from their parts so
-// that the tape oracle (tests), which has the values at hand, and the
-// decoder, which has only bounded dumps captured as it read, say the same.
+// that the tests' tape oracle (values at hand) and the decoder (bounded
+// dumps captured as it read) say the same.
 
 // The root checks of FillPredictRequestFromJson (FormatError messages).
 const (
@@ -97,28 +97,23 @@ func errB64Format(dump []byte) error {
 
 func errB64Decode() error { return apierr.InvalidArgumentf("Unable to base64 decode") }
 
-// ErrUndecided is wrapped by the 400 the decoder answers, for a stream,
-// for the few bodies whose TF Serving answer it cannot tell without the
-// whole text. A second look at the text settles them where the caller
-// holds it (second.go): Parse, and translate's RequestStream for bodies
-// up to its ReplayBytes, so only longer streams meet them:
-//   - a "signature_name" with a non-empty value after "instances" or
-//     "inputs" that resolves to inputs other than the default signature's
-//     (the values were read against the default signature): Parse reads
-//     the body again with that name resolved first;
-//   - an instance object or the "inputs" object whose first key is "b64"
-//     when the signature also has an input named "b64" (a b64 value or
-//     that input: TF tells them apart by the whole object, as b64Ahead
-//     does looking ahead in the text);
-//   - named "inputs" that together exceed the element limit (TF counts
-//     them in signature order, the stream in document order):
-//     replayInputs reads their values again in signature order;
-//   - a number longer than 4096 bytes (a long fraction or exponent;
-//     rapidjson refuses long integers early) cut by a chunk boundary,
-//     which a whole body has none of.
+// ErrUndecided is wrapped by the 400 the decoder answers for the few
+// streamed bodies whose TF Serving answer needs the whole text. Where the
+// caller holds the text (Parse, and translate's RequestStream up to its
+// ReplayBytes) a second look settles them (second.go):
+//   - a non-empty "signature_name" after "instances" or "inputs" that
+//     resolves to other inputs than the default signature's, which the
+//     values were read against: Parse reads the body again;
+//   - an instance or "inputs" object whose first key is "b64" when an
+//     input is named "b64" too: TF tells them apart by the whole object,
+//     as b64Ahead does looking ahead;
+//   - named "inputs" that together exceed the element limit (TF counts in
+//     signature order): replayInputs reads them again in that order;
+//   - a number longer than 4096 bytes (a long fraction or exponent) cut by
+//     a chunk boundary, which a whole body has none of.
 //
-// (One more text is a safety net no test reaches: "internal check
-// failed", for a broken invariant at the end.)
+// (A safety net no test reaches says "internal check failed", for a
+// broken invariant at the end.)
 var ErrUndecided = errors.New("tfrequest: body not decidable in one streaming pass")
 
 // undecided is the 400 for what the stream cannot decide.

@@ -21,9 +21,8 @@ const (
 
 // appendLeaf is AddValueToTensor for every dtype but strings: it appends
 // the little-endian element a JSON number (k == jsontext.Number, n its
-// value) or literal (k another kind) makes for dt. The decoder and the
-// tape oracle of the tests (oracle_test.go) both go through it, so their
-// values are the same bit for bit.
+// value) or literal (another k) makes for dt, for the decoder and the
+// tests' tape oracle alike, bit for bit.
 func appendLeaf(d []byte, dt tensor.DataType, k jsontext.Kind, n jsontext.Num) ([]byte, leafResult) {
 	isNum := k == jsontext.Number
 	switch dt {

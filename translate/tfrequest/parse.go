@@ -3,7 +3,9 @@ package tfrequest
 import (
 	"bytes"
 	"slices"
+	"strings"
 
+	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/jsontext"
 	"github.com/tfsbridge/tfsbridge/translate/tensor"
 	"github.com/tfsbridge/tfsbridge/translate/tfjson"
@@ -12,35 +14,29 @@ import (
 // The decoder's two ends: Parse, a whole body as one chunk, and Close,
 // which judges what Write recorded (decoder_record.go) in TF's order.
 
-// Parse parses a TF Serving predict request body the way TF Serving's
-// FillPredictRequestFromJson does, check for check and in the same order
-// (docs/tfserving-rest.md §2.3, §3, §4): JSON syntax, top level is an
-// object, signature_name is a string; then resolve (its error is returned
-// as is); then an input map must exist, exactly one of "instances" /
-// "inputs", and the values are converted against the signature's input
-// names and dtypes. Last comes the input-count check TF's predictor makes
-// before the model (predict_util.cc VerifyRequestInputsSize), so a parsed
-// Request holds exactly one tensor per signature input.
-//
-// Every failure is an *apierr.Error carrying TF Serving's message. lim
-// bounds nesting depth and the total number of tensor elements. Strings
-// in the Request may alias body.
+// Parse parses a predict request body as TF Serving's
+// FillPredictRequestFromJson does, check for check and in its order
+// (docs/tfserving-rest.md §2.3, §3, §4): JSON syntax, an object root, a
+// string signature_name; resolve (its error returned as is); an input map,
+// exactly one of "instances" / "inputs", the values against the inputs'
+// names and dtypes; last the predictor's input-count check
+// (VerifyRequestInputsSize), so a Request holds one tensor per input.
+// Every failure is an *apierr.Error with TF's message. lim bounds nesting
+// and tensor elements. Strings in the Request may alias body.
 func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 	d := NewDecoder(resolve, lim)
 	for {
 		d.whole, d.body = true, body
-		// Every number of a single numeric input is followed by a comma
-		// but the last of each list, so the comma count sizes its buffer
-		// in one go (bytes.Count is vectorized).
+		// A comma follows every number but a list's last: the count
+		// sizes a single input's buffer in one go (vectorized).
 		d.hint = int64(bytes.Count(body, []byte{','})) + 1
 		d.Write(body)
 		r, err := d.Close()
 		if !d.lost {
 			return r, err
 		}
-		// The body names its signature after the values, which were read
-		// against the default signature: read them again with that name
-		// resolved first (it is then known, so this happens once).
+		// The signature named after the values, which were read against
+		// the default one: read again with that name known (once).
 		name := d.req.SignatureName
 		d = NewDecoder(resolve, lim)
 		d.req.SignatureName, d.known = name, true
@@ -79,8 +75,6 @@ func (d *Decoder) end() error {
 	if !d.finish() {
 		return undecided("internal check failed")
 	}
-	// VerifyRequestInputsSize: only b64 values of the first input with a
-	// several-input signature get here without every input.
 	return verifyInputsSize(d.req.Signature, d.req.Inputs)
 }
 
@@ -96,16 +90,15 @@ func (d *Decoder) rootErr() error {
 	resolved := d.req.Signature != nil || d.resolveE != nil
 	switch {
 	case !resolved || d.lateSig:
-		// Neither "instances" nor "inputs" (TF still resolves first), or
-		// a name after them: resolved now.
+		// No "instances" nor "inputs" (TF resolves first), or a name
+		// after them: resolved now.
 		sig, err := d.resolveName(d.req.SignatureName)
 		switch {
 		case err != nil:
 			return err
 		case !resolved:
 		case d.req.Signature == nil || !sameInputs(sig, d.req.Signature):
-			// The values were read against other inputs; the root
-			// checks that follow do not depend on them.
+			// Read against other inputs; the root checks left do not care.
 			d.lost = true
 		default:
 			d.req.Signature = sig
@@ -133,4 +126,25 @@ func sameInputs(a, b *tensor.Signature) bool {
 	return slices.EqualFunc(a.Inputs, b.Inputs, func(x, y tensor.Spec) bool {
 		return x.Name == y.Name && x.DataType == y.DataType
 	})
+}
+
+// verifyInputsSize is predict_util.cc's VerifyRequestInputsSize, run
+// before the model: as many distinct inputs as the signature
+// (docs/tfserving-rest.md §4.1). Only row instances that are b64 objects
+// get here with fewer (they all feed the first input). The text names both
+// sets in std::set<string> order, then the differences both ways: "input
+// size does not match signature: 1!=2 len({a}) != len({a,b}). Sent extra:
+// {}. Missing but required: {b}."
+func verifyInputsSize(sig *tensor.Signature, inputs []tensor.Tensor) error {
+	if len(inputs) == len(sig.Inputs) {
+		return nil // every parser path fills each input once, or fails
+	}
+	sent := tensor.NameSet(len(inputs), func(i int) string { return inputs[i].Name })
+	want := tensor.NameSet(len(sig.Inputs), func(i int) string { return sig.Inputs[i].Name })
+	if len(sent) == len(want) {
+		return nil // TF compares map sizes: duplicate names count once
+	}
+	return apierr.InvalidArgumentf("input size does not match signature: %d!=%d len({%s}) != len({%s}). Sent extra: {%s}. Missing but required: {%s}.",
+		len(sent), len(want), strings.Join(sent, ","), strings.Join(want, ","),
+		strings.Join(tensor.SetDifference(sent, want), ","), strings.Join(tensor.SetDifference(want, sent), ","))
 }

@@ -1,8 +1,7 @@
-// Package tfrequest parses TensorFlow Serving predict request bodies
-// ("instances" row format and "inputs" columnar format) into tensors,
-// faithful to TF Serving's json_tensor.cc: its value rules, its shape and
-// ragged checks, its error texts. One decoder reads whole bodies (Parse)
-// and streamed ones (NewDecoder) alike.
+// Package tfrequest parses TensorFlow Serving predict request bodies (row
+// "instances" and columnar "inputs") into tensors as TF Serving's
+// json_tensor.cc does: its value rules, shape and ragged checks and error
+// texts. One decoder reads whole bodies (Parse) and streams alike.
 package tfrequest
 
 import (
@@ -12,10 +11,9 @@ import (
 	"github.com/tfsbridge/tfsbridge/translate/tfjson"
 )
 
-// Resolver looks up the signature a request names ("" when it names none,
-// which TF Serving reads as serving_default). Its error is returned to the
-// client as is, so it should be an *apierr.Error with TF's text (unknown
-// model, unknown signature).
+// Resolver looks up the signature a request names ("" for none: TF's
+// serving_default). Its error goes to the client as is: an *apierr.Error
+// with TF's text (unknown model, unknown signature).
 type Resolver func(signatureName string) (*tensor.Signature, error)
 
 // Request is a parsed predict request.
@@ -24,11 +22,10 @@ type Request struct {
 	SignatureName string
 	// Format is the request format, which decides the response format.
 	Format tfjson.Format
-	// Inputs are the input tensors in signature input order. Their Data
-	// and Strings may alias the request body and pooled memory owned by
-	// the Request: they stay valid until Release. A streamed body's
-	// numeric data may span several blocks, and Data is then nil: Blocks
-	// gives the data of every input, whichever parser made it.
+	// Inputs are the input tensors in signature order. Their Data and
+	// Strings may alias the body and pooled memory owned by the Request,
+	// valid until Release. A stream's data may span several blocks, with
+	// Data nil: Blocks gives every input's data.
 	Inputs []tensor.Tensor
 	// Signature is the signature the request was parsed against.
 	Signature *tensor.Signature
@@ -39,20 +36,25 @@ type Request struct {
 	shape  []int64    // backing store for the Inputs' shapes
 }
 
-// Release returns the Request's pooled memory (the tensor data buffers). The Inputs must not be used afterwards. Calling it
-// is optional — without it the memory is simply garbage collected — but the
-// request pipeline does, so that a steady stream of requests allocates
-// little more than the bodies it sends.
+// Release returns the Request's pooled tensor buffers; the Inputs must
+// not be used afterwards. It is optional (garbage collection frees them
+// too), but the pipeline calls it, so that a steady stream of requests
+// allocates little more than the bodies it sends.
 func (r *Request) Release() {
 	if r == nil {
 		return
 	}
 	for _, b := range r.bufs {
-		putBuf(b)
+		if cap(*b) <= maxPooledBuf {
+			*b = (*b)[:0]
+			bufPool.Put(b)
+		}
 	}
-	r.bufs = nil
-	r.releaseBlocks()
-	r.Inputs = nil
+	for _, b := range r.pooled { // streamed data blocks
+		*b = (*b)[:0]
+		blockPool.Put(b)
+	}
+	r.bufs, r.pooled, r.pieces, r.Inputs = nil, nil, nil, nil
 }
 
 // The request keys TF Serving reads (json_tensor.cc).
@@ -69,11 +71,3 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 const maxPooledBuf = 64 << 20
 
 func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
-
-func putBuf(b *[]byte) {
-	if cap(*b) > maxPooledBuf {
-		return
-	}
-	*b = (*b)[:0]
-	bufPool.Put(b)
-}

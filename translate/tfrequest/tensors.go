@@ -25,23 +25,16 @@ type input struct {
 
 // wrapElement is the row-format wrapping of an inner status:
 // "Failed to process element: <i> [key: <k> ]of 'instances' list. Error:
-// <CODE>: <msg>" (absl::Status::ToString of the inner error).
+// <CODE>: <msg>" (absl::Status::ToString of the inner error), built by one
+// concatenation, one allocation: the key and the message may be a MiB long.
 func wrapElement(i int, key []byte, err error) error {
 	inner := apierr.As(err)
-	// Built in one allocation: the key and the message may be a MiB long.
-	var b strings.Builder
-	b.Grow(len(key) + len(inner.Msg) + 96)
-	b.WriteString("Failed to process element: ")
-	b.WriteString(strconv.Itoa(i))
+	sep := ""
 	if key != nil {
-		b.WriteString(" key: ")
-		b.Write(key)
+		sep = " key: "
 	}
-	b.WriteString(" of 'instances' list. Error: ")
-	b.WriteString(inner.Code.String())
-	b.WriteString(": ")
-	b.WriteString(inner.Msg)
-	return apierr.Wrap(apierr.InvalidArgument, err, b.String())
+	return apierr.Wrap(apierr.InvalidArgument, err, "Failed to process element: "+strconv.Itoa(i)+sep+string(key)+
+		" of 'instances' list. Error: "+inner.Code.String()+": "+inner.Msg)
 }
 
 // sortedNames joins the input names as TF's std::set<string> orders them.
@@ -49,13 +42,12 @@ func sortedNames(n int, name func(int) string) string {
 	return strings.Join(tensor.NameSet(n, name), ",")
 }
 
-// buildTensors is the last step of the decoder (and of the tape oracle
-// the tests hold it to, oracle_test.go): the n inputs' accumulated values become r.Inputs, in
-// signature order, skipping inputs the body did not fill. Row format
-// prepends the batch dimension. A duplicated key in an instance object
-// leaves more values than the shape holds; TF's Tensor::FromProto keeps
-// the first ones, and so does this. ensureBuf gives a numeric input that
-// received no value its (empty) buffer.
+// buildTensors is the last step of the decoder (and of the tests' tape
+// oracle): the n inputs' values become r.Inputs in signature order,
+// skipping inputs the body did not fill, row format with the batch
+// dimension first. A duplicated instance key leaves more values than the
+// shape holds: the first ones are kept, as TF's Tensor::FromProto does.
+// ensureBuf gives a numeric input without values its (empty) buffer.
 func buildTensors(r *Request, n int, at func(int) *input, batch int64, ensureBuf func(*input)) {
 	nShape := 0
 	for i := range n {
