@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 )
@@ -37,6 +38,31 @@ func (e *Envoy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Envoy resets the downstream stream; net/http does that for this sentinel.
 		panic(http.ErrAbortHandler)
 	}
+	if !x.bodyRead.Load() && r.ProtoMajor == 1 {
+		delayedClose(w, r)
+	}
+}
+
+// delayedCloseTimeout is the connection manager's delayed_close_timeout
+// default.
+const delayedCloseTimeout = time.Second
+
+// delayedClose is Envoy's delayed close of an HTTP/1 connection answered
+// before its request body was read (the answer says Connection: close):
+// the answer is flushed and the socket stays open until the client closes
+// or delayed_close_timeout passes, so that a client still writing its
+// body reads the answer before the close resets the connection. net/http
+// closes at once when the request said Connection: close, and the reset
+// could then beat the answer to a client still writing (a flaky 413 seen
+// as "connection reset by peer"). The rest of the body is read and thrown
+// away here, where Envoy leaves it unread: the client sees the same
+// answer, and the connection ends without a reset.
+func delayedClose(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil || rc.SetReadDeadline(time.Now().Add(delayedCloseTimeout)) != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
 }
 
 // exchange is one downstream request on its way through the simulated Envoy.
