@@ -3,6 +3,7 @@ package httpproxy
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -24,8 +25,11 @@ func TestDeadlineCtx(t *testing.T) {
 		wantCause error
 	}{
 		{"running", time.Hour, func(*deadlineCtx, context.CancelFunc, context.CancelCauseFunc) {}, nil, nil},
-		{"deadline passed", time.Nanosecond, func(*deadlineCtx, context.CancelFunc, context.CancelCauseFunc) {
-			time.Sleep(time.Millisecond) // past a deadline of 1 ns: no event to wait for
+		{"deadline passed", time.Nanosecond, func(c *deadlineCtx, _ context.CancelFunc, _ context.CancelCauseFunc) {
+			// The event is the clock passing the deadline (1 ns away).
+			for d, _ := c.Deadline(); !time.Now().After(d); {
+				runtime.Gosched()
+			}
 		}, context.DeadlineExceeded, context.DeadlineExceeded},
 		{"parent cancelled", time.Hour, func(_ *deadlineCtx, _ context.CancelFunc, cp context.CancelCauseFunc) {
 			cp(cause)

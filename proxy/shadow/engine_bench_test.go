@@ -59,19 +59,12 @@ func BenchmarkEngineCopySent(b *testing.B) { benchCopySent(b, 0) }
 // server) to a shadow whose outputs are off the primary's by drift.
 func benchCopySent(b *testing.B, drift float64) {
 	h := newHarness(b, Options{}, 1)
-	tap := &inferTap{first: true}
-	faithful := v2Target(b, 0, func(next http.Handler) http.Handler { return tap.wrap(replay(next)) })
-	target := faithful
+	// One copy without Sent: its request and answer are the primary's.
+	w, _, target, sent := probeSent(b, h, true)
 	if drift != 0 {
 		target = v2Target(b, drift, replay)
 	}
-	w := h.e.newScratch()
-	defer w.close()
-	// One copy without Sent: its request and answer are the primary's.
-	c := h.copyOf(faithful, predictPath, predictBody, ok(primaryOK))
-	h.e.runWithin(w, c)
-	h.e.Release(c.Reserved)
-	runCopies(b, h, w, target, sentOf(b, h, w, faithful, tap), 2)
+	runCopies(b, h, w, target, sent, 2)
 }
 
 // replay answers every inference call with next's answer to the first.
@@ -123,16 +116,9 @@ func BenchmarkEngineCopySentDrift(b *testing.B) { benchCopySent(b, 1e-6) }
 // answers compared on their outputs (compareOutputs).
 func BenchmarkCompareDrift(b *testing.B) {
 	h := newHarness(b, Options{}, 1)
-	tap := &inferTap{first: true}
-	faithful := v2Target(b, 0, tap.wrap)
-	w := h.e.newScratch()
-	defer w.close()
-	c := h.copyOf(faithful, predictPath, predictBody, ok(primaryOK))
-	h.e.runWithin(w, c)
-	h.e.Release(c.Reserved)
-	sent := sentOf(b, h, w, faithful, tap)
+	w, _, _, sent := probeSent(b, h, false)
 	dtap := &inferTap{first: true}
-	c = h.copyOf(v2Target(b, 1e-6, dtap.wrap), predictPath, predictBody, ok(primaryOK))
+	c := h.copyOf(v2Target(b, 1e-6, dtap.wrap), predictPath, predictBody, ok(primaryOK))
 	h.e.runWithin(w, c)
 	h.e.Release(c.Reserved)
 	body, hl := dtap.answer, dtap.answerHeaderLength

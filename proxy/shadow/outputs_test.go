@@ -3,7 +3,6 @@ package shadow
 import (
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
 	"reflect"
 	"regexp"
@@ -59,14 +58,7 @@ func TestEngineComparesOutputs(t *testing.T) {
 			}
 			for i, withSent := range []bool{false, true} {
 				h := newHarness(t, Options{}, 1)
-				tap := &inferTap{first: true}
-				faithful := v2Target(t, 0, tap.wrap)
-				w := h.e.newScratch()
-				defer w.close()
-				c := h.copyOf(faithful, predictPath, predictBody, ok(primaryOK))
-				h.e.runWithin(w, c)
-				h.e.Release(c.Reserved)
-				sent := sentOf(t, h, w, faithful, tap)
+				w, c, _, sent := probeSent(t, h, false)
 				target := v2Target(t, tc.delta, nil)
 				for range 2 { // the second finds the answers' layout made
 					c = h.copyOf(target, predictPath, predictBody, ok(primaryOK))
@@ -111,14 +103,7 @@ func boolInt(b bool) int {
 // reused, and a header that changes gets a layout of its own.
 func TestModelOutputs(t *testing.T) {
 	h := newHarness(t, Options{}, 1)
-	tap := &inferTap{first: true}
-	faithful := v2Target(t, 0, func(next http.Handler) http.Handler { return tap.wrap(replay(next)) })
-	w := h.e.newScratch()
-	defer w.close()
-	c := h.copyOf(faithful, predictPath, predictBody, ok(primaryOK))
-	h.e.runWithin(w, c)
-	h.e.Release(c.Reserved)
-	sent := sentOf(t, h, w, faithful, tap)
+	w, c, _, sent := probeSent(t, h, true)
 	answer, hl, ex, lim := sent.Answer, sent.AnswerHeaderLength, sent.Exchange, h.e.o.Limits
 	if hl <= 0 {
 		t.Fatalf("the mock's answer is not binary: %q", answer)

@@ -61,8 +61,30 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
+// probeSent sends one copy of the predict request, without Sent, to a
+// faithful v2 server (the mock behind a tap; with replayed, answering
+// every later inference call with its first answer) and returns a
+// worker's scratch (closed with the test), that copy, its server, and the
+// Sent the copy's exchange makes: the primary's v2 request and answer as
+// the session hands them over.
+func probeSent(t testing.TB, h *harness, replayed bool) (*scratch, *Copy, Target, *Sent) {
+	t.Helper()
+	tap := &inferTap{first: true}
+	wrap := tap.wrap
+	if replayed {
+		wrap = func(next http.Handler) http.Handler { return tap.wrap(replay(next)) }
+	}
+	target := v2Target(t, 0, wrap)
+	w := h.e.newScratch()
+	t.Cleanup(w.close)
+	probe := h.copyOf(target, predictPath, predictBody, ok(primaryOK))
+	h.e.runWithin(w, probe)
+	h.e.Release(probe.Reserved)
+	return w, probe, target, sentOf(t, h, w, target, tap)
+}
+
 // sentOf is the Sent of the last copy tap saw (its request and answer,
-// after a copy without Sent to target): what the session hands over.
+// after a copy without Sent to target).
 func sentOf(t testing.TB, h *harness, w *scratch, target Target, tap *inferTap) *Sent {
 	t.Helper()
 	c := h.copyOf(target, predictPath, predictBody, ok(primaryOK))

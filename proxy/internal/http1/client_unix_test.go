@@ -95,21 +95,9 @@ func TestPeekerSend(t *testing.T) {
 		{"closed", func(c net.Conn) { _ = c.Close() }, net.ErrClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			got := make(chan string, 1)
 			answerNow := make(chan struct{})
-			go func() {
-				s, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				defer s.Close()
+			c, got := serveOne(t, func(s net.Conn, got chan<- string) {
 				b := make([]byte, 5)
-				_ = s.SetDeadline(time.Now().Add(30 * time.Second)) // generous: a busy machine
 				if _, err := io.ReadFull(s, b); err != nil {
 					got <- err.Error()
 					return
@@ -117,12 +105,7 @@ func TestPeekerSend(t *testing.T) {
 				got <- string(b)
 				<-answerNow
 				_, _ = s.Write([]byte("answer"))
-			}()
-			c, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			})
 			tc.setup(c)
 			bufs := net.Buffers{[]byte("he"), []byte("llo")}
 			if tc.isErr != nil {
@@ -180,31 +163,14 @@ func TestPeekerSendOnce(t *testing.T) {
 		{"read deadline during the wait", func() time.Time { return time.Now().Add(50 * time.Millisecond) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			got := make(chan string, 1)
-			go func() {
-				s, err := ln.Accept()
-				if err != nil {
-					got <- err.Error()
-					return
-				}
-				defer s.Close()
-				_ = s.SetDeadline(time.Now().Add(30 * time.Second)) // generous: a busy machine
-				b, err := io.ReadAll(s)                             // all the client wrote, to its close
+			c, got := serveOne(t, func(s net.Conn, got chan<- string) {
+				b, err := io.ReadAll(s) // all the client wrote, to its close
 				if err != nil {
 					got <- err.Error()
 					return
 				}
 				got <- string(b)
-			}()
-			c, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			})
 			if err := c.SetReadDeadline(tc.deadline()); err != nil {
 				t.Fatal(err)
 			}
@@ -222,4 +188,34 @@ func TestPeekerSendOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveOne listens on loopback, runs serve on the one connection it
+// accepts (its deadline 30 s away: generous, for a busy machine) and
+// returns the client's end of it, closed with the test, and the channel
+// serve reports on (an accept failure is reported there too).
+func serveOne(t *testing.T, serve func(s net.Conn, got chan<- string)) (net.Conn, <-chan string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	got := make(chan string, 1)
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer s.Close()
+		_ = s.SetDeadline(time.Now().Add(30 * time.Second))
+		serve(s, got)
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, got
 }
