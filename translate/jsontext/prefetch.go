@@ -243,7 +243,7 @@ func (pf *Prefetch) Take(dst, data []byte, p int, wide bool, limit, width, n int
 	}
 	out, e, t, l := AppendDecimals(dst, data, p, wide, limit, width, n)
 	if t > 0 {
-		return out, e, (len(out)-l0)/pf.size, lists + l
+		return out, e, (len(out) - l0) / pf.size, lists + l
 	}
 	if n == 0 && lists > 0 {
 		lists-- // stepped into a list without taking its first value

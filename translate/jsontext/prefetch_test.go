@@ -9,9 +9,9 @@ import (
 
 // How a prefetcher is left before the consumer reads (takeAgrees).
 const (
-	pfRan    = iota // ran to the end of the chunks
-	pfSmall         // ran out of its budget after a batch
-	pfNever         // never ran: the consumer overtakes it at once
+	pfRan   = iota // ran to the end of the chunks
+	pfSmall        // ran out of its budget after a batch
+	pfNever        // never ran: the consumer overtakes it at once
 )
 
 // takeAgrees splits data into chunks of size bytes (0: one), prefetches
