@@ -1,0 +1,56 @@
+package jsontext
+
+import "testing"
+
+func BenchmarkPrefetchRun(b *testing.B) {
+	data := imageRows(224 * 224 * 3)
+	var chunks [][]byte
+	for p := 0; p < len(data); p += 16 << 10 {
+		chunks = append(chunks, data[p:min(p+16<<10, len(data))])
+	}
+	b.Run("run", func(b *testing.B) {
+		for b.Loop() {
+			pf := newPrefetch(chunks, 0, 0, false)
+			pf.budget = 1 << 30
+			pf.run()
+			pf.Close()
+		}
+	})
+	b.Run("take", func(b *testing.B) {
+		pf := newPrefetch(chunks, 0, 0, false)
+		pf.budget = 1 << 30
+		pf.run()
+		dst := make([]byte, 0, 224*224*3*4)
+		for b.Loop() {
+			pf.ci, pf.b, pf.i = 0, &pf.head, 0
+			dst = dst[:0]
+			for _, c := range chunks {
+				p := 0
+				for p < len(c) {
+					var took int
+					dst, p, took, _ = pf.Take(dst, c, p, false, 1<<20, 3, 0)
+					if took == 0 {
+						p++
+					}
+				}
+			}
+		}
+		b.ReportMetric(float64(pf.Taken)/float64(b.N), "taken")
+	})
+	b.Run("parse", func(b *testing.B) {
+		dst := make([]byte, 0, 224*224*3*4)
+		for b.Loop() {
+			dst = dst[:0]
+			for _, c := range chunks {
+				p := 0
+				for p < len(c) {
+					var took int
+					dst, p, took, _ = AppendDecimals(dst, c, p, false, 1<<20, 3, 0)
+					if took == 0 {
+						p++
+					}
+				}
+			}
+		}
+	})
+}
