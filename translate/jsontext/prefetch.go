@@ -22,26 +22,41 @@ import (
 // Take only uses a run where the decoder stands exactly at its start,
 // asking for numbers, which is never inside a string. Take returns what
 // AppendDecimals would for the same arguments, whatever was prefetched.
+//
+// The prefetcher reads the body in segments (a chunk, or 64 KiB of a
+// larger one) from the last one back, publishing each whole, until it
+// meets the segment the decoder reads: they meet where both have done
+// their share, however late the prefetcher started (a core others share
+// may take a millisecond to run it) and however fast each goes.
 type Prefetch struct {
 	chunks [][]byte
-	size   int    // element size: 4 (float32) or 8 (float64)
-	from   uint64 // pfKey of where the prefetcher starts
-	budget int    // bytes of batches the prefetcher may fill
-	slot   bool   // it holds one of prefetchSlots
+	size   int // element size: 4 (float32) or 8 (float64)
+	segs   []pfSeg
+	budget int  // bytes of batches the prefetcher may fill
+	slot   bool // it holds one of prefetchSlots
 
 	stop   atomic.Bool   // the consumer asks the prefetcher to end
-	done   atomic.Bool   // the prefetcher linked its last batch
+	at     atomic.Int64  // the segment the consumer reads
 	exited chan struct{} // closed when the prefetcher no longer reads chunks
-	head   pfBatch       // head.next is the first batch
 
 	// Taken counts the values Take copied from runs instead of parsing.
 	Taken int
 
 	// The consumer's side, the decoder's goroutine only.
-	off bool     // halted: Take is AppendDecimals
+	off bool     // Take is AppendDecimals: another width, or an unknown buffer
 	ci  int      // chunks[ci] is the chunk Take last read
-	b   *pfBatch // the batch of the next run to look at
+	si  int      // segs[si] is the segment it reads
+	b   *pfBatch // the batch of the next run to look at (nil: none)
 	i   int      // and its index there
+	// loaded: b was set from segs[si] once published (nil at its end).
+	loaded bool
+}
+
+// pfSeg is a segment, the runs starting in chunks[chunk][lo:hi], published
+// (first) once all are read.
+type pfSeg struct {
+	chunk, lo, hi int
+	first         atomic.Pointer[pfBatch]
 }
 
 // pfRun is one run: AppendDecimals over chunks[chunk][start:] with width w
@@ -52,8 +67,7 @@ type pfRun struct{ chunk, start, end, voff, count, lists, w uint32 }
 // pfKey orders positions in the chunks as the decoder reaches them.
 func pfKey(chunk, p int) uint64 { return uint64(chunk)<<32 | uint64(p) }
 
-// pfBatch holds a batch of runs; the prefetcher publishes it whole by
-// linking it (next), so the consumer never reads a batch being filled.
+// pfBatch holds a batch of runs, the next one of its segment linked.
 type pfBatch struct {
 	runs []pfRun
 	vals []byte
@@ -72,14 +86,9 @@ const (
 	pfScanCheck = 64 << 10
 )
 
-// PrefetchFrom is where in the rest of the body the prefetcher starts: the
-// decoder parses up to there itself, then takes the prefetched tail about
-// ten times faster than parsing it. Both would finish together near 0.48;
-// the prefetcher starts some tens of microseconds late, on a core others
-// share, and a decoder that overtakes it parses the rest alone, so a
-// little later is better (0.45, 0.5, 0.55, 0.6 measured: 0.55 and 0.6
-// best, the image decode at 0.62-0.68 of its time).
-const PrefetchFrom = 0.55
+// pfSegment is the longest segment: a decoder that reaches the segment
+// being read parses it itself, and the prefetcher stops.
+const pfSegment = 64 << 10
 
 var pfBatches = sync.Pool{New: func() any {
 	return &pfBatch{runs: make([]pfRun, 0, pfBatchRuns), vals: make([]byte, 0, pfBatchVals)}
@@ -92,47 +101,54 @@ var prefetchSlots = make(chan struct{}, runtime.GOMAXPROCS(0)-1)
 
 // StartPrefetch starts a prefetcher over chunks, the whole rest of a body
 // (unchanged until Close returns), for values of a float64 (wide) or
-// float32 input, where the decoder stands at data[p] of chunk data. It
+// float32 input, from where the decoder stands, data[p] of chunk data. It
 // returns nil when no slot is free or data is not one of chunks. The
 // prefetcher fills at most twice as many bytes of runs and values as the
-// tail it reads has text (budget): float64 values take 8 bytes where
-// their text takes about 10, and short lists' runs 28 bytes more.
+// text it reads (budget): float64 values take 8 bytes where their text
+// takes about 10, and short lists' runs 28 bytes more.
 func StartPrefetch(chunks [][]byte, data []byte, p int, wide bool) *Prefetch {
 	k := chunkIndex(chunks, 0, data)
 	if k < 0 {
 		return nil
-	}
-	rest := len(data) - p
-	for _, c := range chunks[k+1:] {
-		rest += len(c)
 	}
 	select {
 	case prefetchSlots <- struct{}{}:
 	default:
 		return nil
 	}
-	pf := newPrefetch(chunks, k, p+int(float64(rest)*PrefetchFrom), wide)
+	pf := newPrefetch(chunks, k, p, wide, pfSegment)
 	pf.slot = true
 	go pf.run()
+	runtime.Gosched()
 	return pf
 }
 
-// newPrefetch returns a prefetcher (not started) from offset p of chunk k,
-// p past the chunk's end carried on to the next ones.
-func newPrefetch(chunks [][]byte, k, p int, wide bool) *Prefetch {
-	for k < len(chunks) && p >= len(chunks[k]) {
-		p -= len(chunks[k])
-		k++
-	}
-	pf := &Prefetch{chunks: chunks, size: 4, from: pfKey(k, p), exited: make(chan struct{})}
+// newPrefetch returns a prefetcher (not started) of chunks from offset p
+// of chunk k on, in segments of at most seg bytes.
+func newPrefetch(chunks [][]byte, k, p int, wide bool, seg int) *Prefetch {
+	pf := &Prefetch{chunks: chunks, size: 4, exited: make(chan struct{}), ci: k}
 	if wide {
 		pf.size = 8
 	}
-	for _, c := range chunks[min(k, len(chunks)):] {
-		pf.budget += len(c)
+	n := 0
+	for i, c := range chunks[k:] {
+		from := 0
+		if i == 0 {
+			from = p
+		}
+		n += (len(c) - from + seg - 1) / seg
+		pf.budget += 2 * (len(c) - from)
 	}
-	pf.budget = 2 * (pf.budget - p)
-	pf.b = &pf.head
+	// Segments never move: the prefetcher publishes into them.
+	pf.segs = make([]pfSeg, n)
+	n = 0
+	for ; k < len(chunks); k, p = k+1, 0 {
+		for lo := p; lo < len(chunks[k]); lo += seg {
+			s := &pf.segs[n]
+			s.chunk, s.lo, s.hi = k, lo, min(lo+seg, len(chunks[k]))
+			n++
+		}
+	}
 	return pf
 }
 
@@ -147,8 +163,8 @@ func chunkIndex(chunks [][]byte, from int, data []byte) int {
 	return -1
 }
 
-// run is the prefetcher: runs from pf.from on, batch by batch, until the
-// chunks end, the budget is spent or the consumer says stop.
+// run is the prefetcher: segment by segment from the last, until it meets
+// the consumer's, spends its budget or is stopped.
 func (pf *Prefetch) run() {
 	defer func() {
 		if pf.slot {
@@ -156,62 +172,68 @@ func (pf *Prefetch) run() {
 		}
 		close(pf.exited)
 	}()
-	last, b := &pf.head, pfBatches.Get().(*pfBatch)
-	defer func() {
-		if len(b.runs) > 0 {
-			last.next.Store(b)
-		} else {
-			pfBatches.Put(b)
-		}
-		pf.done.Store(true)
-	}()
-	used, guess := 0, 0
-	k, p := int(pf.from>>32), int(uint32(pf.from))
-	for ; k < len(pf.chunks); k, p = k+1, 0 {
-		data := pf.chunks[k]
-		end, check := len(data)-decimalLookahead, p+pfScanCheck
-		for p <= end {
-			if c := data[p]; c != '-' && !isDigit(c) || p > 0 && !tokenBefore(data[p-1]) {
-				if p++; p >= check {
-					if pf.stop.Load() {
-						return
-					}
-					check = p + pfScanCheck
-				}
-				continue
-			}
-			if len(b.runs) == cap(b.runs) || cap(b.vals)-len(b.vals) < pf.size {
-				last.next.Store(b)
-				last, b = b, pfBatches.Get().(*pfBatch)
-				if used += pfBatchSize; used > pf.budget || pf.stop.Load() {
-					return
-				}
-				check = p + pfScanCheck
-			}
-			// A run from a list's first value steps on into its siblings
-			// of the width the last such run's list had; from inside a
-			// list it stops at the list's end, whatever n the decoder has
-			// there.
-			w := 0
-			if listStart(data, p) {
-				w = guess
-			}
-			out, e, took, lists := AppendDecimals(b.vals, data, p, pf.size == 8, (cap(b.vals)-len(b.vals))/pf.size, w, 0)
-			if took == 0 {
-				p++
-				continue
-			}
-			b.runs = append(b.runs, pfRun{chunk: uint32(k), start: uint32(p), end: uint32(e), voff: uint32(len(b.vals)),
-				count: uint32(took), lists: uint32(lists), w: uint32(w)})
-			if w == 0 && data[e] == ']' && listStart(data, p) {
-				guess = took
-			}
-			b.vals, p = out, e
-		}
-		if pf.stop.Load() {
+	used := 0
+	for s := len(pf.segs) - 1; s >= 0 && int64(s) > pf.at.Load() && !pf.stop.Load(); s-- {
+		seg := &pf.segs[s]
+		first, ok := pf.segment(seg, &used)
+		seg.first.Store(first)
+		if !ok {
 			return
 		}
 	}
+}
+
+// segment reads the runs starting in seg into batches and returns the
+// first, and whether to go on (not stopped, budget left).
+func (pf *Prefetch) segment(seg *pfSeg, used *int) (first *pfBatch, ok bool) {
+	first = pfBatches.Get().(*pfBatch)
+	b, guess := first, 0
+	data := pf.chunks[seg.chunk]
+	p, end := seg.lo, min(seg.hi-1, len(data)-decimalLookahead)
+	*used += pfBatchSize
+	// A chunk's first byte follows the last of the chunk before: a
+	// token cut there is not a run the decoder will start at.
+	first0 := seg.chunk == 0 || len(pf.chunks[seg.chunk-1]) == 0 ||
+		tokenBefore(pf.chunks[seg.chunk-1][len(pf.chunks[seg.chunk-1])-1])
+	for check := p + pfScanCheck; p <= end; {
+		if c := data[p]; c != '-' && !isDigit(c) || p > 0 && !tokenBefore(data[p-1]) || p == 0 && !first0 {
+			if p++; p >= check {
+				if pf.stop.Load() {
+					return first, false
+				}
+				check = p + pfScanCheck
+			}
+			continue
+		}
+		if len(b.runs) == cap(b.runs) || cap(b.vals)-len(b.vals) < pf.size {
+			if *used += pfBatchSize; *used > pf.budget || pf.stop.Load() {
+				return first, false
+			}
+			nb := pfBatches.Get().(*pfBatch)
+			b.next.Store(nb)
+			b, check = nb, p+pfScanCheck
+		}
+		// A run from a list's first value steps on into its siblings
+		// of the width the last such run's list had; from inside a
+		// list it stops at the list's end, whatever n the decoder has
+		// there.
+		w := 0
+		if listStart(data, p) {
+			w = guess
+		}
+		out, e, took, lists := AppendDecimals(b.vals, data, p, pf.size == 8, (cap(b.vals)-len(b.vals))/pf.size, w, 0)
+		if took == 0 {
+			p++
+			continue
+		}
+		b.runs = append(b.runs, pfRun{chunk: uint32(seg.chunk), start: uint32(p), end: uint32(e), voff: uint32(len(b.vals)),
+			count: uint32(took), lists: uint32(lists), w: uint32(w)})
+		if w == 0 && data[e] == ']' && listStart(data, p) {
+			guess = took
+		}
+		b.vals, p = out, e
+	}
+	return first, true
 }
 
 // listStart reports that data[p] is a list's first value ("[" and spaces
@@ -248,13 +270,13 @@ func (pf *Prefetch) Take(dst, data []byte, p int, wide bool, limit, width, n int
 	l0, size := len(dst), pf.size
 	end = p
 	// The values of consecutive runs lie one after the other in their
-	// batch: b.vals[v0:v1] is copied in one go.
+	// batch: pend, b.vals[v0:v1], is copied in one go.
 	b, i, ci := pf.b, pf.i, uint32(pf.ci)
+	var pend *pfBatch
 	v0, v1 := 0, 0
 	stopped := false
 	for limit > 0 {
-		if i == len(b.runs) || b.runs[i].start != uint32(p) || b.runs[i].chunk != ci {
-			dst, v0, v1 = append(dst, b.vals[v0:v1]...), 0, 0
+		if b == nil || i == len(b.runs) || b.runs[i].start != uint32(p) || b.runs[i].chunk != ci {
 			pf.b, pf.i = b, i
 			r := pf.find(p)
 			if b, i = pf.b, pf.i; r == nil {
@@ -269,8 +291,11 @@ func (pf *Prefetch) Take(dst, data []byte, p int, wide bool, limit, width, n int
 		if c+ls > limit || ls > 0 && (n != 0 || width != int(r.w)) {
 			break
 		}
-		if int(r.voff) != v1 {
-			dst, v0 = append(dst, b.vals[v0:v1]...), int(r.voff)
+		if pend != b || int(r.voff) != v1 {
+			if pend != nil {
+				dst = append(dst, pend.vals[v0:v1]...)
+			}
+			pend, v0 = b, int(r.voff)
 		}
 		v1 = int(r.voff) + c*size
 		i++
@@ -292,7 +317,9 @@ func (pf *Prefetch) Take(dst, data []byte, p int, wide bool, limit, width, n int
 			n, lists, limit = 0, lists+1, limit-1
 		}
 	}
-	dst = append(dst, b.vals[v0:v1]...)
+	if pend != nil {
+		dst = append(dst, pend.vals[v0:v1]...)
+	}
 	pf.b, pf.i = b, i
 	took = (len(dst) - l0) / size
 	pf.Taken += took
@@ -310,27 +337,31 @@ func (pf *Prefetch) Take(dst, data []byte, p int, wide bool, limit, width, n int
 }
 
 // find returns the published run starting at p of chunks[pf.ci], or nil,
-// moving past the runs before it; reaching past what the prefetcher has
-// published, it halts the prefetch.
+// moving past the runs before it, into p's segment.
 func (pf *Prefetch) find(p int) *pfRun {
-	key := pfKey(pf.ci, p)
-	if key < pf.from {
+	if pf.si >= len(pf.segs) {
 		return nil
 	}
-	for {
+	if seg := &pf.segs[pf.si]; seg.chunk != pf.ci || p >= seg.hi {
+		// The consumer reads on in a later segment: tell the
+		// prefetcher, which stops before it.
+		s := pf.si
+		for s < len(pf.segs) && (pf.segs[s].chunk < pf.ci || pf.segs[s].chunk == pf.ci && p >= pf.segs[s].hi) {
+			s++
+		}
+		pf.at.Store(int64(s))
+		if pf.si, pf.b, pf.i, pf.loaded = s, nil, 0, false; s == len(pf.segs) {
+			return nil
+		}
+	}
+	if !pf.loaded {
+		pf.b = pf.segs[pf.si].first.Load()
+		pf.loaded = pf.b != nil
+	}
+	key := pfKey(pf.ci, p)
+	for pf.b != nil {
 		if pf.i == len(pf.b.runs) {
-			nb := pf.b.next.Load()
-			if nb == nil {
-				if !pf.done.Load() {
-					pf.off = true
-					pf.stop.Store(true)
-					return nil
-				}
-				if nb = pf.b.next.Load(); nb == nil {
-					return nil // all runs read
-				}
-			}
-			pf.b, pf.i = nb, 0
+			pf.b, pf.i = pf.b.next.Load(), 0
 			continue
 		}
 		r := &pf.b.runs[pf.i]
@@ -343,6 +374,7 @@ func (pf *Prefetch) find(p int) *pfRun {
 			return nil
 		}
 	}
+	return nil
 }
 
 // Exited is closed once the prefetcher has stopped reading the chunks: at
@@ -358,13 +390,13 @@ func (pf *Prefetch) Close() {
 	}
 	pf.stop.Store(true)
 	<-pf.exited
-	for b := pf.head.next.Load(); b != nil; {
-		nb := b.next.Load()
-		b.runs, b.vals = b.runs[:0], b.vals[:0]
-		b.next.Store(nil)
-		pfBatches.Put(b)
-		b = nb
+	for s := range pf.segs {
+		for b := pf.segs[s].first.Swap(nil); b != nil; {
+			nb := b.next.Swap(nil)
+			b.runs, b.vals = b.runs[:0], b.vals[:0]
+			pfBatches.Put(b)
+			b = nb
+		}
 	}
-	pf.head.next.Store(nil)
-	pf.off, pf.b = true, &pf.head
+	pf.off, pf.b = true, nil
 }

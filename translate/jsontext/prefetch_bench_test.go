@@ -10,19 +10,21 @@ func BenchmarkPrefetchRun(b *testing.B) {
 	}
 	b.Run("run", func(b *testing.B) {
 		for b.Loop() {
-			pf := newPrefetch(chunks, 0, 0, false)
+			pf := newPrefetch(chunks, 0, 0, false, pfSegment)
 			pf.budget = 1 << 30
+			pf.at.Store(-1)
 			pf.run()
 			pf.Close()
 		}
 	})
 	b.Run("take", func(b *testing.B) {
-		pf := newPrefetch(chunks, 0, 0, false)
+		pf := newPrefetch(chunks, 0, 0, false, pfSegment)
 		pf.budget = 1 << 30
+		pf.at.Store(-1)
 		pf.run()
 		dst := make([]byte, 0, 224*224*3*4)
 		for b.Loop() {
-			pf.ci, pf.b, pf.i = 0, &pf.head, 0
+			pf.ci, pf.si, pf.b, pf.i, pf.loaded = 0, 0, nil, 0, false
 			dst = dst[:0]
 			for _, c := range chunks {
 				p := 0

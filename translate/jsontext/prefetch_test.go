@@ -9,17 +9,19 @@ import (
 
 // How a prefetcher is left before the consumer reads (takeAgrees).
 const (
-	pfRan   = iota // ran to the end of the chunks
+	pfRan   = iota // read every segment
+	pfHalf         // met the consumer halfway
 	pfSmall        // ran out of its budget after a batch
-	pfNever        // never ran: the consumer overtakes it at once
+	pfNever        // never ran: the consumer reads alone
+	pfModes
 )
 
 // takeAgrees splits data into chunks of size bytes (0: one), prefetches
-// from offset from as mode says, then reads every chunk at every offset
+// in segments of seg bytes as mode says, then reads every chunk at every offset
 // in order, as a decoder moves on, with Take and with AppendDecimals and
 // the same arguments: the results must be the same, bytes, end, count and
 // lists. It returns how many values Take found prefetched.
-func takeAgrees(t *testing.T, data []byte, size, from, mode, limit, width int) int {
+func takeAgrees(t *testing.T, data []byte, size, seg, mode, limit, width int) int {
 	t.Helper()
 	if size == 0 {
 		size = len(data)
@@ -30,12 +32,17 @@ func takeAgrees(t *testing.T, data []byte, size, from, mode, limit, width int) i
 	}
 	prefetched := 0
 	for _, wide := range []bool{false, true} {
-		pf := newPrefetch(chunks, 0, from, wide)
+		pf := newPrefetch(chunks, 0, 0, wide, max(seg, 1))
 		switch mode {
-		case pfSmall:
-			pf.budget = 1
-			pf.run()
 		case pfRan:
+			pf.at.Store(-1)
+			pf.run()
+		case pfHalf:
+			pf.at.Store(int64(len(pf.segs) / 2))
+			pf.run()
+		case pfSmall:
+			pf.at.Store(-1)
+			pf.budget = 1
 			pf.run()
 		default:
 			close(pf.exited) // for Close
@@ -47,8 +54,8 @@ func takeAgrees(t *testing.T, data []byte, size, from, mode, limit, width int) i
 				want, wend, wtook, wlists := AppendDecimals(make([]byte, 0, limit*elem), c, p, wide, limit, width, n)
 				got, gend, gtook, glists := pf.Take(make([]byte, 0, limit*elem), c, p, wide, limit, width, n)
 				if !bytes.Equal(got, want) || gend != wend || gtook != wtook || glists != wlists {
-					t.Fatalf("chunk %d %q at %d (from %d, mode %d, limit %d, width %d, n %d, wide %v): Take %x %d %d %d, AppendDecimals %x %d %d %d",
-						k, c, p, from, mode, limit, width, n, wide, got, gend, gtook, glists, want, wend, wtook, wlists)
+					t.Fatalf("chunk %d %q at %d (segment %d, mode %d, limit %d, width %d, n %d, wide %v): Take %x %d %d %d, AppendDecimals %x %d %d %d",
+						k, c, p, seg, mode, limit, width, n, wide, got, gend, gtook, glists, want, wend, wtook, wlists)
 				}
 			}
 		}
@@ -100,11 +107,11 @@ func TestPrefetchTake(t *testing.T) {
 	for _, doc := range docs {
 		took := 0
 		for _, size := range []int{0, 97, 4096} {
-			for _, from := range []int{0, 7, len(doc.data) / 2} {
-				for _, mode := range []int{pfRan, pfSmall, pfNever} {
+			for _, seg := range []int{7, 300, 1 << 20} {
+				for mode := range pfModes {
 					for _, limit := range []int{1, 3, 4, 64} {
 						for _, width := range []int{-1, 2, 3} {
-							took += takeAgrees(t, doc.data, size, from, mode, limit, width)
+							took += takeAgrees(t, doc.data, size, seg, mode, limit, width)
 						}
 					}
 				}
@@ -117,15 +124,15 @@ func TestPrefetchTake(t *testing.T) {
 }
 
 // FuzzPrefetchTake: Take against AppendDecimals on any input, chunked,
-// prefetched from any offset.
+// prefetched in segments of any size.
 func FuzzPrefetchTake(f *testing.F) {
 	f.Add(imageRows(30), uint16(0), uint16(40), uint8(0), uint8(9), int8(3))
 	f.Add(pad(`{"a": [1, "2, 3", 4e5, -0, 01], "b": [[0.5,1],[2, 3]]}`), uint16(17), uint16(3), uint8(1), uint8(2), int8(2))
-	f.Fuzz(func(t *testing.T, data []byte, size, from uint16, mode, limit uint8, width int8) {
+	f.Fuzz(func(t *testing.T, data []byte, size, seg uint16, mode, limit uint8, width int8) {
 		if len(data) > 1<<14 {
 			return
 		}
-		takeAgrees(t, append(data, strings.Repeat(" ", decimalLookahead)...), int(size), int(from), int(mode%3), 1+int(limit), int(width))
+		takeAgrees(t, append(data, strings.Repeat(" ", decimalLookahead)...), int(size), int(seg), int(mode%pfModes), 1+int(limit), int(width))
 	})
 }
 
