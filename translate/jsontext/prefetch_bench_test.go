@@ -1,13 +1,17 @@
 package jsontext
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
+// BenchmarkPrefetchRun compares, over the image's rows in 16 KiB chunks,
+// the prefetcher reading every segment (run), the decoder's side taking
+// all of them (take) and AppendDecimals parsing it all (parse): Take must
+// be several times cheaper than parsing for the split to pay.
 func BenchmarkPrefetchRun(b *testing.B) {
 	data := imageRows(224 * 224 * 3)
-	var chunks [][]byte
-	for p := 0; p < len(data); p += 16 << 10 {
-		chunks = append(chunks, data[p:min(p+16<<10, len(data))])
-	}
+	chunks := slices.Collect(slices.Chunk(data, 16<<10))
 	b.Run("run", func(b *testing.B) {
 		for b.Loop() {
 			pf := newPrefetch(chunks, 0, 0, false, pfSegment)

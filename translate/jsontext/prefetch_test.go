@@ -2,6 +2,7 @@ package jsontext
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,10 +27,7 @@ func takeAgrees(t *testing.T, data []byte, size, seg, mode, limit, width int) in
 	if size == 0 {
 		size = len(data)
 	}
-	var chunks [][]byte
-	for p := 0; p < len(data); p += size {
-		chunks = append(chunks, data[p:min(p+size, len(data))])
-	}
+	chunks := slices.Collect(slices.Chunk(data, size))
 	prefetched := 0
 	for _, wide := range []bool{false, true} {
 		pf := newPrefetch(chunks, 0, 0, wide, max(seg, 1))
@@ -145,10 +143,7 @@ func TestPrefetchConcurrent(t *testing.T) {
 		t.Skip("GOMAXPROCS=1: no prefetch slot")
 	}
 	data := imageRows(60000)
-	var chunks [][]byte
-	for p := 0; p < len(data); p += 16 << 10 {
-		chunks = append(chunks, data[p:min(p+16<<10, len(data))])
-	}
+	chunks := slices.Collect(slices.Chunk(data, 16<<10))
 	for _, stopAt := range []int{-1, 0, len(chunks) / 2, len(chunks) - 1} {
 		pf := StartPrefetch(chunks, chunks[0], 0, false)
 		if pf == nil {

@@ -2,6 +2,7 @@ package tfrequest
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,34 +17,23 @@ import (
 // in the given list (exponents, "-0", long fractions, "01").
 func prefetchBody(rows int, odd float64, tokens []string, seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, 7))
-	var b strings.Builder
-	b.WriteString(`{"instances": [[`)
-	for y := range rows {
-		if y > 0 {
-			b.WriteString(", ")
+	value := func() string {
+		if r.Float64() < odd {
+			return tokens[r.IntN(len(tokens))]
 		}
-		b.WriteString("[")
-		for x := range 224 {
-			if x > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("[")
-			for c := range 3 {
-				if c > 0 {
-					b.WriteString(", ")
-				}
-				if r.Float64() < odd {
-					b.WriteString(tokens[r.IntN(len(tokens))])
-				} else {
-					b.WriteString(strconv.FormatFloat(1+r.Float64()*9, 'f', 6, 64))
-				}
-			}
-			b.WriteString("]")
-		}
-		b.WriteString("]")
+		return strconv.FormatFloat(1+r.Float64()*9, 'f', 6, 64)
 	}
-	b.WriteString(`]], "signature_name": "serving_default"}`)
-	return []byte(b.String())
+	lines, row, rgb := make([]string, rows), make([]string, 224), make([]string, 3)
+	for y := range lines {
+		for x := range row {
+			for c := range rgb {
+				rgb[c] = value()
+			}
+			row[x] = "[" + strings.Join(rgb, ", ") + "]"
+		}
+		lines[y] = "[" + strings.Join(row, ", ") + "]"
+	}
+	return []byte(`{"instances": [[` + strings.Join(lines, ", ") + `]], "signature_name": "serving_default"}`)
 }
 
 // waitPrefetch makes every prefetch of the test finish before the decoder
@@ -62,11 +52,8 @@ func waitPrefetch(t *testing.T) {
 // aheadDecode decodes body in chunks of size bytes announced whole first
 // (Ahead), as the BUFFERED session does; taken is how many values came
 // from the prefetch.
-func aheadDecode(body []byte, sig *tensor.Signature, lim tensor.Limits, size int) (r *Request, err error, taken int) {
-	var chunks [][]byte
-	for p := 0; p < len(body); p += size {
-		chunks = append(chunks, body[p:min(p+size, len(body))])
-	}
+func aheadDecode(body []byte, sig *tensor.Signature, lim tensor.Limits, size int) (r *Request, taken int, err error) {
+	chunks := slices.Collect(slices.Chunk(body, size))
 	d := NewDecoder(fixed(sig), lim)
 	d.Ahead(chunks)
 	for _, c := range chunks {
@@ -76,7 +63,7 @@ func aheadDecode(body []byte, sig *tensor.Signature, lim tensor.Limits, size int
 		taken = d.pf.Taken
 	}
 	r, err = d.Close()
-	return r, err, taken
+	return r, taken, err
 }
 
 // TestPrefetchAnswers: a body whose tail was read ahead answers exactly
@@ -108,7 +95,7 @@ func TestPrefetchAnswers(t *testing.T) {
 			whole, err := Parse(c.body, fixed(sig), c.lim)
 			sameAnswer(t, c.body[:80], exact, exErr, whole, err, c.name+" "+dt+" whole")
 			for _, size := range []int{16 << 10, 100_003} {
-				got, err, taken := aheadDecode(c.body, sig, c.lim, size)
+				got, taken, err := aheadDecode(c.body, sig, c.lim, size)
 				sameAnswer(t, c.body[:80], exact, exErr, got, err, c.name+" "+dt+" "+strconv.Itoa(size))
 				if c.name == "image" && taken < 224*224*3/3 {
 					t.Errorf("%s %s in %d-byte pieces: %d values from the prefetch", c.name, dt, size, taken)
@@ -125,10 +112,7 @@ func TestPrefetchAnswers(t *testing.T) {
 // stopped it when Abort returns (the body's memory may be reused then).
 func TestPrefetchAbort(t *testing.T) {
 	body := prefetchBody(224, 0, nil, 6)
-	var chunks [][]byte
-	for p := 0; p < len(body); p += 16 << 10 {
-		chunks = append(chunks, body[p:min(p+16<<10, len(body))])
-	}
+	chunks := slices.Collect(slices.Chunk(body, 16<<10))
 	for _, upTo := range []int{0, 1, len(chunks) / 2, len(chunks) - 1} {
 		d := NewDecoder(fixed(sigOf("x:FP32")), tensor.Limits{})
 		d.Ahead(chunks)
