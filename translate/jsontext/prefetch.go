@@ -233,8 +233,8 @@ func (pf *Prefetch) segment(seg *pfSeg, used *int) (first *pfBatch, ok bool) {
 		}
 		b.runs = append(b.runs, pfRun{chunk: uint32(seg.chunk), start: uint32(p), end: uint32(e), voff: uint32(len(b.vals)),
 			count: uint32(took), lists: uint32(lists), w: uint32(w)})
-		if w == 0 && data[e] == ']' && listStart(data, p) {
-			guess = took
+		if data[e] == ']' && listStart(data, p) {
+			guess = took - lists*w // the values of its last list
 		}
 		b.vals, p = out, e
 	}
