@@ -74,11 +74,11 @@ type pfBatch struct {
 	next atomic.Pointer[pfBatch]
 }
 
-// A batch holds pfBatchRuns runs (7 KiB of records) and pfBatchVals bytes
-// of values (2048 float32 values, ~20 us of parsing); the prefetcher looks
-// at its stop flag once per batch.
+// A batch holds pfBatchRuns runs (3.5 KiB of records: a run is often a
+// row of lists) and pfBatchVals bytes of values (2048 float32 values, ~20
+// us of parsing); the prefetcher looks at its stop flag once per batch.
 const (
-	pfBatchRuns = 256
+	pfBatchRuns = 128
 	pfBatchVals = 8 << 10
 	pfBatchSize = pfBatchRuns*28 + pfBatchVals
 	// pfScanCheck bounds the bytes scanned without a run (a long string)
@@ -104,8 +104,8 @@ var prefetchSlots = make(chan struct{}, runtime.GOMAXPROCS(0)-1)
 // float32 input, from where the decoder stands, data[p] of chunk data. It
 // returns nil when no slot is free or data is not one of chunks. The
 // prefetcher fills at most twice as many bytes of runs and values as the
-// text it reads (budget): float64 values take 8 bytes where their text
-// takes about 10, and short lists' runs 28 bytes more.
+// text it reads, and a batch (budget): float64 values take 8 bytes where
+// their text takes about 10, and short lists' runs 28 bytes more.
 func StartPrefetch(chunks [][]byte, data []byte, p int, wide bool) *Prefetch {
 	k := chunkIndex(chunks, 0, data)
 	if k < 0 {
@@ -144,6 +144,7 @@ func newPrefetch(chunks [][]byte, k, p int, wide bool, seg int) *Prefetch {
 		n += (len(c) - from + seg - 1) / seg
 		pf.budget += 2 * (len(c) - from)
 	}
+	pf.budget += pfBatchSize // one batch, however short the text
 	// Segments never move: the prefetcher publishes into them.
 	pf.segs = make([]pfSeg, n)
 	n = 0
@@ -191,11 +192,10 @@ func (pf *Prefetch) run() {
 // segment reads the runs starting in seg into batches and returns the
 // first, and whether to go on (not stopped, budget left).
 func (pf *Prefetch) segment(seg *pfSeg, used *int) (first *pfBatch, ok bool) {
-	first = pfBatches.Get().(*pfBatch)
-	b, guess := first, 0
+	var b *pfBatch // allocated at the first run: the budget holds for every batch
+	guess := 0
 	data := pf.chunks[seg.chunk]
 	p, end := seg.lo, min(seg.hi-1, len(data)-decimalLookahead)
-	*used += pfBatchSize
 	// A chunk's first byte follows the last of the chunk before: a
 	// token cut there is not a run the decoder will start at.
 	first0 := seg.chunk == 0 || len(pf.chunks[seg.chunk-1]) == 0 ||
@@ -210,12 +210,16 @@ func (pf *Prefetch) segment(seg *pfSeg, used *int) (first *pfBatch, ok bool) {
 			}
 			continue
 		}
-		if len(b.runs) == cap(b.runs) || cap(b.vals)-len(b.vals) < pf.size {
+		if b == nil || len(b.runs) == cap(b.runs) || cap(b.vals)-len(b.vals) < pf.size {
 			if *used += pfBatchSize; *used > pf.budget || pf.stop.Load() {
 				return first, false
 			}
 			nb := pfBatches.Get().(*pfBatch)
-			b.next.Store(nb)
+			if b == nil {
+				first = nb
+			} else {
+				b.next.Store(nb)
+			}
 			b, check = nb, p+pfScanCheck
 		}
 		// A run from a list's first value steps on into its siblings
