@@ -30,7 +30,9 @@ func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 		// A comma follows every number but a list's last: the count
 		// sizes a single input's buffer in one go (vectorized).
 		d.hint = int64(bytes.Count(body, []byte{','})) + 1
-		d.Ahead([][]byte{body})
+		if len(body) >= PrefetchMinBytes { // no slice to allocate for the others
+			d.Ahead([][]byte{body})
+		}
 		d.Write(body)
 		r, err := d.Close()
 		if !d.lost {
