@@ -26,6 +26,9 @@ type tfShadow struct {
 	bodies []string
 	status int
 	answer string
+	// gate, when set, holds every copy's answer until closed, each
+	// copy announced on entered first.
+	gate, entered chan struct{}
 }
 
 func newTFShadow(t testing.TB, status int, answer string) *tfShadow {
@@ -35,7 +38,12 @@ func newTFShadow(t testing.TB, status int, answer string) *tfShadow {
 		b, _ := io.ReadAll(r.Body)
 		ts.mu.Lock()
 		ts.paths, ts.bodies = append(ts.paths, r.URL.Path), append(ts.bodies, string(b))
+		gate, entered := ts.gate, ts.entered
 		ts.mu.Unlock()
+		if gate != nil {
+			entered <- struct{}{}
+			<-gate
+		}
 		w.WriteHeader(ts.status)
 		_, _ = io.WriteString(w, ts.answer)
 	}))
