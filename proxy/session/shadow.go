@@ -233,8 +233,8 @@ type shadowTee struct {
 	// the copy is handed to the engine (whose Recycle gives it back),
 	// dropped or abandoned.
 	room *teeRoom
-	// forward: an observed forward (observedForward), whose answer is
-	// TF Serving's own, with its status and content-encoding.
+	// status and ansEncoding are an observed forward's: TF Serving's
+	// own answer's status and content-encoding.
 	status      int
 	ansEncoding string
 	// The exchange's pipeline, in the tee (a Session holds its tee).
@@ -247,7 +247,7 @@ type shadowTee struct {
 	// pending: c is made (the exchange was answered), held (its bytes
 	// reserved) until the answer has left: handOff.
 	pending bool
-	forward bool
+	forward bool // an observed forward (observedForward)
 	v2Over  bool
 }
 
