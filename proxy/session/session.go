@@ -190,6 +190,7 @@ type Session struct {
 	resp responseStream
 	// shadow keeps a sampled exchange's copy (shadow.go); nil otherwise.
 	shadow *shadowTee
+	tee    shadowTee // shadow's room: a sampled exchange allocates no tee
 }
 
 var discard = slog.New(slog.DiscardHandler)

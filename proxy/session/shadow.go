@@ -52,11 +52,18 @@ func (s *Session) shadowed(p pipeline, path string) pipeline {
 	if !ok {
 		return p
 	}
-	s.shadow = &shadowTee{eng: eng, c: shadow.Copy{RequestID: s.requestID, Path: path, Route: s.rt.tf, Entry: s.rt.model, Target: target}}
+	t := &s.tee
+	*t = shadowTee{eng: eng}
+	t.take(newTeeRoom())
+	*t.c = shadow.Copy{RequestID: s.requestID, Path: path, Route: s.rt.tf, Entry: s.rt.model, Target: target}
+	s.shadow = t
+	// The pipelines live in the tee: no allocation of their own.
 	if fp, ok := p.(forwardPipeline); ok {
-		return observedForward{forwardPipeline: fp, tee: s.shadow}
+		t.of = observedForward{forwardPipeline: fp, tee: t}
+		return &t.of
 	}
-	return shadowPipeline{inferencePipeline: p.(*inferencePipeline), tee: s.shadow}
+	t.sp = shadowPipeline{inferencePipeline: p.(*inferencePipeline), tee: t}
+	return &t.sp
 }
 
 // shadowable reports a pipeline whose exchanges a shadow copies: an
@@ -97,11 +104,11 @@ type shadowPipeline struct {
 	tee *shadowTee
 }
 
-func (p shadowPipeline) start(ctx context.Context, s *Session, h HeaderGetter, eos bool) Action {
+func (p *shadowPipeline) start(ctx context.Context, s *Session, h HeaderGetter, eos bool) Action {
 	return s.awaitBody(ctx, p, h, eos)
 }
 
-func (p shadowPipeline) response(body []byte, headerLength int, ex translate.Exchange, lim tensor.Limits) (translate.Answer, error) {
+func (p *shadowPipeline) response(body []byte, headerLength int, ex translate.Exchange, lim tensor.Limits) (translate.Answer, error) {
 	tf, err := p.inferencePipeline.response(body, headerLength, ex, lim)
 	if err == nil {
 		p.tee.answer(tf.Parts()...)
@@ -110,7 +117,7 @@ func (p shadowPipeline) response(body []byte, headerLength int, ex translate.Exc
 	return tf, err
 }
 
-func (p shadowPipeline) responseStream(headerLength int, ex translate.Exchange, lim tensor.Limits, out func([]byte) error) *translate.ResponseStream {
+func (p *shadowPipeline) responseStream(headerLength int, ex translate.Exchange, lim tensor.Limits, out func([]byte) error) *translate.ResponseStream {
 	return p.inferencePipeline.responseStream(headerLength, ex, lim, func(b []byte) error {
 		p.tee.answer(b)
 		return out(b)
@@ -124,7 +131,7 @@ type observedForward struct {
 	tee *shadowTee
 }
 
-func (p observedForward) start(ctx context.Context, s *Session, h HeaderGetter, eos bool) Action {
+func (p *observedForward) start(ctx context.Context, s *Session, h HeaderGetter, eos bool) Action {
 	a := p.forwardPipeline.start(ctx, s, h, eos)
 	s.reqEncoding = h.Get(hdrContentEnc)
 	p.tee.forward = true
@@ -203,20 +210,12 @@ func (s *Session) observed() {
 // shadowTee keeps one sampled exchange's request body and TF answer,
 // their bytes reserved against the engine's memory cap as they come.
 type shadowTee struct {
-	eng     *shadow.Engine
-	c       shadow.Copy
-	req     []byte
-	ans     []byte
-	ended   bool // the whole request body was seen
-	dropped bool // over the cap: counted, nothing more kept (or handed over)
-	// pending is the copy made when the exchange was answered, held
-	// (its bytes reserved) until the answer has left: handOff.
-	pending *shadow.Copy
-	// forward: an observed forward (observedForward), whose answer is
-	// TF Serving's own, with its status and content-encoding.
-	forward     bool
-	status      int
-	ansEncoding string
+	eng *shadow.Engine
+	// c is the copy being made, in room; nil once handed over, dropped
+	// or abandoned.
+	c   *shadow.Copy
+	req []byte
+	ans []byte
 	// sent is the primary's v2 request, and answer, for the copy to
 	// reuse (shadow.Sent); sigName the signature_name the primary's
 	// translation resolved.
@@ -227,8 +226,29 @@ type shadowTee struct {
 	pooled *translate.V2Request
 	// v2ans is the primary's v2 answer so far; v2Over: it outgrew
 	// maxSentAnswer and is not kept.
-	v2ans  []byte
-	v2Over bool
+	v2ans []byte
+	// room is where the copy is made (req, ans and v2ans are its
+	// buffers, sent its Sent, c its Copy): pooled, so that a sampled
+	// exchange allocates nothing of its own (shadow_room.go). Nil once
+	// the copy is handed to the engine (whose Recycle gives it back),
+	// dropped or abandoned.
+	room *teeRoom
+	// status and ansEncoding are an observed forward's: TF Serving's
+	// own answer's status and content-encoding.
+	status      int
+	ansEncoding string
+	// The exchange's pipeline, in the tee (a Session holds its tee).
+	sp shadowPipeline
+	of observedForward
+	// The flags, together (the tee is in every Session: it is kept
+	// small).
+	ended   bool // the whole request body was seen
+	dropped bool // over the cap: counted, nothing more kept (or handed over)
+	// pending: c is made (the exchange was answered), held (its bytes
+	// reserved) until the answer has left: handOff.
+	pending bool
+	forward bool // an observed forward (observedForward)
+	v2Over  bool
 }
 
 // resolving notes the signature_name the primary's request translation
@@ -246,7 +266,7 @@ func (t *shadowTee) resolving(name string) {
 // the copy then share (shareRelease); only within the memory cap, else
 // the copy translates the request itself.
 func (t *shadowTee) sentRequest(req translate.V2Request, ex translate.Exchange, opt translate.RequestOptions) {
-	if t == nil || t.dropped || t.forward {
+	if !t.sends() {
 		return
 	}
 	n := int64(req.Len())
@@ -255,14 +275,28 @@ func (t *shadowTee) sentRequest(req translate.V2Request, ex translate.Exchange, 
 	}
 	t.c.Reserved += n
 	t.sent = t.newSent(&req, ex, opt)
-	t.sent.Body = req.Chunks()
+	if req.Parts == nil {
+		t.room.one[0] = req.Body // as req.Chunks(), without allocating
+		t.sent.Body = t.room.one[:]
+	} else {
+		t.sent.Body = req.Parts
+	}
+}
+
+// sends reports a tee whose copy may reuse the primary's v2 request: a
+// translated exchange's copy to a v2 server (one to TF Serving sends the
+// client's TF request). Nil-safe.
+func (t *shadowTee) sends() bool {
+	return t != nil && !t.dropped && !t.forward && t.c.Target.Kind != shadow.KindTFServing
 }
 
 // newSent is what a copy may reuse of the primary's request req, but for
 // its bytes, which sentRequest and takePooled each give in their way.
 func (t *shadowTee) newSent(req *translate.V2Request, ex translate.Exchange, opt translate.RequestOptions) *shadow.Sent {
-	return &shadow.Sent{ContentType: req.ContentType, HeaderLength: req.HeaderLength,
+	s := &t.room.sent
+	*s = shadow.Sent{ContentType: req.ContentType, HeaderLength: req.HeaderLength,
 		Options: opt, SignatureName: t.sigName, Exchange: ex, AnswerHeaderLength: -1}
+	return s
 }
 
 // shareRelease returns the release the adapter calls for the primary's
@@ -283,7 +317,7 @@ func (t *shadowTee) shareRelease(release func()) func() {
 // session gives back at Close: its bytes are copied for the copy at
 // handOff, after the answer has left, if the session still holds them.
 func (t *shadowTee) sentPooled(req *translate.V2Request, ex translate.Exchange, opt translate.RequestOptions) {
-	if t == nil || t.dropped || t.forward {
+	if !t.sends() {
 		return
 	}
 	t.sent = t.newSent(req, ex, opt)
@@ -308,11 +342,12 @@ func (t *shadowTee) takePooled(c *shadow.Copy) {
 	if n == 0 || !t.eng.Reserve(int64(n)) {
 		return
 	}
-	body := make([]byte, 0, n)
+	body := grown(t.room.pooled[:0], n)
 	for _, part := range p.Chunks() {
 		body = append(body, part...)
 	}
-	s.Body, c.Sent = [][]byte{body}, s
+	t.room.pooled, t.room.one[0] = body, body
+	s.Body, c.Sent = t.room.one[:], s
 	c.Reserved += int64(n)
 }
 
@@ -322,10 +357,10 @@ func (t *shadowTee) takePooled(c *shadow.Copy) {
 // adapter may not have sent its answer yet (a larger one is translated
 // by the copy itself). Nil-safe.
 func (t *shadowTee) takePooledAtClose() {
-	if t == nil || t.pending == nil || t.pooled == nil || t.pooled.Len() > maxSentAnswer {
+	if t == nil || !t.pending || t.pooled == nil || t.pooled.Len() > maxSentAnswer {
 		return
 	}
-	t.takePooled(t.pending)
+	t.takePooled(t.c)
 }
 
 // maxSentAnswer is the largest primary v2 answer the tee copies for a
@@ -381,7 +416,17 @@ func (t *shadowTee) keep(dst *[]byte, pieces ...[]byte) {
 func (t *shadowTee) drop() {
 	t.dropped = true
 	t.eng.Drop(t.c.Route.Model, t.c.Reserved)
-	t.c.Reserved, t.req, t.ans, t.sent, t.pooled, t.v2ans = 0, nil, nil, nil, nil, nil
+	t.letGo()
+}
+
+// letGo forgets the copy's bytes and gives its room back: nothing else
+// refers to them (it was not handed over).
+func (t *shadowTee) letGo() {
+	if r := t.room; r != nil {
+		r.req, r.ans, r.v2ans = t.req, t.ans, t.v2ans
+		r.recycle()
+	}
+	t.c, t.req, t.ans, t.sent, t.pooled, t.v2ans, t.room = nil, nil, nil, nil, nil, nil, nil
 }
 
 // abandon lets a copy that will not be sent go, uncounted (nil-safe; a
@@ -392,7 +437,7 @@ func (t *shadowTee) abandon() {
 	}
 	t.eng.Release(t.c.Reserved)
 	t.dropped = true
-	t.c.Reserved, t.req, t.ans, t.sent, t.pooled, t.v2ans = 0, nil, nil, nil, nil, nil
+	t.letGo()
 }
 
 // request keeps the next pieces of the request body, end set with the
@@ -450,8 +495,11 @@ func (t *shadowTee) submit(s *Session, primary tfcompare.Answer) {
 	if c.Sent = t.sent; c.Sent != nil && primary.Status != 200 {
 		c.Sent.Answer = nil // not the v2 answer's translation
 	}
-	t.dropped, t.req, t.ans, t.sent, t.v2ans = true, nil, nil, nil, nil // the copy's now
-	t.pending = &c
+	// The copy's now; the room keeps the buffers' capacity for the next.
+	t.room.req, t.room.ans, t.room.v2ans = t.req, t.ans, t.v2ans
+	t.dropped, t.req, t.ans, t.sent, t.v2ans = true, nil, nil, nil, nil
+	c.Recycle = t.room.free
+	t.pending = true
 }
 
 // handOff gives the engine the copy submit made, once the adapter has
@@ -459,11 +507,12 @@ func (t *shadowTee) submit(s *Session, primary tfcompare.Answer) {
 // the copy's translation and HTTP exchange then do not compete for the
 // CPU with the end of the exchange they copy. Nil-safe; once.
 func (t *shadowTee) handOff() {
-	if t == nil || t.pending == nil {
+	if t == nil || !t.pending {
 		return
 	}
-	c := t.pending
-	t.pending = nil
+	c := t.c
 	t.takePooled(c)
+	// The engine's until it calls c.Recycle.
+	t.pending, t.c, t.room = false, nil, nil
 	t.eng.Submit(c)
 }

@@ -16,7 +16,8 @@ import (
 // when they are pooled (a streamed body) and only while the session
 // still holds them (a small one is taken at Close, before it gives them
 // back); and the primary's v2 answer with its header length,
-// whole or streamed.
+// whole or streamed. A copy to TF Serving, which sends the client's TF
+// request, gets none of that.
 func TestShadowTeeSent(t *testing.T) {
 	const reqBody = `{"instances": [1.0, 2.0, 5.0]}`
 	binHeader := `{"model_name":"half_plus_two","model_version":"1","outputs":[{"name":"y","datatype":"FP32","shape":[3],"parameters":{"binary_data_size":12}}]}`
@@ -26,6 +27,7 @@ func TestShadowTeeSent(t *testing.T) {
 		chunk      int  // 0: whole bodies; -1: the request whole in parts; else streamed in pieces of chunk bytes
 		closed     bool // the session released its request before the hand-off
 		atClose    bool // ... after Close took its bytes (the reverse proxy's hand-off)
+		tf         bool // the shadow server is TF Serving
 		wantSent   bool
 		wantAnswer bool
 	}{
@@ -34,9 +36,16 @@ func TestShadowTeeSent(t *testing.T) {
 		{name: "streamed", chunk: 7, wantSent: true, wantAnswer: true},
 		{name: "streamed, released", chunk: 7, closed: true},
 		{name: "streamed, taken at Close", chunk: 7, closed: true, atClose: true, wantSent: true, wantAnswer: true},
+		{name: "whole, to TF Serving", chunk: 0, tf: true},
+		{name: "whole in parts, to TF Serving", chunk: -1, tf: true},
+		{name: "streamed, to TF Serving", chunk: 7, tf: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, eng := shadowEnv(t, newTFShadow(t, 200, "{}"), 1<<20)
+			kind := "triton" // no backend: the copy handed over at Close fails, unread here
+			if tc.tf {
+				kind = shadow.KindTFServing
+			}
+			e, eng := shadowEnvKind(t, newTFShadow(t, 200, "{}"), 1<<20, kind)
 			ctx := context.Background()
 			s := New(e.cfg)
 			defer s.Close()
@@ -79,7 +88,7 @@ func TestShadowTeeSent(t *testing.T) {
 				t.Fatalf("response: %v %d %s", a.Verdict, a.Status, a.Body)
 			}
 			tee := s.shadow
-			if tee.pending == nil {
+			if !tee.pending {
 				t.Fatal("no copy made")
 			}
 			if tc.atClose {
@@ -88,7 +97,7 @@ func TestShadowTeeSent(t *testing.T) {
 			if tc.closed {
 				s.req.close()
 			}
-			c := *tee.pending
+			c := *tee.c
 			held := c.Reserved
 			tee.takePooled(&c)
 			defer eng.Release(c.Reserved - held) // what it reserved for this copy of the copy
@@ -127,7 +136,7 @@ func TestShadowTeeSent(t *testing.T) {
 func TestShadowTeeV2AnswerBound(t *testing.T) {
 	for _, pieces := range [][]int{{maxSentAnswer}, {maxSentAnswer + 1}, {maxSentAnswer / 2, maxSentAnswer/2 + 1, 10}} {
 		_, eng := shadowEnv(t, newTFShadow(t, 200, "{}"), 1<<20)
-		tee := &shadowTee{eng: eng, sent: &shadow.Sent{}}
+		tee := &shadowTee{eng: eng, c: &shadow.Copy{}, sent: &shadow.Sent{}}
 		total := 0
 		for _, n := range pieces {
 			tee.v2Answer(make([]byte, n), 7, tensor.Limits{})

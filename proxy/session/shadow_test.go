@@ -26,6 +26,9 @@ type tfShadow struct {
 	bodies []string
 	status int
 	answer string
+	// gate, when set, holds every copy's answer until closed, each
+	// copy announced on entered first.
+	gate, entered chan struct{}
 }
 
 func newTFShadow(t testing.TB, status int, answer string) *tfShadow {
@@ -35,7 +38,12 @@ func newTFShadow(t testing.TB, status int, answer string) *tfShadow {
 		b, _ := io.ReadAll(r.Body)
 		ts.mu.Lock()
 		ts.paths, ts.bodies = append(ts.paths, r.URL.Path), append(ts.bodies, string(b))
+		gate, entered := ts.gate, ts.entered
 		ts.mu.Unlock()
+		if gate != nil {
+			entered <- struct{}{}
+			<-gate
+		}
 		w.WriteHeader(ts.status)
 		_, _ = io.WriteString(w, ts.answer)
 	}))
@@ -48,12 +56,19 @@ func newTFShadow(t testing.TB, status int, answer string) *tfShadow {
 // ts (a server of kind tfserving), by an engine of memory cap maxBytes.
 func shadowEnv(t *testing.T, ts *tfShadow, maxBytes int64) (*env, *shadow.Engine) {
 	t.Helper()
+	return shadowEnvKind(t, ts, maxBytes, shadow.KindTFServing)
+}
+
+// shadowEnvKind is shadowEnv with the shadow server of the map kind
+// given (a v2 kind: its copies reuse the primary's v2 request).
+func shadowEnvKind(t *testing.T, ts *tfShadow, maxBytes int64, kind string) (*env, *shadow.Engine) {
+	t.Helper()
 	e := newEnv(t, "triton")
 	m, err := modelmap.Parse([]byte("servers:\n  tf: {url: \"" + ts.url.String() + "\"}\nmodels:\n  half_plus_two:\n    shadow: {server: tf, sample: 1}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Servers["tf"].Kind = shadow.KindTFServing // a kind the map learns in the split branch
+	m.Servers["tf"].Kind = kind // a kind the map learns in the split branch
 	mp := &Mapping{Map: m, Backends: map[string]Backend{}, URLs: map[string]*url.URL{"tf": ts.url}}
 	e.cfg.Mapping = func() *Mapping { return mp }
 	eng := shadow.New(shadow.Options{Metrics: e.metrics, MaxBytes: maxBytes})

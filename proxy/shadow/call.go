@@ -217,6 +217,7 @@ func (e *Engine) post(ctx context.Context, c *Copy, w *scratch, base *url.URL, p
 	switch {
 	case len(parts) == 1 && release == nil:
 		rd = bytes.NewReader(parts[0])
+		c.lent = true // net/http may write it after RoundTrip returns
 	case n <= joinMax:
 		joined := make([]byte, 0, n)
 		for _, p := range parts {
@@ -230,12 +231,15 @@ func (e *Engine) post(ctx context.Context, c *Copy, w *scratch, base *url.URL, p
 		sent = &partsReader{parts: parts, closed: make(chan struct{})}
 		rd = sent
 	}
-	if sent != nil && release != nil {
+	if sent != nil {
 		defer func() {
 			select {
 			case <-sent.closed: // net/http is done with the parts
-				release()
+				if release != nil {
+					release()
+				}
 			default:
+				c.lent = true
 			}
 		}()
 	}

@@ -120,9 +120,25 @@ type Copy struct {
 	Sent *Sent
 	// Reserved is what the copy holds of the memory cap (Reserve).
 	Reserved int64
+	// Recycle, when not nil, is called once the engine no longer refers
+	// to the copy nor to its bytes (Request, Primary.Body, Sent and its
+	// Answer), after it ran or was dropped, so that the submitter may
+	// reuse them. It is not called when something may still read them:
+	// net/http may write a request body after its RoundTrip returned
+	// (lent); the collector frees them then.
+	Recycle func()
 
 	model    *modelState // its model's in-flight count and series, set by Submit
 	deadline time.Time   // when its --shadow-timeout ends, set as it starts
+	lent     bool        // its bytes went to net/http, which may still read them
+}
+
+// recycle gives c back to its submitter, unless net/http may still read
+// its bytes. c is not touched after.
+func (c *Copy) recycle() {
+	if r := c.Recycle; r != nil && !c.lent {
+		r()
+	}
 }
 
 // Engine runs shadow copies. It is safe for concurrent use; a nil
@@ -258,7 +274,10 @@ func (e *Engine) Submit(c *Copy) {
 	st := e.model(c.Route.Model)
 	if n := st.inflight.Add(1); n > int64(sh.MaxInflight) {
 		st.inflight.Add(-1)
-		e.Drop(c.Route.Model, c.Reserved)
+		// Drop's count, on the model's series resolved once.
+		e.Release(c.Reserved)
+		st.metrics.Comparison(observe.ShadowDropped)
+		c.recycle()
 		return
 	}
 	c.model = st
@@ -286,6 +305,7 @@ func (e *Engine) worker(c *Copy) {
 		e.runWithin(w, c)
 		e.Release(c.Reserved)
 		c.model.inflight.Add(-1)
+		c.recycle()
 		idle.Reset(workerIdle)
 		select {
 		case c = <-e.work:
@@ -322,6 +342,7 @@ func (e *Engine) run(c *Copy) {
 	w := e.newScratch()
 	defer w.close()
 	e.runWithin(w, c)
+	c.recycle()
 }
 
 // runWithin sends one copy within the next of w's timeouts and compares
