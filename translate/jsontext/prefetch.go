@@ -264,8 +264,9 @@ func tokenBefore(c byte) bool { return c == '[' || c == ',' || c == ' ' }
 // It steps between runs with AppendDecimals' own separator rule; where no
 // run starts, AppendDecimals goes on from there, which composes: its
 // result from a value's start depends only on the bytes and the count
-// state (n, limit). When the decoder overtakes the prefetcher it stops it
-// and parses the rest itself rather than wait.
+// state (n, limit). A segment not published yet is parsed here, and the
+// prefetcher, told which segment the decoder reads (find), stops before
+// it: Take never waits.
 func (pf *Prefetch) Take(dst, data []byte, p int, wide bool, limit, width, n int) (out []byte, end, took, lists int) {
 	if pf == nil || pf.off || wide != (pf.size == 8) {
 		return AppendDecimals(dst, data, p, wide, limit, width, n)
