@@ -3,9 +3,7 @@ package translate
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -208,71 +206,21 @@ func pathImageDoc() []byte {
 // whole-path row pays.
 func BenchmarkRequestImagePath(b *testing.B) {
 	doc := pathImageDoc()
-	chunks := slices.Collect(slices.Chunk(doc, 16<<10))
+	opt := RequestOptions{Kind: oip.Triton}
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
 	for b.Loop() {
-		streamImage(b, chunks, false)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(224*224*3), "ns/value")
-}
-
-// BenchmarkRequestImagePathAhead is RequestImagePath with the pieces
-// announced whole first (RequestStream.Ahead), as the BUFFERED session
-// does: the tail's numbers are read on the second core (jsontext.Prefetch).
-// The alternating run reports the wall and CPU time against the stream
-// without Ahead, measured in turns.
-func BenchmarkRequestImagePathAhead(b *testing.B) {
-	doc := pathImageDoc()
-	chunks := slices.Collect(slices.Chunk(doc, 16<<10))
-	b.Run("ahead", func(b *testing.B) {
-		b.SetBytes(int64(len(doc)))
-		for b.Loop() {
-			streamImage(b, chunks, true)
-		}
-	})
-	b.Run("alternating", func(b *testing.B) {
-		var wall, cpu [2]time.Duration
-		for b.Loop() {
-			for i, ahead := range []bool{false, true} {
-				t0, c0 := time.Now(), processCPU()
-				streamImage(b, chunks, ahead)
-				wall[i] += time.Since(t0)
-				cpu[i] += processCPU() - c0
+		s := predict.NewRequestStream(imageResolve, opt)
+		for p := 0; p < len(doc); p += 16 << 10 {
+			if err := s.Write(doc[p:min(p+16<<10, len(doc))]); err != nil {
+				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64(wall[1])/float64(wall[0]), "wall-ahead/stream")
-		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "cpu-ahead/stream")
-		b.ReportMetric(float64(wall[0].Microseconds())/float64(b.N), "us-stream")
-		b.ReportMetric(float64(wall[1].Microseconds())/float64(b.N), "us-ahead")
-	})
-}
-
-// streamImage translates an image body written to a RequestStream in
-// chunks, announced whole first (Ahead) if ahead, and gives the v2 blocks
-// back.
-func streamImage(b *testing.B, chunks [][]byte, ahead bool) {
-	s := predict.NewRequestStream(imageResolve, RequestOptions{Kind: oip.Triton})
-	if ahead {
-		s.Ahead(chunks)
-	}
-	for _, c := range chunks {
-		if err := s.Write(c); err != nil {
-			b.Fatal(err)
+		req, _, err := s.Close()
+		if err != nil || req.Len() < 224*224*3*4 {
+			b.Fatalf("%d bytes, %v", req.Len(), err)
 		}
+		req.Release()
 	}
-	req, _, err := s.Close()
-	if err != nil || req.Len() < 224*224*3*4 {
-		b.Fatalf("%d bytes, %v", req.Len(), err)
-	}
-	req.Release()
-}
-
-// processCPU is the process's CPU time so far, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(224*224*3), "ns/value")
 }

@@ -55,11 +55,6 @@ func (s *RequestStream) Write(chunk []byte) error {
 	return nil
 }
 
-// Ahead tells the stream that chunks are the rest of the body, the next
-// Writes, held unchanged until Close or Abort returns: the decoder may read
-// ahead in them (tfrequest.Decoder.Ahead).
-func (s *RequestStream) Ahead(chunks [][]byte) { s.dec.Ahead(chunks) }
-
 // Close ends the body and returns what Pipeline.Request would, the same
 // bytes, in Parts for the binary extension (Triton, KServe): the header,
 // then the tensor data as the decoder stored it, never copied. The caller

@@ -202,9 +202,6 @@ func (s *Session) requestBody(ctx context.Context, body [][]byte, end bool, out 
 	if rq.dec == nil && len(body) > 1 {
 		rq.text = grown(rq.text, n)
 	}
-	if end && rq.dec != nil {
-		rq.dec.Ahead(body) // held until Close below, which ends the exchange's body
-	}
 	for _, c := range body {
 		switch {
 		case rq.dec == nil:

@@ -480,49 +480,36 @@ values:
 		}
 		n++
 		end = q
-		// The separator, without going back to the tokenizer.
-		q, list := separator(data, q, n == width && limit > 1)
-		if q < 0 {
-			break values
-		}
-		p = q
-		if list {
+		// The separator, without going back to the tokenizer: ", " or
+		// ",", and between sibling lists "], [" or "],[" (other spacing
+		// is left to the caller).
+		switch c := data[q]; {
+		case c == ',':
+			if q++; q < len(data) && data[q] == ' ' {
+				q++
+			}
+			p = q
+		case c == ']' && n == width && limit > 1 && q+4 <= len(data):
+			switch binary.LittleEndian.Uint32(data[q:]) {
+			case '['<<24 | ' '<<16 | ','<<8 | ']':
+				p = q + 4
+			default:
+				if data[q+1] != ',' || data[q+2] != '[' {
+					break values
+				}
+				p = q + 3
+			}
 			n = 0
 			lists++
 			limit--
+		default:
+			break values
 		}
 	}
 	if n == 0 && lists > 0 {
 		lists-- // stepped into a list without taking its first value
 	}
 	return dst, end, (len(dst) - l0) / size, lists
-}
-
-// separator steps over the separator after a value ending at data[q] as
-// AppendDecimals goes on, without going back to the tokenizer: ", " or
-// ",", and with listEnd (the list has its width and the limit room for
-// another) "], [" or "],[" into a sibling list (list). It returns the next
-// token's offset, or -1 where AppendDecimals stops (other spacing is left
-// to the caller). Prefetch.Take steps with it too, so that both read one
-// rule.
-func separator(data []byte, q int, listEnd bool) (p int, list bool) {
-	if data[q] == ',' {
-		if q++; q < len(data) && data[q] == ' ' {
-			q++
-		}
-		return q, false
-	}
-	if data[q] != ']' || !listEnd || q+4 > len(data) {
-		return -1, false
-	}
-	w := binary.LittleEndian.Uint32(data[q:])
-	if w == '['<<24|' '<<16|','<<8|']' {
-		return q + 4, true
-	}
-	if w&0xFFFFFF != '['<<16|','<<8|']' {
-		return -1, false
-	}
-	return q + 3, true
 }
 
 // decimalLookahead is how far past a token's start AppendDecimals may

@@ -30,11 +30,7 @@ type Decoder struct {
 	body    []byte // and this is it
 	known   bool   // the signature name is known before the body names it
 	hint    int64  // expected number of values (whole body), 0 if unknown
-	// ahead is the rest of the body, held whole by the caller (Ahead),
-	// until the first float list starts a prefetch over it (pf).
-	ahead [][]byte
-	pf    *jsontext.Prefetch
-	total int64 // tensor elements so far, all inputs
+	total   int64  // tensor elements so far, all inputs
 
 	req   *Request // its Signature once resolved with usable inputs
 	ins   []opInput
@@ -128,54 +124,9 @@ func NewDecoder(resolve Resolver, lim tensor.Limits) *Decoder {
 // Abort gives back the decoder's pooled blocks when the body will not be
 // finished; the decoder cannot be used afterwards.
 func (d *Decoder) Abort() {
-	d.stopPrefetch()
 	d.failed = true
 	d.req.Release()
 	d.tz = jsontext.Tokenizer{}
-}
-
-// The bodies a prefetch reads (Ahead): below PrefetchMinBytes a second
-// goroutine costs more than the half decode it saves (an image is 1.76 MB),
-// and above PrefetchMaxBytes the decoder parses alone, so that the runs and
-// values prefetches hold (at most twice their tail's size, and for the
-// exchange's length only) stay below (GOMAXPROCS-1) × 2 × PrefetchMaxBytes,
-// 16 MiB per spare core, outside the admission budget (a large body such
-// as TestLargeRequestHeap's is never read ahead).
-const (
-	PrefetchMinBytes = 256 << 10
-	PrefetchMaxBytes = 8 << 20
-)
-
-// Ahead tells the decoder that chunks are the rest of the body, the next
-// Writes in order, held unchanged by the caller until Close or Abort
-// returns (a BUFFERED body): the numbers of its tail may then be read on
-// another core while the decoder parses its head (jsontext.Prefetch).
-// The answer is the same either way.
-func (d *Decoder) Ahead(chunks [][]byte) {
-	n := 0
-	for _, c := range chunks {
-		n += len(c)
-	}
-	if n >= PrefetchMinBytes && n <= PrefetchMaxBytes && d.pf == nil {
-		d.ahead = chunks
-	}
-}
-
-// startPrefetch starts the prefetch Ahead allowed, once, at the first
-// float list (data[p]), whose input gives the values' width.
-func (d *Decoder) startPrefetch(data []byte, p int, wide bool) {
-	d.pf = startPrefetch(d.ahead, data, p, wide)
-	d.ahead = nil
-}
-
-// startPrefetch is jsontext.StartPrefetch; tests wait for it to finish.
-var startPrefetch = jsontext.StartPrefetch
-
-// stopPrefetch ends the prefetch: it no longer reads the body once this
-// returns.
-func (d *Decoder) stopPrefetch() {
-	d.pf.Close()
-	d.pf, d.ahead = nil, nil
 }
 
 // resolveSig resolves the signature when the input map is first needed.

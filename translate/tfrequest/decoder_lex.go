@@ -624,11 +624,7 @@ func (d *Decoder) leafRun(buf []byte, p int, f *opFrame) int {
 			// the room data has, up to the last one's separator.
 			limit := min(elemBudget-cnt, nodeBudget-cnt-lists, int64((cap(data)-len(data))>>shift))
 			var end, stepped int
-			if d.ahead != nil {
-				d.startPrefetch(buf, p, shift == 3)
-			}
-			// AppendDecimals, with the values a prefetch has read ahead.
-			data, end, took, stepped = d.pf.Take(data, buf, p, shift == 3, int(limit), int(want), int(fn))
+			data, end, took, stepped = jsontext.AppendDecimals(data, buf, p, shift == 3, int(limit), int(want), int(fn))
 			if took > 0 {
 				cnt += int64(took)
 				lists += int64(stepped)

@@ -30,9 +30,6 @@ func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 		// A comma follows every number but a list's last: the count
 		// sizes a single input's buffer in one go (vectorized).
 		d.hint = int64(bytes.Count(body, []byte{','})) + 1
-		if len(body) >= PrefetchMinBytes { // no slice to allocate for the others
-			d.Ahead([][]byte{body})
-		}
 		d.Write(body)
 		r, err := d.Close()
 		if !d.lost {
@@ -48,7 +45,6 @@ func Parse(body []byte, resolve Resolver, lim tensor.Limits) (*Request, error) {
 
 // Close finishes the body and returns the Request, or TF Serving's error.
 func (d *Decoder) Close() (*Request, error) {
-	d.stopPrefetch()
 	if err := d.end(); err != nil {
 		d.Abort()
 		return nil, err
