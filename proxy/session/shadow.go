@@ -423,11 +423,15 @@ func (t *shadowTee) drop() {
 // refers to them (it was not handed over).
 func (t *shadowTee) letGo() {
 	if r := t.room; r != nil {
-		r.req, r.ans, r.v2ans = t.req, t.ans, t.v2ans
+		t.stow()
 		r.recycle()
 	}
 	t.c, t.req, t.ans, t.sent, t.pooled, t.v2ans, t.room = nil, nil, nil, nil, nil, nil, nil
 }
+
+// stow puts the tee's buffers back in its room, which keeps their
+// capacity for its next copy.
+func (t *shadowTee) stow() { t.room.req, t.room.ans, t.room.v2ans = t.req, t.ans, t.v2ans }
 
 // abandon lets a copy that will not be sent go, uncounted (nil-safe; a
 // copy already handed over or dropped is not touched).
@@ -496,7 +500,7 @@ func (t *shadowTee) submit(s *Session, primary tfcompare.Answer) {
 		c.Sent.Answer = nil // not the v2 answer's translation
 	}
 	// The copy's now; the room keeps the buffers' capacity for the next.
-	t.room.req, t.room.ans, t.room.v2ans = t.req, t.ans, t.v2ans
+	t.stow()
 	t.dropped, t.req, t.ans, t.sent, t.v2ans = true, nil, nil, nil, nil
 	c.Recycle = t.room.free
 	t.pending = true

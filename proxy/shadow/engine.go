@@ -262,9 +262,12 @@ func (e *Engine) Held() int64 { return e.held.Load() }
 
 // Drop counts a sampled copy of model that was not sent (it outgrew the
 // memory cap), releasing reserved bytes.
-func (e *Engine) Drop(model string, reserved int64) {
+func (e *Engine) Drop(model string, reserved int64) { e.drop(e.model(model), reserved) }
+
+// drop is Drop on the model's state, its series resolved once.
+func (e *Engine) drop(st *modelState, reserved int64) {
 	e.Release(reserved)
-	e.metrics.Comparison(model, observe.ShadowDropped)
+	st.metrics.Comparison(observe.ShadowDropped)
 }
 
 // Submit runs c in the background, or drops it when max_inflight copies
@@ -274,9 +277,7 @@ func (e *Engine) Submit(c *Copy) {
 	st := e.model(c.Route.Model)
 	if n := st.inflight.Add(1); n > int64(sh.MaxInflight) {
 		st.inflight.Add(-1)
-		// Drop's count, on the model's series resolved once.
-		e.Release(c.Reserved)
-		st.metrics.Comparison(observe.ShadowDropped)
+		e.drop(st, c.Reserved)
 		c.recycle()
 		return
 	}
