@@ -16,7 +16,11 @@ import (
 // with digits significant digits, or (digits < 0) as Python's repr of a
 // float64 does (numpy tolist() + json.dumps: shortest round-trip, mostly
 // 16–17 digits). Python's separators ", " are used.
-func imageDoc(digits int) []byte {
+func imageDoc(digits int) []byte { return imageText('g', digits) }
+
+// imageText is imageDoc with every value written by strconv in format fmt
+// at precision prec.
+func imageText(fmt byte, prec int) []byte {
 	r := rand.New(rand.NewPCG(1, 2))
 	b := make([]byte, 0, 224*224*3*20+64)
 	b = append(b, `{"instances": [[`...)
@@ -34,7 +38,7 @@ func imageDoc(digits int) []byte {
 				if c > 0 {
 					b = append(b, ", "...)
 				}
-				b = strconv.AppendFloat(b, r.Float64(), 'g', digits, 64)
+				b = strconv.AppendFloat(b, r.Float64(), fmt, prec, 64)
 			}
 			b = append(b, ']')
 		}
@@ -75,8 +79,10 @@ func baselineTranslate(body []byte) ([]float32, error) {
 	return out, nil
 }
 
-func benchImage(b *testing.B, digits int) {
-	doc := imageDoc(digits)
+func benchImage(b *testing.B, digits int) { benchImageText(b, imageDoc(digits)) }
+
+// benchImageText is benchImage for the image written as doc.
+func benchImageText(b *testing.B, doc []byte) {
 	b.Run("baseline", func(b *testing.B) {
 		b.SetBytes(int64(len(doc)))
 		b.ReportAllocs()
@@ -109,6 +115,11 @@ func benchImage(b *testing.B, digits int) {
 // BenchmarkRequestImage7 translates a 224×224×3 FP32 image written with
 // 7 significant digits.
 func BenchmarkRequestImage7(b *testing.B) { benchImage(b, 7) }
+
+// BenchmarkRequestImageFixed6 translates the same image written at a
+// fixed precision, six decimals ("0.123456", as printf's %.6f writes
+// it): the text jsontext reads in same-shape runs.
+func BenchmarkRequestImageFixed6(b *testing.B) { benchImageText(b, imageText('f', 6)) }
 
 // BenchmarkRequestImage17 translates the same image written as Python's
 // repr of float64 (what numpy tolist() + json.dumps sends).

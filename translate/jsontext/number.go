@@ -379,8 +379,20 @@ func appendDecimals[T float32 | float64](dst, data []byte, p, limit, width, n in
 	l0 := len(dst)
 	end = p
 	last := len(data) - decimalLookahead // the last offset a token may start at
+	cool := 0                            // values to take here before trying a same-shape run again
 values:
 	for ; limit > 0 && p <= last; limit-- {
+		if cool--; cool < 0 {
+			var took, ls int
+			dst, p, end, limit, n, took, ls = sameShape[T](dst, data, p, end, limit, width, n, last)
+			lists += ls
+			if took < sameShapeMin {
+				cool = sameShapeCooling
+			}
+			if limit <= 0 || p > last {
+				break
+			}
+		}
 		// Offsets are absolute: a window slice (data[p:]) put its pointer
 		// arithmetic on the chain from one token to the next (1.25x the time).
 		q := p
@@ -510,6 +522,113 @@ values:
 		lists-- // stepped into a list without taking its first value
 	}
 	return dst, end, (len(dst) - l0) / size, lists
+}
+
+// sameShapeCooling is how many values appendDecimals takes itself after a
+// same-shape run that took fewer than sameShapeMin, before it tries one
+// again: text whose lengths vary (shortest-form floats) pays for the
+// attempt once in that many values.
+const (
+	sameShapeCooling = 64
+	sameShapeMin     = 4
+)
+
+// sameShape is appendDecimals' loop for text written at a fixed precision
+// (printf's %.6f, strconv's 'f' with a precision): it takes values while
+// they keep the first one's shape, an optional sign, one integer digit, the
+// point and k fraction digits (k from 1 to 8), each followed by that
+// value's separator (", " or ","), or by a step to the sibling list.
+//
+// Why a loop of its own: in appendDecimals the next value's offset is
+// computed from the bytes of this one (how many digits, which separator),
+// a chain of loads and arithmetic from one value to the next that the
+// processor cannot run ahead of. Here the offset is this one's plus a
+// length fixed for the run, and the checks that the bytes have the
+// run's shape are branches the processor predicts, so it parses the next
+// values while this one's checks complete (1.2-1.3x the throughput on
+// such text). Only a sign stays on the chain.
+//
+// Its values are appendDecimals' own: at most 9 digits, so m < 10^9 and
+// the value is float64(m) / 10^k (a ninth fraction digit fails the
+// separator's check). It stops before the first value of another shape,
+// or followed by anything else, which appendDecimals then reads itself (or
+// stops at). It returns appendDecimals' state after the values it took,
+// how many it took and how many lists it stepped into.
+func sameShape[T float32 | float64](dst, data []byte, p, end, limit, width, n, last int) (_ []byte, _, _, _, _, took, lists int) {
+	size := 4
+	if T(1<<24+1) != 1<<24 {
+		size = 8
+	}
+	// The shape, from the first value.
+	q := p
+	if data[q] == '-' {
+		q++
+	}
+	if !isDigit(data[q]) || data[q+1] != '.' {
+		return dst, p, end, limit, n, 0, 0
+	}
+	k := digitRun(binary.LittleEndian.Uint64(data[q+2:]))
+	if k == 0 {
+		return dst, p, end, limit, n, 0, 0
+	}
+	q += 2 + k
+	if data[q] != ',' {
+		return dst, p, end, limit, n, 0, 0
+	}
+	space := data[q+1] == ' '
+	sep := 1
+	if space {
+		sep = 2
+	}
+	scale, mul, l0 := pow10[k], pow10u[k], len(dst)
+	for limit > 0 && p <= last {
+		q := p
+		neg := data[q] == '-'
+		if neg {
+			q++
+		}
+		c := data[q] - '0'
+		x := binary.LittleEndian.Uint64(data[q+2:])
+		if c >= 10 || data[q+1] != '.' || digitRun(x) != k {
+			break
+		}
+		q += 2 + k
+		next, step := q+sep, false
+		switch {
+		case data[q] == ',' && (data[q+1] == ' ') == space:
+		case data[q] == ']' && n+1 == width && limit > 1:
+			// As appendDecimals steps: "], [" or "],[".
+			if binary.LittleEndian.Uint32(data[q:]) == '['<<24|' '<<16|','<<8|']' {
+				next = q + 4
+			} else if data[q+1] == ',' && data[q+2] == '[' {
+				next = q + 3
+			} else {
+				return dst, p, end, limit, n, (len(dst) - l0) / size, lists
+			}
+			step = true
+		default:
+			return dst, p, end, limit, n, (len(dst) - l0) / size, lists
+		}
+		f := float64(int64(uint64(c)*mul+digitsValue(x, k))) / scale
+		if neg {
+			f = -f
+		}
+		l := len(dst)
+		dst = dst[:l+size]
+		if size == 8 {
+			binary.LittleEndian.PutUint64(dst[l:], math.Float64bits(f))
+		} else {
+			binary.LittleEndian.PutUint32(dst[l:], math.Float32bits(float32(f)))
+		}
+		end, p, n = q, next, n+1
+		limit--
+		if step {
+			n = 0
+			lists++
+			limit--
+		}
+	}
+	return dst, p, end, limit, n, (len(dst) - l0) / size, lists
 }
 
 // decimalLookahead is how far past a token's start AppendDecimals may

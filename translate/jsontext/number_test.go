@@ -251,10 +251,91 @@ func TestAppendDecimals(t *testing.T) {
 	}
 }
 
+// TestAppendDecimalsSameShape: text written at a fixed precision, which
+// AppendDecimals reads in same-shape runs (sameShape), with one value or
+// separator changed at each place a run can meet it (another length, an
+// exponent, an integer, a second integer digit, a sign, other spacing, a
+// list's end before its width), cut at any limit, with the right width or
+// another: every value, end and list count as ParseNumber reads them.
+func TestAppendDecimalsSameShape(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	odd := []string{"1.5e3", "3", "12.5", "0.12345678", "-0", "1.", "0.5 ", "1.25E-2", "9.999999999"}
+	for range 4000 {
+		prec, width, n := 1+r.IntN(8), 1+r.IntN(4), 8+r.IntN(40)
+		sep, step := []string{", ", ","}[r.IntN(2)], []string{"], [", "],["}[r.IntN(2)]
+		signs := r.IntN(3) // none, all, mixed
+		// Tokens of the run's length that are not its shape: an integer,
+		// and an exponent of k digits.
+		odd := append(odd[:len(odd):len(odd)], strings.Repeat("7", prec+2), "1e"+strings.Repeat("2", prec),
+			"-1E"+strings.Repeat("3", prec), "x."+strings.Repeat("4", prec))
+		at, what := r.IntN(n), r.IntN(len(odd)+3)
+		var b []byte
+		for i := range n {
+			alt := ","
+			if sep == "," {
+				alt = ", "
+			}
+			switch {
+			case i > 0 && i == at && what == len(odd) && i%width == 0:
+				// A list's end not followed by its sibling.
+				b = append(b, []string{"],1", "], 1", "]]", "] ,[", "],  ["}[r.IntN(5)]...)
+			case i > 0 && i%width == 0:
+				b = append(b, step...)
+			case i > 0 && i == at && what == len(odd):
+				// Spacing other than the run's.
+				b = append(b, []string{" ,", ",  ", alt}[r.IntN(3)]...)
+			case i > 0:
+				b = append(b, sep...)
+			}
+			v := r.Float64() * 10
+			if signs == 1 || signs == 2 && r.IntN(2) == 0 {
+				v = -v
+			}
+			switch {
+			case i == at && what < len(odd):
+				b = append(b, odd[what]...)
+			case i == at && what == len(odd)+1:
+				b = strconv.AppendFloat(b, v, 'f', prec%9+1, 64) // another length
+			case i == at && what == len(odd)+2 && i%width != width-1:
+				b = append(b, "]"...) // a list ends early
+				b = strconv.AppendFloat(b, v, 'f', prec, 64)
+			default:
+				b = strconv.AppendFloat(b, v, 'f', prec, 64)
+			}
+		}
+		b = append(b, "]]"...)
+		w := []int{width, width, -1, width + 1}[r.IntN(4)]
+		appendDecimalsAgrees(t, append(b, strings.Repeat(" ", decimalLookahead)...), 1+r.IntN(n+n/width+2), w)
+	}
+	// A fixed-precision row is taken by one run, from list to list, up to
+	// its last value, whose "]]" the run leaves to appendDecimals.
+	var row []byte
+	for i := range 30 {
+		if i > 0 {
+			row = append(row, []string{", ", "], ["}[b2i(i%3 == 0)]...)
+		}
+		row = strconv.AppendFloat(row, float64(i)/7-2, 'f', 6, 64)
+	}
+	row = append(row, "]]"+strings.Repeat(" ", decimalLookahead)...)
+	out, _, _, _, n, took, lists := sameShape[float32](make([]byte, 0, 30*4), row, 0, 0, 100, 3, 0, len(row)-decimalLookahead)
+	if took != 29 || lists != 9 || n != 2 || len(out) != 29*4 {
+		t.Errorf("fixed-precision row: took %d values and %d lists (n %d); want 29, 9 (n 2)", took, lists, n)
+	}
+}
+
+// b2i is 1 for true.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // FuzzAppendDecimals: AppendDecimals against ParseNumber on any input.
 func FuzzAppendDecimals(f *testing.F) {
 	f.Add([]byte("0.1234567, 0.8444218515250481,0.08444218515250481], [0.5"), uint8(5+3<<6))
 	f.Add([]byte("-12.5e-3, 1, 0.5 ,2"), uint8(3))
+	f.Add([]byte("1.250000, 2.500000, -3.750000], [4.125000, 5.000000, 6.000000],[7.5, 8.000000"), uint8(40+3<<6))
 	f.Fuzz(func(t *testing.T, data []byte, limit uint8) {
 		appendDecimalsAgrees(t, append(data, strings.Repeat(" ", decimalLookahead)...), int(limit&63), int(limit>>6))
 	})
