@@ -480,16 +480,7 @@ values:
 			}
 			f = float64(mi)
 		}
-		if neg {
-			f = -f
-		}
-		l := len(dst)
-		dst = dst[:l+size]
-		if size == 8 {
-			binary.LittleEndian.PutUint64(dst[l:], math.Float64bits(f))
-		} else {
-			binary.LittleEndian.PutUint32(dst[l:], math.Float32bits(float32(f)))
-		}
+		dst = putValue(dst, f, neg, size)
 		n++
 		end = q
 		// The separator, without going back to the tokenizer: ", " or
@@ -609,17 +600,7 @@ func sameShape[T float32 | float64](dst, data []byte, p, end, limit, width, n, l
 		default:
 			return dst, p, end, limit, n, (len(dst) - l0) / size, lists
 		}
-		f := float64(int64(uint64(c)*mul+digitsValue(x, k))) / scale
-		if neg {
-			f = -f
-		}
-		l := len(dst)
-		dst = dst[:l+size]
-		if size == 8 {
-			binary.LittleEndian.PutUint64(dst[l:], math.Float64bits(f))
-		} else {
-			binary.LittleEndian.PutUint32(dst[l:], math.Float32bits(float32(f)))
-		}
+		dst = putValue(dst, float64(int64(uint64(c)*mul+digitsValue(x, k)))/scale, neg, size)
 		end, p, n = q, next, n+1
 		limit--
 		if step {
@@ -629,6 +610,23 @@ func sameShape[T float32 | float64](dst, data []byte, p, end, limit, width, n, l
 		}
 	}
 	return dst, p, end, limit, n, (len(dst) - l0) / size, lists
+}
+
+// putValue appends f, negated when neg, to dst (which has the room) as a
+// little-endian float32, or a float64 when size is 8: the store of both
+// of appendDecimals' loops.
+func putValue(dst []byte, f float64, neg bool, size int) []byte {
+	if neg {
+		f = -f
+	}
+	l := len(dst)
+	dst = dst[:l+size]
+	if size == 8 {
+		binary.LittleEndian.PutUint64(dst[l:], math.Float64bits(f))
+	} else {
+		binary.LittleEndian.PutUint32(dst[l:], math.Float32bits(float32(f)))
+	}
+	return dst
 }
 
 // decimalLookahead is how far past a token's start AppendDecimals may
