@@ -259,14 +259,14 @@ func TestAppendDecimals(t *testing.T) {
 // another: every value, end and list count as ParseNumber reads them.
 func TestAppendDecimalsSameShape(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	odd := []string{"1.5e3", "3", "12.5", "0.12345678", "-0", "1.", "0.5 ", "1.25E-2", "9.999999999"}
+	fixed := []string{"1.5e3", "3", "12.5", "0.12345678", "-0", "1.", "0.5 ", "1.25E-2", "9.999999999", "]"}
 	for range 4000 {
 		prec, width, n := 1+r.IntN(8), 1+r.IntN(4), 8+r.IntN(40)
 		sep, step := []string{", ", ","}[r.IntN(2)], []string{"], [", "],["}[r.IntN(2)]
 		signs := r.IntN(3) // none, all, mixed
 		// Tokens of the run's length that are not its shape: an integer,
 		// and an exponent of k digits.
-		odd := append(odd[:len(odd):len(odd)], strings.Repeat("7", prec+2), "1e"+strings.Repeat("2", prec),
+		odd := append(fixed[:len(fixed):len(fixed)], strings.Repeat("7", prec+2), "1e"+strings.Repeat("2", prec),
 			"-1E"+strings.Repeat("3", prec), "x."+strings.Repeat("4", prec))
 		at, what := r.IntN(n), r.IntN(len(odd)+3)
 		var b []byte
@@ -281,6 +281,8 @@ func TestAppendDecimalsSameShape(t *testing.T) {
 				b = append(b, []string{"],1", "], 1", "]]", "] ,[", "],  ["}[r.IntN(5)]...)
 			case i > 0 && i%width == 0:
 				b = append(b, step...)
+			case i > 0 && i == at && what == len(odd)+2:
+				b = append(b, step...) // a list that ends before its width
 			case i > 0 && i == at && what == len(odd):
 				// Spacing other than the run's.
 				b = append(b, []string{" ,", ",  ", alt}[r.IntN(3)]...)
@@ -296,9 +298,6 @@ func TestAppendDecimalsSameShape(t *testing.T) {
 				b = append(b, odd[what]...)
 			case i == at && what == len(odd)+1:
 				b = strconv.AppendFloat(b, v, 'f', prec%9+1, 64) // another length
-			case i == at && what == len(odd)+2 && i%width != width-1:
-				b = append(b, "]"...) // a list ends early
-				b = strconv.AppendFloat(b, v, 'f', prec, 64)
 			default:
 				b = strconv.AppendFloat(b, v, 'f', prec, 64)
 			}
