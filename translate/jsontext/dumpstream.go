@@ -71,6 +71,9 @@ func (s *DumpStream) feed(tok Token, stable bool) bool {
 	case Key, StringValue:
 		v := tok.Str
 		if len(w.buf)+len(v)+2 < s.limit {
+			// Grown once for the token, its quotes and its line's
+			// prefix: byte by byte, the first key alone cost two.
+			w.buf = slices.Grow(w.buf, len(v)+4+indentUnit*len(w.stack))
 			w.StringBytes(v)
 			break
 		}
