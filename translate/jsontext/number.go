@@ -555,23 +555,16 @@ func sameShape[T float32 | float64](dst, data []byte, p, end, limit, width, n, l
 	if data[q] == '-' {
 		q++
 	}
-	if !isDigit(data[q]) || data[q+1] != '.' {
-		return dst, p, end, limit, n, 0, 0
-	}
 	k := digitRun(binary.LittleEndian.Uint64(data[q+2:]))
-	if k == 0 {
+	if !isDigit(data[q]) || data[q+1] != '.' || k == 0 || data[q+2+k] != ',' {
 		return dst, p, end, limit, n, 0, 0
 	}
-	q += 2 + k
-	if data[q] != ',' {
-		return dst, p, end, limit, n, 0, 0
-	}
-	space := data[q+1] == ' '
-	sep := 1
+	space, sep := data[q+3+k] == ' ', 1
 	if space {
 		sep = 2
 	}
 	scale, mul, l0 := pow10[k], pow10u[k], len(dst)
+values:
 	for limit > 0 && p <= last {
 		q := p
 		neg := data[q] == '-'
@@ -594,11 +587,11 @@ func sameShape[T float32 | float64](dst, data []byte, p, end, limit, width, n, l
 			} else if data[q+1] == ',' && data[q+2] == '[' {
 				next = q + 3
 			} else {
-				return dst, p, end, limit, n, (len(dst) - l0) / size, lists
+				break values
 			}
 			step = true
 		default:
-			return dst, p, end, limit, n, (len(dst) - l0) / size, lists
+			break values
 		}
 		dst = putValue(dst, float64(int64(uint64(c)*mul+digitsValue(x, k)))/scale, neg, size)
 		end, p, n = q, next, n+1
