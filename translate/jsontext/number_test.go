@@ -155,17 +155,24 @@ func TestAppendDecimalsTokens(t *testing.T) {
 // with that list's first value.
 func appendDecimalsAgrees(t *testing.T, data []byte, limit, width int) {
 	t.Helper()
+	appendDecimalsAgreesFrom(t, data, limit, width, 0)
+}
+
+// appendDecimalsAgreesFrom is appendDecimalsAgrees for a text whose first
+// list had n0 values before it (a list cut by a chunk's end).
+func appendDecimalsAgreesFrom(t *testing.T, data []byte, limit, width, n0 int) {
+	t.Helper()
 	for _, wide := range []bool{false, true} {
 		size := 4
 		if wide {
 			size = 8
 		}
 		dst := make([]byte, 0, limit*size)
-		out, end, took, lists := AppendDecimals(dst, data, 0, wide, limit, width, 0)
+		out, end, took, lists := AppendDecimals(dst, data, 0, wide, limit, width, n0)
 		if took+lists > limit || len(out) != took*size {
 			t.Fatalf("%q: took %d and %d lists (limit %d), wrote %d bytes", data, took, lists, limit, len(out))
 		}
-		p, inList, stepped := 0, 0, 0
+		p, inList, stepped := 0, n0, 0
 		for i := range took {
 			n, e, ok := ParseNumber(data, p)
 			if !ok {
@@ -255,13 +262,15 @@ func TestAppendDecimals(t *testing.T) {
 // AppendDecimals reads in same-shape runs (sameShape), with one value or
 // separator changed at each place a run can meet it (another length, an
 // exponent, an integer, a second integer digit, a sign, other spacing, a
-// list's end before its width), cut at any limit, with the right width or
-// another: every value, end and list count as ParseNumber reads them.
+// list's end before its width), its first list begun before the text,
+// cut at any limit, with the right width or another: every value, end and
+// list count as ParseNumber reads them.
 func TestAppendDecimalsSameShape(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	fixed := []string{"1.5e3", "3", "12.5", "0.12345678", "-0", "1.", "0.5 ", "1.25E-2", "9.999999999", "]"}
 	for range 4000 {
 		prec, width, n := 1+r.IntN(8), 1+r.IntN(4), 8+r.IntN(40)
+		n0 := r.IntN(width) // values of the first list before the text
 		sep, step := []string{", ", ","}[r.IntN(2)], []string{"], [", "],["}[r.IntN(2)]
 		signs := r.IntN(3) // none, all, mixed
 		// Tokens of the run's length that are not its shape: an integer,
@@ -276,10 +285,10 @@ func TestAppendDecimalsSameShape(t *testing.T) {
 				alt = ", "
 			}
 			switch {
-			case i > 0 && i == at && what == len(odd) && i%width == 0:
+			case i > 0 && i == at && what == len(odd) && (i+n0)%width == 0:
 				// A list's end not followed by its sibling.
 				b = append(b, []string{"],1", "], 1", "]]", "] ,[", "],  ["}[r.IntN(5)]...)
-			case i > 0 && i%width == 0:
+			case i > 0 && (i+n0)%width == 0:
 				b = append(b, step...)
 			case i > 0 && i == at && what == len(odd)+2:
 				b = append(b, step...) // a list that ends before its width
@@ -304,7 +313,7 @@ func TestAppendDecimalsSameShape(t *testing.T) {
 		}
 		b = append(b, "]]"...)
 		w := []int{width, width, -1, width + 1}[r.IntN(4)]
-		appendDecimalsAgrees(t, append(b, strings.Repeat(" ", decimalLookahead)...), 1+r.IntN(n+n/width+2), w)
+		appendDecimalsAgreesFrom(t, append(b, strings.Repeat(" ", decimalLookahead)...), 1+r.IntN(n+n/width+2), w, n0)
 	}
 	// A fixed-precision row is taken by one run, from list to list, up to
 	// its last value, whose "]]" the run leaves to appendDecimals.
