@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -292,6 +293,44 @@ func TestStreamInstanceDumps(t *testing.T) {
 	} {
 		if checkStream(t, []byte(body), fixed(sig), tensor.Limits{}) {
 			t.Errorf("%.60s…: undecided", body)
+		}
+	}
+}
+
+// TestStreamFixedPrecision: image rows written at a fixed precision, which
+// the decoder's number loop reads in same-shape runs, one value of another
+// length somewhere, in every chunking and as FP32 and FP64: the tensors
+// are Parse's.
+func TestStreamFixedPrecision(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	lim := tensor.Limits{MaxDepth: 16, MaxElements: 1 << 12}
+	for range 60 {
+		prec, sep := 1+r.IntN(8), []string{", ", ","}[r.IntN(2)]
+		odd := r.IntN(2 * 6 * 3)
+		var b strings.Builder
+		b.WriteString(`{"instances": [`)
+		for i := range 2 * 6 * 3 { // two instances of 6×3
+			switch {
+			case i == 0:
+				b.WriteString("[[")
+			case i%18 == 0:
+				b.WriteString("]]" + sep + "[[")
+			case i%3 == 0:
+				b.WriteString("]" + sep + "[")
+			default:
+				b.WriteString(sep)
+			}
+			v, p := r.Float64()*10-5, prec
+			if i == odd {
+				p = prec%8 + 1
+			}
+			b.WriteString(strconv.FormatFloat(v, 'f', p, 64))
+		}
+		b.WriteString("]]]}")
+		for _, sig := range []*tensor.Signature{sigOf("x:FP32"), sigOf("x:FP64")} {
+			if checkStream(t, []byte(b.String()), fixed(sig), lim) {
+				t.Errorf("%q: undecided", b.String())
+			}
 		}
 	}
 }
