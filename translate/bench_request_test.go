@@ -18,9 +18,9 @@ import (
 // 16–17 digits). Python's separators ", " are used.
 func imageDoc(digits int) []byte { return imageText('g', digits) }
 
-// imageText is imageDoc with every value written by strconv in format fmt
-// at precision prec.
-func imageText(fmt byte, prec int) []byte {
+// imageText is imageDoc with every value written by strconv.AppendFloat
+// in the given format at precision prec.
+func imageText(format byte, prec int) []byte {
 	r := rand.New(rand.NewPCG(1, 2))
 	b := make([]byte, 0, 224*224*3*20+64)
 	b = append(b, `{"instances": [[`...)
@@ -38,7 +38,7 @@ func imageText(fmt byte, prec int) []byte {
 				if c > 0 {
 					b = append(b, ", "...)
 				}
-				b = strconv.AppendFloat(b, r.Float64(), fmt, prec, 64)
+				b = strconv.AppendFloat(b, r.Float64(), format, prec, 64)
 			}
 			b = append(b, ']')
 		}

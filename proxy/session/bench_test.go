@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 	"github.com/tfsbridge/tfsbridge/proxy/observe"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkSmallExchange(b *testing.B) {
 func TestSmallExchangeAllocs(t *testing.T) {
 	const want = 24
 	exchange := smallExchange(t)
-	if n := testing.AllocsPerRun(200, exchange); n > want && !raceEnabled {
+	if n := testing.AllocsPerRun(200, exchange); n > want && !racebuild.Enabled {
 		t.Errorf("a small exchange allocates %v times, want at most %d", n, want)
 	}
 }

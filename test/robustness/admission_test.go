@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/internal/poll"
+	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 )
 
@@ -168,7 +169,7 @@ func reservedPeak(s *stack, f func()) int64 {
 // TestStreamedBodyMemory, so that garbage not yet collected does not
 // count as held.
 func TestReservationCoversHeap(t *testing.T) {
-	if raceEnabled || testing.Short() {
+	if racebuild.Enabled || testing.Short() {
 		t.Skip("heap measurement")
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(25))

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/test/envoysim"
 )
@@ -220,7 +221,7 @@ func (c *heapChild) close() {
 // as another), 1.5× in full duplex and through the proxy (the JSON is
 // never held, only the tensor it fills).
 func TestLargeRequestHeap(t *testing.T) {
-	if raceEnabled || testing.Short() {
+	if racebuild.Enabled || testing.Short() {
 		t.Skip("heap measurement")
 	}
 	const values = 64 << 20 / 5

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/internal/poll"
+	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 )
 
@@ -44,7 +45,7 @@ func (b bound) String() string { return fmt.Sprintf("%.1f×input + %d", b.PerByt
 // random and allocates for itself, so its counts say nothing about ours.
 func checkAlloc(t *testing.T, input int, b bound, f func()) {
 	t.Helper()
-	if raceEnabled {
+	if racebuild.Enabled {
 		f()
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
 	"github.com/tfsbridge/tfsbridge/translate"
@@ -99,7 +100,7 @@ func amplificationCases() []amplificationCase {
 // BYTES answer at 2.6 GiB, 15 MiB of metadata at 1.8 GiB) and holds each
 // within the admission factor that --max-inflight-bytes reserves for it.
 func TestMemoryAmplification(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("heap measurement under -race")
 	}
 	for _, c := range amplificationCases() {
@@ -206,7 +207,7 @@ func heldFromOS() uint64 {
 // The budget case polls until the heap is returned: on a busy machine the
 // return can come seconds late, and the wait ends as soon as it comes.
 func TestMemoryReturnedAfterBurst(t *testing.T) {
-	if raceEnabled || testing.Short() {
+	if racebuild.Enabled || testing.Short() {
 		t.Skip("heap measurement")
 	}
 	h := startHostile(t)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/oip"
 	"github.com/tfsbridge/tfsbridge/translate/route"
@@ -225,7 +226,7 @@ func TestHostileRequests(t *testing.T) {
 // pure translators are single-threaded, the race runtime makes such bodies
 // take seconds, and the normal run covers them.
 func skipLargeUnderRace(t *testing.T, size int) {
-	if raceEnabled && size > 1<<20 {
+	if racebuild.Enabled && size > 1<<20 {
 		t.Skip("large body under -race")
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 )
 
 // slowClient is a raw TCP client that can stall anywhere in a request.
@@ -161,7 +163,7 @@ func TestSlowClients(t *testing.T) {
 // and their buffers and goroutines are freed (issue 13: ten such clients
 // held 5.6 GiB for minutes). A client that reads gets the whole answer.
 func TestSlowReadersCut(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("heap measurement under -race")
 	}
 	base := runtime.NumGoroutine()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 	"github.com/tfsbridge/tfsbridge/translate"
 	"github.com/tfsbridge/tfsbridge/translate/apierr"
 	"github.com/tfsbridge/tfsbridge/translate/route"
@@ -346,7 +347,7 @@ func TestHeapStaysFlat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak")
 	}
-	if raceEnabled {
+	if racebuild.Enabled {
 		// The race runtime keeps shadow memory and drops pooled objects:
 		// heap readings mean nothing there, and 100 MiB of requests take a
 		// minute.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tfsbridge/tfsbridge/internal/mockv2"
+	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 	"github.com/tfsbridge/tfsbridge/proxy/backend"
 	"github.com/tfsbridge/tfsbridge/proxy/bridge"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
@@ -77,7 +78,7 @@ const defaultTestMaxBody = 1 << 20
 // shortTimeout is the stacks' default timeout: a second, three under
 // -race, where a loaded 2-core machine can take that long to push a
 // megabyte through the instrumented translators.
-var shortTimeout = time.Second * time.Duration(1+2*btoi(raceEnabled))
+var shortTimeout = time.Second * time.Duration(1+2*btoi(racebuild.Enabled))
 
 // patientTimeout is every timeout of a patient stack.
 const patientTimeout = 30 * time.Second

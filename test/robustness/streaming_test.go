@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 )
 
@@ -86,7 +87,7 @@ func (b *patternBody) Read(p []byte) (int, error) {
 // translated chunks wait in the stand-in, which a real Envoy holds in its
 // own process (TestLargeRequestHeap measures tfsbridge alone, with them).
 func TestStreamedBodyMemory(t *testing.T) {
-	if raceEnabled || testing.Short() {
+	if racebuild.Enabled || testing.Short() {
 		t.Skip("heap measurement")
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
@@ -248,7 +249,7 @@ var burstTimeouts = stackConfig{requestTimeout: time.Minute, readTimeout: time.M
 // (plus the stand-in's and the gRPC messages' slack), and the budget is
 // back at zero afterwards.
 func TestStreamedBurstBounded(t *testing.T) {
-	if raceEnabled || testing.Short() {
+	if racebuild.Enabled || testing.Short() {
 		t.Skip("heap measurement")
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(25))

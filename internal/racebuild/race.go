@@ -1,0 +1,6 @@
+//go:build race
+
+package racebuild
+
+// Enabled reports a -race build.
+const Enabled = true
