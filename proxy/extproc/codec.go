@@ -314,7 +314,8 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 	var body [][]byte
 	seen := false
 	for !c.done() {
-		num, typ, tag, ok := c.field()
+		at := c.mark()
+		num, typ, ok := c.field()
 		if !ok {
 			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 		}
@@ -323,10 +324,10 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 			return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 		}
 		if num != prRequestBody || typ != protowire.BytesType {
-			rest = protowire.AppendVarint(rest, tag)
-			if !c.skipValue(typ, &rest) {
+			if !c.skipValue(typ) {
 				return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 			}
+			rest = c.appendSince(rest, at)
 			continue
 		}
 		if seen {
@@ -339,7 +340,8 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 		}
 		end := c.pos + int(l)
 		for c.pos < end {
-			num, typ, tag, ok := c.field()
+			at := c.mark()
+			num, typ, ok := c.field()
 			if !ok || c.pos > end {
 				return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 			}
@@ -351,10 +353,10 @@ func (f *framedRequest) unmarshal(data mem.BufferSlice) error {
 				body = c.take(int(n))
 				continue
 			}
-			hbRest = protowire.AppendVarint(hbRest, tag)
-			if !c.skipValue(typ, &hbRest) || c.pos > end {
+			if !c.skipValue(typ) || c.pos > end {
 				return unmarshalBodyRequest(data.Materialize(), f.ProcessingRequest)
 			}
+			hbRest = c.appendSince(hbRest, at)
 		}
 	}
 	if !seen || c.bad {
@@ -431,32 +433,48 @@ func (c *cursor) varint() (uint64, bool) {
 	return 0, false
 }
 
-// field reads a tag and returns it decoded and whole (for a caller that
-// copies the field on).
-func (c *cursor) field() (protowire.Number, protowire.Type, uint64, bool) {
+// field reads a tag and returns it decoded.
+func (c *cursor) field() (protowire.Number, protowire.Type, bool) {
 	t, ok := c.varint()
 	if !ok {
-		return 0, 0, 0, false
+		return 0, 0, false
 	}
 	num, typ := protowire.DecodeTag(t)
 	if num <= 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
 		c.bad = true
-		return 0, 0, 0, false
+		return 0, 0, false
 	}
-	return num, typ, t, true
+	return num, typ, true
 }
 
-// skipValue copies a value of type typ to out.
-func (c *cursor) skipValue(typ protowire.Type, out *[]byte) bool {
+// mark is a cursor's place, for appendSince.
+type mark struct{ i, off int }
+
+func (c *cursor) mark() mark { return mark{c.i, c.off} }
+
+// appendSince appends the bytes read since m to out as they are on the
+// wire: a field copied on keeps its encoding (an unknown field is kept by
+// protobuf byte for byte, a varint written longer than it needs included).
+func (c *cursor) appendSince(out []byte, m mark) []byte {
+	for i, off := m.i, m.off; i <= c.i && i < len(c.bufs); i, off = i+1, 0 {
+		end := len(c.bufs[i])
+		if i == c.i {
+			end = c.off
+		}
+		out = append(out, c.bufs[i][off:end]...)
+	}
+	return out
+}
+
+// skipValue reads past a value of type typ.
+func (c *cursor) skipValue(typ protowire.Type) bool {
 	var n int
 	switch typ {
 	case protowire.VarintType:
-		v, ok := c.varint()
-		if !ok {
+		if _, ok := c.varint(); !ok {
 			c.bad = true
 			return false
 		}
-		*out = protowire.AppendVarint(*out, v)
 		return true
 	case protowire.Fixed32Type:
 		n = 4
@@ -468,7 +486,6 @@ func (c *cursor) skipValue(typ protowire.Type, out *[]byte) bool {
 			c.bad = true
 			return false
 		}
-		*out = protowire.AppendVarint(*out, l)
 		n = int(l)
 	default:
 		c.bad = true
@@ -479,9 +496,7 @@ func (c *cursor) skipValue(typ protowire.Type, out *[]byte) bool {
 		return false
 	}
 	for n > 0 && !c.done() {
-		b := c.bufs[c.i][c.off:]
-		k := min(n, len(b))
-		*out = append(*out, b[:k]...)
+		k := min(n, len(c.bufs[c.i])-c.off)
 		c.off += k
 		c.pos += k
 		n -= k
