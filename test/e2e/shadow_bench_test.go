@@ -58,7 +58,28 @@ import (
 //   - p50-cost-µs: p50-cost-%'s difference in time, which does not
 //     depend on how fast the plain path happened to be in the run (a
 //     busy machine slows the plain path and the copy alike).
-func BenchmarkShadowCost(b *testing.B) {
+func BenchmarkShadowCost(b *testing.B) { benchShadowCost(b, false) }
+
+// BenchmarkShadowCostPaced is BenchmarkShadowCost with the client's
+// requests arriving at a steady rate instead of back to back, as a
+// fleet's independent requests arrive and as latency is measured at a
+// rate (wrk2's way). Back to back, the next request starts the instant
+// an answer leaves, while its copy is on its way to the shadow server:
+// the copy's CPU (tfsbridge's side of its exchange, and the stand-in
+// server's, on the same two shared cores) lands on that next request
+// every time, so that run tells what a copy costs the machine at a
+// single client's saturation. Paced, it tells what a copy costs the
+// client's wait. The period is twice the plain stack's back-to-back p50
+// in the warm-up; a request after a pause pays for waking the
+// process's threads, so the plain stack is then busy about four fifths
+// of the time (reported as busy-%, its paced p50 over the period). An
+// exchange that overruns its period is followed at once by the next
+// (the ticker keeps one missed tick).
+func BenchmarkShadowCostPaced(b *testing.B) { benchShadowCost(b, true) }
+
+// benchShadowCost runs BenchmarkShadowCost, its requests back to back or
+// paced.
+func benchShadowCost(b *testing.B, paced bool) {
 	const turn = 50
 	full := startShadowServer(b, 0, 0)
 	shadowed := newStack(b, stackConfig{ModelMap: shadowMap(startReplayServer(b, 0), filepath.Join(b.TempDir(), "m.jsonl"), 8)})
@@ -74,8 +95,13 @@ func BenchmarkShadowCost(b *testing.B) {
 	rq := request{path: "/v1/models/half_plus_two:predict", body: `{"instances": [1.0, 2.0, 5.0]}`}
 	for _, via := range transports {
 		b.Run(via, func(b *testing.B) {
+			var tick *time.Ticker
+			var period time.Duration
 			run := func(s *stack, n int, lat *[]time.Duration) {
 				for range n {
+					if tick != nil {
+						<-tick.C
+					}
 					t0 := time.Now()
 					resp, err := send(context.Background(), s.client, s.url(via), rq)
 					if err != nil || resp.status != 200 {
@@ -90,6 +116,13 @@ func BenchmarkShadowCost(b *testing.B) {
 			run(drifted, 10, &warm)
 			run(plain, 10, &warm)
 			run(teeOnly, 10, &warm)
+			if paced {
+				var calib []time.Duration
+				run(plain, 50, &calib)
+				period = 2 * quantile(calib, 0.5)
+				tick = time.NewTicker(period)
+				defer tick.Stop()
+			}
 			var with, withDrift, withFull, without, tee []time.Duration
 			b.ResetTimer()
 			for done := 0; done < b.N; done += turn {
@@ -109,6 +142,10 @@ func BenchmarkShadowCost(b *testing.B) {
 			b.ReportMetric(cost(withDrift), "drift-p50-cost-%")
 			b.ReportMetric(cost(withFull), "full-p50-cost-%")
 			b.ReportMetric(cost(tee), "tee-p50-cost-%")
+			if paced {
+				b.ReportMetric(float64(period)/float64(time.Microsecond), "period-µs")
+				b.ReportMetric(p50/float64(period)*100, "busy-%")
+			}
 		})
 	}
 	// The comparisons ran and matched: the stand-in's answer is the
