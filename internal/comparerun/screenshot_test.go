@@ -11,8 +11,10 @@ import (
 	"time"
 )
 
-// chromium is Debian's headless browser; the test skips without it (CI
-// does not install it).
+// chromium is Debian's headless browser. The test skips without it,
+// unless $TFSBRIDGE_REQUIRE_CHROMIUM is 1: .ci/run installs the browser
+// and sets it, so that a browser missing in CI fails instead of passing
+// unseen.
 const chromium = "/usr/bin/chromium"
 
 // A browser draws the report's histograms: a screenshot has the red of
@@ -20,6 +22,9 @@ const chromium = "/usr/bin/chromium"
 // others.
 func TestReportScreenshot(t *testing.T) {
 	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("TFSBRIDGE_REQUIRE_CHROMIUM") == "1" {
+			t.Fatalf("TFSBRIDGE_REQUIRE_CHROMIUM=1 and no browser: %v", err)
+		}
 		t.Skip("no " + chromium)
 	}
 	base := startTF(t, nil)
