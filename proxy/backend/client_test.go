@@ -239,6 +239,34 @@ func TestLongModelNamesAreNotCached(t *testing.T) {
 	}
 }
 
+// joinCtx reports each call of Done on joined. Signature calls it only in
+// cache.get's select, which a caller reaches once singleflight's DoChan has
+// counted it in the flight (leading it or waiting on it): a receive on
+// joined is one more caller sharing the flight, where a sleep could only
+// hope so on a busy machine.
+type joinCtx struct {
+	context.Context
+	joined chan<- struct{}
+}
+
+func (c joinCtx) Done() <-chan struct{} {
+	c.joined <- struct{}{}
+	return c.Context.Done()
+}
+
+// awaitJoins receives n joins, with a bound only for a hang.
+func awaitJoins(t *testing.T, joined <-chan struct{}, n int) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for i := range n {
+		select {
+		case <-joined:
+		case <-timeout:
+			t.Fatalf("%d of %d callers joined the flight", i, n)
+		}
+	}
+}
+
 func TestSignatureSingleflight(t *testing.T) {
 	srv := fakev2.New(t, "mlserver", halfPlusTwo)
 	release := make(chan struct{})
@@ -246,15 +274,18 @@ func TestSignatureSingleflight(t *testing.T) {
 	c := newClient(t, srv, "mlserver")
 
 	const n = 20
+	// Room for more than one Done per caller, so that a change in how
+	// Signature uses its context shows below instead of hanging.
+	joined := make(chan struct{}, 2*n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for range n {
 		wg.Go(func() {
-			_, err := c.Signature(context.Background(), model("half_plus_two"))
+			_, err := c.Signature(joinCtx{context.Background(), joined}, model("half_plus_two"))
 			errs <- err
 		})
 	}
-	time.Sleep(100 * time.Millisecond) // let every caller join the flight
+	awaitJoins(t, joined, n)
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -262,6 +293,9 @@ func TestSignatureSingleflight(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	if extra := len(joined); extra != 0 {
+		t.Fatalf("%d more Done calls than callers: joinCtx no longer tells when a caller joined", extra)
 	}
 	if got := srv.Hits("/v2/models/half_plus_two"); got != 1 {
 		t.Errorf("metadata GETs for %d concurrent misses = %d, want 1", n, got)
@@ -274,19 +308,20 @@ func TestSignatureCallerCancelDoesNotFailOthers(t *testing.T) {
 	srv.OnMetadata(func() { <-release })
 	c := newClient(t, srv, "mlserver")
 
+	joined := make(chan struct{}, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.Signature(ctx, model("half_plus_two"))
+		_, err := c.Signature(joinCtx{ctx, joined}, model("half_plus_two"))
 		first <- err
 	}()
+	awaitJoins(t, joined, 1) // the first caller leads the flight
 	second := make(chan error, 1)
-	time.Sleep(50 * time.Millisecond)
 	go func() {
-		_, err := c.Signature(context.Background(), model("half_plus_two"))
+		_, err := c.Signature(joinCtx{context.Background(), joined}, model("half_plus_two"))
 		second <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	awaitJoins(t, joined, 1) // the second waits on the first's flight
 	cancel()
 	err := <-first
 	if e := apierr.As(err); e.Code != apierr.Cancelled {
@@ -295,6 +330,9 @@ func TestSignatureCallerCancelDoesNotFailOthers(t *testing.T) {
 	close(release)
 	if err := <-second; err != nil {
 		t.Errorf("other caller: err = %v, want success", err)
+	}
+	if got := srv.Hits("/v2/models/half_plus_two"); got != 1 {
+		t.Errorf("metadata GETs = %d, want 1 (the second caller shares the first's)", got)
 	}
 }
 
