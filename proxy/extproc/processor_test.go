@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -490,14 +491,29 @@ func TestHealth(t *testing.T) {
 	}
 }
 
+// closeSignal closes closed when the listener is closed: gRPC's graceful
+// stop does that first, after Shutdown began the drain, so a stream used
+// after it is one the drain has to spare.
+type closeSignal struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *closeSignal) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
 func TestGracefulStopDrains(t *testing.T) {
 	v2srv := fakev2.New(t, "triton", halfPlusTwo)
 	be, _ := backend.New(backend.Config{BaseURL: v2srv.URL, Kind: "triton"})
 	srv := NewServer(NewProcessor(&session.Config{Backend: be}, Options{}), ServerOptions{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	lis := &closeSignal{Listener: tcp, closed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	// The drain timeout leaves a busy machine time to finish the
@@ -517,7 +533,11 @@ func TestGracefulStopDrains(t *testing.T) {
 
 	// SIGTERM with a stream in flight: the stream may finish...
 	cancel()
-	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-lis.closed:
+	case <-time.After(30 * time.Second): // a bound for a hang
+		t.Fatal("the graceful stop never closed the listener")
+	}
 	resp := exchange(t, s, requestBody([]byte(`{"instances": [1.0]}`), true))
 	if resp.GetRequestBody() == nil {
 		t.Errorf("in-flight stream during drain: reply %T, want request_body", resp.GetResponse())
@@ -535,5 +555,8 @@ func TestGracefulStopDrains(t *testing.T) {
 	t.Logf("Serve returned %v after the in-flight exchange", time.Since(start))
 	if _, err := s.Recv(); err == nil {
 		t.Error("stream still open after shutdown")
+	}
+	if st := srv.Stats(); st.Cut != 1 || st.Drained != 0 {
+		t.Errorf("stats %+v, want the one stream cut", st)
 	}
 }
