@@ -7,6 +7,7 @@ import (
 	"time"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -91,6 +92,12 @@ type Config struct {
 	// the stand-in shares sets it: a 16 MiB window lets replies wait in the stand-in, memory
 	// a real Envoy holds in its own process, not the processor's.
 	GRPCGoWindows bool
+
+	// onInbox, when set (by this package's tests only), sees each reply as the stand-in
+	// takes it in, ready for the filter. A test whose verdict needs a reply to be in before
+	// a later step (a stray reply before the response comes) waits for it here: the
+	// stand-in finds such replies only when it next looks, so nothing else tells.
+	onInbox func(*extprocv3.ProcessingResponse)
 }
 
 // GRPCMode returns the processing mode of docs/grpc.md for TF gRPC routes (spec §5.2):

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -686,7 +687,17 @@ func TestDuplexRequestBufferedResponse(t *testing.T) {
 // TestDuplexStrayReplyAfterBody catches a body reply after the processor ended the body.
 func TestDuplexStrayReplyAfterBody(t *testing.T) {
 	echo := duplexEcho(echoProc{})
-	ev := newEnv(t, Config{Mode: FullDuplexMode()}, &procServer{perStream: func() responder {
+	// The stand-in finds the stray reply when it sends the response headers, so the upstream
+	// answers only once the stray is in.
+	strayIn := make(chan struct{})
+	var once sync.Once
+	cfg := Config{Mode: FullDuplexMode()}
+	cfg.onInbox = func(resp *extprocv3.ProcessingResponse) {
+		if string(resp.GetRequestBody().GetResponse().GetBodyMutation().GetStreamedResponse().GetBody()) == "more" {
+			once.Do(func() { close(strayIn) })
+		}
+	}
+	ev := newEnv(t, cfg, &procServer{perStream: func() responder {
 		r := echo()
 		return func(n int, req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
 			out := r(n, req)
@@ -696,7 +707,10 @@ func TestDuplexStrayReplyAfterBody(t *testing.T) {
 			return out
 		}
 	}}, func(w http.ResponseWriter, _ *http.Request) {
-		time.Sleep(100 * time.Millisecond) // the stray reply is in before the response
+		select {
+		case <-strayIn:
+		case <-time.After(30 * time.Second): // a bound for a hang: the test then fails below
+		}
 		_, _ = io.WriteString(w, upstreamBody)
 	})
 	code, _, _ := ev.do("POST", "/v1/models/m:predict", reqBody)

@@ -971,12 +971,8 @@ func TestDownstreamCancelResetsStream(t *testing.T) {
 		}
 		done <- err
 	}()
-	deadline := time.Now().Add(3 * time.Second)
-	for ev.proc.streamCount() == 0 || len(ev.proc.stream(t, 0).messages()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no message reached the processor")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !waitFor(30*time.Second, func() bool { return ev.proc.streamCount() > 0 && len(ev.proc.stream(t, 0).messages()) > 0 }) {
+		t.Fatal("no message reached the processor")
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {

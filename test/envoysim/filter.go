@@ -308,7 +308,7 @@ func (f *filter) call(req *extprocv3.ProcessingRequest, p phase) (*extprocv3.Pro
 // reply. It fails like call when the stream cannot be opened or breaks.
 func (f *filter) send(req *extprocv3.ProcessingRequest, p phase) (*extprocv3.ProcessingResponse, *localReply, error) {
 	if f.stream == nil {
-		s, err := openSideStream(f.ctx, f.e.client)
+		s, err := openSideStream(f.ctx, f.e.client, f.e.cfg.onInbox)
 		if err != nil {
 			return f.streamEnded(p, err)
 		}

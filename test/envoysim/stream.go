@@ -16,6 +16,7 @@ type sideStream struct {
 	// filter can wait for a reply, a timeout and a downstream cancel at the same time,
 	// like Envoy's event loop.
 	inbox     chan received
+	onInbox   func(*extprocv3.ProcessingResponse) // Config.onInbox
 	done      chan struct{}
 	closeOnce sync.Once
 }
@@ -28,14 +29,14 @@ type received struct {
 }
 
 // openSideStream starts a stream bound to ctx (cancelling ctx resets it).
-func openSideStream(ctx context.Context, c extprocv3.ExternalProcessorClient) (*sideStream, error) {
+func openSideStream(ctx context.Context, c extprocv3.ExternalProcessorClient, onInbox func(*extprocv3.ProcessingResponse)) (*sideStream, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	cl, err := c.Process(ctx)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	s := &sideStream{client: cl, cancel: cancel, inbox: make(chan received, 4), done: make(chan struct{})}
+	s := &sideStream{client: cl, cancel: cancel, inbox: make(chan received, 4), onInbox: onInbox, done: make(chan struct{})}
 	go s.read(ctx)
 	return s, nil
 }
@@ -75,6 +76,9 @@ func (s *sideStream) read(ctx context.Context) {
 		case out <- next:
 			queue[0] = received{}
 			queue = queue[1:]
+			if s.onInbox != nil && next.resp != nil {
+				s.onInbox(next.resp)
+			}
 		case <-ctx.Done():
 			<-recvDone
 			return
