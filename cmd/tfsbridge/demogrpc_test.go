@@ -35,11 +35,7 @@ func (bytesCodec) Unmarshal(data []byte, v any) error {
 // TestDemoGRPC: the demo serves the mock's v2 gRPC port it prints, and prints a TF
 // Serving Python client for the TF gRPC port.
 func TestDemoGRPC(t *testing.T) {
-	out, cancel, done := startDemo(t, "")
-	defer func() {
-		cancel()
-		<-done
-	}()
+	out := startDemo(t, "").out
 	for _, want := range []string{`grpc.insecure_channel("localhost:`, `tf.make_tensor_proto([1.0, 2.0, 5.0], dtype=tf.float32)`, "pip install tensorflow-serving-api"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)

@@ -6,14 +6,24 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 )
 
+// runningDemo is a demo started by startDemo.
+type runningDemo struct {
+	out  string // what it printed until it was serving
+	stop func() int
+}
+
 // startDemo runs the demo on free ports (metrics on metricsAddr, "" for
-// none) and returns its output once it is serving, the cancel that stops
-// it like Ctrl-C, and the channel its exit code arrives on.
-func startDemo(t *testing.T, metricsAddr string) (string, context.CancelFunc, chan int) {
+// none) and returns it once it is serving. Its stop ends it like Ctrl-C
+// and returns its exit code, failing the test when it does not stop; the
+// test's cleanup calls it too, so every test that starts a demo ends it.
+func startDemo(t *testing.T, metricsAddr string) *runningDemo {
 	t.Helper()
 	var stdout syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
@@ -22,29 +32,28 @@ func startDemo(t *testing.T, metricsAddr string) (string, context.CancelFunc, ch
 		"--grpc-addr", "127.0.0.1:0", "--mock-grpc-addr", "127.0.0.1:0", "--tf-grpc-addr", "127.0.0.1:0",
 		"--mock-tf-addr", "127.0.0.1:0", "--mock-perturbed-addr", "127.0.0.1:0", "--metrics-addr", metricsAddr, "--log-level", "error"}
 	go func() { done <- run(ctx, args, envOf(nil), &stdout, io.Discard) }()
-	deadline := time.Now().Add(time.Minute) // a bound for a hang: a busy machine can start slowly
-	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("demo did not start; output:\n%s", stdout.String())
+	stop := sync.OnceValue(func() int {
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(30 * time.Second): // a bound for a hang
+			t.Error("demo did not stop")
+			return -1
 		}
-		time.Sleep(20 * time.Millisecond)
+	})
+	t.Cleanup(func() { stop() })
+	// The bound is for a hang: a busy machine can start it slowly.
+	if !poll.Until(time.Minute, func() bool { return strings.Contains(stdout.String(), "Press Ctrl-C") }) {
+		t.Fatalf("demo did not start; output:\n%s", stdout.String())
 	}
-	return stdout.String(), cancel, done
+	return &runningDemo{out: stdout.String(), stop: stop}
 }
 
 // TestDemoMap runs the demo and pastes each of its model map's curl
 // commands.
 func TestDemoMap(t *testing.T) {
-	out, cancel, done := startDemo(t, "")
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second): // a bound for a hang
-			t.Error("demo did not stop")
-		}
-	})
+	out := startDemo(t, "").out
 	_, section, ok := strings.Cut(out, "The model map")
 	if !ok {
 		t.Fatalf("no model map section in:\n%s", out)

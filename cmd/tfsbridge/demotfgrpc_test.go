@@ -19,11 +19,7 @@ import (
 // client does: Predict on half_plus_two with make_tensor_proto's bytes for
 // [1.0, 2.0, 5.0], answered in float_val through the mock's gRPC port.
 func TestDemoTFGRPC(t *testing.T) {
-	out, cancel, done := startDemo(t, "")
-	defer func() {
-		cancel()
-		<-done
-	}()
+	out := startDemo(t, "").out
 	m := regexp.MustCompile(`grpc\.insecure_channel\("([^"]+)"\)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no TF gRPC address in:\n%s", out)

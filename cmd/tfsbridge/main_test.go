@@ -368,7 +368,8 @@ func (b *syncBuffer) String() string {
 // TestDemo runs the demo on free ports, pastes its first curl command
 // (as an HTTP request) and stops it like Ctrl-C would.
 func TestDemo(t *testing.T) {
-	out, cancel, done := startDemo(t, "127.0.0.1:0")
+	demo := startDemo(t, "127.0.0.1:0")
+	out := demo.out
 	m := regexp.MustCompile(`curl -d '([^']*)' -X POST (http://\S+:predict)`).FindStringSubmatch(out)
 	if m == nil || !strings.Contains(m[2], "/v1/models/half_plus_two:predict") {
 		t.Fatalf("no half_plus_two curl command first in:\n%s", out)
@@ -416,13 +417,7 @@ func TestDemo(t *testing.T) {
 		}
 	}
 
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("demo exit code after Ctrl-C = %d", code)
-		}
-	case <-time.After(30 * time.Second): // a bound for a hang
-		t.Fatal("demo did not stop")
+	if code := demo.stop(); code != 0 {
+		t.Errorf("demo exit code after Ctrl-C = %d", code)
 	}
 }

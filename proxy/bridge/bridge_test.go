@@ -298,13 +298,7 @@ func TestServeAndDrain(t *testing.T) {
 	<-up.started
 	cancel()
 	// Draining: not ready any more, the request still running.
-	deadline := time.Now().Add(30 * time.Second) // bounds for hangs below: generous for a busy machine
-	for b.Ready(context.Background()) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("still ready after the shutdown began")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, 30*time.Second, "not ready after the shutdown began", func() bool { return b.Ready(context.Background()) != nil })
 	select {
 	case err := <-done:
 		t.Fatalf("Serve returned %v with a request in flight", err)

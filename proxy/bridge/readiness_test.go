@@ -141,9 +141,7 @@ func TestDrainDelay(t *testing.T) {
 	}
 	start := time.Now()
 	cancel()
-	for b.Ready(context.Background()) == nil {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, 30*time.Second, "not ready after the shutdown began", func() bool { return b.Ready(context.Background()) != nil })
 	if got := healthOf(t, hc, ""); got != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("health while draining = %v, want NOT_SERVING", got)
 	}
