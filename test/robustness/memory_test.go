@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 	"github.com/tfsbridge/tfsbridge/proxy/admission"
 	"github.com/tfsbridge/tfsbridge/proxy/session"
@@ -146,9 +147,8 @@ func TestAdmissionBudget(t *testing.T) {
 		// takes its time (until the route or request timeout: 504).
 		done := make(chan answer, 1)
 		go func() { done <- s.post(via, "/v1/models/slow_headers:predict", holder) }()
-		deadline := time.Now().Add(answerDeadline)
-		for s.metrics.Value("tfsbridge_inflight_bytes") < float64(holds) && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+		if !poll.Until(answerDeadline, func() bool { return s.metrics.Value("tfsbridge_inflight_bytes") >= float64(holds) }) {
+			t.Fatalf("via %s: the holder's %d bytes never held (tfsbridge_inflight_bytes = %v)", via, holds, s.metrics.Value("tfsbridge_inflight_bytes"))
 		}
 		rejections := 2.0
 		if streams(via) {
@@ -167,9 +167,8 @@ func TestAdmissionBudget(t *testing.T) {
 		}
 		// The holder's side stream ends a moment after its client got
 		// Envoy's 504: its reservation goes with it.
-		deadline = time.Now().Add(answerDeadline)
-		for s.metrics.Value("tfsbridge_inflight_bytes") != 0 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+		if !poll.Until(answerDeadline, func() bool { return s.metrics.Value("tfsbridge_inflight_bytes") == 0 }) {
+			t.Fatalf("via %s: tfsbridge_inflight_bytes = %v after the holder's answer, want 0", via, s.metrics.Value("tfsbridge_inflight_bytes"))
 		}
 		checkAnswer(t, "small once free via "+via, s.post(via, "/v1/models/good:predict", small), 200, "")
 		checkAnswer(t, "huge via "+via, s.post(via, "/v1/models/good:predict", huge), 503,
@@ -177,10 +176,7 @@ func TestAdmissionBudget(t *testing.T) {
 		if got := s.metrics.Value("tfsbridge_admission_rejections_total"); got != rejections {
 			t.Errorf("via %s: tfsbridge_admission_rejections_total = %v, want %v", via, got, rejections)
 		}
-		deadline = time.Now().Add(answerDeadline)
-		for s.metrics.Value("tfsbridge_inflight_bytes") != 0 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		poll.Until(answerDeadline, func() bool { return s.metrics.Value("tfsbridge_inflight_bytes") == 0 })
 		if got := s.metrics.Value("tfsbridge_inflight_bytes"); got != 0 {
 			t.Errorf("via %s: tfsbridge_inflight_bytes = %v after every exchange ended, want 0", via, got)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfsbridge/tfsbridge/internal/poll"
 	"github.com/tfsbridge/tfsbridge/internal/racebuild"
 )
 
@@ -198,10 +199,7 @@ func TestSlowReadersCut(t *testing.T) {
 	// failure: four 9 MiB answers are translated before their write
 	// deadline starts, which takes seconds on a loaded 2-core machine.
 	const cutDeadline = writeTimeout + 30*time.Second
-	deadline := time.Now().Add(cutDeadline)
-	for s.metrics.Value("tfsbridge_response_write_timeouts_total") < readers && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(cutDeadline, func() bool { return s.metrics.Value("tfsbridge_response_write_timeouts_total") >= readers })
 	if got := s.metrics.Value("tfsbridge_response_write_timeouts_total"); got != readers {
 		t.Fatalf("%v answers cut after %v, want %d (answers 200: %v, 504: %v)", got, cutDeadline, readers,
 			s.metrics.Value("tfsbridge_requests_total", "code", "200"), s.metrics.Value("tfsbridge_requests_total", "code", "504"))
