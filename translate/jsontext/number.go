@@ -372,10 +372,7 @@ func AppendDecimals(dst, data []byte, p int, wide bool, limit, width, n int) (ou
 // appendDecimals is AppendDecimals for one element type: one copy of the
 // loop per type, without the test of wide per value.
 func appendDecimals[T float32 | float64](dst, data []byte, p, limit, width, n int) (out []byte, end, took, lists int) {
-	size := 4
-	if T(1<<24+1) != 1<<24 { // a constant test: float32 cannot hold 2^24+1
-		size = 8
-	}
+	size := valueSize[T]()
 	l0 := len(dst)
 	end = p
 	last := len(data) - decimalLookahead // the last offset a token may start at
@@ -546,10 +543,7 @@ const (
 // stops at). It returns appendDecimals' state after the values it took,
 // how many it took and how many lists it stepped into.
 func sameShape[T float32 | float64](dst, data []byte, p, end, limit, width, n, last int) (_ []byte, _, _, _, _, took, lists int) {
-	size := 4
-	if T(1<<24+1) != 1<<24 {
-		size = 8
-	}
+	size := valueSize[T]()
 	// The shape, from the first value.
 	q := p
 	if data[q] == '-' {
@@ -603,6 +597,16 @@ values:
 		}
 	}
 	return dst, p, end, limit, n, (len(dst) - l0) / size, lists
+}
+
+// valueSize is the bytes of a T on the wire, 4 or 8: a constant test per
+// instantiation (float32 cannot hold 2^24+1), so the loops' stores compile
+// to one width.
+func valueSize[T float32 | float64]() int {
+	if T(1<<24+1) != 1<<24 {
+		return 8
+	}
+	return 4
 }
 
 // putValue appends f, negated when neg, to dst (which has the room) as a

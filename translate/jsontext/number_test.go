@@ -319,8 +319,11 @@ func TestAppendDecimalsSameShape(t *testing.T) {
 	// its last value, whose "]]" the run leaves to appendDecimals.
 	var row []byte
 	for i := range 30 {
-		if i > 0 {
-			row = append(row, []string{", ", "], ["}[b2i(i%3 == 0)]...)
+		switch {
+		case i > 0 && i%3 == 0:
+			row = append(row, "], ["...)
+		case i > 0:
+			row = append(row, ", "...)
 		}
 		row = strconv.AppendFloat(row, float64(i)/7-2, 'f', 6, 64)
 	}
@@ -329,14 +332,6 @@ func TestAppendDecimalsSameShape(t *testing.T) {
 	if took != 29 || lists != 9 || n != 2 || len(out) != 29*4 {
 		t.Errorf("fixed-precision row: took %d values and %d lists (n %d); want 29, 9 (n 2)", took, lists, n)
 	}
-}
-
-// b2i is 1 for true.
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // FuzzAppendDecimals: AppendDecimals against ParseNumber on any input.
